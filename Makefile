@@ -1,0 +1,47 @@
+# biossd — the two commands: `make run` (install, run the default study, render the figures)
+# and `make test` (install, run the whole test suite). Everything is installed by
+# install/bootstrap.sh, idempotently; a second call skips what is already there.
+
+SHELL      := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV       ?= $(CURDIR)/.venv
+RESULTS    ?= results
+PROFILE    ?= test
+NXF_ARGS   ?=
+PYTEST_ARGS ?=
+
+export VENV
+export PATH := $(VENV)/bin:$(PATH)
+export NXF_OFFLINE := true
+export NXF_HOME ?= $(VENV)/nextflow/home
+
+.PHONY: run test install study figures lock clean-results help
+
+help:
+	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
+	@echo "make test   install everything, run the whole test suite"
+	@echo "make figures RESULTS=dir   re-run the notebooks over a result set"
+
+install:
+	@install/bootstrap.sh all
+
+run: install
+	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(NXF_ARGS)
+	$(MAKE) --no-print-directory figures RESULTS=$(RESULTS)
+
+figures:
+	@biossd report $(RESULTS) >/dev/null
+	@echo
+	@echo "results:  $(abspath $(RESULTS))/  (runs per host and storage class)"
+	@echo "features: $(abspath $(RESULTS))/features.csv"
+	@echo "figures:  $(abspath $(RESULTS))/report/figures/"
+	@ls -1 $(RESULTS)/report/figures/ | sed 's/^/          /'
+
+test: install
+	python -m pytest $(PYTEST_ARGS)
+
+# Regenerate install/requirements.lock from install/requirements.in (needs network to PyPI).
+lock:
+	python -m pip install -q pip-tools
+	pip-compile -q --allow-unsafe --generate-hashes --strip-extras --no-header \
+	  --output-file install/requirements.lock install/requirements.in

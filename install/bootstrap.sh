@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Installs what biossd needs, idempotently: Debian packages, the Python environment (.venv) from
+# the pinned lock, and Nextflow 24.10.0 from Maven Central. Each step writes a stamp holding the
+# hash of its inputs only after it succeeded; a later call with the same inputs skips the step,
+# and a step that failed half-way is redone whole.
+#
+#   install/bootstrap.sh [check|system|python|nextflow|all]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+venv=${VENV:-$repo/.venv}
+stamps=$venv/.stamps
+python=${BIOSSD_PYTHON:-/usr/bin/python3}
+nextflow_version=24.10.0
+java_min=17
+
+die() { printf 'biossd install: %s\n' "$*" >&2; exit 1; }
+note() { printf 'biossd install: %s\n' "$*" >&2; }
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+stamp_ok() { [ -f "$stamps/$1" ] && [ "$(cat "$stamps/$1")" = "$2" ]; }
+stamp_write() { mkdir -p "$stamps"; printf '%s\n' "$2" > "$stamps/$1.tmp" && mv "$stamps/$1.tmp" "$stamps/$1"; }
+
+packages() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$here/debian-packages.txt"; }
+
+# True when every listed package is installed at its pinned version (fast: one dpkg-query).
+system_satisfied() {
+  local spec name want have
+  while read -r spec; do
+    name=${spec%%=*}; want=${spec#*=}; [ "$want" = "$spec" ] && want=
+    have=$(dpkg-query -W -f='${db:Status-Abbrev}${Version}' "$name" 2>/dev/null) || return 1
+    case $have in ii*) ;; *) return 1 ;; esac
+    [ -z "$want" ] || [ "${have#ii }" = "$want" ] || return 1
+  done < <(packages)
+}
+
+check() {
+  [ "$(id -u)" = 0 ] || die "must run as root: it installs Debian packages and the study uses cgroups and drops caches (run: sudo make ...)"
+  command -v apt-get >/dev/null || die "apt-get not found: biossd installs its tools from Debian bookworm packages; on another system install the packages in install/debian-packages.txt (or use environment.yml) yourself"
+  command -v dpkg-query >/dev/null || die "dpkg-query not found (a Debian system is needed)"
+}
+
+system() {
+  check
+  local key; key=$(hash_of "$here/debian-packages.txt")
+  if stamp_ok system "$key" && system_satisfied; then return 0; fi
+  if ! system_satisfied; then
+    note "installing Debian packages: $(packages | tr '\n' ' ')"
+    apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed: no network to the Debian package registry? (check with: apt-get update)"
+    # shellcheck disable=SC2046
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(packages) >/dev/null \
+      || die "apt-get install failed for: $(packages | tr '\n' ' ') (run it by hand to see why)"
+    system_satisfied || die "packages still missing or at other versions after apt-get install: see install/debian-packages.txt"
+  fi
+  local jv; jv=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+  [ -n "$jv" ] && [ "$jv" -ge "$java_min" ] || die "Java $java_min or newer is needed for Nextflow (found: ${jv:-none}); install openjdk-17-jre-headless"
+  stamp_write system "$key"
+}
+
+python_env() {
+  local key; key=$(hash_of "$here/requirements.lock" "$repo/pyproject.toml" <(echo "$python"))
+  if stamp_ok python "$key" && [ -x "$venv/bin/biossd" ]; then return 0; fi
+  [ -x "$python" ] || die "$python not found: install python3 and python3-venv (install/bootstrap.sh system does)"
+  note "creating the Python environment in $venv from install/requirements.lock"
+  rm -f "$stamps/python"
+  rm -rf "$venv/bin" "$venv/lib" "$venv/lib64" "$venv/include" "$venv/share" "$venv/pyvenv.cfg"
+  "$python" -m venv "$venv" || die "could not create a virtual environment with $python -m venv (is python3-venv installed?)"
+  "$venv/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$here/requirements.lock" \
+    || die "pip install from install/requirements.lock failed: no network to PyPI? (check: $venv/bin/pip download --no-deps -d /tmp pip)"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$repo" \
+    || die "installing the biossd package itself (pip install -e .) failed"
+  "$venv/bin/biossd" --version >/dev/null || die "biossd was installed but does not run"
+  stamp_write python "$key"
+}
+
+# The launcher is rewritten whenever it is missing (cheap): a rebuilt venv loses its bin/.
+write_launcher() {
+  local lib=$1 launcher=$venv/bin/nextflow
+  mkdir -p "$venv/bin"
+  cat > "$launcher.tmp" <<LAUNCHER
+#!/bin/sh
+# Nextflow $nextflow_version for biossd, run offline from the jars resolved by install/nextflow/pom.xml.
+export NXF_OFFLINE=true
+export NXF_HOME="\${NXF_HOME:-$venv/nextflow/home}"
+exec java \${NXF_OPTS:-} -cp "$lib/*" nextflow.cli.Launcher "\$@"
+LAUNCHER
+  chmod +x "$launcher.tmp" && mv "$launcher.tmp" "$launcher"
+  "$launcher" -version >/dev/null 2>&1 || die "the Nextflow launcher $launcher does not run (is Java $java_min installed?)"
+}
+
+nextflow_env() {
+  local key; key=$(hash_of "$here/nextflow/pom.xml")
+  local lib=$venv/nextflow/lib
+  if ! stamp_ok nextflow "$key" || [ ! -f "$lib/nextflow-$nextflow_version.jar" ]; then
+    command -v mvn >/dev/null || die "mvn not found: install maven (install/bootstrap.sh system does)"
+    note "resolving Nextflow $nextflow_version from Maven Central"
+    rm -f "$stamps/nextflow"
+    mkdir -p "$venv/nextflow" && rm -rf "$lib.tmp" && mkdir -p "$lib.tmp"
+    mvn -q -B -f "$here/nextflow/pom.xml" dependency:copy-dependencies -DoutputDirectory="$lib.tmp" >"$venv/nextflow/mvn.log" 2>&1 \
+      || die "resolving io.nextflow:nextflow:$nextflow_version failed: no network to Maven Central? (see $venv/nextflow/mvn.log)"
+    [ -f "$lib.tmp/nextflow-$nextflow_version.jar" ] || die "Maven did not deliver nextflow-$nextflow_version.jar"
+    rm -rf "$lib" && mv "$lib.tmp" "$lib"
+    write_launcher "$lib"
+    stamp_write nextflow "$key"
+  elif [ ! -x "$venv/bin/nextflow" ]; then
+    write_launcher "$lib"
+  fi
+}
+
+case ${1:-all} in
+  check) check ;;
+  system) system ;;
+  python) python_env ;;
+  nextflow) nextflow_env ;;
+  all) system; python_env; nextflow_env ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, all)" ;;
+esac

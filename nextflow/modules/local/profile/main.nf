@@ -1,0 +1,49 @@
+/*
+ * PROFILE — one profiled tool run: the catalogue renders the tool's command, `biossd profile`
+ * runs it under the memory cap with caches dropped, and the run directory is published to
+ *   OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/
+ * (the layout of src/biossd/layout.py). The tool's input is copied into scratch on the storage
+ * class's device first, so its reads and writes hit the device under study.
+ */
+process PROFILE {
+    tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}"
+    label 'profiled'
+    publishDir { "${params.outdir}/${meta.host}-${meta.storage}/runs/${meta.tool}/${meta.mem}/${meta.scale}" },
+        mode: 'copy', saveAs: { name -> name == 'run' ? "${meta.rep}" : null }
+
+    input:
+    tuple val(meta), path(input_dir)
+
+    output:
+    tuple val(meta), path('run'), emit: run_dir
+    path 'versions.yml'         , emit: versions
+
+    script:
+    def scratch = params.scratch_dir ? "${params.scratch_dir}/biossd-${task.hash ?: task.index}" : "\$PWD/scratch"
+    def caches  = params.drop_caches ? '' : '--no-drop-caches'
+    def labels  = meta.collect { k, v -> "--label ${k}=${v}" }.join(' ')
+    def args    = task.ext.args ?: ''
+    """
+    scratch="${scratch}"
+    rm -rf "\$scratch" && mkdir -p "\$scratch/tmp"
+    trap 'rm -rf "\$scratch"' EXIT
+    cp ${input_dir}/reads.bam "\$scratch/reads.bam"
+    version=\$(biossd catalogue version ${meta.tool})
+    tool_cmd=\$(biossd catalogue command --mem ${meta.mem} ${meta.tool} \\
+        in_bam="\$scratch/reads.bam" out_bam="\$scratch/sorted.bam" tmp_prefix="\$scratch/tmp/sort")
+    eval "biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out run ${caches} ${args} \\
+        ${labels} --label tool_version=\$version --label scratch=\$scratch -- \$tool_cmd"
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        biossd: \$(biossd --version | sed 's/biossd //')
+        ${meta.tool}: \$version
+    END_VERSIONS
+    """
+
+    stub:
+    """
+    mkdir run
+    echo '"${task.process}": {${meta.tool}: stub}' > versions.yml
+    """
+}

@@ -1,0 +1,50 @@
+/*
+ * The study: synthesize inputs, profile every (tool × memory cap × scale × repeat) run, and
+ * derive the features table.
+ */
+include { SYNTH_INPUT } from '../modules/local/synth_input/main'
+include { PROFILE     } from '../modules/local/profile/main'
+include { FEATURES    } from '../modules/local/features/main'
+
+def csvList(value) {
+    value.toString().tokenize(',')*.trim().findAll { it }
+}
+
+def catalogueEntry(String tool) {
+    def f = file("${projectDir}/catalogue/${tool}.yaml")
+    if( !f.exists() ) {
+        def known = file("${projectDir}/catalogue").listFiles()*.name.findAll { it.endsWith('.yaml') }*.replace('.yaml', '').sort()
+        error "Unknown tool '${tool}' in --tools; the catalogue has: ${known.join(', ')}"
+    }
+    new groovy.yaml.YamlSlurper().parse(f)
+}
+
+workflow BIOSSD {
+    main:
+    def host   = params.host ?: java.net.InetAddress.localHost.hostName
+    def tools  = csvList(params.tools)
+    def caps   = csvList(params.mem_caps)
+    def scales = csvList(params.scales).collect { it as int }
+    def reps   = (1..(params.repeats as int)).toList()
+    def kinds  = tools.collectEntries { t -> [t, catalogueEntry(t).input] }
+
+    // One synthetic input per (kind, scale), shared by every run that reads it.
+    ch_inputs = Channel
+        .fromList(kinds.values().unique().collectMany { k -> scales.collect { s -> [k, s] } })
+        .map { kind, scale -> [[kind: kind, scale: scale, id: "${kind}_x${scale}"], params.input_size, params.seed] }
+    SYNTH_INPUT(ch_inputs)
+
+    ch_runs = Channel
+        .fromList(tools.collectMany { t -> caps.collectMany { c -> scales.collectMany { s -> reps.collect { r -> [t, c, s, r] } } } })
+        .map { tool, cap, scale, rep ->
+            [[kind: kinds[tool], scale: scale], [host: host, storage: params.storage_class, tool: tool, mem: cap, scale: scale, rep: rep]]
+        }
+        .combine(SYNTH_INPUT.out.input.map { meta, dir -> [[kind: meta.kind, scale: meta.scale], dir] }, by: 0)
+        .map { key, meta, dir -> [meta, dir] }
+    PROFILE(ch_runs)
+
+    FEATURES(PROFILE.out.run_dir.map { meta, dir -> dir }.collect())
+
+    emit:
+    features = FEATURES.out.table
+}

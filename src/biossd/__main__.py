@@ -1,0 +1,5 @@
+import sys
+
+from biossd.cli import main
+
+sys.exit(main())

@@ -1,0 +1,220 @@
+"""The ``biossd`` command line: thin wrappers over the library modules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from biossd import __version__
+
+
+def _labels(pairs: list[str]) -> dict[str, str]:
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"biossd: --label takes KEY=VALUE, got {pair!r}")
+        labels[key] = value
+    return labels
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from biossd import profile
+    from biossd.cgroups import CapError
+    from biossd.units import parse_size
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    mem = None if args.mem.lower() == "none" else parse_size(args.mem)
+    labels = _labels(args.label)
+    for dev in args.device:
+        if not Path(dev).exists():
+            raise SystemExit(f"biossd profile: --device {dev}: no such device; nothing was run")
+    if args.device:
+        labels.setdefault("devices", ",".join(args.device))
+    request = profile.ProfileRequest(
+        argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=labels,
+        cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
+    )
+    try:
+        body = profile.run(request)
+    except (profile.ProfileError, CapError) as err:
+        print(f"biossd profile: {err}", file=sys.stderr)
+        return 2
+    except profile.Interrupted as intr:
+        print(f"biossd profile: {intr}; {args.out} has no manifest", file=sys.stderr)
+        return profile.signal_exit_code(intr.signum)
+    print(f"biossd profile: outcome {body['outcome']} (exit {body['exit_code']}) in "
+          f"{body['wall_s']:.2f} s; manifest {Path(args.out) / 'run.json'}", file=sys.stderr)
+    return 0
+
+
+def cmd_features(args: argparse.Namespace) -> int:
+    from biossd import features
+
+    run_dirs = features.find_run_dirs(Path(p) for p in args.run_dirs)
+    if not run_dirs:
+        print("biossd features: no complete run directory (with run.json) found", file=sys.stderr)
+        return 1
+    table = features.features_table(run_dirs)
+    if args.output:
+        features.write_table(table, Path(args.output))
+        print(f"biossd features: {len(table)} runs -> {args.output}", file=sys.stderr)
+    else:
+        table.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def cmd_data_synth(args: argparse.Namespace) -> int:
+    from biossd import data
+    from biossd.units import parse_size
+
+    if args.list:
+        for kind in data.KINDS.values():
+            print(f"{kind.name}\t{kind.description}")
+        return 0
+    if not args.kind or not args.output:
+        raise SystemExit("biossd data synth: give KIND and -o DIR (or --list)")
+    try:
+        record = data.synth(args.kind, Path(args.output), parse_size(args.size), args.seed, args.scale)
+    except data.SynthError as err:
+        print(f"biossd data synth: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(record, indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_catalogue_command(args: argparse.Namespace) -> int:
+    from biossd import catalogue
+    from biossd.units import parse_size
+
+    entry = catalogue.get(args.tool)
+    mem = None if args.mem is None or args.mem.lower() == "none" else parse_size(args.mem)
+    argv = entry.render(_labels(args.values), mem_bytes=mem)
+    print(catalogue.shell_command(argv))
+    return 0
+
+
+def cmd_catalogue_version(args: argparse.Namespace) -> int:
+    from biossd import catalogue
+
+    entry = catalogue.get(args.tool)
+    version = entry.installed_version()
+    if version is None:
+        print(f"biossd catalogue version: {args.tool} is not installed here", file=sys.stderr)
+        return 1
+    if version != str(entry.data["version"]):
+        print(f"biossd catalogue version: warning: {args.tool} is {version} here, the catalogue "
+              f"pins {entry.data['version']}", file=sys.stderr)
+    print(version)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from biossd import report
+
+    done = report.render(Path(args.results), Path(args.out) if args.out else None)
+    for path in done:
+        print(path)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from biossd import cgroups
+
+    leftovers = cgroups.find_leftovers()
+    for path in leftovers:
+        print(f"leftover cgroup: {path}")
+    if not leftovers:
+        print("biossd doctor: no leftovers of earlier runs")
+    return 1 if leftovers else 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from biossd import cgroups
+
+    failed = 0
+    for path in cgroups.find_leftovers():
+        cap = cgroups.MemoryCap(limit_bytes=None)
+        cap.path = path
+        try:
+            cap._remove()
+            print(f"removed cgroup {path}")
+        except cgroups.CapError as err:
+            print(f"biossd cleanup: {err}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="biossd", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"biossd {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("profile", help="run one command under a memory cap and record it")
+    p.add_argument("--mem", required=True, help="memory cap, e.g. 1G, or 'none'")
+    p.add_argument("--out", required=True, help="run directory to write")
+    p.add_argument("--device", action="append", default=[], help="block device to trace")
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--cap-backend", default="auto",
+                   choices=("auto", "cgroup-v1", "cgroup-v2", "external", "none"))
+    p.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
+                   help="do not sync and drop the page cache before the run")
+    p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("features", help="features table from run directories")
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("-o", "--output", help="features.csv or features.parquet")
+    p.set_defaults(func=cmd_features)
+
+    data_p = sub.add_parser("data", help="input data").add_subparsers(dest="data_cmd", required=True)
+    p = data_p.add_parser("synth", help="generate a synthetic input")
+    p.add_argument("kind", nargs="?")
+    p.add_argument("--list", action="store_true", help="list the kinds")
+    p.add_argument("--size", default="4M")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--scale", type=int, default=1, help="replicate the baseline k times")
+    p.add_argument("-o", "--output")
+    p.set_defaults(func=cmd_data_synth)
+
+    cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
+    p = cat_p.add_parser("command", help="print a tool's command line, shell-quoted")
+    p.add_argument("tool")
+    p.add_argument("values", nargs="*", metavar="NAME=VALUE")
+    p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
+    p.set_defaults(func=cmd_catalogue_command)
+    p = cat_p.add_parser("version", help="print the installed version of a tool")
+    p.add_argument("tool")
+    p.set_defaults(func=cmd_catalogue_version)
+
+    p = sub.add_parser("report", help="run the notebooks over a result set (papermill)")
+    p.add_argument("results")
+    p.add_argument("--out", help="report directory (default RESULTS/report)")
+    p.set_defaults(func=cmd_report)
+
+    sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)
+    sub.add_parser("cleanup", help="remove leftovers of earlier runs").set_defaults(func=cmd_cleanup)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="biossd: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except Exception as err:  # a clean message, not a traceback, for expected errors
+        from biossd.catalogue import CatalogueError
+        from biossd.manifest import ManifestError
+
+        if isinstance(err, (CatalogueError, ManifestError, ValueError, FileNotFoundError)):
+            print(f"biossd {args.cmd}: {err}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

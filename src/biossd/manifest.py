@@ -1,0 +1,98 @@
+"""The run manifest ``RUN_DIR/run.json``: schema, atomic writing, and completeness.
+
+A run directory is complete only when its manifest exists; the manifest is written last,
+through a temporary name and ``os.replace``, so a reader never sees half a manifest and every
+reader ignores a directory without one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "run.json"
+SCHEMA = "biossd.run"
+SCHEMA_VERSION = 1
+OUTCOMES = ("ok", "failed", "oom", "timeout", "interrupted")
+_HASH_CHUNK_BYTES = 1 << 20
+_FILE_MODE = 0o666
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class ManifestError(ValueError):
+    """A manifest that is missing, unreadable or of an unknown schema."""
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_HASH_CHUNK_BYTES), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, _FILE_MODE & ~_current_umask())
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def file_record(run_dir: Path, path: Path) -> dict[str, Any]:
+    """Size and sha256 of one file of a run, with its path relative to the run directory."""
+    return {
+        "path": str(Path(path).relative_to(run_dir)),
+        "size_bytes": Path(path).stat().st_size,
+        "sha256": sha256_file(path),
+    }
+
+
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
+    """Stamp schema fields and write ``run.json`` atomically; returns its path."""
+    if manifest.get("outcome") not in OUTCOMES:
+        raise ManifestError(f"outcome must be one of {OUTCOMES}, got {manifest.get('outcome')!r}")
+    body = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **manifest}
+    path = Path(run_dir) / MANIFEST_NAME
+    atomic_write_text(path, json.dumps(body, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def is_complete(run_dir: Path) -> bool:
+    return (Path(run_dir) / MANIFEST_NAME).is_file()
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """Read and check a run's manifest; raises :class:`ManifestError` naming the file."""
+    path = Path(run_dir) / MANIFEST_NAME
+    try:
+        body = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no manifest — the run is incomplete") from None
+    except json.JSONDecodeError as err:
+        raise ManifestError(f"{path}: not valid JSON ({err})") from None
+    if body.get("schema") != SCHEMA:
+        raise ManifestError(f"{path}: field 'schema' is {body.get('schema')!r}, expected {SCHEMA!r}")
+    if body.get("schema_version") != SCHEMA_VERSION:
+        raise ManifestError(
+            f"{path}: field 'schema_version' is {body.get('schema_version')!r}; this biossd reads "
+            f"version {SCHEMA_VERSION}"
+        )
+    return body

@@ -1,0 +1,34 @@
+"""Byte-size parsing and formatting shared by every command (binary units: 1K = 1024 bytes)."""
+
+from __future__ import annotations
+
+import re
+
+BYTES_PER_KIB = 1024
+_SUFFIX_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Parse ``"64M"``, ``"1G"``, ``"1.5GiB"`` or ``"4096"`` into bytes (binary multiples).
+
+    Raises ``ValueError`` naming the text and the accepted form.
+    """
+    match = _SIZE_RE.match(str(text))
+    if not match:
+        raise ValueError(
+            f"cannot read size {text!r}: use a number with an optional K, M, G or T suffix "
+            "(binary multiples), e.g. 64M or 1G"
+        )
+    number, suffix = match.groups()
+    value = float(number) * BYTES_PER_KIB ** _SUFFIX_POWER[suffix.upper()]
+    return int(value)
+
+
+def format_size(n_bytes: int) -> str:
+    """Shortest exact binary form of a byte count: 67108864 → ``"64M"``, 1000 → ``"1000"``."""
+    for suffix in ("T", "G", "M", "K"):
+        unit = BYTES_PER_KIB ** _SUFFIX_POWER[suffix]
+        if n_bytes >= unit and n_bytes % unit == 0:
+            return f"{n_bytes // unit}{suffix}"
+    return str(n_bytes)

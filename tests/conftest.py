@@ -1,0 +1,55 @@
+"""Shared fixtures. Integration tests need root, the real tools and the installed environment
+(`make test` installs them); they are not skipped silently: a missing piece fails the test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def env() -> dict[str, str]:
+    """The environment the Makefile gives the study: the venv's bin first, Nextflow offline."""
+    e = dict(os.environ)
+    e["PATH"] = f"{VENV_BIN}{os.pathsep}{e.get('PATH', '')}"
+    e["NXF_OFFLINE"] = "true"
+    return e
+
+
+@pytest.fixture(scope="session")
+def biossd(env):
+    """Run the installed `biossd` command; returns the CompletedProcess."""
+    exe = shutil.which("biossd", path=env["PATH"])
+    assert exe, "the biossd command is not installed in this environment (run `make install`)"
+
+    def run(*args: str, check: bool = True, cwd: Path | None = None, **kw):
+        proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env, cwd=cwd, **kw)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"biossd {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def root_required():
+    assert os.geteuid() == 0, "integration tests of cgroups and caches need root"
+
+
+def own_cgroups() -> list[Path]:
+    from biossd.cgroups import find_leftovers
+
+    return find_leftovers()

@@ -1,0 +1,85 @@
+"""`nextflow run study -profile test` end to end on tiny data, then the notebooks over its
+results: the walking skeleton from a tool run to a figure."""
+
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+
+from biossd import features, layout, manifest
+from biossd.cgroups import find_leftovers
+from conftest import REPO
+
+pytestmark = pytest.mark.integration
+
+
+def nextflow(env, cwd, *args, check=True):
+    exe = shutil.which("nextflow", path=env["PATH"])
+    assert exe, "nextflow launcher not installed (run `make install`)"
+    proc = subprocess.run([exe, "run", str(REPO / "study"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"nextflow failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def result_set(env, tmp_path_factory, root_required):
+    launch = tmp_path_factory.mktemp("launch")
+    outdir = launch / "results"
+    before = set(find_leftovers())
+    nextflow(env, launch, "-profile", "test", "--outdir", str(outdir), "--host", "testhost")
+    assert set(find_leftovers()) == before, "the pipeline left cgroups behind"
+    return outdir
+
+
+def test_every_expected_run_is_present_and_complete(result_set):
+    for rep in (1, 2, 3):
+        labels = {"host": "testhost", "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep}
+        run = result_set / layout.run_relpath(labels)
+        body = manifest.read_manifest(run)
+        assert body["outcome"] == "ok"
+        assert body["labels"]["tool_version"] == "1.16.1"
+        assert {k: str(v) for k, v in labels.items()}.items() <= body["labels"].items()
+        assert "merging from" in (run / "stderr.log").read_text()
+    assert (result_set / "pipeline_info" / "trace.txt").is_file()
+
+
+def test_features_rows_match_the_runs(result_set):
+    table = features.read_table(result_set / layout.FEATURES_FILE)
+    runs = features.find_run_dirs([result_set])
+    assert len(table) == len(runs) == 3
+    assert sorted(table["run_dir"]) == sorted(str(r.relative_to(result_set)) for r in runs)
+    assert (table["runtime_s"] > 0).all() and table["Pfault"].notna().all()
+    assert table["Butil"].isna().all() and table["missing_reason"].str.contains("Butil").all()
+
+
+def test_notebooks_render_the_figure_deterministically(result_set, biossd):
+    biossd("report", str(result_set))
+    figs = result_set / layout.FIGURES_DIR
+    first = {}
+    for fmt, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
+        path = figs / f"fig04_storage_features.{fmt}"
+        data = path.read_bytes()
+        assert data.startswith(magic) and len(data) > 5000
+        first[fmt] = data
+    executed = result_set / "report" / "notebooks" / "fig04_storage_features.ipynb"
+    assert "samtools_sort" in executed.read_text()
+    biossd("report", str(result_set))
+    for fmt, data in first.items():
+        assert (figs / f"fig04_storage_features.{fmt}").read_bytes() == data, f"{fmt} differs between runs"
+
+
+def test_unknown_profile_fails_with_nextflows_error(env, tmp_path):
+    proc = nextflow(env, tmp_path, "-profile", "nosuch", "--outdir", str(tmp_path / "r"), check=False)
+    assert proc.returncode != 0
+    assert "Unknown configuration profile: 'nosuch'" in proc.stdout + proc.stderr
+
+
+def test_unknown_tool_fails_before_any_run(env, tmp_path):
+    proc = nextflow(env, tmp_path, "-profile", "test", "--tools", "samtools_sort,bogus",
+                    "--outdir", str(tmp_path / "r"), check=False)
+    assert proc.returncode != 0
+    assert "Unknown tool 'bogus'" in proc.stdout + proc.stderr
+    assert not list((tmp_path / "r").glob("*/runs"))
