@@ -16,3 +16,12 @@ def test_module_entry_point_matches():
 def test_doctor_reports_a_clean_host(biossd):
     proc = biossd("doctor", check=False)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_catalogue_command_print0_keeps_hostile_paths_whole(biossd):
+    hostile = "my reads; $(touch x).bam"
+    out = biossd("catalogue", "command", "--print0", "--mem", "1G", "samtools_sort",
+                 f"in_bam={hostile}", "out_bam=o.bam", "tmp_prefix=t").stdout
+    argv = out.split("\0")
+    assert argv[-1] == "" and argv[-2] == hostile
+    assert argv[:2] == ["samtools", "sort"]

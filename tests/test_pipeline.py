@@ -28,9 +28,13 @@ def nextflow(env, cwd, *args, check=True):
 def result_set(env, tmp_path_factory, root_required):
     launch = tmp_path_factory.mktemp("launch")
     outdir = launch / "results"
+    scratch = launch / "scratch dir; with space"
+    scratch.mkdir()
     before = set(find_leftovers())
-    nextflow(env, launch, "-profile", "test", "--outdir", str(outdir), "--host", "testhost")
+    nextflow(env, launch, "-profile", "test", "--outdir", str(outdir), "--host", "testhost",
+             "--scratch_dir", str(scratch))
     assert set(find_leftovers()) == before, "the pipeline left cgroups behind"
+    assert list(scratch.iterdir()) == [], "per-run scratch directories were not removed"
     return outdir
 
 
@@ -43,6 +47,8 @@ def test_every_expected_run_is_present_and_complete(result_set):
         assert body["labels"]["tool_version"] == "1.16.1"
         assert {k: str(v) for k, v in labels.items()}.items() <= body["labels"].items()
         assert "merging from" in (run / "stderr.log").read_text()
+        assert body["labels"]["scratch"].startswith(str(result_set.parent / "scratch dir; with space"))
+        assert body["argv"][-1] == body["labels"]["scratch"] + "/reads.bam"
     assert (result_set / "pipeline_info" / "trace.txt").is_file()
 
 

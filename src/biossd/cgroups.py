@@ -145,27 +145,8 @@ class MemoryCap:
             ) from None
 
     def _remove(self) -> None:
-        """Kill anything still in the cgroup and remove it."""
-        if self.path is None or not self.path.exists():
-            return
-        deadline = time.monotonic() + _EMPTY_WAIT_S
-        while True:
-            pids = self.pids()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            if time.monotonic() > deadline:
-                break
-            time.sleep(_POLL_S)
-        try:
-            self.path.rmdir()
-        except OSError as err:
-            if err.errno != errno.ENOENT:
-                raise CapError(f"could not remove cgroup {self.path}: {err}") from err
+        if self.path is not None:
+            remove_cgroup(self.path)
 
     # -- use -----------------------------------------------------------------------------------
     def join(self) -> None:
@@ -174,12 +155,7 @@ class MemoryCap:
             (self.path / "cgroup.procs").write_text(str(os.getpid()))
 
     def pids(self) -> list[int]:
-        if self.path is None:
-            return []
-        try:
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-        except FileNotFoundError:
-            return []
+        return _cgroup_pids(self.path) if self.path is not None else []
 
     def stats(self) -> dict[str, int | None]:
         """OOM kills and peak memory usage seen by the cgroup (``None`` when not known)."""
@@ -221,6 +197,37 @@ def _keyed(path: Path) -> dict[str, int]:
         if len(parts) == 2 and parts[1].lstrip("-").isdigit():
             out[parts[0]] = int(parts[1])
     return out
+
+
+def _cgroup_pids(path: Path) -> list[int]:
+    try:
+        return [int(p) for p in (path / "cgroup.procs").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def remove_cgroup(path: Path) -> None:
+    """Kill every process still in the cgroup at ``path``, then remove it (no-op if gone)."""
+    if not path.exists():
+        return
+    deadline = time.monotonic() + _EMPTY_WAIT_S
+    while True:
+        pids = _cgroup_pids(path)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            break
+        time.sleep(_POLL_S)
+    try:
+        path.rmdir()
+    except OSError as err:
+        if err.errno != errno.ENOENT:
+            raise CapError(f"could not remove cgroup {path}: {err}") from err
 
 
 def find_leftovers() -> list[Path]:

@@ -93,7 +93,10 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
     entry = catalogue.get(args.tool)
     mem = None if args.mem is None or args.mem.lower() == "none" else parse_size(args.mem)
     argv = entry.render(_labels(args.values), mem_bytes=mem)
-    print(catalogue.shell_command(argv))
+    if args.print0:
+        sys.stdout.write("".join(f"{arg}\0" for arg in argv))
+    else:
+        print(catalogue.shell_command(argv))
     return 0
 
 
@@ -137,10 +140,8 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
     failed = 0
     for path in cgroups.find_leftovers():
-        cap = cgroups.MemoryCap(limit_bytes=None)
-        cap.path = path
         try:
-            cap._remove()
+            cgroups.remove_cgroup(path)
             print(f"removed cgroup {path}")
         except cgroups.CapError as err:
             print(f"biossd cleanup: {err}", file=sys.stderr)
@@ -186,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tool")
     p.add_argument("values", nargs="*", metavar="NAME=VALUE")
     p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
+    p.add_argument("--print0", action="store_true",
+                   help="print the arguments NUL-separated (for `mapfile -d ''`), not shell-quoted")
     p.set_defaults(func=cmd_catalogue_command)
     p = cat_p.add_parser("version", help="print the installed version of a tool")
     p.add_argument("tool")

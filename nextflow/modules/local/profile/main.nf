@@ -19,20 +19,22 @@ process PROFILE {
     path 'versions.yml'         , emit: versions
 
     script:
-    def scratch = params.scratch_dir ? "${params.scratch_dir}/biossd-${task.hash ?: task.index}" : "\$PWD/scratch"
+    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def scratch = params.scratch_dir ? q("${params.scratch_dir}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
     def caches  = params.drop_caches ? '' : '--no-drop-caches'
-    def labels  = meta.collect { k, v -> "--label ${k}=${v}" }.join(' ')
+    def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     def args    = task.ext.args ?: ''
     """
-    scratch="${scratch}"
+    scratch=${scratch}
     rm -rf "\$scratch" && mkdir -p "\$scratch/tmp"
     trap 'rm -rf "\$scratch"' EXIT
     cp ${input_dir}/reads.bam "\$scratch/reads.bam"
     version=\$(biossd catalogue version ${meta.tool})
-    tool_cmd=\$(biossd catalogue command --mem ${meta.mem} ${meta.tool} \\
+    mapfile -d '' -t tool_argv < <(biossd catalogue command --print0 --mem ${meta.mem} ${meta.tool} \\
         in_bam="\$scratch/reads.bam" out_bam="\$scratch/sorted.bam" tmp_prefix="\$scratch/tmp/sort")
-    eval "biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out run ${caches} ${args} \\
-        ${labels} --label tool_version=\$version --label scratch=\$scratch -- \$tool_cmd"
+    [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue command ${meta.tool} gave no command" >&2; exit 1; }
+    biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out run ${caches} ${args} \\
+        ${labels} --label "tool_version=\$version" --label "scratch=\$scratch" -- "\${tool_argv[@]}"
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
