@@ -157,6 +157,13 @@ class MemoryCap:
     def pids(self) -> list[int]:
         return _cgroup_pids(self.path) if self.path is not None else []
 
+    def usage_bytes(self) -> int | None:
+        """Current memory usage of the cgroup (``None`` when there is no cgroup)."""
+        if self.path is None:
+            return None
+        name = "memory.usage_in_bytes" if self.backend == "cgroup-v1" else "memory.current"
+        return _read_int(self.path / name)
+
     def stats(self) -> dict[str, int | None]:
         """OOM kills and peak memory usage seen by the cgroup (``None`` when not known)."""
         if self.path is None:

@@ -28,15 +28,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     mem = None if args.mem.lower() == "none" else parse_size(args.mem)
-    labels = _labels(args.label)
-    for dev in args.device:
-        if not Path(dev).exists():
-            raise SystemExit(f"biossd profile: --device {dev}: no such device; nothing was run")
-    if args.device:
-        labels.setdefault("devices", ",".join(args.device))
     request = profile.ProfileRequest(
-        argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=labels,
+        argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=_labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
+        devices=args.device, sample_interval_s=args.sample_interval,
     )
     try:
         body = profile.run(request)
@@ -164,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
                    help="do not sync and drop the page cache before the run")
     p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
+    p.add_argument("--sample-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="interval of the SAR-like sampler (default 1 s)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     p.set_defaults(func=cmd_profile)
 

@@ -6,6 +6,7 @@ runs the command, applies the memory cap (:mod:`biossd.cgroups`), and writes one
 ``RUN_DIR/``
     ``stdout.log``, ``stderr.log``   the command's own output
     ``rusage.json``                  process accounting of the whole process tree (``time``'s job)
+    ``sampler.csv``                  1 Hz system counters, like SAR (:mod:`biossd.sampler`)
     ``run.json``                     the manifest, written last (see :mod:`biossd.manifest`)
 
 Each collector records whether it ran and, if not, why; collectors this version does not have
@@ -26,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from biossd import devices as block_devices
 from biossd import hostfacts, manifest
 from biossd.cgroups import MemoryCap
+from biossd.sampler import DEFAULT_INTERVAL_S, Sampler
 
 #: ``ru_inblock``/``ru_oublock`` count 512-byte units on Linux (getrusage(2)).
 RUSAGE_BLOCK_BYTES = 512
@@ -39,7 +42,6 @@ _DROP_ALL = "3"
 
 #: Collectors planned for the profiler that this version does not run yet (issue 3).
 NOT_YET_COLLECTED = {
-    "sampler": "1 Hz vmstat/diskstats/PSI sampler is not implemented in this biossd version",
     "blocktrace": "block-request tracing is not implemented in this biossd version",
     "cpu_counters": "perf/cachegrind counters are not implemented in this biossd version",
 }
@@ -64,6 +66,10 @@ class ProfileRequest:
     cap_backend: str = "auto"
     drop_caches: bool = True
     overwrite: bool = False
+    #: Block devices to trace (``/dev/vda``, ``vda`` or ``254:0``); default: the one holding
+    #: the current directory.
+    devices: Sequence[str] = ()
+    sample_interval_s: float = DEFAULT_INTERVAL_S
 
 
 def _utc_now() -> str:
@@ -129,6 +135,12 @@ def run(request: ProfileRequest) -> dict[str, Any]:
     """
     if not request.argv:
         raise ProfileError("no command given: put it after `--`")
+    try:
+        traced = [block_devices.resolve(d) for d in request.devices] or [
+            block_devices.device_of_path(Path.cwd())
+        ]
+    except block_devices.DeviceError as err:
+        raise ProfileError(f"{err}; nothing was run") from None
     out_dir = Path(request.out_dir).resolve()
     prepare_run_dir(out_dir, request.overwrite)
     facts = hostfacts.host_facts()
@@ -163,8 +175,21 @@ def run(request: ProfileRequest) -> dict[str, Any]:
                 launch_error = (EXIT_COMMAND_NOT_FOUND, f"command not found: {exc.filename}")
             except PermissionError as exc:
                 launch_error = (EXIT_NOT_EXECUTABLE, f"command not executable: {exc.filename}")
+            sampler_record: dict[str, Any] = {"ran": False, "why": "the command did not start", "files": []}
             if child is not None:
-                _, status, ru = os.wait4(child.pid, 0)
+                sampler = Sampler(out_dir / "sampler.csv", traced, cap.usage_bytes, request.sample_interval_s)
+                try:
+                    sampler.start()
+                except OSError as exc:
+                    sampler_record["why"] = f"could not start: {exc}"
+                    sampler = None
+                try:
+                    _, status, ru = os.wait4(child.pid, 0)
+                finally:
+                    if sampler is not None:
+                        sampler.stop()
+                        sampler_record = {"ran": True, "why": None, "files": ["sampler.csv"],
+                                          "samples": sampler.samples, "interval_s": request.sample_interval_s}
                 wall_s = time.monotonic() - t0
                 outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"])
                 accounting = rusage_record(ru, wall_s)
@@ -188,6 +213,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         collectors["rusage"] = {"ran": True, "why": None, "files": ["rusage.json"]}
     else:
         collectors["rusage"] = {"ran": False, "why": "the command did not start", "files": []}
+    collectors["sampler"] = sampler_record
     for name, why in NOT_YET_COLLECTED.items():
         collectors[name] = {"ran": False, "why": why, "files": []}
 
@@ -203,6 +229,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         "started_at": started_at,
         "ended_at": ended_at,
         "wall_s": wall_s,
+        "devices": traced,
         "memory_cap": cap_record,
         "page_cache": caches,
         "host": facts,
