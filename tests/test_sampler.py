@@ -1,4 +1,6 @@
 import csv
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -59,3 +61,17 @@ def test_profiled_writes_show_in_the_devices_counters(biossd, tmp_path, root_req
     written = int(rows[-1][f"disk_{dev}_write_sectors"]) - int(rows[0][f"disk_{dev}_write_sectors"])
     assert written * 512 >= 16 << 20, f"only {written} sectors written to {dev} during the run"
     assert any(r["cgroup_mem_bytes"] not in ("", "0") for r in rows)
+
+
+@pytest.mark.integration
+def test_runs_from_a_directory_on_no_block_device_and_says_so(biossd, tmp_path):
+    shm = tempfile.mkdtemp(dir="/dev/shm")  # tmpfs: its st_dev is no block device
+    try:
+        run = tmp_path / "run"
+        biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(run), "--", "true", cwd=shm)
+        body = manifest.read_manifest(run)
+        assert body["outcome"] == "ok" and body["devices"] == []
+        assert "no device traced" in body["devices_note"]
+        assert body["collectors"]["sampler"]["ran"] is True
+    finally:
+        shutil.rmtree(shm)

@@ -154,9 +154,6 @@ class MemoryCap:
         if self.path is not None:
             (self.path / "cgroup.procs").write_text(str(os.getpid()))
 
-    def pids(self) -> list[int]:
-        return _cgroup_pids(self.path) if self.path is not None else []
-
     def usage_bytes(self) -> int | None:
         """Current memory usage of the cgroup (``None`` when there is no cgroup)."""
         if self.path is None:

@@ -136,11 +136,16 @@ def run(request: ProfileRequest) -> dict[str, Any]:
     if not request.argv:
         raise ProfileError("no command given: put it after `--`")
     try:
-        traced = [block_devices.resolve(d) for d in request.devices] or [
-            block_devices.device_of_path(Path.cwd())
-        ]
+        traced = [block_devices.resolve(d) for d in request.devices]
     except block_devices.DeviceError as err:
         raise ProfileError(f"{err}; nothing was run") from None
+    devices_note = None
+    if not traced:
+        try:
+            traced = [block_devices.device_of_path(Path.cwd())]
+        except block_devices.DeviceError as err:
+            # tmpfs, overlayfs and the like: run anyway, with no device counters, and say why.
+            devices_note = f"no device traced: the current directory is on no block device ({err})"
     out_dir = Path(request.out_dir).resolve()
     prepare_run_dir(out_dir, request.overwrite)
     facts = hostfacts.host_facts()
@@ -230,6 +235,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         "ended_at": ended_at,
         "wall_s": wall_s,
         "devices": traced,
+        "devices_note": devices_note,
         "memory_cap": cap_record,
         "page_cache": caches,
         "host": facts,
