@@ -3,8 +3,9 @@
   .venv/bin/python benchmarks/profiler_overhead.py [--pairs 5] [--size 64M] [--cap 64M]
 
 "Bare" runs the same command in a cgroup with the same cap (biossd.cgroups.MemoryCap) and no
-collectors; "profiled" runs it through biossd.profile.run with the default collectors. Both
-start with the page cache dropped. Prints per-pair wall times, the median of each, and the
+collectors; "profiled" runs it through biossd.profile.run with the default collectors (process
+accounting, the 1 Hz sampler, the block trace — tracefs here — and perf stat). Both start with
+the page cache dropped. Prints per-pair wall times, the median of each, and the
 median of the per-pair ratios (target: <= 1.02).
 """
 
@@ -41,6 +42,10 @@ def bare(argv: list[str], cap: int) -> float:
 def profiled(argv: list[str], cap: int, out: Path) -> float:
     body = profile.run(profile.ProfileRequest(argv=argv, out_dir=out, mem_bytes=cap, overwrite=True))
     assert body["outcome"] == "ok", body
+    ran = sorted(name for name, c in body["collectors"].items() if c["ran"])
+    trace = body["collectors"]["blocktrace"]
+    print(f"  profiled: collectors {', '.join(ran)}; {trace.get('requests')} block requests "
+          f"({trace.get('source')}), {trace.get('lost_total')} lost")
     return body["wall_s"]
 
 

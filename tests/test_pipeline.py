@@ -7,7 +7,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from biossd import features, layout, manifest
+from biossd import devices, features, layout, manifest
 from biossd.cgroups import find_leftovers
 from conftest import REPO
 
@@ -49,6 +49,11 @@ def test_every_expected_run_is_present_and_complete(result_set):
         assert "merging from" in (run / "stderr.log").read_text()
         assert body["labels"]["scratch"].startswith(str(result_set.parent / "scratch dir; with space"))
         assert body["argv"][-1] == body["labels"]["scratch"] + "/reads.bam"
+        assert body["cwd"] == body["labels"]["scratch"], "the tool runs in scratch, on the device under study"
+        assert body["devices"] == [devices.device_of_path(result_set.parent)]
+        assert body["tool_version"] == "1.16.1"
+        for collector in ("rusage", "sampler", "blocktrace", "perf"):
+            assert body["collectors"][collector]["ran"] is True, (collector, body["collectors"][collector])
     assert (result_set / "pipeline_info" / "trace.txt").is_file()
 
 

@@ -39,6 +39,24 @@ def test_sampler_samples_on_schedule(tmp_path):
     assert f"disk_{dev}_write_sectors" in rows[0]
 
 
+def test_an_error_mid_run_is_recorded_not_hidden(tmp_path):
+    calls = []
+
+    def usage():
+        calls.append(1)
+        if len(calls) > 2:
+            raise OSError("cgroup vanished")
+        return 1
+
+    s = sampler.Sampler(tmp_path / "s.csv", [], usage, interval_s=0.05)
+    s.start()
+    time.sleep(0.4)
+    s.stop()
+    record = s.record()
+    assert record["error"] == "OSError: cgroup vanished" and record["complete"] is False
+    assert record["samples"] == 2
+
+
 def test_resolve_devices():
     with pytest.raises(devices.DeviceError, match="no such device"):
         devices.resolve("/dev/nosuchdisk")

@@ -11,6 +11,11 @@ Backends
 ``cgroup-v2``  writes ``memory.max`` (and ``memory.swap.max = max``) in a cgroup below the
                unified root; needs root. Built for users' hosts — not testable on this VM, whose
                memory controller is bound to the v1 hierarchy.
+``systemd``    cgroup v2 without root: the command runs under ``systemd-run --user --scope
+               -p MemoryMax=<cap> -p MemorySwapMax=infinity`` (systemd makes and removes the
+               scope). OOM kills are read from the enclosing slice's ``memory.events``, before
+               and after, so a kill elsewhere in that slice during the run is counted too (the
+               manifest says so). Not testable on this VM (no systemd user manager).
 ``external``   the cap is already enforced by SLURM or a container engine: it is recorded, no
                second cap is added.
 ``none``       no cap (``--mem none``).
@@ -23,16 +28,20 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import signal
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from biossd.leftovers import owner_alive
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_MEMORY_ROOT = CGROUP_ROOT / "memory"
 CGROUP_PREFIX = "biossd-"
-BACKENDS = ("auto", "cgroup-v1", "cgroup-v2", "external", "none")
+BACKENDS = ("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none")
+SYSTEMD_SLICE = "app.slice"
 _EMPTY_WAIT_S = 5.0
 _POLL_S = 0.05
 
@@ -65,7 +74,14 @@ def _v2_root() -> Path | None:
 def detect_backend() -> str:
     """The backend ``auto`` resolves to on this host."""
     if _v2_root() is not None:
-        return "cgroup-v2"
+        if os.geteuid() == 0:
+            return "cgroup-v2"
+        if shutil.which("systemd-run"):
+            return "systemd"
+        raise CapError(
+            "cgroup v2 caps without root need systemd-run (a systemd user manager with the memory "
+            "controller delegated); run as root, with --mem none, or --cap-backend external"
+        )
     v1 = _v1_self_path()
     if v1 is not None and (v1 / "memory.limit_in_bytes").exists():
         return "cgroup-v1"
@@ -87,6 +103,8 @@ class MemoryCap:
     limit_bytes: int | None
     backend: str = "auto"
     path: Path | None = field(default=None, init=False)
+    unit: str | None = field(default=None, init=False)
+    _slice_ooms_before: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -110,6 +128,11 @@ class MemoryCap:
             except BaseException:
                 self._remove()
                 raise
+        elif self.backend == "systemd":
+            if shutil.which("systemd-run") is None:
+                raise CapError("the systemd backend needs systemd-run, which is not installed")
+            self.unit = f"{name}.scope"
+            self._slice_ooms_before = _keyed(self._slice_events()).get("oom_kill")
         elif self.backend == "cgroup-v2":
             root = _v2_root()
             if root is None:
@@ -149,6 +172,17 @@ class MemoryCap:
             remove_cgroup(self.path)
 
     # -- use -----------------------------------------------------------------------------------
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The command line that runs ``argv`` under this cap (changed only by ``systemd``)."""
+        if self.backend != "systemd":
+            return list(argv)
+        assert self.unit is not None and self.limit_bytes is not None
+        return systemd_run_argv(self.limit_bytes, self.unit, user=os.geteuid() != 0) + list(argv)
+
+    def _slice_events(self) -> Path:
+        user = "" if os.geteuid() == 0 else f"user.slice/user-{os.getuid()}.slice/user@{os.getuid()}.service/"
+        return CGROUP_ROOT / f"{user}{SYSTEMD_SLICE}" / "memory.events"
+
     def join(self) -> None:
         """Move the calling process into the cap (called in the child before exec)."""
         if self.path is not None:
@@ -163,6 +197,11 @@ class MemoryCap:
 
     def stats(self) -> dict[str, int | None]:
         """OOM kills and peak memory usage seen by the cgroup (``None`` when not known)."""
+        if self.backend == "systemd":
+            after = _keyed(self._slice_events()).get("oom_kill")
+            before = self._slice_ooms_before
+            kills = None if after is None or before is None else after - before
+            return {"oom_kills": kills, "peak_usage_bytes": None}
         if self.path is None:
             return {"oom_kills": None, "peak_usage_bytes": None}
         if self.backend == "cgroup-v1":
@@ -178,9 +217,21 @@ class MemoryCap:
             "backend": self.backend,
             "limit_bytes": self.limit_bytes,
             "cgroup": str(self.path) if self.path else None,
+            "systemd_unit": self.unit,
+            "oom_source": f"{self._slice_events()} (whole slice)" if self.backend == "systemd" else None,
             "swap_capped": False,
             **self.stats(),
         }
+
+
+def systemd_run_argv(limit_bytes: int, unit: str, user: bool) -> list[str]:
+    """``systemd-run`` arguments that run a command in a transient scope capped at
+    ``limit_bytes`` of RAM with swap uncapped; the command follows."""
+    return [
+        "systemd-run", *(["--user"] if user else []), "--scope", "--quiet", "--collect",
+        f"--unit={unit}", f"--slice={SYSTEMD_SLICE}", f"--property=MemoryMax={limit_bytes}",
+        "--property=MemorySwapMax=infinity", "--",
+    ]
 
 
 def _read_int(path: Path) -> int | None:
@@ -234,8 +285,9 @@ def remove_cgroup(path: Path) -> None:
             raise CapError(f"could not remove cgroup {path}: {err}") from err
 
 
-def find_leftovers() -> list[Path]:
-    """Cgroups named ``biossd-*`` anywhere in the v1 memory or unified hierarchy."""
+def find_leftovers(include_live: bool = False) -> list[Path]:
+    """Cgroups named ``biossd-*`` anywhere in the v1 memory or unified hierarchy whose process
+    is gone (with ``include_live``, also those of runs still going)."""
     found: list[Path] = []
     for root in (V1_MEMORY_ROOT, CGROUP_ROOT / "unified", CGROUP_ROOT):
         if not root.is_dir():
@@ -243,7 +295,8 @@ def find_leftovers() -> list[Path]:
         for dirpath, dirnames, _ in os.walk(root):
             for name in list(dirnames):
                 if name.startswith(CGROUP_PREFIX):
-                    found.append(Path(dirpath) / name)
+                    if include_live or not owner_alive(name, CGROUP_PREFIX):
+                        found.append(Path(dirpath) / name)
                     dirnames.remove(name)
             if Path(dirpath) == CGROUP_ROOT:
                 # Only descend into the unified tree itself, not into the v1 mounts below it.

@@ -24,6 +24,7 @@ def _labels(pairs: list[str]) -> dict[str, str]:
 def cmd_profile(args: argparse.Namespace) -> int:
     from biossd import profile
     from biossd.cgroups import CapError
+    from biossd.swap import SwapError
     from biossd.units import parse_size
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -32,10 +33,14 @@ def cmd_profile(args: argparse.Namespace) -> int:
         argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=_labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
         devices=args.device, sample_interval_s=args.sample_interval,
+        swap_bytes=parse_size(args.swap) if args.swap else None,
+        swap_dir=Path(args.swap_dir) if args.swap_dir else None,
+        blocktrace=args.blocktrace, perf=args.perf, cachegrind=args.cachegrind,
+        timeout_s=args.timeout, tool_version=args.tool_version, image=args.image,
     )
     try:
         body = profile.run(request)
-    except (profile.ProfileError, CapError) as err:
+    except (profile.ProfileError, CapError, SwapError) as err:
         print(f"biossd profile: {err}", file=sys.stderr)
         return 2
     except profile.Interrupted as intr:
@@ -120,26 +125,28 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from biossd import cgroups
+    from biossd import leftovers
 
-    leftovers = cgroups.find_leftovers()
-    for path in leftovers:
-        print(f"leftover cgroup: {path}")
-    if not leftovers:
+    found = leftovers.find_all()
+    for kind, what, _ in found:
+        print(f"leftover {kind}: {what}")
+    if not found:
         print("biossd doctor: no leftovers of earlier runs")
-    return 1 if leftovers else 0
+    else:
+        print("biossd doctor: `biossd cleanup` removes them", file=sys.stderr)
+    return 1 if found else 0
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from biossd import cgroups
+    from biossd import leftovers
 
     failed = 0
-    for path in cgroups.find_leftovers():
+    for kind, what, remove in leftovers.find_all():
         try:
-            cgroups.remove_cgroup(path)
-            print(f"removed cgroup {path}")
-        except cgroups.CapError as err:
-            print(f"biossd cleanup: {err}", file=sys.stderr)
+            remove()
+            print(f"removed {kind} {what}")
+        except (OSError, RuntimeError) as err:
+            print(f"biossd cleanup: could not remove {kind} {what}: {err}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0
 
@@ -155,12 +162,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", action="append", default=[], help="block device to trace")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--cap-backend", default="auto",
-                   choices=("auto", "cgroup-v1", "cgroup-v2", "external", "none"))
+                   choices=("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none"))
     p.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
                    help="do not sync and drop the page cache before the run")
     p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
     p.add_argument("--sample-interval", type=float, default=1.0, metavar="SECONDS",
                    help="interval of the SAR-like sampler (default 1 s)")
+    p.add_argument("--swap", metavar="SIZE",
+                   help="give the run SIZE of swap on a loop device (removed afterwards)")
+    p.add_argument("--swap-dir", metavar="DIR",
+                   help="directory for the swap file, on the storage under test (default: cwd)")
+    p.add_argument("--blocktrace", default="auto", choices=("auto", "blktrace", "tracefs", "off"),
+                   help="block-request tracer (auto: blktrace where allowed, else tracefs)")
+    p.add_argument("--perf", default="auto", choices=("auto", "off"),
+                   help="perf stat counters (hardware events where a PMU exists)")
+    p.add_argument("--cachegrind", action="store_true",
+                   help="run under valgrind cachegrind for simulated cache misses (slow)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="kill the command after this long (outcome timeout)")
+    p.add_argument("--tool-version", help="the tool's version, recorded in the manifest")
+    p.add_argument("--image", help="container image reference or digest, recorded in the manifest")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     p.set_defaults(func=cmd_profile)
 

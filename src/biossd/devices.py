@@ -44,3 +44,68 @@ def resolve(device: str) -> str:
     if not stat.S_ISBLK(st.st_mode):
         raise DeviceError(f"{device}: not a block device")
     return _name_of(os.major(st.st_rdev), os.minor(st.st_rdev))
+
+
+SYS_BLOCK = Path("/sys/block")
+#: Queue settings recorded for each traced device (``/sys/block/<dev>/queue/<name>``).
+QUEUE_FACTS = ("rotational", "scheduler", "nr_requests", "logical_block_size", "physical_block_size",
+               "max_sectors_kb", "read_ahead_kb", "write_cache")
+SECTOR_BYTES = 512
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _whole_disk(name: str) -> str:
+    """The disk a partition belongs to (``vda1`` → ``vda``); a whole disk is its own."""
+    if (SYS_BLOCK / name).is_dir():
+        return name
+    for disk in SYS_BLOCK.iterdir():
+        if (disk / name).is_dir():
+            return disk.name
+    return name
+
+
+def device_facts(name: str) -> dict[str, object]:
+    """What the paper's spec tables say of a disk (seed 000, §5.1), as the kernel reports it:
+    model, rotational flag, I/O scheduler, queue depth and sizes."""
+    disk = _whole_disk(name)
+    base = SYS_BLOCK / disk
+    facts: dict[str, object] = {"name": name, "disk": disk}
+    size = _read(SYS_BLOCK / disk / name / "size") if disk != name else _read(base / "size")
+    facts["size_bytes"] = int(size) * SECTOR_BYTES if size and size.isdigit() else None
+    model = _read(base / "device" / "model")
+    vendor = _read(base / "device" / "vendor")
+    facts["model"] = " ".join(x for x in (vendor, model) if x) or None
+    facts["serial"] = _read(base / "serial") or _read(base / "device" / "serial")
+    facts["backing_file"] = _read(base / "loop" / "backing_file")
+    for key in QUEUE_FACTS:
+        value = _read(base / "queue" / key)
+        if key == "scheduler" and value and "[" in value:
+            value = value[value.index("[") + 1 : value.index("]")]
+        facts[key] = int(value) if value is not None and value.isdigit() else value
+    facts["rotational"] = None if facts["rotational"] is None else bool(facts["rotational"])
+    facts["queue_depth"] = _read(base / "device" / "queue_depth") or _read(base / "mq" / "0" / "nr_tags")
+    if isinstance(facts["queue_depth"], str) and facts["queue_depth"].isdigit():
+        facts["queue_depth"] = int(facts["queue_depth"])
+    return facts
+
+
+def mount_facts(path: Path) -> dict[str, object]:
+    """The mount holding ``path``: mount point, filesystem type, source and options."""
+    target = os.path.realpath(path)
+    best: dict[str, object] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        point = fields[4].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(str(best.get("mount_point", ""))):
+            fstype, source, super_opts = (right.split() + ["", "", ""])[:3]
+            best = {"mount_point": point, "fstype": fstype, "source": source,
+                    "mount_options": fields[5], "super_options": super_opts}
+    return best

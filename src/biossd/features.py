@@ -87,9 +87,13 @@ def run_features(run_dir: Path) -> dict[str, Any]:
         missing.update({col: why for col in (*RUSAGE_COLUMNS, "Pfault")})
 
     trace_info = body["collectors"].get("blocktrace", {})
+    why_no_trace = (
+        "block-trace features are not computed by this biossd version" if trace_info.get("ran")
+        else trace_info.get("why") or "no block trace"
+    )
     for feature in BLOCK_TRACE_FEATURES:
         row[feature] = math.nan
-        missing[feature] = trace_info.get("why") or "no block trace"
+        missing[feature] = why_no_trace
 
     row["missing_reason"] = format_missing(missing)
     return row

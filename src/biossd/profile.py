@@ -1,20 +1,28 @@
 """Run one command under a memory cap and keep its raw measurements (seed 000, §5.1).
 
 The paper measured each program with ``time -eUSKFW``, SAR, blktrace and VTune. This module
-runs the command, applies the memory cap (:mod:`biossd.cgroups`), and writes one run directory:
+runs the command, applies the memory cap (:mod:`biossd.cgroups`), optionally gives it swap on a
+loop device (:mod:`biossd.swap`), and writes one run directory:
 
 ``RUN_DIR/``
     ``stdout.log``, ``stderr.log``   the command's own output
     ``rusage.json``                  process accounting of the whole process tree (``time``'s job)
     ``sampler.csv``                  1 Hz system counters, like SAR (:mod:`biossd.sampler`)
+    ``blocktrace.parquet``           one row per block request (:mod:`biossd.blocktrace`)
+    ``perf_stat.csv``                CPU/memory counters (:mod:`biossd.counters`)
+    ``cachegrind.*``                 simulated cache misses, opt-in (:mod:`biossd.counters`)
     ``run.json``                     the manifest, written last (see :mod:`biossd.manifest`)
 
-Each collector records whether it ran and, if not, why; collectors this version does not have
-yet are listed as not run with that reason, so a reader never mistakes absence for zero.
+The command is started behind a *gate* — ``sh`` waiting on a pipe, then ``exec``-ing the
+command in the same process — so the cap, the block trace, the sampler and perf are all in
+place before the command's first instruction, and ``wall_s`` counts from the gate's release.
+Each collector records whether it ran and, if not, why; one that fails does not stop the others
+or the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -27,10 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from biossd import blocktrace, counters, hostfacts, manifest
 from biossd import devices as block_devices
-from biossd import hostfacts, manifest
 from biossd.cgroups import MemoryCap
 from biossd.sampler import DEFAULT_INTERVAL_S, Sampler
+from biossd.swap import LoopSwap
 
 #: ``ru_inblock``/``ru_oublock`` count 512-byte units on Linux (getrusage(2)).
 RUSAGE_BLOCK_BYTES = 512
@@ -39,12 +48,10 @@ EXIT_NOT_EXECUTABLE = 126
 _SIGNAL_EXIT_BASE = 128
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 _DROP_ALL = "3"
-
-#: Collectors planned for the profiler that this version does not run yet (issue 3).
-NOT_YET_COLLECTED = {
-    "blocktrace": "block-request tracing is not implemented in this biossd version",
-    "cpu_counters": "perf/cachegrind counters are not implemented in this biossd version",
-}
+#: Holds the command until the collectors are ready: reads one line from stdin (a pipe from
+#: the profiler), then execs the command, in the same process, with stdin from /dev/null.
+GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
+PERF_MODES = ("auto", "off")
 
 
 class ProfileError(RuntimeError):
@@ -67,9 +74,20 @@ class ProfileRequest:
     drop_caches: bool = True
     overwrite: bool = False
     #: Block devices to trace (``/dev/vda``, ``vda`` or ``254:0``); default: the one holding
-    #: the current directory.
+    #: the current directory. A swap area made for the run is traced too.
     devices: Sequence[str] = ()
     sample_interval_s: float = DEFAULT_INTERVAL_S
+    #: Swap for the run: this many bytes on a loop device over a file in ``swap_dir``.
+    swap_bytes: int | None = None
+    swap_dir: Path | None = None
+    blocktrace: str = "auto"
+    perf: str = "auto"
+    cachegrind: bool = False
+    #: Kill the command after this many seconds (outcome ``timeout``).
+    timeout_s: float | None = None
+    #: Provenance recorded as given: the tool's version and its container image reference.
+    tool_version: str | None = None
+    image: str | None = None
 
 
 def _utc_now() -> str:
@@ -117,24 +135,54 @@ def rusage_record(ru: resource.struct_rusage, wall_s: float) -> dict[str, float 
     }
 
 
-def _outcome(status: int, oom_kills: int | None) -> tuple[str, int | None, int | None]:
+def _outcome(status: int, oom_kills: int | None, timed_out: bool) -> tuple[str, int | None, int | None]:
     """(outcome, exit code, terminating signal) from a wait status and the cap's OOM count."""
     exit_code = os.waitstatus_to_exitcode(status)
     sig = -exit_code if exit_code < 0 else None
     code = exit_code if exit_code >= 0 else None
     if oom_kills:
         return "oom", code, sig
+    if timed_out:
+        return "timeout", code, sig
     return ("ok" if exit_code == 0 else "failed"), code, sig
+
+
+def _launch_problem(argv: Sequence[str]) -> tuple[int, str] | None:
+    """Exit code and message if the command cannot be executed (checked before the gate, so
+    the error names the command rather than the gate's shell)."""
+    name = argv[0]
+    path = name if "/" in name else shutil.which(name)
+    if path is None or not os.path.exists(path):
+        return EXIT_COMMAND_NOT_FOUND, f"command not found: {name}"
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        return EXIT_NOT_EXECUTABLE, f"command not executable: {name}"
+    return None
+
+
+def _not_run(why: str) -> dict[str, Any]:
+    return {"ran": False, "why": why, "files": []}
+
+
+def _traced_devices(names: Sequence[str]) -> dict[tuple[int, int], str]:
+    out = {}
+    for name in names:
+        major, minor = (int(x) for x in Path(f"/sys/class/block/{name}/dev").read_text().split(":"))
+        out[(major, minor)] = name
+    return out
 
 
 def run(request: ProfileRequest) -> dict[str, Any]:
     """Profile one command; returns the manifest written to ``RUN_DIR/run.json``.
 
-    On SIGINT/SIGTERM the command's process group is terminated, the cap removed, no manifest
-    is written, and :class:`Interrupted` is raised.
+    On SIGINT/SIGTERM the command's process group is terminated, every collector and the cap
+    and swap are removed, no manifest is written, and :class:`Interrupted` is raised.
     """
     if not request.argv:
         raise ProfileError("no command given: put it after `--`")
+    if request.perf not in PERF_MODES:
+        raise ProfileError(f"unknown perf mode {request.perf!r}; choose one of {PERF_MODES}")
+    if request.blocktrace not in blocktrace.MODES:
+        raise ProfileError(f"unknown block-trace mode {request.blocktrace!r}; choose one of {blocktrace.MODES}")
     try:
         traced = [block_devices.resolve(d) for d in request.devices]
     except block_devices.DeviceError as err:
@@ -146,97 +194,134 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         except block_devices.DeviceError as err:
             # tmpfs, overlayfs and the like: run anyway, with no device counters, and say why.
             devices_note = f"no device traced: the current directory is on no block device ({err})"
+    if request.swap_bytes and request.swap_dir is not None and not Path(request.swap_dir).is_dir():
+        raise ProfileError(f"--swap-dir {request.swap_dir} is not a directory; nothing was run")
     out_dir = Path(request.out_dir).resolve()
     prepare_run_dir(out_dir, request.overwrite)
-    facts = hostfacts.host_facts()
-    caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
+    launch_problem = _launch_problem(request.argv)
+    command = list(request.argv)
+    if request.cachegrind and launch_problem is None:
+        command = counters.cachegrind_argv(out_dir, command)
 
-    stdout_path, stderr_path = out_dir / "stdout.log", out_dir / "stderr.log"
     received: list[int] = []
     child: subprocess.Popen[bytes] | None = None
 
     def on_signal(signum: int, _frame: object) -> None:
         received.append(signum)
         if child is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
 
+    collectors: dict[str, Any] = {}
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with MemoryCap(request.mem_bytes, request.cap_backend) as cap, open(
-            stdout_path, "wb"
-        ) as out, open(stderr_path, "wb") as err:
+        with contextlib.ExitStack() as stack:
+            swap = None
+            if request.swap_bytes:
+                swap = stack.enter_context(LoopSwap(request.swap_bytes, Path(request.swap_dir or Path.cwd())))
+                if swap.device_name not in traced:
+                    traced.append(swap.device_name)
+            facts = hostfacts.host_facts()
+            device_facts = [block_devices.device_facts(name) for name in traced]
+            mounts = {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)}
+            caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
+            cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend))
+            executed = cap.wrap(command)
+            out = stack.enter_context(open(out_dir / "stdout.log", "wb"))
+            err = stack.enter_context(open(out_dir / "stderr.log", "wb"))
             started_at = _utc_now()
             t0 = time.monotonic()
-            launch_error = None
-            try:
-                child = subprocess.Popen(
-                    list(request.argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                    preexec_fn=cap.join, start_new_session=True,
-                )
-            except FileNotFoundError as exc:
-                launch_error = (EXIT_COMMAND_NOT_FOUND, f"command not found: {exc.filename}")
-            except PermissionError as exc:
-                launch_error = (EXIT_NOT_EXECUTABLE, f"command not executable: {exc.filename}")
-            sampler_record: dict[str, Any] = {"ran": False, "why": "the command did not start", "files": []}
-            if child is not None:
+            timed_out = False
+            if launch_problem is not None:
+                err.write((launch_problem[1] + "\n").encode())
+                outcome, exit_code, term_signal = "failed", launch_problem[0], None
+                wall_s, t_command_s, accounting, command_pid = 0.0, None, None, None
+                for name in ("rusage", "sampler", "blocktrace", "perf"):
+                    collectors[name] = _not_run("the command did not start")
+            else:
+                gate_r, gate_w = os.pipe()
+                stack.callback(_close_quietly, gate_w)
+                try:
+                    child = subprocess.Popen(
+                        ["sh", "-c", GATE_SCRIPT, "biossd-gate", *executed], stdout=out, stderr=err,
+                        stdin=gate_r, preexec_fn=cap.join, start_new_session=True,
+                    )
+                finally:
+                    os.close(gate_r)
+                stack.callback(_kill_group, child)
+                command_pid = child.pid
+                tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
+                if tracer is not None:
+                    stack.callback(tracer.abort)
                 sampler = Sampler(out_dir / "sampler.csv", traced, cap.usage_bytes, request.sample_interval_s)
                 try:
-                    sampler.start()
+                    sampler.start(t0)
+                    stack.callback(sampler.stop)
                 except OSError as exc:
-                    sampler_record["why"] = f"could not start: {exc}"
+                    collectors["sampler"] = _not_run(f"could not start: {exc}")
                     sampler = None
-                try:
-                    _, status, ru = os.wait4(child.pid, 0)
-                finally:
-                    if sampler is not None:
-                        sampler.stop()
-                        sampler_record = {"ran": True, "why": None, "files": ["sampler.csv"],
-                                          "samples": sampler.samples, "interval_s": request.sample_interval_s}
-                wall_s = time.monotonic() - t0
-                outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"])
+                perf = _attach_perf(request, out_dir, child.pid, collectors)
+                if perf is not None:
+                    stack.callback(perf.abort)
+                if received:
+                    raise Interrupted(received[0])
+                t_command = time.monotonic()
+                os.write(gate_w, b"go\n")
+                _close_quietly(gate_w)
+                status, ru, timed_out = _wait(child, request.timeout_s)
+                wall_s = time.monotonic() - t_command
+                t_command_s = t_command - t0
+                outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"], timed_out)
                 accounting = rusage_record(ru, wall_s)
-            else:
-                assert launch_error is not None
-                wall_s = time.monotonic() - t0
-                outcome, exit_code, term_signal = "failed", launch_error[0], None
-                err.write((launch_error[1] + "\n").encode())
-                accounting = None
+                if perf is not None:
+                    collectors["perf"] = _collect(perf.stop)
+                if sampler is not None:
+                    sampler.stop()
+                    collectors["sampler"] = sampler.record()
+                if tracer is not None:
+                    collectors["blocktrace"] = _collect(tracer.stop, notes=trace_notes)
             ended_at = _utc_now()
             cap_record = cap.record()
+            swap_record = swap.record() if swap is not None else None
         if received:
             raise Interrupted(received[0])
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
 
-    collectors: dict[str, Any] = {}
     if accounting is not None:
         manifest.atomic_write_text(out_dir / "rusage.json", json.dumps(accounting, indent=2) + "\n")
         collectors["rusage"] = {"ran": True, "why": None, "files": ["rusage.json"]}
+    if request.cachegrind:
+        collectors["cachegrind"] = (counters.cachegrind_record(out_dir) if launch_problem is None
+                                    else _not_run("the command did not start"))
     else:
-        collectors["rusage"] = {"ran": False, "why": "the command did not start", "files": []}
-    collectors["sampler"] = sampler_record
-    for name, why in NOT_YET_COLLECTED.items():
-        collectors[name] = {"ran": False, "why": why, "files": []}
+        collectors["cachegrind"] = _not_run("opt-in: pass --cachegrind (slow; small inputs)")
 
     files = [manifest.file_record(out_dir, p) for p in sorted(out_dir.iterdir()) if p.is_file()]
     body = {
         "labels": dict(request.labels),
         "argv": list(request.argv),
+        "executed_argv": executed,
+        "pid": command_pid,
         "cwd": os.getcwd(),
         "outcome": outcome,
         "exit_code": exit_code,
         "signal": term_signal,
-        "error": launch_error[1] if launch_error else None,
+        "error": launch_problem[1] if launch_problem else None,
         "started_at": started_at,
         "ended_at": ended_at,
         "wall_s": wall_s,
+        "command_started_s": t_command_s,
+        "timeout_s": request.timeout_s,
+        "tool_version": request.tool_version,
+        "container_image": request.image,
         "devices": traced,
         "devices_note": devices_note,
+        "device_facts": device_facts,
+        "mounts": mounts,
         "memory_cap": cap_record,
+        "swap": swap_record,
         "page_cache": caches,
         "host": facts,
         "collectors": collectors,
@@ -244,6 +329,70 @@ def run(request: ProfileRequest) -> dict[str, Any]:
     }
     manifest.write_manifest(out_dir, body)
     return manifest.read_manifest(out_dir)
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _kill_group(child: subprocess.Popen[bytes]) -> None:
+    """Make sure nothing of the command outlives the profiler (no-op once it was reaped)."""
+    if child.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)
+        child.returncode = -signal.SIGKILL
+
+
+def _wait(child: subprocess.Popen[bytes], timeout_s: float | None):
+    """``wait4`` the command; on timeout terminate its process group. Returns (status, rusage,
+    timed_out)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    timed_out = False
+    while True:
+        pid, status, ru = os.wait4(child.pid, os.WNOHANG if deadline is not None else 0)
+        if pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return status, ru, timed_out
+        if deadline is not None and time.monotonic() > deadline and not timed_out:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float,
+                      collectors: dict[str, Any]):
+    tracer, notes = blocktrace.start(request.blocktrace, out_dir, _traced_devices(traced), t0)
+    if tracer is None:
+        collectors["blocktrace"] = _not_run("; ".join(notes) or "no tracer available")
+    return tracer, notes
+
+
+def _attach_perf(request: ProfileRequest, out_dir: Path, pid: int, collectors: dict[str, Any]):
+    if request.perf == "off":
+        collectors["perf"] = _not_run("disabled (--perf off)")
+        return None
+    perf = counters.PerfStat(out_dir)
+    try:
+        perf.attach(pid)
+    except counters.CounterError as err:
+        collectors["perf"] = _not_run(str(err))
+        return None
+    return perf
+
+
+def _collect(stop, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """A collector's record from its ``stop``; a failure is recorded, not raised."""
+    try:
+        record = stop()
+    except Exception as err:
+        return {"ran": False, "why": f"failed during the run: {err}", "files": []}
+    if notes:
+        record["passed_over"] = list(notes)
+    return record
 
 
 def signal_exit_code(signum: int) -> int:

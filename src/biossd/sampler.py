@@ -84,6 +84,8 @@ class Sampler:
         self.cgroup_usage = cgroup_usage
         self.interval_s = interval_s
         self.samples = 0
+        #: The error that stopped sampling early, if any (recorded in the run's manifest).
+        self.error: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
@@ -109,11 +111,15 @@ class Sampler:
         self.samples += 1
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._write()
+        try:
+            while not self._stop.wait(self.interval_s):
+                self._write()
+        except Exception as err:  # recorded, not raised: the profiled run goes on
+            self.error = f"{type(err).__name__}: {err}"
 
-    def start(self) -> None:
-        self._t0 = time.monotonic()
+    def start(self, t0_s: float | None = None) -> None:
+        """Start sampling; ``t_s`` counts from ``t0_s`` (monotonic clock; default: now)."""
+        self._t0 = time.monotonic() if t0_s is None else t0_s
         self._handle = open(self.out_path, "w", newline="")
         self._write()
         self._thread = threading.Thread(target=self._loop, name="biossd-sampler", daemon=True)
@@ -124,6 +130,16 @@ class Sampler:
             return
         self._stop.set()
         self._thread.join()
-        self._write()
-        self._handle.close()
-        self._thread = None
+        try:
+            if self.error is None:
+                self._write()
+        except Exception as err:
+            self.error = f"{type(err).__name__}: {err}"
+        finally:
+            self._handle.close()
+            self._thread = None
+
+    def record(self) -> dict[str, object]:
+        """The collector's entry in the manifest; an error mid-run is stated, not hidden."""
+        return {"ran": True, "why": None, "files": [self.out_path.name], "samples": self.samples,
+                "interval_s": self.interval_s, "error": self.error, "complete": self.error is None}

@@ -3,7 +3,8 @@
  * runs it under the memory cap with caches dropped, and the run directory is published to
  *   OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/
  * (the layout of src/biossd/layout.py). The tool's input is copied into scratch on the storage
- * class's device first, so its reads and writes hit the device under study.
+ * class's device first, and the tool runs there, so its reads and writes hit the device under
+ * study and that device is the one traced (plus the run's swap area, when params.swap is set).
  */
 process PROFILE {
     tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}"
@@ -24,6 +25,7 @@ process PROFILE {
     def caches  = params.drop_caches ? '' : '--no-drop-caches'
     def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     def args    = task.ext.args ?: ''
+    def swap    = params.swap ? "--swap ${q(params.swap)}" : ''
     """
     scratch=${scratch}
     rm -rf "\$scratch" && mkdir -p "\$scratch/tmp"
@@ -33,8 +35,12 @@ process PROFILE {
     mapfile -d '' -t tool_argv < <(biossd catalogue command --print0 --mem ${meta.mem} ${meta.tool} \\
         in_bam="\$scratch/reads.bam" out_bam="\$scratch/sorted.bam" tmp_prefix="\$scratch/tmp/sort")
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue command ${meta.tool} gave no command" >&2; exit 1; }
-    biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out run ${caches} ${args} \\
-        ${labels} --label "tool_version=\$version" --label "scratch=\$scratch" -- "\${tool_argv[@]}"
+    workdir=\$PWD
+    cd "\$scratch"
+    biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out "\$workdir/run" ${caches} ${swap} ${args} \\
+        ${labels} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
+        -- "\${tool_argv[@]}"
+    cd "\$workdir"
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

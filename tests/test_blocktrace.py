@@ -1,0 +1,88 @@
+"""Parsing and pairing of block-request events (units; the real trace is in test_collectors)."""
+
+import math
+
+import pytest
+
+from biossd import blocktrace
+from biossd.blocktrace import CanonicalWriter, Event, parse_blkparse_line, parse_tracefs_line
+
+ISSUE = "              dd-19446   [001] ..... 10944.322984: block_rq_issue: 254,0 WS 1048576 () 30988288 + 2048 be,0,4 [dd]"
+COMPLETE = "          <idle>-0       [001] ..s1. 10944.323772: block_rq_complete: 254,0 WS () 30988288 + 2048 be,0,4 [0]"
+
+
+def test_tracefs_issue_and_complete_lines():
+    issue = parse_tracefs_line(ISSUE)
+    assert (issue.kind, issue.dev, issue.rwbs, issue.sector, issue.nr_sectors, issue.bytes, issue.pid, issue.comm) == (
+        "issue", (254, 0), "WS", 30988288, 2048, 1 << 20, 19446, "dd")
+    assert issue.time_s == pytest.approx(10944.322984)
+    done = parse_tracefs_line(COMPLETE)
+    assert (done.kind, done.sector, done.nr_sectors, done.error) == ("complete", 30988288, 2048, 0)
+
+
+def test_tracefs_lines_of_older_kernels_and_odd_task_names():
+    # Kernels before 6.x print no ioprio field; task names may hold spaces and dashes.
+    line = "  kworker/u4:2 my-task-77  [000] d..1. 5.000001: block_rq_issue: 8,16 R 4096 () 100 + 8 [my task]"
+    event = parse_tracefs_line(line)
+    assert (event.pid, event.dev, event.bytes, event.comm) == (77, (8, 16), 4096, "my task")
+    assert parse_tracefs_line("# tracer: nop") is None
+    assert parse_tracefs_line("  sh-1 [000] ..... 1.0: sched_switch: prev=sh") is None
+    with pytest.raises(ValueError, match="block_rq_issue"):
+        parse_tracefs_line("  sh-1 [000] ..... 1.0: block_rq_issue: garbage")
+
+
+def test_blkparse_lines():
+    issue = parse_blkparse_line("D 8 0 W 2048 8 4096 0.000123456 321 samtools\n")
+    assert (issue.kind, issue.dev, issue.sector, issue.bytes, issue.pid, issue.comm) == (
+        "issue", (8, 0), 2048, 4096, 321, "samtools")
+    assert issue.time_s == pytest.approx(0.000123456)
+    assert parse_blkparse_line("C 8 0 W 2048 8 4096 0.000200000 0 \n").kind == "complete"
+    assert parse_blkparse_line("Q 8 0 W 2048 8 4096 0.000100000 321 samtools\n") is None
+
+
+def _ev(kind, t, sector, nr, rwbs="R", **kw):
+    return Event(kind=kind, time_s=t, dev=(7, 0), rwbs=rwbs, sector=sector, nr_sectors=nr,
+                 bytes=nr * 512 if kind == "issue" else None, pid=5 if kind == "issue" else None,
+                 comm="x" if kind == "issue" else None, error=0 if kind == "complete" else None, **kw)
+
+
+def test_pairing_partial_requeue_unmatched_and_incomplete(tmp_path):
+    out = tmp_path / "t.parquet"
+    w = CanonicalWriter(out, {(7, 0): "loop0"}, t0_s=100.0)
+    w.add(_ev("complete", 100.5, 999, 8))          # issued before the trace began
+    w.add(_ev("issue", 101.0, 0, 16))
+    w.add(_ev("complete", 101.2, 0, 8))            # half of it ...
+    w.add(_ev("complete", 101.3, 8, 8))            # ... then the rest
+    w.add(_ev("issue", 102.0, 64, 8, rwbs="WS"))
+    w.add(_ev("requeue", 102.1, 64, 8, rwbs="WS"))  # handed back, issued again
+    w.add(_ev("issue", 102.2, 64, 8, rwbs="WS"))
+    w.add(_ev("complete", 102.5, 64, 8, rwbs="WS"))
+    w.add(_ev("issue", 103.0, 128, 8))              # never completes
+    assert not out.exists(), "the file appears only when complete"
+    w.close()
+    trace = blocktrace.read_blocktrace(out)
+    assert list(trace.sector) == [0, 64, 128]
+    assert list(trace.op) == ["R", "W", "R"]
+    assert trace.issue_s.tolist() == pytest.approx([1.0, 2.2, 3.0])
+    assert trace.complete_s[0] == pytest.approx(1.3) and math.isnan(trace.complete_s[2])
+    assert list(trace.bytes) == [8192, 4096, 4096] and set(trace.device) == {"loop0"}
+    assert (w.unmatched_completions, w.incomplete_requests, w.requeues) == (1, 1, 1)
+
+
+def test_rows_are_written_in_groups_not_held(tmp_path, monkeypatch):
+    monkeypatch.setattr(blocktrace, "ROWS_PER_GROUP", 10)
+    w = CanonicalWriter(tmp_path / "t.parquet", {}, 0.0)
+    for i in range(35):
+        w.add(_ev("issue", i, i * 8, 8))
+        w.add(_ev("complete", i + 0.5, i * 8, 8))
+    assert len(w._columns["issue_s"]) == 5, "full groups went to disk"
+    w.close()
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(tmp_path / "t.parquet").metadata
+    assert meta.num_rows == 35 and meta.num_row_groups == 4
+    assert len(blocktrace.read_blocktrace(tmp_path / "t.parquet")) == 35
+
+
+def test_op_of_rwbs():
+    assert [blocktrace.op_of(x) for x in ("R", "WS", "WFS", "FF", "DS", "N")] == ["R", "W", "W", "F", "D", "N"]

@@ -1,0 +1,131 @@
+"""The profiler's collectors on this machine, for real: swap on a loop device under a cgroup cap,
+tracefs block traces checked against known O_DIRECT requests, and perf counters."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from biossd import manifest, swap, tracefs
+from biossd.blocktrace import SECTOR_BYTES, read_blocktrace
+from biossd.cgroups import find_leftovers as cgroup_leftovers
+
+pytestmark = pytest.mark.integration
+PROGRAMS = Path(__file__).parent / "programs"
+sys.path.insert(0, str(PROGRAMS))
+from odirect_io import OPERATIONS  # noqa: E402
+
+HOG_MIB = 160
+CAP = "64M"
+SWAP = "320M"
+
+
+def _host_state() -> tuple:
+    return (set(cgroup_leftovers(include_live=True)), set(tracefs.find_leftovers(include_live=True)),
+            tuple(swap.active_swaps()), subprocess.run(["losetup", "-l", "-n"], capture_output=True,
+                                                       text=True).stdout)
+
+
+@pytest.fixture
+def no_host_swap():
+    if swap.active_swaps():
+        pytest.skip(f"this host already has swap ({swap.active_swaps()}): the no-swap case cannot OOM")
+
+
+def _vmstat_delta(run: Path, key: str) -> int:
+    rows = list(csv.DictReader(open(run / "sampler.csv")))
+    return int(rows[-1][f"vmstat_{key}"]) - int(rows[0][f"vmstat_{key}"])
+
+
+def test_hog_with_swap_pages_and_finishes(biossd, tmp_path, root_required, no_host_swap):
+    before = _host_state()
+    run = tmp_path / "run"
+    biossd("profile", "--mem", CAP, "--swap", SWAP, "--swap-dir", str(tmp_path), "--out", str(run),
+           "--", sys.executable, str(PROGRAMS / "memory_hog.py"), str(HOG_MIB))
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "ok", (run / "stderr.log").read_text()
+    assert body["swap"]["size_bytes"] == 320 << 20
+    loop = Path(body["swap"]["loop_device"]).name
+    assert loop in body["devices"], "the swap device is traced"
+    acct = json.loads((run / "rusage.json").read_text())
+    assert acct["major_faults"] > 0, "pages came back from swap"
+    assert _vmstat_delta(run, "pswpout") > 0 and _vmstat_delta(run, "pswpin") > 0
+    requests = read_blocktrace(run / "blocktrace.parquet")
+    on_swap = requests[requests.device.eq(loop)]
+    assert on_swap[on_swap.op.eq("W")].bytes.sum() > (HOG_MIB - 64) << 20 // 2, "swap-out writes traced"
+    assert not on_swap[on_swap.op.eq("R")].empty, "swap-in reads traced"
+    assert _host_state() == before, "swap, loop device, cgroup or tracefs instance left behind"
+    assert not Path(body["swap"]["backing_file"]).exists()
+
+
+def test_hog_without_swap_ends_as_oom(biossd, tmp_path, root_required, no_host_swap):
+    run = tmp_path / "run"
+    biossd("profile", "--mem", CAP, "--blocktrace", "off", "--out", str(run),
+           "--", sys.executable, str(PROGRAMS / "memory_hog.py"), str(HOG_MIB))
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "oom", body["outcome"]
+    assert body["memory_cap"]["oom_kills"] >= 1
+    assert body["signal"] == 9
+
+
+@pytest.fixture
+def loop_device(tmp_path, root_required):
+    backing = tmp_path / "disk.img"
+    with open(backing, "wb") as f:
+        f.truncate(64 << 20)
+    device = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    yield device
+    subprocess.run(["losetup", "--detach", device], check=True)
+
+
+def test_odirect_requests_match_the_block_trace(biossd, tmp_path, loop_device):
+    run = tmp_path / "run"
+    biossd("profile", "--mem", "none", "--blocktrace", "tracefs", "--device", loop_device,
+           "--out", str(run), "--", sys.executable, str(PROGRAMS / "odirect_io.py"), loop_device)
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "ok", (run / "stderr.log").read_text()
+    record = body["collectors"]["blocktrace"]
+    assert record["source"] == "tracefs" and record["lost_total"] == 0
+    trace = read_blocktrace(run / "blocktrace.parquet")
+    assert set(trace.device) <= {Path(loop_device).name}
+    mine = trace[trace.pid.eq(body["pid"]) & trace.op.isin(["R", "W"])]
+    seen = list(zip(mine.op, mine.sector * SECTOR_BYTES, mine.bytes))
+    assert seen == list(OPERATIONS), f"trace {seen} != program {OPERATIONS}"
+    assert mine.complete_s.notna().all() and (mine.complete_s >= mine.issue_s).all()
+    assert (mine.error == 0).all()
+    assert (mine.issue_s >= body["command_started_s"]).all()
+
+
+def test_cachegrind_gives_simulated_miss_ratios(biossd, tmp_path):
+    run = tmp_path / "run"
+    biossd("profile", "--mem", "none", "--no-drop-caches", "--blocktrace", "off", "--cachegrind",
+           "--out", str(run), "--", "sh", "-c", "ls / >/dev/null; exit 3")
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "failed" and body["exit_code"] == 3, "the command's status survives valgrind"
+    cg = body["collectors"]["cachegrind"]
+    assert cg["ran"] is True, cg
+    assert cg["totals"]["I_refs"] > 0 and 0 <= cg["D1_miss_ratio"] <= 1
+    assert any(name.startswith("cachegrind.out.") for name in cg["files"])
+
+
+def test_signal_death_is_not_reported_as_success(biossd, tmp_path):
+    """perf is attached, not wrapped around the command, so a signal still shows."""
+    run = tmp_path / "run"
+    biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(run), "--", "sh", "-c", "kill -KILL $$")
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "failed" and body["signal"] == 9
+    assert body["collectors"]["perf"]["ran"] is True
+
+
+def test_timeout_kills_and_is_recorded(biossd, tmp_path):
+    run = tmp_path / "run"
+    biossd("profile", "--mem", "none", "--no-drop-caches", "--timeout", "0.5", "--out", str(run),
+           "--", "sleep", "30")
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "timeout" and body["wall_s"] < 10
