@@ -73,7 +73,7 @@ class LoopSwap(HostObject):
                             f"{err.strerror}") from None
         finally:
             os.close(fd)
-        self.loop_device = _run(["losetup", "--find", "--show", str(self.backing_file)]).strip()
+        self.loop_device = _run(["losetup", "--find", "--show", "--direct-io=on", str(self.backing_file)]).strip()
         _run(["mkswap", self.loop_device])
         _run(["swapon", "--priority", str(SWAP_PRIORITY), self.loop_device])
         self.enabled = True
