@@ -26,6 +26,11 @@ def _conda() -> dict[str, str]:
         if isinstance(dep, str):
             name, _, version = dep.partition("=")
             out[name.lower()] = version
+        elif isinstance(dep, dict):  # the pip: section, for packages only on PyPI
+            for item in dep.get("pip", []):
+                name, sep, version = item.partition("==")
+                if sep:
+                    out[name.lower()] = version
     return out
 
 

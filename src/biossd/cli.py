@@ -151,6 +151,62 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_device_characterize(args: argparse.Namespace) -> int:
+    from biossd import characterize, manifest
+    from biossd.units import parse_duration_s
+
+    try:
+        record = characterize.characterize(Path(args.path), parse_duration_s(args.budget))
+    except characterize.CharacterizeError as err:
+        print(f"biossd device characterize: {err}", file=sys.stderr)
+        return 2
+    text = json.dumps(record, indent=2) + "\n"
+    if args.output:
+        manifest.atomic_write_text(Path(args.output), text)
+    print(text if not args.output else json.dumps(record["spec_row"]))
+    return 0
+
+
+def cmd_device_profiles(args: argparse.Namespace) -> int:
+    from biossd import diskmodel
+
+    for path in sorted(diskmodel.profiles_dir().glob("*.yaml")):
+        p = diskmodel.DiskProfile.load(path)
+        print(f"{path.stem}\t{p.name}: {p.rpm:.0f} rpm, {p.seq_read_mbs:g} MB/s, "
+              f"{p.rand_read_iops:g}/{p.rand_write_iops:g} random read/write IOPS")
+    return 0
+
+
+def cmd_emulate_hdd(args: argparse.Namespace) -> int:
+    from biossd import emulate
+    from biossd.diskmodel import ProfileError
+    from biossd.units import parse_size
+
+    try:
+        if args.action == "up":
+            if not args.mount or not args.size:
+                raise SystemExit("biossd device emulate-hdd up: give --mount DIR and --size SIZE")
+            state = emulate.up(Path(args.mount), args.profile, parse_size(args.size),
+                               parse_size(args.swap) if args.swap else None, Path(args.backing_dir))
+            print(f"emulated HDD ({state['profile_name']}) up at {state['mount']} on {state['loop_device']}"
+                  + (f", swap {state['swap_file']}" if state.get("swap_file") else ""))
+        elif args.action == "down":
+            if not args.mount:
+                raise SystemExit("biossd device emulate-hdd down: give --mount DIR")
+            done = emulate.down(Path(args.mount))
+            print(f"no emulated HDD at {args.mount}" if done is None else "; ".join(done) or "removed")
+        else:
+            states = emulate.all_states()
+            if not states:
+                print("no emulated HDD is up")
+            for state_dir in states:
+                print(json.dumps(emulate.status_of(state_dir), indent=2))
+    except (emulate.EmulateError, ProfileError) as err:
+        print(f"biossd device emulate-hdd {args.action}: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="biossd", description=__doc__)
     parser.add_argument("--version", action="version", version=f"biossd {__version__}")
@@ -216,6 +272,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results")
     p.add_argument("--out", help="report directory (default RESULTS/report)")
     p.set_defaults(func=cmd_report)
+
+    dev_p = sub.add_parser("device", help="storage devices").add_subparsers(dest="dev_cmd", required=True)
+    p = dev_p.add_parser("characterize", help="measure a device with fio, as the paper's spec tables")
+    p.add_argument("path", help="a directory on the device")
+    p.add_argument("--budget", default="120s", help="total time for all fio jobs (e.g. 120s, 5m)")
+    p.add_argument("-o", "--output", help="write the JSON record here")
+    p.set_defaults(func=cmd_device_characterize)
+    dev_p.add_parser("profiles", help="list the device profiles").set_defaults(func=cmd_device_profiles)
+    p = dev_p.add_parser("emulate-hdd", help="make a directory behave like a hard disk")
+    p.add_argument("action", choices=("up", "down", "status"))
+    p.add_argument("--mount", help="the directory to make a mount point")
+    p.add_argument("--profile", default="seagate-barracuda-7200", help="name in study/devices/ or a YAML path")
+    p.add_argument("--size", help="size of the emulated disk, e.g. 20G")
+    p.add_argument("--swap", help="also a swap area of this size on it")
+    p.add_argument("--backing-dir", default="/var/tmp", help="where the disk's data is kept")
+    p.set_defaults(func=cmd_emulate_hdd)
 
     sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)
     sub.add_parser("cleanup", help="remove leftovers of earlier runs").set_defaults(func=cmd_cleanup)

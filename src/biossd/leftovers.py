@@ -1,6 +1,6 @@
 """Leftovers of profiled runs that were killed before they could clean up: cgroups, tracefs
-instances and mounts, and loop-device swap areas. ``biossd doctor`` lists them and
-``biossd cleanup`` removes them.
+instances and mounts, and loop-device swap areas, plus every emulated HDD (which is up until
+someone takes it down). ``biossd doctor`` lists them and ``biossd cleanup`` removes them.
 
 Every such object is named ``<prefix><pid>-<hex>`` after the process that made it; one whose
 process is still running belongs to a live run and is not a leftover."""
@@ -42,7 +42,7 @@ def owner_alive(name: str, prefix: str) -> bool:
 
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
-    from biossd import cgroups, swap, tracefs
+    from biossd import cgroups, emulate, swap, tracefs
 
     found: list[tuple[str, str, Callable[[], None]]] = []
     for path in cgroups.find_leftovers():
@@ -51,4 +51,8 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
         found.append(("tracefs", str(path), lambda p=path: tracefs.remove_leftover(p)))
     for entry in swap.find_leftovers():
         found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
+    for state_dir in emulate.all_states():
+        status = emulate.status_of(state_dir)
+        what = f"{status['mount']} ({'healthy' if status['healthy'] else 'broken'}, {state_dir})"
+        found.append(("emulated-hdd", what, lambda d=state_dir: emulate.down_state(d)))
     return found

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from biossd import blocktrace, counters, hostfacts, manifest
+from biossd import blocktrace, counters, emulate, hostfacts, manifest
 from biossd import devices as block_devices
 from biossd.cgroups import MemoryCap
 from biossd.sampler import DEFAULT_INTERVAL_S, Sampler
@@ -224,6 +224,9 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             facts = hostfacts.host_facts()
             device_facts = [block_devices.device_facts(name) for name in traced]
             mounts = {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)}
+            # Real or emulated storage (biossd.emulate), for the working directory and the swap.
+            storage = {"cwd": emulate.run_record(Path.cwd()),
+                       "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
             caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
             cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend))
             executed = cap.wrap(command)
@@ -320,6 +323,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         "devices_note": devices_note,
         "device_facts": device_facts,
         "mounts": mounts,
+        "emulated_storage": storage,
         "memory_cap": cap_record,
         "swap": swap_record,
         "page_cache": caches,

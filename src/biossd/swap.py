@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from biossd.commands import run_checked
 from biossd.leftovers import HostObject, owner_alive
 
 FILE_PREFIX = "biossd-swap-"
@@ -33,13 +33,7 @@ class SwapError(RuntimeError):
 
 
 def _run(argv: list[str]) -> str:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True)
-    except FileNotFoundError:
-        raise SwapError(f"{argv[0]} is not installed (util-linux)") from None
-    if proc.returncode != 0:
-        raise SwapError(f"`{' '.join(argv)}` failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
+    return run_checked(argv, SwapError)
 
 
 def active_swaps() -> list[str]:

@@ -32,3 +32,15 @@ def format_size(n_bytes: int) -> str:
         if n_bytes >= unit and n_bytes % unit == 0:
             return f"{n_bytes // unit}{suffix}"
     return str(n_bytes)
+
+
+_DURATION_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.IGNORECASE)
+
+
+def parse_duration_s(text: str) -> float:
+    """Parse ``"120s"``, ``"5m"``, ``"1.5h"`` or ``"30"`` (seconds) into seconds."""
+    match = _DURATION_RE.match(str(text))
+    if not match:
+        raise ValueError(f"cannot read duration {text!r}: use a number with s, m or h, e.g. 120s or 5m")
+    return float(match.group(1)) * _DURATION_S[match.group(2).lower()]

@@ -1,0 +1,158 @@
+"""Measure a device the way the paper's spec tables describe one (seed 000, Tables 3 and 4).
+
+``biossd device characterize PATH`` runs fio on the filesystem holding PATH. It measures
+sequential read and write throughput (1 MiB blocks) and random 4 KiB read and write IOPS at queue
+depths 1 and 32, each with direct I/O and with buffered I/O, plus latency percentiles. Results
+go to a JSON record and to a row shaped like ``reference/paper_devices.csv``.
+
+The test file is written in full first (not timed), so that no job reads holes, which a
+filesystem answers without touching the device. Each of the :data:`JOBS` then gets an equal share
+of the time budget. The test file is removed afterwards. The run is refused when the filesystem
+has too little free space.
+
+Buffered jobs start cold: fio drops the file's pages first (``invalidate=1``). Buffered reads make
+one pass, never a second pass from the cache. Write jobs end with ``fsync``. Besides fio's own
+figures, which for buffered writes count only the time to dirty the page cache, each write job
+records ``effective_iops`` and ``effective_mb_per_s``: its bytes over the wall time of the whole
+job, writeback included.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from biossd import devices
+from biossd.units import parse_size
+
+MB = 1_000_000
+SEQ_BLOCK = "1M"
+RANDOM_BLOCK = "4k"
+DEPTHS = (1, 32)
+DEFAULT_FILE_BYTES = 256 << 20
+MIN_FILE_BYTES = 64 << 20
+#: Leave this share of the free space untouched.
+FREE_SPACE_SHARE = 0.5
+MIN_JOB_S = 1.0
+PERCENTILES = ("50.000000", "99.000000")
+
+#: (name, fio rw, block size, queue depth); each is run with direct I/O and buffered.
+JOBS = (
+    ("seq_write", "write", SEQ_BLOCK, 1),
+    ("seq_read", "read", SEQ_BLOCK, 1),
+    *((f"rand_read_qd{d}", "randread", RANDOM_BLOCK, d) for d in DEPTHS),
+    *((f"rand_write_qd{d}", "randwrite", RANDOM_BLOCK, d) for d in DEPTHS),
+)
+
+
+class CharacterizeError(RuntimeError):
+    pass
+
+
+def fio_argv(path: Path, rw: str, block: str, depth: int, direct: bool, runtime_s: float,
+             size_bytes: int, name: str) -> list[str]:
+    argv = [
+        "fio", f"--name={name}", f"--filename={path}", f"--rw={rw}", f"--bs={block}",
+        f"--size={size_bytes}", f"--iodepth={depth}", f"--direct={int(direct)}",
+        f"--ioengine={'libaio' if depth > 1 else 'psync'}", f"--runtime={runtime_s:.1f}",
+        "--invalidate=1", "--output-format=json", "--randrepeat=1", "--norandommap",
+    ]
+    if rw in ("read", "randread"):
+        if direct:
+            argv.append("--time_based")  # uncached: repeat passes until the budget
+    else:
+        argv.append("--end_fsync=1")
+    return argv
+
+
+def lay_out(path: Path, size_bytes: int) -> None:
+    """Write the whole test file once, so every later job reads real blocks."""
+    proc = subprocess.run(["fio", "--name=layout", f"--filename={path}", "--rw=write", f"--bs={SEQ_BLOCK}",
+                           f"--size={size_bytes}", "--direct=1", "--end_fsync=1", "--output-format=json"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CharacterizeError(f"fio could not write the test file {path}: {proc.stderr.strip()[-500:]}")
+
+
+def _result(job: dict[str, Any], rw: str, wall_s: float, block_bytes: int) -> dict[str, Any]:
+    side = job["read" if "read" in rw else "write"]
+    clat = side.get("clat_ns", {}).get("percentile", {})
+    effective = {}
+    if "write" in rw and wall_s > 0:
+        effective = {"effective_mb_per_s": side["io_bytes"] / wall_s / MB,
+                     "effective_iops": side["io_bytes"] / block_bytes / wall_s}
+    return {
+        **effective,
+        "mb_per_s": side["bw_bytes"] / MB,
+        "iops": side["iops"],
+        "bytes": side["io_bytes"],
+        "runtime_s": side["runtime"] / 1000.0,
+        "lat_p50_ms": clat.get(PERCENTILES[0], 0) / 1e6 if clat else None,
+        "lat_p99_ms": clat.get(PERCENTILES[1], 0) / 1e6 if clat else None,
+    }
+
+
+def characterize(path: Path, budget_s: float = 120.0, file_bytes: int | None = None) -> dict[str, Any]:
+    path = Path(path)
+    if shutil.which("fio") is None:
+        raise CharacterizeError("fio is not installed (Debian package fio)")
+    if not path.is_dir():
+        raise CharacterizeError(f"{path} is not a directory")
+    free = shutil.disk_usage(path).free
+    size = file_bytes or min(DEFAULT_FILE_BYTES, int(free * FREE_SPACE_SHARE))
+    if size < MIN_FILE_BYTES or size > free * FREE_SPACE_SHARE:
+        raise CharacterizeError(
+            f"{path} has {free >> 20} MiB free: characterize needs a test file of at least "
+            f"{MIN_FILE_BYTES >> 20} MiB using at most {FREE_SPACE_SHARE:.0%} of the free space"
+        )
+    runs = [(job, direct) for direct in (True, False) for job in JOBS]
+    job_s = max(MIN_JOB_S, budget_s / len(runs))
+    test_file = path / f".biossd-characterize-{uuid.uuid4().hex[:8]}"
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        lay_out(test_file, size)
+        for (name, rw, block, depth), direct in runs:
+            key = f"{'direct' if direct else 'buffered'}_{name}"
+            t0 = time.monotonic()
+            proc = subprocess.run(fio_argv(test_file, rw, block, depth, direct, job_s, size, key),
+                                  capture_output=True, text=True)
+            wall_s = time.monotonic() - t0
+            if proc.returncode != 0:
+                raise CharacterizeError(f"fio job {key} failed: {proc.stderr.strip()[-500:]}")
+            block_bytes = parse_size(block)
+            results[key] = _result(json.loads(proc.stdout)["jobs"][0], rw, wall_s, block_bytes)
+    finally:
+        test_file.unlink(missing_ok=True)
+    device = devices.device_of_path(path)
+    from biossd import emulate
+
+    return {
+        "path": str(path.resolve()),
+        "device": devices.device_facts(device),
+        "mount": devices.mount_facts(path),
+        "emulation": emulate.run_record(path),
+        "file_bytes": size,
+        "job_s": job_s,
+        "fio_version": subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
+        "results": results,
+        "spec_row": spec_row(results, device),
+    }
+
+
+def spec_row(results: dict[str, dict[str, Any]], device: str) -> dict[str, Any]:
+    """The measured counterpart of a row of the paper's Tables 3/4 (direct I/O; IOPS at QD1
+    and QD32)."""
+    return {
+        "device": device,
+        "seq_read_mbs": results["direct_seq_read"]["mb_per_s"],
+        "seq_write_mbs": results["direct_seq_write"]["mb_per_s"],
+        "rand_read_iops": results["direct_rand_read_qd1"]["iops"],
+        "rand_write_iops": results["direct_rand_write_qd1"]["iops"],
+        "rand_read_iops_qd32": results["direct_rand_read_qd32"]["iops"],
+        "rand_write_iops_qd32": results["direct_rand_write_qd32"]["iops"],
+    }

@@ -1,0 +1,152 @@
+"""The emulated hard disk's server: a FUSE filesystem with one file, ``disk.img``, whose reads
+and writes are answered after the time :class:`biossd.diskmodel.DiskModel` says the real disk
+would take. A loop device over that file is the emulated disk (see :mod:`biossd.emulate`).
+
+Run as ``python -m biossd.hddserver --profile NAME --size BYTES --backing FILE --mount DIR``.
+The data lives in ``--backing`` (a sparse file on the native disk). Service times are applied
+only once ``on`` is written to the mount's ``control`` file, so ``mkfs`` runs at native speed
+(``off`` turns them off again); reading ``stats`` gives request counts as JSON. The server opens the file with FUSE ``direct_io``, so no page cache sits between the loop
+device and the model, and it runs outside any memory cap, so swap traffic through it cannot
+deadlock a capped program.
+
+Timing: requests are served one at a time (one actuator). Each starts when the previous one
+finished, or when it arrived if the disk was idle for longer than :data:`IDLE_SLACK_MS` (the
+FUSE round trip between back-to-back requests is part of the modelled time, not added to it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import mfusepy as fuse
+
+from biossd.diskmodel import DiskModel, load_profile
+
+DISK_FILE = "disk.img"
+CONTROL_FILE = "control"
+STATS_FILE = "stats"
+IDLE_SLACK_MS = 1.0
+
+
+class HddFilesystem(fuse.Operations):
+    use_ns = True
+
+    def __init__(self, model: DiskModel, backing: Path, size_bytes: int) -> None:
+        self.model = model
+        self.size_bytes = size_bytes
+        self.fd = os.open(backing, os.O_RDWR)
+        self._actuator = threading.Lock()
+        self.enabled = False
+        self.busy_until = 0.0
+        self.stats = {"reads": 0, "writes": 0, "read_bytes": 0, "write_bytes": 0, "modelled_ms": 0.0}
+        self.t_start = time.time_ns()
+
+    # -- timing --------------------------------------------------------------------------------
+    def _serve(self, op: str, offset: int, nbytes: int) -> None:
+        """Hold the request until the modelled disk would have finished it."""
+        with self._actuator:
+            self.stats[f"{op}s"] += 1
+            self.stats[f"{op}_bytes"] += nbytes
+            if not self.enabled:
+                return
+            cost_s = self.model.service_ms(op, offset, nbytes) / 1000.0
+            self.stats["modelled_ms"] += cost_s * 1000.0
+            now = time.monotonic()
+            start = self.busy_until if now - self.busy_until < IDLE_SLACK_MS / 1000.0 else now
+            self.busy_until = start + cost_s
+            delay = self.busy_until - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+
+    def stats_json(self) -> bytes:
+        with self._actuator:
+            return (json.dumps({**self.stats, "enabled": self.enabled}) + "\n").encode()
+
+    # -- filesystem ------------------------------------------------------------------------------
+    def getattr(self, path: str, fh: int | None = None) -> dict:
+        now = self.t_start
+        if path == "/":
+            return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, "st_mtime": now, "st_ctime": now, "st_atime": now}
+        sizes = {"/" + DISK_FILE: self.size_bytes, "/" + CONTROL_FILE: 0, "/" + STATS_FILE: 0}
+        if path in sizes:
+            return {"st_mode": stat.S_IFREG | 0o600, "st_nlink": 1, "st_size": sizes[path],
+                    "st_mtime": now, "st_ctime": now, "st_atime": now}
+        raise fuse.FuseOSError(errno.ENOENT)
+
+    def readdir(self, path: str, fh: int):
+        return [".", "..", DISK_FILE, CONTROL_FILE, STATS_FILE]
+
+    def open(self, path: str, fi) -> int:
+        if path not in ("/" + DISK_FILE, "/" + CONTROL_FILE, "/" + STATS_FILE):
+            raise fuse.FuseOSError(errno.ENOENT)
+        fi.direct_io = 1
+        fi.fh = 0
+        return 0
+
+    def read(self, path: str, size: int, offset: int, fh) -> bytes:
+        if path == "/" + STATS_FILE:
+            return self.stats_json()[offset : offset + size]
+        if path == "/" + CONTROL_FILE:
+            return b"on\n" if self.enabled else b"off\n"
+        size = max(0, min(size, self.size_bytes - offset))
+        self._serve("read", offset, size)
+        return os.pread(self.fd, size, offset)
+
+    def write(self, path: str, data: bytes, offset: int, fh) -> int:
+        if path == "/" + CONTROL_FILE:
+            word = data.decode(errors="replace").strip()
+            if word not in ("on", "off"):
+                raise fuse.FuseOSError(errno.EINVAL)
+            with self._actuator:
+                self.enabled = word == "on"
+                self.busy_until = 0.0
+            return len(data)
+        if path != "/" + DISK_FILE:
+            raise fuse.FuseOSError(errno.EACCES)
+        if offset + len(data) > self.size_bytes:
+            raise fuse.FuseOSError(errno.ENOSPC)
+        self._serve("write", offset, len(data))
+        return os.pwrite(self.fd, data, offset)
+
+    def truncate(self, path: str, length: int, fh=None) -> int:
+        if path == "/" + DISK_FILE and length != self.size_bytes:
+            raise fuse.FuseOSError(errno.EPERM)
+        return 0
+
+    def flush(self, path: str, fh) -> int:
+        return 0
+
+    def fsync(self, path: str, datasync: int, fh) -> int:
+        return 0  # no write cache is modelled: every write was already "on the platter"
+
+    def release(self, path: str, fh) -> int:
+        return 0
+
+    def statfs(self, path: str) -> dict:
+        return {"f_bsize": 4096, "f_frsize": 4096, "f_blocks": self.size_bytes // 4096, "f_bfree": 0,
+                "f_bavail": 0, "f_namemax": 255}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m biossd.hddserver", description=__doc__)
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--size", type=int, required=True, help="bytes")
+    ap.add_argument("--backing", required=True)
+    ap.add_argument("--mount", required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    model = DiskModel(load_profile(args.profile), seed=args.seed)
+    fs = HddFilesystem(model, Path(args.backing), args.size)
+    fuse.FUSE(fs, args.mount, foreground=True, raw_fi=True, allow_other=True, fsname="biossd-hdd",
+              direct_io=True)
+
+
+if __name__ == "__main__":
+    main()

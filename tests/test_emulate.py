@@ -1,0 +1,148 @@
+"""The emulated HDD on this machine, for real: FUSE disk server, loop device, ext4, swap; fio
+measures it; a memory-capped program swapping to it is slower than swapping to the native disk."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from biossd import emulate, manifest, swap
+from biossd.diskmodel import load_profile
+
+pytestmark = pytest.mark.integration
+PROGRAMS = Path(__file__).parent / "programs"
+PROFILE = "seagate-barracuda-7200"
+BAND = 0.20
+
+
+def _host():
+    return (swap.active_swaps(), subprocess.run(["losetup", "-l", "-n"], capture_output=True, text=True).stdout,
+            Path("/proc/self/mountinfo").read_text().count("biossd"), emulate.all_states(),
+            subprocess.run(["pgrep", "-f", "biossd.hddserver"], capture_output=True, text=True).stdout)
+
+
+@pytest.fixture(scope="module")
+def hdd(biossd, tmp_path_factory, root_required):
+    mount = tmp_path_factory.mktemp("emu") / "hdd"
+    before = _host()
+    biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--profile", PROFILE, "--size", "512M",
+           "--swap", "64M", "--backing-dir", str(mount.parent))
+    yield mount
+    out = biossd("device", "emulate-hdd", "down", "--mount", str(mount)).stdout
+    assert "umount" in out
+    assert _host() == before, "the emulated HDD left something behind"
+    assert not list(mount.parent.glob("biossd-hdd-*"))
+
+
+def test_status_and_the_second_up(biossd, hdd):
+    status = json.loads(biossd("device", "emulate-hdd", "status").stdout.split("\n", 0)[0])
+    assert status["healthy"] and status["mount"] == str(hdd) and status["requests"]["enabled"]
+    assert status["swap_file"] in swap.active_swaps()
+    again = biossd("device", "emulate-hdd", "up", "--mount", str(hdd), "--size", "512M", check=False)
+    assert again.returncode == 2 and "already up" in again.stderr
+
+
+def _fio_iops(path: Path, rw: str, seconds: int = 3) -> float:
+    out = subprocess.run(
+        ["fio", "--name=t", f"--filename={path / 'fio.dat'}", f"--rw={rw}", "--bs=4k", "--size=64M",
+         "--direct=1", "--ioengine=psync", f"--runtime={seconds}", "--time_based", "--output-format=json"],
+        check=True, capture_output=True, text=True).stdout
+    job = json.loads(out)["jobs"][0]
+    return job["read" if "read" in rw else "write"]["iops"]
+
+
+def test_fio_random_reads_match_the_profile(hdd):
+    iops = _fio_iops(hdd, "randread")
+    spec = load_profile(PROFILE).rand_read_iops
+    assert abs(iops - spec) <= BAND * spec, f"{iops:.1f} IOPS vs the profile's {spec}"
+
+
+def test_swapping_to_it_is_slower_than_to_the_native_disk(biossd, hdd, tmp_path):
+    walls = {}
+    for where, swap_dir in (("native", tmp_path), ("emulated", hdd)):
+        run = tmp_path / f"run-{where}"
+        biossd("profile", "--mem", "48M", "--swap", "160M", "--swap-dir", str(swap_dir), "--out", str(run),
+               "--", sys.executable, str(PROGRAMS / "memory_hog.py"), "96")
+        body = manifest.read_manifest(run)
+        assert body["outcome"] == "ok"
+        walls[where] = body["wall_s"]
+        if where == "emulated":
+            record = body["emulated_storage"]["swap"]
+            assert record["emulated"] and record["profile"] == PROFILE
+        else:
+            assert body["emulated_storage"]["swap"] is None
+    assert walls["emulated"] > 2 * walls["native"], walls
+
+
+def test_down_when_nothing_is_up_says_so(biossd, tmp_path):
+    out = biossd("device", "emulate-hdd", "down", "--mount", str(tmp_path / "nothing"))
+    assert "no emulated HDD" in out.stdout
+
+
+def test_interrupted_up_leaves_nothing(env, tmp_path, root_required):
+    before = _host()
+    mount = tmp_path / "hdd"
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "device", "emulate-hdd", "up", "--mount", str(mount),
+                             "--size", "256M", "--backing-dir", str(tmp_path)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    state = None
+    while state is None or "loop_device" not in state:  # interrupt once the loop device exists
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        states = emulate.all_states()
+        if states:
+            try:
+                state = json.loads((states[0] / "state.json").read_text())
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert _host() == before
+    assert not mount.exists() and not list(tmp_path.glob("biossd-hdd-*"))
+
+
+@contextlib.contextmanager
+def loop_filesystem(tmp_path: Path, size_bytes: int):
+    """An ext4 file system on a loop device over a file, mounted for the block."""
+    image, mnt = tmp_path / "fs.img", tmp_path / "mnt"
+    with open(image, "wb") as f:
+        f.truncate(size_bytes)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    mnt.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_characterize_a_loop_device_file_system(biossd, tmp_path, root_required):
+    out = tmp_path / "char.json"
+    with loop_filesystem(tmp_path, 256 << 20) as mnt:
+        biossd("device", "characterize", str(mnt), "--budget", "12s", "-o", str(out))
+        left = [p.name for p in mnt.iterdir() if p.name != "lost+found"]
+    assert left == [], "characterize left its test file"
+    record = json.loads(out.read_text())
+    assert record["device"]["name"].startswith("loop") and record["mount"]["fstype"] == "ext4"
+    assert len(record["results"]) == 12
+    row = record["spec_row"]
+    for key in ("seq_read_mbs", "seq_write_mbs", "rand_read_iops", "rand_write_iops"):
+        assert row[key] > 0, key
+    assert row["seq_read_mbs"] > 4 * row["rand_read_iops"] * 4096 / 1e6, "sequential beats random 4 KiB"
+    for result in record["results"].values():
+        assert result["lat_p50_ms"] is None or result["lat_p50_ms"] <= result["lat_p99_ms"]
+
+
+def test_characterize_refuses_a_full_filesystem(biossd, tmp_path, root_required):
+    with loop_filesystem(tmp_path, 32 << 20) as mnt:
+        proc = biossd("device", "characterize", str(mnt), "--budget", "2s", check=False)
+    assert proc.returncode == 2 and "free" in proc.stderr and str(mnt) in proc.stderr
