@@ -39,6 +39,9 @@ MB = 1_000_000  # vendor megabytes (MB/s in the spec sheets)
 SPEC_RANDOM_BYTES = 4096
 #: E[sqrt(|U - V|)] for independent uniform U, V on [0, 1].
 MEAN_SQRT_DISTANCE = 8.0 / 15.0
+#: A forward gap up to this long is passed over at media speed rather than sought (about a
+#: track of a 1 TB 7200 rpm disk).
+NEAR_BYTES = 1 << 20
 PROFILE_FIELDS = ("name", "kind", "rpm", "capacity_gb", "buffer_mb", "seq_read_mbs", "seq_write_mbs",
                   "rand_read_iops", "rand_write_iops", "track_seek_ms", "source")
 
@@ -92,7 +95,7 @@ class DiskModel:
     """Service times of one disk; not thread-safe (the server serialises requests, as the single
     actuator does). ``near_bytes``: a forward gap up to this long is passed over, not sought."""
 
-    def __init__(self, profile: DiskProfile, seed: int = 0, near_bytes: int = 1 << 20) -> None:
+    def __init__(self, profile: DiskProfile, seed: int = 0, near_bytes: int = NEAR_BYTES) -> None:
         self.profile = profile
         self.near_bytes = near_bytes
         self.head = 0

@@ -1,0 +1,109 @@
+"""The emulated HDD against its profile: fio's four spec numbers (direct and buffered I/O), and a
+memory-capped program's swap traffic, on the emulated disk and on the native disk side by side.
+
+  .venv/bin/python benchmarks/emulated_hdd.py [--profile seagate-barracuda-7200] [--budget 60s]
+                                              [--pairs 3] [--hog-mib 160] [--cap 64M]
+
+Swap service times come from the block trace of the emulated disk's loop device. The disk serves
+one request at a time, so a request's service time is its completion minus the later of its
+issue and the previous completion. "Random" means what the model seeks for: a request that does
+not start within diskmodel.NEAR_BYTES after the end of the previous one. The implied IOPS is
+1000 / mean random service time in ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from biossd import characterize, emulate, profile
+from biossd.blocktrace import SECTOR_BYTES, read_blocktrace
+from biossd.diskmodel import NEAR_BYTES, load_profile
+from biossd.units import parse_duration_s, parse_size
+
+HOG = Path(__file__).resolve().parents[1] / "tests" / "programs" / "memory_hog.py"
+BAND = 0.20
+
+
+def spec_table(record: dict, prof) -> None:
+    r = record["results"]
+    rows = (("seq read MB/s", prof.seq_read_mbs, "seq_read", "mb_per_s"),
+            ("seq write MB/s", prof.seq_write_mbs, "seq_write", "mb_per_s"),
+            ("rand read IOPS", prof.rand_read_iops, "rand_read_qd1", "iops"),
+            ("rand write IOPS", prof.rand_write_iops, "rand_write_qd1", "iops"))
+    print(f"{'':16} {'profile':>8} {'direct':>8} {'ratio':>6} {'buffered':>9} {'ratio':>6} {'buf. eff.':>9}")
+    for label, spec, job, key in rows:
+        d, b = r[f"direct_{job}"][key], r[f"buffered_{job}"][key]
+        eff_key = "effective_mb_per_s" if key == "mb_per_s" else "effective_iops"
+        eff = r[f"buffered_{job}"].get(eff_key)
+        print(f"{label:16} {spec:8.1f} {d:8.1f} {d / spec:6.2f} {b:9.1f} {b / spec:6.2f} "
+              f"{'' if eff is None else f'{eff:9.1f}'}")
+
+
+def service_times(trace, device: str):
+    t = trace[trace.device.eq(device) & trace.op.isin(["R", "W"]) & trace.complete_s.notna()]
+    t = t.sort_values("complete_s").reset_index(drop=True)
+    prev_done = t.complete_s.shift(1).fillna(-1.0)
+    start = t.issue_s.where(t.issue_s > prev_done, prev_done)
+    t = t.assign(service_ms=(t.complete_s - start) * 1000.0)
+    gap = t.sector * SECTOR_BYTES - (t.sector * SECTOR_BYTES + t.bytes).shift(1)
+    t = t.assign(random=~gap.between(0, NEAR_BYTES))
+    return t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", default="seagate-barracuda-7200")
+    ap.add_argument("--budget", default="60s", help="fio time budget")
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--hog-mib", type=int, default=160)
+    ap.add_argument("--cap", default="64M")
+    args = ap.parse_args()
+    prof = load_profile(args.profile)
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+        work = Path(tmp)
+        mount = work / "hdd"
+        state = emulate.up(mount, args.profile, 2 << 30, backing_dir=work)
+        loop = Path(state["loop_device"]).name
+        try:
+            record = characterize.characterize(mount, parse_duration_s(args.budget))
+            print(f"fio on the emulated {prof.name} ({state['loop_device']}), {record['job_s']:.1f} s per job:")
+            spec_table(record, prof)
+            walls: dict[str, list[float]] = {"native": [], "emulated": []}
+            random_reads, random_writes = [], []
+            for i in range(args.pairs):
+                for where in (("native", "emulated") if i % 2 == 0 else ("emulated", "native")):
+                    swap_dir = work if where == "native" else mount
+                    run = work / f"run-{where}"
+                    body = profile.run(profile.ProfileRequest(
+                        argv=[sys.executable, str(HOG), str(args.hog_mib)], out_dir=run,
+                        mem_bytes=parse_size(args.cap), swap_bytes=parse_size(args.cap) * 5,
+                        swap_dir=swap_dir, devices=[loop] if where == "emulated" else [], overwrite=True))
+                    assert body["outcome"] == "ok", body["outcome"]
+                    walls[where].append(body["wall_s"])
+                    if where == "emulated":
+                        t = service_times(read_blocktrace(run / "blocktrace.parquet"), loop)
+                        random_reads += t[t.random & t.op.eq("R")].service_ms.tolist()
+                        random_writes += t[t.random & t.op.eq("W")].service_ms.tolist()
+                print(f"pair {i + 1}: hog {args.hog_mib} MiB under {args.cap}: native swap {walls['native'][-1]:.2f} s, "
+                      f"emulated swap {walls['emulated'][-1]:.2f} s")
+            print(f"median wall: native {statistics.median(walls['native']):.2f} s, emulated "
+                  f"{statistics.median(walls['emulated']):.2f} s, ratio "
+                  f"{statistics.median(walls['emulated']) / statistics.median(walls['native']):.1f}")
+            for label, times, spec in (("read", random_reads, prof.rand_read_iops),
+                                       ("write", random_writes, prof.rand_write_iops)):
+                if times:
+                    iops = 1000.0 / statistics.mean(times)
+                    print(f"swap random {label}s on {loop}: {len(times)} requests, median service "
+                          f"{statistics.median(times):.2f} ms, implied {iops:.1f} IOPS vs profile {spec} "
+                          f"(ratio {iops / spec:.2f}, band ±{BAND:.0%})")
+        finally:
+            print("down:", "; ".join(emulate.down(mount) or []))
+
+
+if __name__ == "__main__":
+    main()
