@@ -16,3 +16,12 @@ include { BIOSSD } from '../nextflow/workflows/biossd'
 workflow {
     BIOSSD()
 }
+
+// Emulated storage classes stay up for the whole run; take them down however it ended.
+workflow.onComplete {
+    def proc = ['biossd', 'storage', 'down', '--root', params.storage_root.toString()].execute()
+    proc.waitFor()
+    log.info "biossd storage down: ${proc.text.trim()}"
+    if( proc.exitValue() != 0 )
+        log.warn "biossd storage down failed (run `biossd cleanup`): ${proc.err.text.trim()}"
+}

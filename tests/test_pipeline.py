@@ -1,13 +1,14 @@
 """`nextflow run study -profile test` end to end on tiny data, then the notebooks over its
 results: the walking skeleton from a tool run to a figure."""
 
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from biossd import devices, features, layout, manifest
+from biossd import devices, emulate, features, layout, manifest
 from biossd.cgroups import find_leftovers
 from conftest import REPO
 
@@ -35,22 +36,36 @@ def result_set(env, tmp_path_factory, root_required):
              "--scratch_dir", str(scratch))
     assert set(find_leftovers()) == before, "the pipeline left cgroups behind"
     assert list(scratch.iterdir()) == [], "per-run scratch directories were not removed"
+    assert emulate.all_states() == [], "the emulated HDD was not taken down"
+    assert not os.path.ismount(launch / ".biossd-storage" / "hdd")
     return outdir
 
 
-def test_every_expected_run_is_present_and_complete(result_set):
+CLASSES = ("ssd", "hdd")
+
+
+@pytest.mark.parametrize("storage", CLASSES)
+def test_every_expected_run_is_present_and_complete(result_set, storage):
     for rep in (1, 2, 3):
-        labels = {"host": "testhost", "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep}
+        labels = {"host": "testhost", "storage": storage, "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep}
         run = result_set / layout.run_relpath(labels)
         body = manifest.read_manifest(run)
         assert body["outcome"] == "ok"
         assert body["labels"]["tool_version"] == "1.16.1"
         assert {k: str(v) for k, v in labels.items()}.items() <= body["labels"].items()
         assert "merging from" in (run / "stderr.log").read_text()
-        assert body["labels"]["scratch"].startswith(str(result_set.parent / "scratch dir; with space"))
         assert body["argv"][-1] == body["labels"]["scratch"] + "/reads.bam"
         assert body["cwd"] == body["labels"]["scratch"], "the tool runs in scratch, on the device under study"
-        assert body["devices"] == [devices.device_of_path(result_set.parent)]
+        if storage == "ssd":
+            assert body["labels"]["scratch"].startswith(str(result_set.parent / "scratch dir; with space"))
+            assert body["devices"] == [devices.device_of_path(result_set.parent)]
+            assert body["emulated_storage"]["cwd"] is None
+        else:
+            emulated = body["emulated_storage"]["cwd"]
+            assert emulated["emulated"] and emulated["profile"] == "seagate-barracuda-7200"
+            assert emulated["mechanism"] == "fuse-loop"
+            assert body["labels"]["scratch"].startswith(str(result_set.parent / ".biossd-storage" / "hdd"))
+            assert body["devices"] == [Path(emulated["loop_device"]).name], "the emulated disk is traced"
         assert body["tool_version"] == "1.16.1"
         for collector in ("rusage", "sampler", "blocktrace", "perf"):
             assert body["collectors"][collector]["ran"] is True, (collector, body["collectors"][collector])
@@ -60,7 +75,8 @@ def test_every_expected_run_is_present_and_complete(result_set):
 def test_features_rows_match_the_runs(result_set):
     table = features.read_table(result_set / layout.FEATURES_FILE)
     runs = features.find_run_dirs([result_set])
-    assert len(table) == len(runs) == 3
+    assert len(table) == len(runs) == 3 * len(CLASSES)
+    assert sorted(table["storage"].unique()) == sorted(CLASSES)
     assert sorted(table["run_dir"]) == sorted(str(r.relative_to(result_set)) for r in runs)
     assert (table["runtime_s"] > 0).all() and table["Pfault"].notna().all()
     assert table["Butil"].isna().all() and table["missing_reason"].str.contains("Butil").all()

@@ -2,6 +2,7 @@
  * The study: synthesize inputs, profile every (tool × memory cap × scale × repeat) run, and
  * derive the features table.
  */
+include { STORAGE_UP  } from '../modules/local/storage/main'
 include { SYNTH_INPUT } from '../modules/local/synth_input/main'
 include { PROFILE     } from '../modules/local/profile/main'
 include { FEATURES    } from '../modules/local/features/main'
@@ -27,6 +28,13 @@ workflow BIOSSD {
     def scales = csvList(params.scales).collect { it as int }
     def reps   = (1..(params.repeats as int)).toList()
     def kinds  = tools.collectEntries { t -> [t, catalogueEntry(t).input] }
+    def classes = csvList(params.storage_classes)
+
+    // Each storage class resolved to its scratch directory ('' = the task directory).
+    STORAGE_UP(classes.join(','))
+    ch_classes = STORAGE_UP.out.json.flatMap { f ->
+        new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] }
+    }
 
     // One synthetic input per (kind, scale), shared by every run that reads it.
     ch_inputs = Channel
@@ -36,11 +44,12 @@ workflow BIOSSD {
 
     ch_runs = Channel
         .fromList(tools.collectMany { t -> caps.collectMany { c -> scales.collectMany { s -> reps.collect { r -> [t, c, s, r] } } } })
-        .map { tool, cap, scale, rep ->
-            [[kind: kinds[tool], scale: scale], [host: host, storage: params.storage_class, tool: tool, mem: cap, scale: scale, rep: rep]]
+        .combine(ch_classes)
+        .map { tool, cap, scale, rep, storage, scratch ->
+            [[kind: kinds[tool], scale: scale], [host: host, storage: storage, tool: tool, mem: cap, scale: scale, rep: rep], scratch]
         }
         .combine(SYNTH_INPUT.out.input.map { meta, dir -> [[kind: meta.kind, scale: meta.scale], dir] }, by: 0)
-        .map { key, meta, dir -> [meta, dir] }
+        .map { key, meta, scratch, dir -> [meta, dir, scratch] }
     PROFILE(ch_runs)
 
     FEATURES(PROFILE.out.run_dir.map { meta, dir -> dir }.collect())

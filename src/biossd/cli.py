@@ -207,6 +207,28 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_storage(args: argparse.Namespace) -> int:
+    from biossd import emulate, storage
+    from biossd.diskmodel import ProfileError
+    from biossd.units import parse_size
+
+    try:
+        if args.action == "up":
+            classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+            resolved = storage.up(classes, Path(args.root), storage.parse_emulate(args.emulate),
+                                  parse_size(args.size), Path(args.scratch_dir) if args.scratch_dir else None)
+            if args.output:
+                storage.write(resolved, Path(args.output))
+            print(json.dumps(resolved, indent=2))
+        else:
+            done = storage.down(Path(args.root))
+            print("; ".join(done) if done else f"no emulated storage under {args.root}")
+    except (storage.StorageError, emulate.EmulateError, ProfileError) as err:
+        print(f"biossd storage {args.action}: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="biossd", description=__doc__)
     parser.add_argument("--version", action="version", version=f"biossd {__version__}")
@@ -288,6 +310,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--swap", help="also a swap area of this size on it")
     p.add_argument("--backing-dir", default="/var/tmp", help="where the disk's data is kept")
     p.set_defaults(func=cmd_emulate_hdd)
+
+    p = sub.add_parser("storage", help="the storage classes of a study run")
+    p.add_argument("action", choices=("up", "down"))
+    p.add_argument("--root", required=True, help="directory under which emulated classes are mounted")
+    p.add_argument("--classes", default="ssd", help="class names, comma-separated")
+    p.add_argument("--emulate", action="append", default=[], metavar="CLASS=PROFILE",
+                   help="emulate this class as an HDD of this profile (study/devices/)")
+    p.add_argument("--size", default="4G", help="size of each emulated disk")
+    p.add_argument("--scratch-dir", help="scratch directory of the real classes (default: task dir)")
+    p.add_argument("-o", "--output", help="write the resolved classes (JSON) here")
+    p.set_defaults(func=cmd_storage)
 
     sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)
     sub.add_parser("cleanup", help="remove leftovers of earlier runs").set_defaults(func=cmd_cleanup)

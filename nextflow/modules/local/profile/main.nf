@@ -13,7 +13,7 @@ process PROFILE {
         mode: 'copy', saveAs: { name -> name == 'run' ? "${meta.rep}" : null }
 
     input:
-    tuple val(meta), path(input_dir)
+    tuple val(meta), path(input_dir), val(scratch_root)
 
     output:
     tuple val(meta), path('run'), emit: run_dir
@@ -21,7 +21,7 @@ process PROFILE {
 
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
-    def scratch = params.scratch_dir ? q("${params.scratch_dir}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
+    def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
     def caches  = params.drop_caches ? '' : '--no-drop-caches'
     def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     def args    = task.ext.args ?: ''

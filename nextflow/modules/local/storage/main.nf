@@ -1,0 +1,39 @@
+/*
+ * STORAGE_UP — resolve the run's storage classes (src/biossd/storage.py): a real class keeps
+ * params.scratch_dir (or the task directory); an emulated one gets an emulated HDD mounted
+ * under the storage root. Emits storage.json: {class: {scratch, emulated, profile, ...}}.
+ * The emulations stay up for the PROFILE tasks; study/main.nf takes them down on completion.
+ * Never cached: on -resume the emulations must be brought up again.
+ */
+process STORAGE_UP {
+    tag "${classes}"
+    label 'host_setup'
+    cache false
+
+    input:
+    val classes
+
+    output:
+    path 'storage.json', emit: json
+    path 'versions.yml', emit: versions
+
+    script:
+    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def emulate = params.emulate ? params.emulate.toString().tokenize(',').collect { "--emulate ${q(it.trim())}" }.join(' ') : ''
+    def scratch = params.scratch_dir ? "--scratch-dir ${q(params.scratch_dir)}" : ''
+    """
+    biossd storage up --root ${q(params.storage_root)} --classes ${q(classes)} ${emulate} \\
+        --size ${q(params.emulate_size)} ${scratch} -o storage.json
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        biossd: \$(biossd --version | sed 's/biossd //')
+    END_VERSIONS
+    """
+
+    stub:
+    """
+    echo '{}' > storage.json
+    echo '"${task.process}": {biossd: stub}' > versions.yml
+    """
+}
