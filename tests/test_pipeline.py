@@ -1,6 +1,7 @@
 """`nextflow run study -profile test` end to end on tiny data, then the notebooks over its
 results: the walking skeleton from a tool run to a figure."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -79,7 +80,12 @@ def test_features_rows_match_the_runs(result_set):
     assert sorted(table["storage"].unique()) == sorted(CLASSES)
     assert sorted(table["run_dir"]) == sorted(str(r.relative_to(result_set)) for r in runs)
     assert (table["runtime_s"] > 0).all() and table["Pfault"].notna().all()
-    assert table["Butil"].isna().all() and table["missing_reason"].str.contains("Butil").all()
+    for feature in ("Butil", "Riops", "Wiops", "CAR", "Rsize", "Wsize", "WBlen"):
+        assert table[feature].notna().all(), (feature, table["missing_reason"].tolist())
+    assert (table["Wiops"] > 0).all() and table["CAR"].between(0, 1).all()
+    for storage in CLASSES:  # the device record Butil divides by: published, and kept in each run
+        device = json.loads((result_set / f"testhost-{storage}" / "device.json").read_text())
+        assert device["storage_class"] == storage and device["spec_row"]["seq_read_mbs"] > 0
 
 
 def test_notebooks_render_the_figure_deterministically(result_set, biossd):

@@ -2,7 +2,8 @@
  * The study: synthesize inputs, profile every (tool × memory cap × scale × repeat) run, and
  * derive the features table.
  */
-include { STORAGE_UP  } from '../modules/local/storage/main'
+include { STORAGE_UP   } from '../modules/local/storage/main'
+include { CHARACTERIZE } from '../modules/local/characterize/main'
 include { SYNTH_INPUT } from '../modules/local/synth_input/main'
 include { PROFILE     } from '../modules/local/profile/main'
 include { FEATURES    } from '../modules/local/features/main'
@@ -32,9 +33,11 @@ workflow BIOSSD {
 
     // Each storage class resolved to its scratch directory ('' = the task directory).
     STORAGE_UP(classes.join(','))
-    ch_classes = STORAGE_UP.out.json.flatMap { f ->
-        new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] }
-    }
+    // Every class's device is measured first; no run starts before that is done.
+    CHARACTERIZE(STORAGE_UP.out.json, host)
+    ch_classes = STORAGE_UP.out.json
+        .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] } }
+        .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
     // One synthetic input per (kind, scale), shared by every run that reads it.
     ch_inputs = Channel
@@ -45,11 +48,11 @@ workflow BIOSSD {
     ch_runs = Channel
         .fromList(tools.collectMany { t -> caps.collectMany { c -> scales.collectMany { s -> reps.collect { r -> [t, c, s, r] } } } })
         .combine(ch_classes)
-        .map { tool, cap, scale, rep, storage, scratch ->
-            [[kind: kinds[tool], scale: scale], [host: host, storage: storage, tool: tool, mem: cap, scale: scale, rep: rep], scratch]
+        .map { tool, cap, scale, rep, storage, scratch, device ->
+            [[kind: kinds[tool], scale: scale], [host: host, storage: storage, tool: tool, mem: cap, scale: scale, rep: rep], scratch, device]
         }
         .combine(SYNTH_INPUT.out.input.map { meta, dir -> [[kind: meta.kind, scale: meta.scale], dir] }, by: 0)
-        .map { key, meta, scratch, dir -> [meta, dir, scratch] }
+        .map { key, meta, scratch, device, dir -> [meta, dir, scratch, device] }
     PROFILE(ch_runs)
 
     FEATURES(PROFILE.out.run_dir.map { meta, dir -> dir }.collect())

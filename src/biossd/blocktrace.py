@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -231,6 +232,23 @@ class CanonicalWriter:
             self._writer.close()
         finally:
             self.tmp.unlink(missing_ok=True)
+
+
+def request_arrays(path: Path) -> dict[str, Any]:
+    """The canonical trace as NumPy arrays in issue order, for the features: ``issue_s``,
+    ``complete_s`` (NaN when not seen), ``device`` (integer codes), ``op`` (``R``/``W``/...),
+    ``sector``, ``bytes``."""
+    table = pq.read_table(path, columns=["issue_s", "complete_s", "device", "op", "sector", "bytes"])
+    order = np.argsort(table.column("issue_s").to_numpy(), kind="stable")
+    device = table.column("device").dictionary_encode().combine_chunks().indices.to_numpy(zero_copy_only=False)
+    return {
+        "issue_s": table.column("issue_s").to_numpy()[order],
+        "complete_s": table.column("complete_s").to_numpy(zero_copy_only=False).astype(float)[order],
+        "device": device[order],
+        "op": table.column("op").to_numpy(zero_copy_only=False).astype(str)[order],
+        "sector": table.column("sector").to_numpy()[order],
+        "bytes": table.column("bytes").to_numpy()[order],
+    }
 
 
 def read_blocktrace(path: Path):

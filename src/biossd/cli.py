@@ -37,6 +37,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         swap_dir=Path(args.swap_dir) if args.swap_dir else None,
         blocktrace=args.blocktrace, perf=args.perf, cachegrind=args.cachegrind,
         timeout_s=args.timeout, tool_version=args.tool_version, image=args.image,
+        device_record=Path(args.device_record) if args.device_record else None,
     )
     try:
         body = profile.run(request)
@@ -208,11 +209,13 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
 
 
 def cmd_storage(args: argparse.Namespace) -> int:
-    from biossd import emulate, storage
+    from biossd import characterize, emulate, storage
     from biossd.diskmodel import ProfileError
     from biossd.units import parse_size
 
     try:
+        if args.action in ("up", "down") and not args.root:
+            raise SystemExit(f"biossd storage {args.action}: give --root DIR")
         if args.action == "up":
             classes = [c.strip() for c in args.classes.split(",") if c.strip()]
             resolved = storage.up(classes, Path(args.root), storage.parse_emulate(args.emulate),
@@ -220,10 +223,20 @@ def cmd_storage(args: argparse.Namespace) -> int:
             if args.output:
                 storage.write(resolved, Path(args.output))
             print(json.dumps(resolved, indent=2))
+        elif args.action == "characterize":
+            from biossd.units import parse_duration_s
+
+            if not args.input or not args.output:
+                raise SystemExit("biossd storage characterize: give --input storage.json and -o DIR")
+            resolved = json.loads(Path(args.input).read_text())
+            written = storage.characterize_all(resolved, parse_duration_s(args.budget), Path(args.output),
+                                               Path.cwd() / "scratch")
+            for name, path in written.items():
+                print(f"{name}: {path}")
         else:
             done = storage.down(Path(args.root))
             print("; ".join(done) if done else f"no emulated storage under {args.root}")
-    except (storage.StorageError, emulate.EmulateError, ProfileError) as err:
+    except (storage.StorageError, emulate.EmulateError, ProfileError, characterize.CharacterizeError) as err:
         print(f"biossd storage {args.action}: {err}", file=sys.stderr)
         return 2
     return 0
@@ -260,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kill the command after this long (outcome timeout)")
     p.add_argument("--tool-version", help="the tool's version, recorded in the manifest")
     p.add_argument("--image", help="container image reference or digest, recorded in the manifest")
+    p.add_argument("--device-record", metavar="JSON",
+                   help="`biossd device characterize` record of the storage, kept in the run")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     p.set_defaults(func=cmd_profile)
 
@@ -312,14 +327,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_emulate_hdd)
 
     p = sub.add_parser("storage", help="the storage classes of a study run")
-    p.add_argument("action", choices=("up", "down"))
-    p.add_argument("--root", required=True, help="directory under which emulated classes are mounted")
+    p.add_argument("action", choices=("up", "down", "characterize"))
+    p.add_argument("--root", help="directory under which emulated classes are mounted (up, down)")
+    p.add_argument("--input", help="storage.json from `storage up` (characterize)")
+    p.add_argument("--budget", default="120s", help="fio time budget per class (characterize)")
     p.add_argument("--classes", default="ssd", help="class names, comma-separated")
     p.add_argument("--emulate", action="append", default=[], metavar="CLASS=PROFILE",
                    help="emulate this class as an HDD of this profile (study/devices/)")
     p.add_argument("--size", default="4G", help="size of each emulated disk")
     p.add_argument("--scratch-dir", help="scratch directory of the real classes (default: task dir)")
-    p.add_argument("-o", "--output", help="write the resolved classes (JSON) here")
+    p.add_argument("-o", "--output", help="up: write the resolved classes (JSON) here; "
+                   "characterize: directory for <class>.json")
     p.set_defaults(func=cmd_storage)
 
     sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)

@@ -15,9 +15,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
-from biossd import layout, manifest
+from biossd import blocktrace, counters, diskmodel, layout, manifest
+
+SECTOR_BYTES = 512
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,140 @@ def cpu_cores_used(user_s: float, sys_s: float, runtime_s: float) -> float:
     return (user_s + sys_s) / runtime_s
 
 
+KIB = 1024
+
+
+def riops(is_read: np.ndarray, runtime_s: float) -> float:
+    """**Riops** — read requests issued to the device per second of runtime (seed 000, §5.2:
+    "how many read ... requests are made per second"). Units: requests/s."""
+    return float(np.count_nonzero(is_read)) / runtime_s if runtime_s > 0 else math.nan
+
+
+def wiops(is_write: np.ndarray, runtime_s: float) -> float:
+    """**Wiops** — write requests issued per second of runtime (seed 000, §5.2). Units:
+    requests/s."""
+    return float(np.count_nonzero(is_write)) / runtime_s if runtime_s > 0 else math.nan
+
+
+def rsize_kib(nbytes: np.ndarray, is_read: np.ndarray) -> float:
+    """**Rsize** — mean size of a read request (seed 000, §5.2, "read size per request" after
+    ref. 41). Units: KiB/request; NaN when the run issued no reads."""
+    n = np.count_nonzero(is_read)
+    return float(nbytes[is_read].sum()) / n / KIB if n else math.nan
+
+
+def wsize_kib(nbytes: np.ndarray, is_write: np.ndarray) -> float:
+    """**Wsize** — mean size of a write request (seed 000, §5.2). Units: KiB/request; NaN when
+    the run issued no writes."""
+    n = np.count_nonzero(is_write)
+    return float(nbytes[is_write].sum()) / n / KIB if n else math.nan
+
+
+def car(device: np.ndarray, sector: np.ndarray, nbytes: np.ndarray) -> float:
+    """**CAR** — consecutive access ratio (seed 000, §5.2, after Traeger et al. 2008, ref. 42):
+    the fraction of requests whose start sector equals the end sector of the previous request
+    issued to the same device. Inputs are in issue order; sectors are 512 bytes. The first
+    request on a device has no previous one and is not consecutive; the denominator is every
+    request. This equals the share of zero-distance seeks in btt's D2D seek analysis (where the
+    first request counts as a seek from sector 0, so the two differ only when a device's first
+    request starts at sector 0). Units: fraction 0–1; NaN without requests."""
+    n = sector.size
+    if n == 0:
+        return math.nan
+    order = np.argsort(device, kind="stable")  # group by device, keep issue order within
+    dev, start = device[order], sector[order]
+    end = start + nbytes[order] // SECTOR_BYTES
+    consecutive = (dev[1:] == dev[:-1]) & (start[1:] == end[:-1])
+    return float(np.count_nonzero(consecutive)) / n
+
+
+def wblen(issue_s: np.ndarray, complete_s: np.ndarray, is_write: np.ndarray, t0_s: float, t1_s: float) -> float:
+    """**WBlen** — time-weighted mean number of write requests outstanding at the device
+    (seed 000, §5.2: "the number of write requests waiting in the write buffer of a storage
+    device"), over the run's window ``[t0_s, t1_s]``. By Little's law it is the total time
+    write requests spent between issue and completion, clipped to the window, over the window's
+    length. A write never seen to complete counts until the window's end. Units: requests."""
+    span = t1_s - t0_s
+    if span <= 0:
+        return math.nan
+    start = np.clip(issue_s[is_write], t0_s, t1_s)
+    done = complete_s[is_write]
+    end = np.clip(np.where(np.isnan(done), t1_s, done), t0_s, t1_s)
+    return float(np.sum(end - start)) / span
+
+
+def butil(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps: float,
+          seq_write_bps: float) -> float:
+    """**Butil** — interface bandwidth utilisation (seed 000, §5.2: "how much bandwidths of the
+    interface between the host computer and the storage device are used"): the share of the
+    runtime the device would need to move the run's bytes at its measured sequential rates,
+    ``(read_bytes / seq_read + write_bytes / seq_write) / runtime``. The paper leaves the
+    bandwidth open; biossd divides by what ``biossd device characterize`` measured on the same
+    device (1 MiB direct I/O), reads and writes each by their own rate. Units: fraction (0–1 for
+    sequential transfers; random transfers cannot reach 1)."""
+    if runtime_s <= 0 or seq_read_bps <= 0 or seq_write_bps <= 0:
+        return math.nan
+    return (read_bytes / seq_read_bps + write_bytes / seq_write_bps) / runtime_s
+
+
+def block_features(requests: dict[str, np.ndarray], t0_s: float, t1_s: float,
+                   bandwidth_bps: tuple[float, float] | None) -> dict[str, float]:
+    """The seven block-trace features of one run from its requests (columns as in
+    :func:`biossd.blocktrace.request_arrays`) issued in the window ``[t0_s, t1_s]`` (seconds,
+    the trace's clock). Discards and flush-only requests count in neither direction."""
+    runtime_s = t1_s - t0_s
+    inside = (requests["issue_s"] >= t0_s) & (requests["issue_s"] <= t1_s)
+    r = {k: v[inside] for k, v in requests.items()}
+    is_read, is_write = r["op"] == "R", r["op"] == "W"
+    out = {
+        "Riops": riops(is_read, runtime_s),
+        "Wiops": wiops(is_write, runtime_s),
+        "Rsize": rsize_kib(r["bytes"], is_read),
+        "Wsize": wsize_kib(r["bytes"], is_write),
+        "CAR": car(r["device"], r["sector"], r["bytes"]),
+        "WBlen": wblen(r["issue_s"], r["complete_s"], is_write, t0_s, t1_s),
+        "Butil": math.nan,
+    }
+    if bandwidth_bps is not None:
+        out["Butil"] = butil(float(r["bytes"][is_read].sum()), float(r["bytes"][is_write].sum()),
+                             runtime_s, *bandwidth_bps)
+    return out
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float:
+    if numerator is None or denominator is None or denominator == 0:
+        return math.nan
+    return numerator / denominator
+
+
+#: CPU and memory features of the paper's Fig. 10, from perf counters: (column, numerator event,
+#: denominator event). IPC: instructions per cycle; the others are miss ratios (fraction 0–1).
+PERF_RATIOS = (
+    ("ipc", "instructions", "cycles"),
+    ("cache_miss_ratio", "cache-misses", "cache-references"),
+    ("llc_miss_ratio", "LLC-load-misses", "LLC-loads"),
+    ("dtlb_miss_ratio", "dTLB-load-misses", "dTLB-loads"),
+)
+CPU_MEMORY_COLUMNS = ("ipc", "cache_miss_ratio", "llc_miss_ratio", "dtlb_miss_ratio", "page_faults_per_s")
+
+
+def cpu_memory_features(counts: dict[str, dict[str, Any]], runtime_s: float) -> tuple[dict[str, float], dict[str, str]]:
+    """Fig. 10's CPU/memory features (seed 000, §3.6) from ``perf stat`` counts: IPC, cache, LLC
+    and dTLB miss ratios (fractions), and page faults per second (all faults, minor and major).
+    Returns the values and, for each one that could not be computed, why."""
+    values, missing = {}, {}
+    for column, num, den in PERF_RATIOS:
+        a, b = counts.get(num, {}).get("value"), counts.get(den, {}).get("value")
+        values[column] = ratio(a, b)
+        if math.isnan(values[column]):
+            missing[column] = f"perf could not count {num}/{den} here (no hardware PMU?)"
+    faults = counts.get("page-faults", {}).get("value")
+    values["page_faults_per_s"] = ratio(faults, runtime_s)
+    if math.isnan(values["page_faults_per_s"]):
+        missing["page_faults_per_s"] = "perf did not count page-faults"
+    return values, missing
+
+
 def run_features(run_dir: Path) -> dict[str, Any]:
     """One row of the features table from one complete run directory."""
     run_dir = Path(run_dir)
@@ -86,17 +223,62 @@ def run_features(run_dir: Path) -> dict[str, Any]:
         row["Pfault"] = math.nan
         missing.update({col: why for col in (*RUSAGE_COLUMNS, "Pfault")})
 
-    trace_info = body["collectors"].get("blocktrace", {})
-    why_no_trace = (
-        "block-trace features are not computed by this biossd version" if trace_info.get("ran")
-        else trace_info.get("why") or "no block trace"
-    )
-    for feature in BLOCK_TRACE_FEATURES:
-        row[feature] = math.nan
-        missing[feature] = why_no_trace
-
+    row.update(_trace_columns(run_dir, body, missing))
+    row.update(_perf_columns(run_dir, body, row.get("runtime_s", math.nan), missing))
     row["missing_reason"] = format_missing(missing)
     return row
+
+
+def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str]) -> dict[str, float]:
+    out = {feature: math.nan for feature in BLOCK_TRACE_FEATURES}
+    info = body["collectors"].get("blocktrace", {})
+    if not info.get("ran"):
+        missing.update({f: info.get("why") or "no block trace" for f in BLOCK_TRACE_FEATURES})
+        return out
+    if body.get("command_started_s") is None:
+        missing.update({f: "the manifest does not say when the command started" for f in BLOCK_TRACE_FEATURES})
+        return out
+    requests = blocktrace.request_arrays(run_dir / blocktrace.BLOCKTRACE_FILE)
+    t0 = body["command_started_s"]
+    bandwidth, why = device_bandwidth_bps(run_dir, body)
+    out.update(block_features(requests, t0, t0 + body["wall_s"], bandwidth))
+    if bandwidth is None:
+        missing["Butil"] = why
+    for feature, value in out.items():
+        if math.isnan(value) and feature not in missing:
+            missing[feature] = "no such requests in the run" if feature in ("Rsize", "Wsize", "CAR") else "zero runtime"
+    return out
+
+
+def device_bandwidth_bps(run_dir: Path, body: dict[str, Any]) -> tuple[tuple[float, float] | None, str]:
+    """Sequential (read, write) bandwidth of the run's device in bytes/s, for Butil, from the
+    first of: the run's own ``device.json`` (``biossd profile --device-record``), the one in
+    the run's ``<host>-<storage>`` directory (``biossd device characterize -o``), and, for
+    emulated storage, the profile's spec (the emulation is calibrated to it). ``None`` and the
+    reason when there is none."""
+    class_dir = run_dir.parents[layout.RUN_DEPTH - 1] if len(run_dir.parents) >= layout.RUN_DEPTH else run_dir
+    record_path = class_dir / layout.DEVICE_RECORD
+    for candidate in (run_dir / layout.DEVICE_RECORD, record_path):
+        if candidate.is_file():
+            row = json.loads(candidate.read_text())["spec_row"]
+            return (row["seq_read_mbs"] * diskmodel.MB, row["seq_write_mbs"] * diskmodel.MB), ""
+    emulated = (body.get("emulated_storage") or {}).get("cwd")
+    if emulated:
+        spec = diskmodel.load_profile(emulated["profile"])
+        return (spec.seq_read_mbs * diskmodel.MB, spec.seq_write_mbs * diskmodel.MB), ""
+    return None, (f"no device characterization {record_path} (write one with `biossd device "
+                  f"characterize SCRATCH -o {record_path}`)")
+
+
+def _perf_columns(run_dir: Path, body: dict[str, Any], runtime_s: float, missing: dict[str, str]) -> dict[str, float]:
+    info = body["collectors"].get("perf", {})
+    if not info.get("ran"):
+        missing.update({c: info.get("why") or "perf did not run" for c in CPU_MEMORY_COLUMNS})
+        return {c: math.nan for c in CPU_MEMORY_COLUMNS}
+    counts = counters.parse_perf_csv((run_dir / counters.PERF_FILE).read_text())
+    values, why = cpu_memory_features(counts, runtime_s)
+    missing.update(why)
+    return values
 
 
 def format_missing(missing: dict[str, str]) -> str:
@@ -138,7 +320,8 @@ def find_run_dirs(roots: Iterable[Path]) -> list[Path]:
 def features_table(run_dirs: Iterable[Path]) -> pd.DataFrame:
     """The features table: one row per run, labels first, then features, in a stable order."""
     rows = [run_features(d) for d in run_dirs]
-    columns = [*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, "missing_reason", "run_dir"]
+    columns = [*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
+               "missing_reason", "run_dir"]
     table = _typed(pd.DataFrame(rows, columns=columns))
     return table.sort_values(list(LABEL_COLUMNS), kind="stable").reset_index(drop=True)
 
@@ -176,7 +359,7 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     for col in LABEL_COLUMNS:
         table[col] = table[col].astype("string").astype(object)
-    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES):
+    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS):
         if col in table:
             table[col] = pd.to_numeric(table[col], errors="raise").astype(float)
     return table

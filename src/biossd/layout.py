@@ -1,6 +1,7 @@
 """The result layout every run lands in (the study pipeline's output contract):
 
 ``OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/run.json``,
+``OUTDIR/<host>-<storage>/device.json`` (``biossd device characterize`` of the class's device),
 ``OUTDIR/features.csv`` and ``OUTDIR/report/{figures,tables,notebooks}/``.
 
 ``nextflow/modules/local/profile/main.nf`` publishes to the same path; a test checks both agree.
@@ -13,6 +14,9 @@ from typing import Mapping
 
 RUN_PATH_LABELS = ("host", "storage", "tool", "mem", "scale", "rep")
 FEATURES_FILE = "features.csv"
+DEVICE_RECORD = "device.json"
+#: How far a run directory is below its ``<host>-<storage>`` directory (runs/tool/mem/scale/rep).
+RUN_DEPTH = 5
 REPORT_DIR = "report"
 FIGURES_DIR = PurePosixPath(REPORT_DIR) / "figures"
 

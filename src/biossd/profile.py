@@ -52,6 +52,7 @@ _DROP_ALL = "3"
 #: the profiler), then execs the command, in the same process, with stdin from /dev/null.
 GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
 PERF_MODES = ("auto", "off")
+DEVICE_RECORD = "device.json"
 
 
 class ProfileError(RuntimeError):
@@ -88,6 +89,9 @@ class ProfileRequest:
     #: Provenance recorded as given: the tool's version and its container image reference.
     tool_version: str | None = None
     image: str | None = None
+    #: ``biossd device characterize`` record of the storage's device, copied into the run as
+    #: ``device.json`` (Butil divides by its bandwidth).
+    device_record: Path | None = None
 
 
 def _utc_now() -> str:
@@ -196,8 +200,12 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             devices_note = f"no device traced: the current directory is on no block device ({err})"
     if request.swap_bytes and request.swap_dir is not None and not Path(request.swap_dir).is_dir():
         raise ProfileError(f"--swap-dir {request.swap_dir} is not a directory; nothing was run")
+    if request.device_record is not None and not Path(request.device_record).is_file():
+        raise ProfileError(f"--device-record {request.device_record}: no such file; nothing was run")
     out_dir = Path(request.out_dir).resolve()
     prepare_run_dir(out_dir, request.overwrite)
+    if request.device_record is not None:
+        shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
     launch_problem = _launch_problem(request.argv)
     command = list(request.argv)
     if request.cachegrind and launch_problem is None:

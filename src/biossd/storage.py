@@ -77,5 +77,24 @@ def down(root: Path) -> list[str]:
     return done
 
 
+def characterize_all(resolved: dict[str, Any], budget_s: float, out_dir: Path,
+                     default_scratch: Path) -> dict[str, Path]:
+    """Characterize each class's device, one class after another (never two at once: they
+    would disturb each other). A class without a scratch directory is measured in
+    ``default_scratch/<class>``. Writes ``out_dir/<class>.json``."""
+    from biossd import characterize
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, info in resolved.items():
+        where = Path(info["scratch"]) if info.get("scratch") else default_scratch / name
+        where.mkdir(parents=True, exist_ok=True)
+        record = characterize.characterize(where, budget_s)
+        record["storage_class"] = name
+        written[name] = out_dir / f"{name}.json"
+        atomic_write_text(written[name], json.dumps(record, indent=2) + "\n")
+    return written
+
+
 def write(resolved: dict[str, Any], path: Path) -> None:
     atomic_write_text(Path(path), json.dumps(resolved, indent=2) + "\n")

@@ -13,7 +13,7 @@ process PROFILE {
         mode: 'copy', saveAs: { name -> name == 'run' ? "${meta.rep}" : null }
 
     input:
-    tuple val(meta), path(input_dir), val(scratch_root)
+    tuple val(meta), path(input_dir), val(scratch_root), path(device_record, stageAs: 'device.json')
 
     output:
     tuple val(meta), path('run'), emit: run_dir
@@ -39,6 +39,7 @@ process PROFILE {
     cd "\$scratch"
     biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out "\$workdir/run" ${caches} ${swap} ${args} \\
         ${labels} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
+        --device-record "\$workdir/device.json" \\
         -- "\${tool_argv[@]}"
     cd "\$workdir"
 

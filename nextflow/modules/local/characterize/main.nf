@@ -1,0 +1,38 @@
+/*
+ * CHARACTERIZE — measure every storage class's device with fio (src/biossd/characterize.py),
+ * one class after another and before any profiled run, so nothing else loads the devices.
+ * Publishes OUTDIR/<host>-<class>/device.json, the bandwidth Butil divides by.
+ */
+process CHARACTERIZE {
+    tag "${params.storage_classes}"
+    label 'host_setup'
+
+    publishDir { "${params.outdir}" }, mode: 'copy',
+        saveAs: { name -> name.startsWith('devices/') ? "${host}-${file(name).baseName}/device.json" : null }
+
+    input:
+    path storage_json
+    val host
+
+    output:
+    path 'devices/*.json', emit: records
+    path 'versions.yml' , emit: versions
+
+    script:
+    """
+    biossd storage characterize --input ${storage_json} --budget ${params.characterize_budget} -o devices
+    rm -rf scratch
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        biossd: \$(biossd --version | sed 's/biossd //')
+        fio: \$(fio --version | sed 's/fio-//')
+    END_VERSIONS
+    """
+
+    stub:
+    """
+    mkdir devices
+    echo '"${task.process}": {biossd: stub}' > versions.yml
+    """
+}
