@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from biossd import blocktrace, counters, diskmodel, layout, manifest
+from biossd import blockstats, blocktrace, counters, diskmodel, layout, manifest
 
 SECTOR_BYTES = 512
 
@@ -62,63 +62,49 @@ def cpu_cores_used(user_s: float, sys_s: float, runtime_s: float) -> float:
 KIB = 1024
 
 
-def riops(is_read: np.ndarray, runtime_s: float) -> float:
+def riops(n_reads: int, runtime_s: float) -> float:
     """**Riops** — read requests issued to the device per second of runtime (seed 000, §5.2:
     "how many read ... requests are made per second"). Units: requests/s."""
-    return float(np.count_nonzero(is_read)) / runtime_s if runtime_s > 0 else math.nan
+    return n_reads / runtime_s if runtime_s > 0 else math.nan
 
 
-def wiops(is_write: np.ndarray, runtime_s: float) -> float:
+def wiops(n_writes: int, runtime_s: float) -> float:
     """**Wiops** — write requests issued per second of runtime (seed 000, §5.2). Units:
     requests/s."""
-    return float(np.count_nonzero(is_write)) / runtime_s if runtime_s > 0 else math.nan
+    return n_writes / runtime_s if runtime_s > 0 else math.nan
 
 
-def rsize_kib(nbytes: np.ndarray, is_read: np.ndarray) -> float:
+def rsize_kib(read_bytes: int, n_reads: int) -> float:
     """**Rsize** — mean size of a read request (seed 000, §5.2, "read size per request" after
     ref. 41). Units: KiB/request; NaN when the run issued no reads."""
-    n = np.count_nonzero(is_read)
-    return float(nbytes[is_read].sum()) / n / KIB if n else math.nan
+    return read_bytes / n_reads / KIB if n_reads else math.nan
 
 
-def wsize_kib(nbytes: np.ndarray, is_write: np.ndarray) -> float:
+def wsize_kib(write_bytes: int, n_writes: int) -> float:
     """**Wsize** — mean size of a write request (seed 000, §5.2). Units: KiB/request; NaN when
     the run issued no writes."""
-    n = np.count_nonzero(is_write)
-    return float(nbytes[is_write].sum()) / n / KIB if n else math.nan
+    return write_bytes / n_writes / KIB if n_writes else math.nan
 
 
-def car(device: np.ndarray, sector: np.ndarray, nbytes: np.ndarray) -> float:
+def car(n_consecutive: int, n_requests: int) -> float:
     """**CAR** — consecutive access ratio (seed 000, §5.2, after Traeger et al. 2008, ref. 42):
     the fraction of requests whose start sector equals the end sector of the previous request
-    issued to the same device. Inputs are in issue order; sectors are 512 bytes. The first
-    request on a device has no previous one and is not consecutive; the denominator is every
-    request. This equals the share of zero-distance seeks in btt's D2D seek analysis (where the
-    first request counts as a seek from sector 0, so the two differ only when a device's first
-    request starts at sector 0). Units: fraction 0–1; NaN without requests."""
-    n = sector.size
-    if n == 0:
-        return math.nan
-    order = np.argsort(device, kind="stable")  # group by device, keep issue order within
-    dev, start = device[order], sector[order]
-    end = start + nbytes[order] // SECTOR_BYTES
-    consecutive = (dev[1:] == dev[:-1]) & (start[1:] == end[:-1])
-    return float(np.count_nonzero(consecutive)) / n
+    issued to the same device (counted by :class:`biossd.blockstats.BlockTally`). The first request on a
+    device has no previous one and is not consecutive; the denominator is every request. This
+    equals the share of zero-distance seeks in btt's D2D seek analysis, where the first request
+    counts as a seek from sector 0 (the two differ only when a device's first request starts at
+    sector 0). Units: fraction 0–1; NaN without requests."""
+    return n_consecutive / n_requests if n_requests else math.nan
 
 
-def wblen(issue_s: np.ndarray, complete_s: np.ndarray, is_write: np.ndarray, t0_s: float, t1_s: float) -> float:
+def wblen(write_queue_integral: float, span: float) -> float:
     """**WBlen** — time-weighted mean number of write requests outstanding at the device
     (seed 000, §5.2: "the number of write requests waiting in the write buffer of a storage
-    device"), over the run's window ``[t0_s, t1_s]``. By Little's law it is the total time
-    write requests spent between issue and completion, clipped to the window, over the window's
-    length. A write never seen to complete counts until the window's end. Units: requests."""
-    span = t1_s - t0_s
-    if span <= 0:
-        return math.nan
-    start = np.clip(issue_s[is_write], t0_s, t1_s)
-    done = complete_s[is_write]
-    end = np.clip(np.where(np.isnan(done), t1_s, done), t0_s, t1_s)
-    return float(np.sum(end - start)) / span
+    device") over the run's window: the integral over time of the number of writes issued and
+    not yet completed, over the window's length (both in one time unit). A write never seen to
+    complete is outstanding until the window's end; a completion with nothing outstanding
+    (issued before the trace began) is ignored. Units: requests."""
+    return write_queue_integral / span if span > 0 else math.nan
 
 
 def butil(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps: float,
@@ -135,27 +121,25 @@ def butil(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps:
     return (read_bytes / seq_read_bps + write_bytes / seq_write_bps) / runtime_s
 
 
-def block_features(requests: dict[str, np.ndarray], t0_s: float, t1_s: float,
+def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
                    bandwidth_bps: tuple[float, float] | None) -> dict[str, float]:
-    """The seven block-trace features of one run from its requests (columns as in
-    :func:`biossd.blocktrace.request_arrays`) issued in the window ``[t0_s, t1_s]`` (seconds,
-    the trace's clock). Discards and flush-only requests count in neither direction."""
-    runtime_s = t1_s - t0_s
-    inside = (requests["issue_s"] >= t0_s) & (requests["issue_s"] <= t1_s)
-    r = {k: v[inside] for k, v in requests.items()}
-    is_read, is_write = r["op"] == "R", r["op"] == "W"
+    """The seven block-trace features from a run's totals (:mod:`biossd.blockstats`) over its
+    window; ``seconds_per_unit`` converts the tally's time unit (1 for seconds, 1e-9 for ns).
+    Reads and writes are the requests' data direction; discards and flush-only requests count
+    in neither."""
+    span = tally.t1 - tally.t0
+    runtime_s = span * seconds_per_unit
     out = {
-        "Riops": riops(is_read, runtime_s),
-        "Wiops": wiops(is_write, runtime_s),
-        "Rsize": rsize_kib(r["bytes"], is_read),
-        "Wsize": wsize_kib(r["bytes"], is_write),
-        "CAR": car(r["device"], r["sector"], r["bytes"]),
-        "WBlen": wblen(r["issue_s"], r["complete_s"], is_write, t0_s, t1_s),
+        "Riops": riops(tally.n_reads, runtime_s),
+        "Wiops": wiops(tally.n_writes, runtime_s),
+        "Rsize": rsize_kib(tally.read_bytes, tally.n_reads),
+        "Wsize": wsize_kib(tally.write_bytes, tally.n_writes),
+        "CAR": car(tally.n_consecutive, tally.n_requests),
+        "WBlen": wblen(tally.write_queue_integral, span),
         "Butil": math.nan,
     }
     if bandwidth_bps is not None:
-        out["Butil"] = butil(float(r["bytes"][is_read].sum()), float(r["bytes"][is_write].sum()),
-                             runtime_s, *bandwidth_bps)
+        out["Butil"] = butil(tally.read_bytes, tally.write_bytes, runtime_s, *bandwidth_bps)
     return out
 
 
@@ -241,7 +225,8 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str])
     requests = blocktrace.request_arrays(run_dir / blocktrace.BLOCKTRACE_FILE)
     t0 = body["command_started_s"]
     bandwidth, why = device_bandwidth_bps(run_dir, body)
-    out.update(block_features(requests, t0, t0 + body["wall_s"], bandwidth))
+    tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"])
+    out.update(block_features(tally, 1.0, bandwidth))
     if bandwidth is None:
         missing["Butil"] = why
     for feature, value in out.items():
