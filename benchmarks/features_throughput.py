@@ -16,7 +16,6 @@ under 2 GiB for 100 M events).
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import subprocess
 import sys
@@ -68,9 +67,10 @@ def peak_rss_child(events: int, cpus: int, work: Path) -> None:
     stem = work / "mem"
     n = write_trace(stem, events, cpus)
     print(f"memory: {n / 1e6:.1f} M events written ({sum(p.stat().st_size for p in work.glob('mem.*')) / 2**30:.1f} GiB)")
-    code = ("import resource, sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]); "
+    # VmHWM, not ru_maxrss: the latter survives exec and would report the parent's peak.
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]); "
             "import features_throughput as ft; ft.biossd_features(Path(sys.argv[1])); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "-c", code, str(stem), str(Path(__file__).parent)],
                          check=True, capture_output=True, text=True).stdout

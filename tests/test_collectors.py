@@ -129,3 +129,41 @@ def test_timeout_kills_and_is_recorded(biossd, tmp_path):
            "--", "sleep", "30")
     body = manifest.read_manifest(run)
     assert body["outcome"] == "timeout" and body["wall_s"] < 10
+
+
+def test_features_of_a_traced_run_match_what_the_program_did(biossd, tmp_path, loop_device):
+    """Riops, Wiops, Rsize, Wsize and CAR of a real traced run, against the program's own list
+    of O_DIRECT requests (the loop device carries nothing else)."""
+    run = tmp_path / "run"
+    biossd("profile", "--mem", "none", "--blocktrace", "tracefs", "--device", loop_device,
+           "--label", "tool=odirect", "--out", str(run), "--", sys.executable, str(PROGRAMS / "odirect_io.py"), loop_device)
+    out = tmp_path / "features.csv"
+    biossd("features", str(run), "-o", str(out))
+    row = __import__("pandas").read_csv(out).iloc[0]
+    wall = manifest.read_manifest(run)["wall_s"]
+    reads = [n for op, _, n in OPERATIONS if op == "R"]
+    writes = [n for op, _, n in OPERATIONS if op == "W"]
+    assert row["Riops"] * wall == pytest.approx(len(reads), rel=1e-4)  # the CSV keeps 6 digits
+    assert row["Wiops"] * wall == pytest.approx(len(writes), rel=1e-4)
+    assert row["Rsize"] == pytest.approx(sum(reads) / len(reads) / 1024, rel=1e-4)
+    assert row["Wsize"] == pytest.approx(sum(writes) / len(writes) / 1024, rel=1e-4)
+    assert row["CAR"] == 0.0, "no request starts where the previous one ended"
+    assert 0 <= row["WBlen"] < len(writes)
+
+
+def test_features_keep_going_past_a_corrupt_trace(biossd, tmp_path):
+    runs = []
+    for name in ("good", "bad"):
+        run = tmp_path / name
+        biossd("profile", "--mem", "none", "--no-drop-caches", "--label", f"rep={name}", "--out", str(run),
+               "--", "sh", "-c", f"dd if=/dev/zero of={tmp_path / name}.dat bs=64k count=4 oflag=direct 2>/dev/null")
+        runs.append(run)
+    trace = runs[1] / "blocktrace.parquet"
+    trace.write_bytes(trace.read_bytes()[:100])
+    proc = biossd("features", *map(str, runs), check=False)
+    assert proc.returncode == 2 and str(trace) in proc.stderr
+    out = tmp_path / "f.csv"
+    proc = biossd("features", *map(str, runs), "-o", str(out), "--keep-going", check=False)
+    assert proc.returncode == 1 and f"skipped {runs[1]}" in proc.stderr
+    table = __import__("pandas").read_csv(out, dtype={"rep": str})
+    assert list(table["rep"]) == ["good"]

@@ -106,3 +106,20 @@ def test_both_feeders_give_the_same_totals():
     assert a.write_queue_integral == pytest.approx(b.write_queue_integral)
     # Little's law: one write per 20 µs on average, each outstanding 20 µs on average.
     assert b.write_queue_integral / (t1 - t0) == pytest.approx(1.0, rel=0.1)
+
+
+def test_normalize_logs_wide_columns_and_records_the_rule():
+    from biossd import normalize
+
+    table = pd.DataFrame({"Riops": [1.0, 10.0, 10000.0], "CAR": [0.2, 0.5, 0.8], "Wiops": [0.0, 5.0, 5000.0],
+                          "Rsize": [4.0, 4.0, 4.0]})
+    out, rules = normalize.normalize(table, ["Riops", "CAR", "Wiops", "Rsize"])
+    assert out["Riops"].tolist() == pytest.approx([0.0, 0.25, 1.0])  # log10: 0, 1, 4
+    assert out["CAR"].tolist() == pytest.approx([0.0, 0.5, 1.0])
+    assert out["Rsize"].tolist() == [0.0, 0.0, 0.0]
+    assert out["Wiops"].min() == 0.0 and out["Wiops"].max() == 1.0
+    r = rules.set_index("column")
+    assert bool(r.loc["Riops", "log10"]) and not bool(r.loc["CAR", "log10"])
+    assert r.loc["Wiops", "shift"] == 5.0 and r.loc["Riops", "log_ratio_threshold"] == normalize.LOG_RATIO
+    with pytest.raises(ValueError, match="negative"):
+        normalize.normalize(pd.DataFrame({"x": [-1.0, 1.0]}), ["x"])

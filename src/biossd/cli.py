@@ -53,19 +53,32 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_features(args: argparse.Namespace) -> int:
-    from biossd import features
+    from biossd import features, manifest, normalize
 
     run_dirs = features.find_run_dirs(Path(p) for p in args.run_dirs)
     if not run_dirs:
         print("biossd features: no complete run directory (with run.json) found", file=sys.stderr)
         return 1
-    table = features.features_table(run_dirs)
+    failures: list[tuple[Path, str]] = []
+    try:
+        table = features.features_table(run_dirs, keep_going=args.keep_going, failures=failures)
+    except features.FeatureError as err:
+        print(f"biossd features: {err}", file=sys.stderr)
+        return 2
+    for run_dir, why in failures:
+        print(f"biossd features: skipped {run_dir}: {why}", file=sys.stderr)
     if args.output:
         features.write_table(table, Path(args.output))
         print(f"biossd features: {len(table)} runs -> {args.output}", file=sys.stderr)
     else:
         table.to_csv(sys.stdout, index=False)
-    return 0
+    if args.normalized:
+        normalized, rules = normalize.normalize(table, features.STORAGE_FEATURES)
+        features.write_table(normalized, Path(args.normalized))
+        manifest.atomic_write_text(normalize.rules_path(Path(args.normalized)), rules.to_csv(index=False))
+        print(f"biossd features: normalized -> {args.normalized} (rules: "
+              f"{normalize.rules_path(Path(args.normalized))})", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def cmd_data_synth(args: argparse.Namespace) -> int:
@@ -281,6 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("features", help="features table from run directories")
     p.add_argument("run_dirs", nargs="+")
     p.add_argument("-o", "--output", help="features.csv or features.parquet")
+    p.add_argument("--keep-going", action="store_true",
+                   help="skip runs whose traces cannot be read, list them, exit 1")
+    p.add_argument("--normalized", metavar="PATH",
+                   help="also write the storage features normalized to [0, 1] (and PATH's .rules.csv)")
     p.set_defaults(func=cmd_features)
 
     data_p = sub.add_parser("data", help="input data").add_subparsers(dest="data_cmd", required=True)

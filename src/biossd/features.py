@@ -18,7 +18,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from biossd import blockstats, blocktrace, counters, diskmodel, layout, manifest
+import pyarrow as pa
+
+from biossd import blkbinary, blockstats, blocktrace, counters, diskmodel, layout, manifest
 
 SECTOR_BYTES = 512
 
@@ -222,7 +224,12 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str])
     if body.get("command_started_s") is None:
         missing.update({f: "the manifest does not say when the command started" for f in BLOCK_TRACE_FEATURES})
         return out
-    requests = blocktrace.request_arrays(run_dir / blocktrace.BLOCKTRACE_FILE)
+    trace_path = run_dir / blocktrace.BLOCKTRACE_FILE
+    try:
+        requests = blocktrace.request_arrays(trace_path)
+    except (OSError, pa.ArrowException) as err:
+        raise FeatureError(f"{trace_path}: cannot read the block trace ({err}); re-run the "
+                           "profile or pass --keep-going to skip this run") from None
     t0 = body["command_started_s"]
     bandwidth, why = device_bandwidth_bps(run_dir, body)
     tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"])
@@ -302,9 +309,25 @@ def find_run_dirs(roots: Iterable[Path]) -> list[Path]:
     return sorted(set(found))
 
 
-def features_table(run_dirs: Iterable[Path]) -> pd.DataFrame:
-    """The features table: one row per run, labels first, then features, in a stable order."""
-    rows = [run_features(d) for d in run_dirs]
+class FeatureError(ValueError):
+    """A run whose raw traces cannot be read; the message names the file (and byte offset)."""
+
+
+def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
+                   failures: list[tuple[Path, str]] | None = None) -> pd.DataFrame:
+    """The features table: one row per run, labels first, then features, in a stable order.
+
+    A run whose traces cannot be read raises :class:`FeatureError`; with ``keep_going`` it is
+    left out and ``(run_dir, reason)`` is appended to ``failures``."""
+    rows = []
+    for run_dir in run_dirs:
+        try:
+            rows.append(run_features(run_dir))
+        except (FeatureError, blkbinary.TraceFormatError) as err:
+            if not keep_going:
+                raise
+            if failures is not None:
+                failures.append((Path(run_dir), str(err)))
     columns = [*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
                "missing_reason", "run_dir"]
     table = _typed(pd.DataFrame(rows, columns=columns))
