@@ -15,12 +15,14 @@ export PATH := $(VENV)/bin:$(PATH)
 export NXF_OFFLINE := true
 export NXF_HOME ?= $(VENV)/nextflow/home
 
-.PHONY: run test install study figures lock clean-results help
+.PHONY: run test install tools containers study figures lock clean-results help
 
 help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
 	@echo "make test   install everything, run the whole test suite"
 	@echo "make figures RESULTS=dir   re-run the notebooks over a result set"
+	@echo "make tools        install the catalogue's runnable tools natively (apt, Maven)"
+	@echo "make containers   build every runnable tool's container, smoke-test it, print the status"
 
 install:
 	@install/bootstrap.sh all
@@ -37,8 +39,17 @@ figures:
 	@echo "figures:  $(abspath $(RESULTS))/report/figures/"
 	@ls -1 $(RESULTS)/report/figures/ | sed 's/^/          /'
 
-test: install
+test: install tools
 	python -m pytest $(PYTEST_ARGS)
+
+tools: install
+	@biossd catalogue install
+
+# podman build + Charliecloud, cached: a second run rebuilds nothing that did not change.
+containers: tools
+	biossd catalogue build
+	BIOSSD_TEST_ALL_CONTAINERS=1 python -m pytest -q tests/test_tools.py
+	biossd catalogue status
 
 # Regenerate install/requirements.lock from install/requirements.in (needs network to PyPI).
 lock:

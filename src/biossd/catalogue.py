@@ -21,7 +21,50 @@ from biossd.units import format_size, parse_size
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE_DIR = REPO_ROOT / "study" / "catalogue"
 _FIELD_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-REQUIRED_FIELDS = ("id", "paper_name", "version", "version_command", "version_regex", "command")
+KINDS = ("tool", "pipeline")
+STATUSES = ("runnable", "recipe-only")
+GROUPS = ("G+", "G0")
+_DOI_RE = re.compile(r"^10\.\d{4,9}/\S+$")
+_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+#: The entry schema: field -> (accepted types, required for kinds, what it is). Documented for
+#: users in study/catalogue/README.md; :func:`load_entry` checks it with errors naming the field.
+_STR, _NUM, _LIST, _MAP, _NONE = (str,), (int, float), (list,), (dict,), (type(None),)
+SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
+    "id": (_STR, KINDS, "the file's name without .yaml"),
+    "kind": (_STR, (), "tool (default) or pipeline"),
+    "paper_name": (_STR, KINDS, "the name in seed 000 (Table 1, Fig. 3)"),
+    "paper_group": (_STR + _NONE, ("tool",), "G+ or G0 (null for a substitute)"),
+    "paper_speedup": (_NUM + _NONE, KINDS, "the paper's SSD/HDD speedup (null for a substitute)"),
+    "substitute_of": (_STR + _NONE, ("tool",), "the id of the paper's tool this replaces, or null"),
+    "task": (_STR, ("tool",), "Table 1's task"),
+    "algorithm": (_STR, ("tool",), "Table 1's main algorithm"),
+    "citation": (_STR, ("tool",), "DOI of the tool's paper"),
+    "licence": (_STR, ("tool",), "the tool's licence"),
+    "version": (_STR, ("tool",), "the pinned version (a string)"),
+    "version_note": (_STR, (), "how the pinned version relates to the paper's"),
+    "status": (_STR, ("tool",), "runnable (buildable and runnable here) or recipe-only"),
+    "status_reason": (_STR, (), "why a recipe-only entry cannot be built or run here"),
+    "install": (_MAP, ("tool",), "debian / debian_component / maven / upstream"),
+    "container": (_MAP, ("tool",), "image, dockerfile, apptainer"),
+    "version_command": (_LIST, ("tool",), "argv printing the version"),
+    "version_regex": (_STR, ("tool",), "regex whose group 1 is the version"),
+    "input": (_STR, ("tool",), "the input dataset kind (data manifests)"),
+    "inputs": (_MAP, ("tool",), "named inputs of the command: name -> description"),
+    "outputs": (_MAP, ("tool",), "named outputs of the command: name -> description"),
+    "params": (_MAP, (), "other named values of the command: name -> description"),
+    "threads": (_MAP, ("tool",), "{default: N}: the {threads} value when none is given"),
+    "scaling": (_STR, ("tool",), "how the input grows with the scale factor"),
+    "memory_option": (_MAP, (), "{name, fraction_of_cap, default}: a tool's own memory setting"),
+    "command": (_LIST, ("tool",), "argv template; {name} fields are filled per argument"),
+    "extra_commands": (_MAP, (), "other argv templates: name -> argv"),
+    "smoke": (_MAP + _NONE, ("tool",), "{files, commands, expect}: a tiny self-checking run, or null"),
+    "paper_figure": (_STR, ("pipeline",), "the figure the pipeline is in"),
+    "data": (_STR, ("pipeline",), "the paper's input data for the pipeline"),
+    "steps": (_LIST, ("pipeline",), "catalogue ids, in order"),
+    "substitute_steps": (_MAP, (), "step id -> substitute id"),
+    "note": (_STR, (), "free text"),
+}
 
 
 class CatalogueError(ValueError):
@@ -35,6 +78,10 @@ class Entry:
     data: Mapping[str, Any]
 
     @property
+    def kind(self) -> str:
+        return self.data.get("kind", "tool")
+
+    @property
     def command(self) -> list[str]:
         return list(self.data["command"])
 
@@ -45,6 +92,7 @@ class Entry:
         """The argv for this entry with ``values`` substituted; the memory option, if the entry
         has one, is derived from the cap (``fraction_of_cap`` of it) or its default."""
         values = dict(values)
+        values.setdefault("threads", str(self.data.get("threads", {}).get("default", 1)))
         mem_opt = self.data.get("memory_option")
         if mem_opt:
             if mem_bytes is None:
@@ -71,7 +119,12 @@ class Entry:
         return match.group(1) if match else None
 
 
+def _fail(path: Path, field: str, problem: str) -> CatalogueError:
+    return CatalogueError(f"{path}: field '{field}' {problem}")
+
+
 def load_entry(path: Path) -> Entry:
+    """Read and check one entry against :data:`SCHEMA`; errors name the file and field."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -79,20 +132,72 @@ def load_entry(path: Path) -> Entry:
         raise CatalogueError(f"{path}: not valid YAML ({err})") from None
     if not isinstance(data, dict):
         raise CatalogueError(f"{path}: an entry is a mapping of fields")
-    for name in REQUIRED_FIELDS:
-        if name not in data:
-            raise CatalogueError(f"{path}: missing field '{name}'")
-    if not isinstance(data["command"], list) or not all(isinstance(p, str) for p in data["command"]):
-        raise CatalogueError(f"{path}: field 'command' must be a list of strings (one per argument)")
-    if data["id"] != path.stem:
-        raise CatalogueError(f"{path}: field 'id' is {data['id']!r} but the file is named {path.stem!r}")
+    kind = data.get("kind", "tool")
+    if kind not in KINDS:
+        raise _fail(path, "kind", f"is {kind!r}; use one of {KINDS}")
+    for name, value in data.items():
+        if name not in SCHEMA:
+            raise _fail(path, name, f"is not a catalogue field (known: {', '.join(SCHEMA)})")
+        types = SCHEMA[name][0]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise _fail(path, name, f"must be {' or '.join(t.__name__ for t in types)}, not "
+                                    f"{type(value).__name__} ({SCHEMA[name][2]})")
+    for name, (_, required, what) in SCHEMA.items():
+        if kind in required and name not in data:
+            raise _fail(path, name, f"is missing ({what})")
+    if not _ID_RE.match(str(data["id"])) or data["id"] != path.stem:
+        raise _fail(path, "id", f"is {data['id']!r} but the file is named {path.stem!r}")
+    if kind == "tool":
+        _check_tool(path, data)
+    return Entry(id=data["id"], source=path, data=data)
+
+
+def _check_tool(path: Path, data: dict[str, Any]) -> None:
+    for name in ("command", "version_command"):
+        if not data[name] or not all(isinstance(p, str) for p in data[name]):
+            raise _fail(path, name, "must be a list of strings (one per argument)")
+    if data["paper_group"] is not None and data["paper_group"] not in GROUPS:
+        raise _fail(path, "paper_group", f"is {data['paper_group']!r}; use one of {GROUPS} or null")
+    if data["substitute_of"] is not None and (data["paper_group"] is not None or data["paper_speedup"] is not None):
+        raise _fail(path, "paper_speedup", "must be null for a substitute: its numbers are not the paper's")
+    if not _DOI_RE.match(data["citation"]):
+        raise _fail(path, "citation", f"is {data['citation']!r}, not a DOI (10.NNNN/...)")
+    if data["status"] not in STATUSES:
+        raise _fail(path, "status", f"is {data['status']!r}; use one of {STATUSES}")
+    install = data["install"]
+    if data["status"] == "runnable" and not (install.get("debian") or install.get("maven")):
+        raise _fail(path, "install", "of a runnable entry needs a debian or maven pin")
+    if data["status"] == "recipe-only" and not data.get("status_reason"):
+        raise _fail(path, "status_reason", "is missing: say why the entry cannot run here")
+    if install.get("debian") and not all("=" in pin for pin in install["debian"].split()):
+        raise _fail(path, "install.debian", f"is {install['debian']!r}; pin each package as NAME=VERSION")
+    for key in ("dockerfile", "apptainer"):
+        recipe = data["container"].get(key)
+        if not recipe:
+            raise _fail(path, f"container.{key}", "is missing")
+    try:
+        re.compile(data["version_regex"])
+    except re.error as err:
+        raise _fail(path, "version_regex", f"is not a regular expression ({err})") from None
+    declared = {*data["inputs"], *data["outputs"], *data.get("params", {}), "threads"}
     mem_opt = data.get("memory_option")
     if mem_opt is not None:
         for key in ("name", "fraction_of_cap", "default"):
             if key not in mem_opt:
-                raise CatalogueError(f"{path}: field 'memory_option.{key}' is missing")
+                raise _fail(path, f"memory_option.{key}", "is missing")
         parse_size(mem_opt["default"])
-    return Entry(id=data["id"], source=path, data=data)
+        declared.add(mem_opt["name"])
+    commands = {"command": data["command"], **{f"extra_commands.{k}": v for k, v in data.get("extra_commands", {}).items()}}
+    for where, argv in commands.items():
+        used = {name for part in argv for name in _FIELD_RE.findall(part)}
+        if used - declared:
+            raise _fail(path, where, f"uses {sorted(used - declared)}, which inputs/outputs/params do not declare")
+    smoke = data["smoke"]
+    if smoke is not None:
+        if not smoke.get("commands") or not all(isinstance(c, list) and c for c in smoke["commands"]):
+            raise _fail(path, "smoke.commands", "must be a list of argv lists")
+        if not isinstance(smoke.get("expect"), dict):
+            raise _fail(path, "smoke.expect", "must say what a passing smoke run leaves (file/contains)")
 
 
 def get(tool_id: str, catalogue_dir: Path = CATALOGUE_DIR) -> Entry:
@@ -103,5 +208,34 @@ def get(tool_id: str, catalogue_dir: Path = CATALOGUE_DIR) -> Entry:
     return load_entry(path)
 
 
+def load_all(catalogue_dir: Path = CATALOGUE_DIR) -> list[Entry]:
+    """Every entry, checked one by one and across entries: substitutes and pipeline steps name
+    existing tools, and every container recipe file exists."""
+    entries = [load_entry(p) for p in sorted(Path(catalogue_dir).glob("*.yaml"))]
+    ids = {e.id for e in entries}
+    for e in entries:
+        refs = []
+        if e.kind == "tool":
+            if e.data["substitute_of"]:
+                refs.append(("substitute_of", e.data["substitute_of"]))
+            for key in ("dockerfile", "apptainer"):
+                recipe = REPO_ROOT / e.data["container"][key]
+                if not recipe.is_file():
+                    raise _fail(e.source, f"container.{key}", f"names {recipe}, which does not exist")
+        else:
+            refs += [("steps", s) for s in e.data["steps"]]
+            refs += [("substitute_steps", s) for pair in e.data.get("substitute_steps", {}).items() for s in pair]
+        for field_name, ref in refs:
+            if ref not in ids:
+                raise _fail(e.source, field_name, f"names {ref!r}, which is not in the catalogue")
+    return entries
+
+
 def shell_command(argv: list[str]) -> str:
     return shlex.join(argv)
+
+
+def version_matches(installed: str | None, pinned: str) -> bool:
+    """A tool's reported version is the pinned one (``0.7.17-r1188`` matches ``0.7.17``)."""
+    return installed is not None and (installed == pinned or installed.startswith(pinned + "-")
+                                      or installed.startswith(pinned + "+") or installed.startswith(pinned + "."))

@@ -129,6 +129,48 @@ def cmd_catalogue_version(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_catalogue_status(args: argparse.Namespace) -> int:
+    from biossd import toolstatus
+
+    rows = toolstatus.status_table(run_smoke=not args.no_smoke)
+    if args.json:
+        print(json.dumps([{k: r.get(k) for k in toolstatus.STATUS_KEYS} for r in rows], indent=2))
+    else:
+        print(toolstatus.format_table(rows))
+    return 0
+
+
+def cmd_catalogue_install(args: argparse.Namespace) -> int:
+    from biossd import catalogue, toolinstall
+
+    entries = catalogue.load_all() if not args.tools else [catalogue.get(t) for t in args.tools]
+    try:
+        result = toolinstall.install(entries)
+    except toolinstall.InstallError as err:
+        print(f"biossd catalogue install: {err}", file=sys.stderr)
+        return 2
+    print(f"installed: {', '.join(result['installed']) or 'nothing new'}")
+    for line in result["skipped"]:
+        print(f"not installable here: {line}", file=sys.stderr)
+    return 0
+
+
+def cmd_catalogue_build(args: argparse.Namespace) -> int:
+    from biossd import catalogue, containers
+
+    entries = [catalogue.get(t) for t in args.tools] if args.tools else [
+        e for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"]
+    failed = 0
+    for entry in entries:
+        try:
+            path = containers.build(entry)
+            print(f"{entry.id}: {containers.image_ref(entry)} -> {path}")
+        except containers.ContainerError as err:
+            print(f"biossd catalogue build: {entry.id}: {err}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from biossd import report
 
@@ -318,6 +360,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print0", action="store_true",
                    help="print the arguments NUL-separated (for `mapfile -d ''`), not shell-quoted")
     p.set_defaults(func=cmd_catalogue_command)
+    p = cat_p.add_parser("status", help="what this machine can do with each entry (checked)")
+    p.add_argument("--json", action="store_true", help="a list of objects instead of a table")
+    p.add_argument("--no-smoke", action="store_true", help="skip the smoke tests (their columns are null)")
+    p.set_defaults(func=cmd_catalogue_status)
+    p = cat_p.add_parser("install", help="install the runnable tools natively (apt, Maven)")
+    p.add_argument("tools", nargs="*", help="catalogue ids (default: all)")
+    p.set_defaults(func=cmd_catalogue_install)
+    p = cat_p.add_parser("build", help="build and unpack the runnable tools' containers (podman + Charliecloud)")
+    p.add_argument("tools", nargs="*", help="catalogue ids (default: every runnable tool)")
+    p.set_defaults(func=cmd_catalogue_build)
     p = cat_p.add_parser("version", help="print the installed version of a tool")
     p.add_argument("tool")
     p.set_defaults(func=cmd_catalogue_version)
