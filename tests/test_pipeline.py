@@ -117,3 +117,20 @@ def test_unknown_tool_fails_before_any_run(env, tmp_path):
     assert proc.returncode != 0
     assert "Unknown tool 'bogus'" in proc.stdout + proc.stderr
     assert not list((tmp_path / "r").glob("*/runs"))
+
+
+def test_charliecloud_profile_runs_the_tool_in_its_container(env, biossd, tmp_path, root_required):
+    """`-profile test,charliecloud`: the profiler on the host, samtools in its image via ch-run."""
+    biossd("catalogue", "build", "samtools_sort")
+    outdir = tmp_path / "results"
+    only_ssd = tmp_path / "only-ssd.config"
+    only_ssd.write_text("params { storage_classes = 'ssd'; emulate = null; repeats = 1; characterize_budget = '6s' }\n")
+    nextflow(env, tmp_path, "-profile", "test,charliecloud", "-c", str(only_ssd), "--outdir", str(outdir), "--host", "ct")
+    run = outdir / layout.run_relpath({"host": "ct", "storage": "ssd", "tool": "samtools_sort", "mem": "64M",
+                                       "scale": 1, "rep": 1})
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "ok", (run / "stderr.log").read_text()
+    assert "ch-run" in body["executed_argv"] and "/mnt/0/reads.bam" in body["executed_argv"]
+    assert body["container_image"].startswith("localhost/biossd/samtools_sort:1.16.1@sha256:")
+    assert body["tool_version"] == "1.16.1"
+    assert "merging from" in (run / "stderr.log").read_text(), "sort spilled inside the container too"

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -107,11 +107,12 @@ class Entry:
             )
         return [_FIELD_RE.sub(lambda m: str(values[m.group(1)]), part) for part in self.command]
 
-    def installed_version(self) -> str | None:
-        """The version the native tool reports, or ``None`` if it is not installed."""
+    def installed_version(self, prefix: Sequence[str] = ()) -> str | None:
+        """The version the tool reports (natively, or through a runner ``prefix`` such as
+        ``ch-run ... --``), or ``None`` if it is not installed."""
         try:
             proc = subprocess.run(
-                self.data["version_command"], capture_output=True, text=True, errors="replace", check=False
+                [*prefix, *self.data["version_command"]], capture_output=True, text=True, errors="replace", check=False
             )
         except FileNotFoundError:
             return None

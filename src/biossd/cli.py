@@ -106,7 +106,19 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
 
     entry = catalogue.get(args.tool)
     mem = None if args.mem is None or args.mem.lower() == "none" else parse_size(args.mem)
-    argv = entry.render(_labels(args.values), mem_bytes=mem)
+    values = _labels(args.values)
+    if args.container:
+        from biossd import containers
+
+        if not args.bind:
+            raise SystemExit("biossd catalogue command: --container needs --bind DIR (the run's scratch)")
+        if not containers.built(entry):
+            raise SystemExit(f"biossd catalogue command: {entry.id}'s container is not built here; "
+                             f"run `biossd catalogue build {entry.id}` (or `make containers`)")
+        values = containers.inside_paths(values, Path(args.bind))
+        argv = containers.ch_run_argv(entry, Path(args.bind), entry.render(values, mem_bytes=mem))
+    else:
+        argv = entry.render(values, mem_bytes=mem)
     if args.print0:
         sys.stdout.write("".join(f"{arg}\0" for arg in argv))
     else:
@@ -114,13 +126,35 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_catalogue_image(args: argparse.Namespace) -> int:
+    from biossd import catalogue, containers
+
+    entry = catalogue.get(args.tool)
+    if not containers.built(entry):
+        print(f"biossd catalogue image: {entry.id}'s container is not built here", file=sys.stderr)
+        return 1
+    print(containers.image_record(entry))
+    return 0
+
+
 def cmd_catalogue_version(args: argparse.Namespace) -> int:
     from biossd import catalogue
 
     entry = catalogue.get(args.tool)
-    version = entry.installed_version()
+    prefix: list[str] = []
+    if args.container:
+        import tempfile
+
+        from biossd import containers
+
+        if not containers.built(entry):
+            print(f"biossd catalogue version: {args.tool}'s container is not built here", file=sys.stderr)
+            return 1
+        prefix = containers.ch_run_argv(entry, Path(tempfile.gettempdir()), [])
+    version = entry.installed_version(prefix)
     if version is None:
-        print(f"biossd catalogue version: {args.tool} is not installed here", file=sys.stderr)
+        print(f"biossd catalogue version: {args.tool} is not installed here"
+              + (" (in its container)" if args.container else ""), file=sys.stderr)
         return 1
     if version != str(entry.data["version"]):
         print(f"biossd catalogue version: warning: {args.tool} is {version} here, the catalogue "
@@ -359,7 +393,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
     p.add_argument("--print0", action="store_true",
                    help="print the arguments NUL-separated (for `mapfile -d ''`), not shell-quoted")
+    p.add_argument("--container", choices=("charliecloud",),
+                   help="run the tool in its container (paths under --bind are rewritten for it)")
+    p.add_argument("--bind", metavar="DIR", help="the host directory the container sees at /mnt/0")
     p.set_defaults(func=cmd_catalogue_command)
+    p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")
+    p.add_argument("tool")
+    p.set_defaults(func=cmd_catalogue_image)
     p = cat_p.add_parser("status", help="what this machine can do with each entry (checked)")
     p.add_argument("--json", action="store_true", help="a list of objects instead of a table")
     p.add_argument("--no-smoke", action="store_true", help="skip the smoke tests (their columns are null)")
@@ -372,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_catalogue_build)
     p = cat_p.add_parser("version", help="print the installed version of a tool")
     p.add_argument("tool")
+    p.add_argument("--container", choices=("charliecloud",), help="ask the tool in its container")
     p.set_defaults(func=cmd_catalogue_version)
 
     p = sub.add_parser("report", help="run the notebooks over a result set (papermill)")

@@ -147,3 +147,20 @@ def ch_run_argv(entry: Entry, bind: Path, argv: Sequence[str], cwd: str = BIND_P
     """``argv`` run in ``entry``'s unpacked image with ``bind`` at :data:`BIND_POINT`."""
     user = os.environ.get("USER") or getpass.getuser()
     return ["env", f"USER={user}", "ch-run", "-b", f"{bind}:{BIND_POINT}", "-c", cwd, str(image_dir(entry)), "--", *argv]
+
+
+def inside_paths(values: dict[str, str], bind: Path) -> dict[str, str]:
+    """Command values with paths under ``bind`` rewritten to where the container sees them."""
+    root = str(Path(bind))
+    out = {}
+    for name, value in values.items():
+        if value == root or value.startswith(root + "/"):
+            value = BIND_POINT + value[len(root):]
+        out[name] = value
+    return out
+
+
+def image_record(entry: Entry) -> str:
+    """``ref@image-id`` of the unpacked image, for a run's manifest (``biossd profile --image``)."""
+    marker = image_dir(entry) / IMAGE_ID_FILE
+    return f"{image_ref(entry)}@sha256:{marker.read_text().strip()}"

@@ -26,20 +26,24 @@ process PROFILE {
     def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     def args    = task.ext.args ?: ''
     def swap    = params.swap ? "--swap ${q(params.swap)}" : ''
+    // In a container (-profile ...,charliecloud) the tool sees scratch at /mnt/0.
+    def engine  = params.container_engine ? "--container ${params.container_engine}" : ''
     """
     scratch=${scratch}
     rm -rf "\$scratch" && mkdir -p "\$scratch/tmp"
     trap 'rm -rf "\$scratch"' EXIT
     cp ${input_dir}/reads.bam "\$scratch/reads.bam"
-    version=\$(biossd catalogue version ${meta.tool})
-    mapfile -d '' -t tool_argv < <(biossd catalogue command --print0 --mem ${meta.mem} ${meta.tool} \\
+    version=\$(biossd catalogue version ${engine} ${meta.tool})
+    image=()
+    if [ -n "${engine}" ]; then image=(--image "\$(biossd catalogue image ${meta.tool})"); fi
+    mapfile -d '' -t tool_argv < <(biossd catalogue command --print0 --mem ${meta.mem} ${engine} ${engine ? '--bind "$scratch"' : ''} ${meta.tool} \\
         in_bam="\$scratch/reads.bam" out_bam="\$scratch/sorted.bam" tmp_prefix="\$scratch/tmp/sort")
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue command ${meta.tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
     cd "\$scratch"
     biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out "\$workdir/run" ${caches} ${swap} ${args} \\
         ${labels} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
-        --device-record "\$workdir/device.json" \\
+        --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
     cd "\$workdir"
 
