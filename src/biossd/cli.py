@@ -100,6 +100,28 @@ def cmd_data_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data_fetch(args: argparse.Namespace) -> int:
+    from biossd import datasets
+
+    try:
+        record = datasets.fetch(args.dataset, Path(args.output or f"data/{args.dataset}"), args.accept_unverified)
+    except datasets.DatasetError as err:
+        print(f"biossd data fetch: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+def cmd_data_manifests(args: argparse.Namespace) -> int:
+    from biossd import datasets
+
+    for m in datasets.load_all():
+        pinned = sum(1 for f in m["files"] if f.get("sha256"))
+        print(f"{m['id']}\t{m['name']}\t{len(m['files'])} files ({pinned} with sha256)\t"
+              f"used by {', '.join(m['used_by'])}\tsynthetic: {m['synthetic']['kind']}")
+    return 0
+
+
 def cmd_catalogue_command(args: argparse.Namespace) -> int:
     from biossd import catalogue
     from biossd.units import parse_size
@@ -385,6 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=int, default=1, help="replicate the baseline k times")
     p.add_argument("-o", "--output")
     p.set_defaults(func=cmd_data_synth)
+    p = data_p.add_parser("fetch", help="download a data set of data-manifests/, verified (needs network)")
+    p.add_argument("dataset")
+    p.add_argument("-o", "--output", help="directory (default data/DATASET)")
+    p.add_argument("--accept-unverified", action="store_true",
+                   help="take files whose sha256 the manifest does not know (recorded as unverified)")
+    p.set_defaults(func=cmd_data_fetch)
+    data_p.add_parser("manifests", help="list the data manifests").set_defaults(func=cmd_data_manifests)
 
     cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
     p = cat_p.add_parser("command", help="print a tool's command line, shell-quoted")

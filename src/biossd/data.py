@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from biossd import synthgen
 from biossd.manifest import atomic_write_text, sha256_file
 
 READ_LENGTH_BP = 100
@@ -105,6 +106,15 @@ class Kind:
 
 KINDS = {
     "bam": Kind("bam", "unsorted aligned 100 bp reads (BAM) on a 1 Mbp two-contig genome", synth_bam),
+    "genome": Kind("genome", "reference genome (FASTA), GC 41%, interspersed repeats", synthgen.genome_kind),
+    "reads": Kind("reads", "paired 100 bp reads (FASTQ) with a per-read truth file, and their genome", synthgen.reads),
+    "vcf": Kind("vcf", "known-sites VCF (SNVs) and its genome, for base recalibration", synthgen.vcf),
+    "proteins": Kind("proteins", "protein families (FASTA) with the family of each sequence", synthgen.proteins),
+    "expression": Kind("expression", "expression matrix (Cluster 3.0 format) with planted clusters", synthgen.expression),
+    "flowgrams": Kind("flowgrams", "454 Titanium flowgrams (AmpliconNoise .dat) and their true sequences", synthgen.flowgrams),
+    "promoters": Kind("promoters", "promoter sequences (FASTA) with planted motif instances", synthgen.promoters),
+    "genesets": Kind("genesets", "ErmineJ gene annotations with GO terms and gene scores", synthgen.genesets),
+    "rnaseq": Kind("rnaseq", "spliced RNA-seq reads (FASTQ), gene models (GTF) and genome", synthgen.rnaseq),
 }
 
 
