@@ -5,11 +5,12 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from biossd import devices, emulate, features, layout, manifest
+from biossd import catalogue, devices, emulate, features, layout, manifest
 from biossd.cgroups import find_leftovers
 from conftest import REPO
 
@@ -134,3 +135,57 @@ def test_charliecloud_profile_runs_the_tool_in_its_container(env, biossd, tmp_pa
     assert body["container_image"].startswith("localhost/biossd/samtools_sort:1.16.1@sha256:")
     assert body["tool_version"] == "1.16.1"
     assert "merging from" in (run / "stderr.log").read_text(), "sort spilled inside the container too"
+
+
+def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):
+    """Every catalogue tool (runnable here or not) x 4 caps x 5 scales x 3 repeats: the
+    workflow's shape, checked without the tools."""
+    outdir = tmp_path / "out"
+    t0 = time.monotonic()
+    nextflow(env, tmp_path, "-profile", "ssd", "-stub-run", "--tools", "all", "--outdir", str(outdir))
+    elapsed = time.monotonic() - t0
+    tools = [e.id for e in catalogue.load_all() if e.kind == "tool"]
+    trace = (outdir / "pipeline_info" / "trace.txt").read_text().splitlines()
+    profiled = [line for line in trace if ":PROFILE " in line]
+    assert len(profiled) == len(tools) * 4 * 5 * 3
+    assert all("COMPLETED" in line for line in profiled)
+    print(f"stub-run of {len(profiled)} profiled tasks in {elapsed:.0f} s")
+
+
+def test_bad_parameters_are_all_listed_before_anything_runs(env, tmp_path):
+    proc = nextflow(env, tmp_path, "-profile", "test", "--tools", "samtools_sort,bogus", "--mem_caps", "1G,8M",
+                    "--scales", "0", "--outdir", str(tmp_path / "r"), check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "nothing was run" in text
+    for problem in ("Unknown tool 'bogus'", "'8M' in --mem_caps is below", "Scale '0'"):
+        assert problem in text
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").glob("*/runs"))
+
+
+def test_resume_after_sigterm_mid_run_completes_without_duplicates(env, tmp_path, root_required):
+    """SIGTERM to Nextflow while a profiled run is going, then -resume: every run present once,
+    complete, and the features table has one row per run."""
+    import signal
+
+    outdir = tmp_path / "results"
+    cfg = tmp_path / "one-class.config"
+    cfg.write_text("params { storage_classes = 'ssd'; emulate = null; characterize_budget = '4s'; input_size = '32M' }\n")
+    args = ["run", str(REPO / "study"), "-profile", "test", "-c", str(cfg), "--outdir", str(outdir), "--host", "rs"]
+    exe = shutil.which("nextflow", path=env["PATH"])
+    before = set(find_leftovers(include_live=True))
+    proc = subprocess.Popen([exe, *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while not (set(find_leftovers(include_live=True)) - before):  # a profiled run holds a cap now
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() is not None else "timeout"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert set(find_leftovers()) == set(), "the interrupted run's cgroup was left"
+    done = subprocess.run([exe, *args, "-resume"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:]
+    runs = features.find_run_dirs([outdir])
+    assert len(runs) == 3 and all(manifest.read_manifest(r)["outcome"] == "ok" for r in runs)
+    rep_dirs = sorted(p.name for p in (outdir / "rs-ssd" / "runs" / "samtools_sort" / "64M" / "1").iterdir())
+    assert rep_dirs == ["1", "2", "3"]
+    assert len(features.read_table(outdir / layout.FEATURES_FILE)) == 3

@@ -56,6 +56,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "threads": (_MAP, ("tool",), "{default: N}: the {threads} value when none is given"),
     "scaling": (_STR, ("tool",), "how the input grows with the scale factor"),
     "memory_option": (_MAP, (), "{name, fraction_of_cap, default}: a tool's own memory setting"),
+    "stage": (_MAP, (), "{files, values, prepare}: how a run is staged from its input kind (runnable tools)"),
     "command": (_LIST, ("tool",), "argv template; {name} fields are filled per argument"),
     "extra_commands": (_MAP, (), "other argv templates: name -> argv"),
     "smoke": (_MAP + _NONE, ("tool",), "{files, commands, expect}: a tiny self-checking run, or null"),
@@ -193,6 +194,22 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
         used = {name for part in argv for name in _FIELD_RE.findall(part)}
         if used - declared:
             raise _fail(path, where, f"uses {sorted(used - declared)}, which inputs/outputs/params do not declare")
+    stage = data.get("stage")
+    if data["status"] == "runnable" and stage is None:
+        raise _fail(path, "stage", "is missing: a runnable tool says how its input is staged")
+    if stage is not None:
+        given = {*stage.get("files", {}), *stage.get("values", {}), "threads"}
+        if mem_opt is not None:
+            given.add(mem_opt["name"])
+        needed = {name for part in data["command"] for name in _FIELD_RE.findall(part)}
+        if needed - given:
+            raise _fail(path, "stage", f"gives no value for {sorted(needed - given)} of the command")
+        if not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in stage.get("prepare", [])):
+            raise _fail(path, "stage.prepare", "must be a list of argv lists")
+    from biossd.data import KINDS
+
+    if data["input"] not in KINDS:
+        raise _fail(path, "input", f"is {data['input']!r}, not a synthetic input kind ({', '.join(sorted(KINDS))})")
     smoke = data["smoke"]
     if smoke is not None:
         if not smoke.get("commands") or not all(isinstance(c, list) and c for c in smoke["commands"]):

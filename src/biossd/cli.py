@@ -148,6 +148,24 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_catalogue_stage(args: argparse.Namespace) -> int:
+    from biossd import catalogue, staging
+    from biossd.units import parse_size
+
+    entry = catalogue.get(args.tool)
+    mem = None if args.mem is None or args.mem.lower() == "none" else parse_size(args.mem)
+    try:
+        argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container)
+    except staging.StageError as err:
+        print(f"biossd catalogue stage: {err}", file=sys.stderr)
+        return 2
+    if args.print0:
+        sys.stdout.write("".join(f"{arg}\0" for arg in argv))
+    else:
+        print(catalogue.shell_command(argv))
+    return 0
+
+
 def cmd_catalogue_image(args: argparse.Namespace) -> int:
     from biossd import catalogue, containers
 
@@ -426,6 +444,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the tool in its container (paths under --bind are rewritten for it)")
     p.add_argument("--bind", metavar="DIR", help="the host directory the container sees at /mnt/0")
     p.set_defaults(func=cmd_catalogue_command)
+    p = cat_p.add_parser("stage", help="stage a run: copy its input into scratch, prepare, print the argv")
+    p.add_argument("tool")
+    p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
+    p.add_argument("--scratch", required=True, help="the run's scratch directory, on the device under study")
+    p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
+    p.add_argument("--container", choices=("charliecloud",), help="run the tool in its container")
+    p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
+    p.set_defaults(func=cmd_catalogue_stage)
     p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")
     p.add_argument("tool")
     p.set_defaults(func=cmd_catalogue_image)

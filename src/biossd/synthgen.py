@@ -9,6 +9,7 @@ clusters).
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,8 @@ INSERT_MEAN_BP, INSERT_SD_BP = 300, 30
 #: Per-base substitution rate of synthetic reads (recorded per read in the truth file).
 READ_ERROR_RATE = 0.005
 FASTQ_BYTES_PER_READ = 2 * READ_BP + 40
+#: Depth of the synthetic reads over their genome (assemblers need real coverage).
+TARGET_COVERAGE = 30
 AMINO_ACIDS = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 #: Amino-acid background frequencies (UniProt), same order as AMINO_ACIDS.
 AA_FREQ = np.array([8.25, 1.38, 5.46, 6.72, 3.86, 7.07, 2.27, 5.96, 5.84, 9.66,
@@ -91,7 +94,7 @@ def reads(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, ob
     mate, strand of mate 1, error positions of each mate) for sensitivity/precision checks."""
     rng = np.random.default_rng(seed)
     n_pairs = max(1, size_bytes // (2 * FASTQ_BYTES_PER_READ))
-    contigs = genome(rng, max(200_000, n_pairs * 10))
+    contigs = genome(rng, max(20_000, n_pairs * 2 * READ_BP // TARGET_COVERAGE))
     write_fasta(out_dir / "genome.fa", [(f"chr{i + 1}", c) for i, c in enumerate(contigs)])
     lengths = np.array([c.size for c in contigs])
     which = rng.choice(len(contigs), n_pairs, p=lengths / lengths.sum())
@@ -136,9 +139,35 @@ def genome_kind(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[s
     return {"files": ["genome.fa"], "records": len(recs)}
 
 
+def _aligned_bam(out_dir: Path, contigs: list[np.ndarray], n_reads: int, rng: np.random.Generator) -> None:
+    """``reads.bam``: ``n_reads`` 100 bp reads placed on ``contigs`` (with errors), coordinate
+    sorted, with a read group (GATK needs one), plus ``genome.fa.fai`` and ``genome.dict``."""
+    lengths = np.array([c.size for c in contigs])
+    which = rng.choice(len(contigs), n_reads, p=lengths / lengths.sum())
+    starts = (rng.random(n_reads) * (lengths[which] - READ_BP)).astype(np.int64)
+    quals = _qualities(rng, n_reads)
+    lines = ["@HD\tVN:1.6\tSO:unsorted"] + [f"@SQ\tSN:chr{i + 1}\tLN:{c.size}" for i, c in enumerate(contigs)]
+    lines.append("@RG\tID:rg1\tSM:synthetic\tPL:ILLUMINA\tLB:lib1")
+    for i in range(n_reads):
+        seq, _ = _mutate(contigs[which[i]][starts[i] : starts[i] + READ_BP], READ_ERROR_RATE, BASES, rng)
+        lines.append(f"r{i:09d}\t0\tchr{which[i] + 1}\t{starts[i] + 1}\t60\t{READ_BP}M\t*\t0\t0\t"
+                     f"{seq.tobytes().decode()}\t{quals[i].tobytes().decode()}\tRG:Z:rg1")
+    tmp = out_dir / ".reads.bam.tmp"
+    for argv, data in ((["samtools", "sort", "--no-PG", "-o", str(tmp), "-"], ("\n".join(lines) + "\n").encode()),
+                       (["samtools", "faidx", str(out_dir / "genome.fa")], None),
+                       (["samtools", "dict", "-a", "synthetic", "-u", "genome.fa", "-o", str(out_dir / "genome.dict"),
+                         str(out_dir / "genome.fa")], None)):
+        proc = subprocess.run(argv, input=data, capture_output=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"`{' '.join(argv)}` failed: {proc.stderr.decode().strip()}")
+    tmp.replace(out_dir / "reads.bam")
+    subprocess.run(["samtools", "index", str(out_dir / "reads.bam")], check=True)
+
+
 def vcf(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, object]:
-    """Known sites for base recalibration: ``genome.fa`` and ``known_sites.vcf`` (SNVs whose REF
-    is the genome's base), sorted by position."""
+    """Inputs of the GATK steps: ``genome.fa`` (with ``.fai`` and ``.dict``), ``reads.bam``
+    (sorted, indexed, one read group; 1,000 reads per MiB requested) and ``known_sites.vcf``
+    (SNVs whose REF is the genome's base), sorted by position."""
     rng = np.random.default_rng(seed)
     contigs = genome(rng, 1_000_000)
     write_fasta(out_dir / "genome.fa", [(f"chr{i + 1}", c) for i, c in enumerate(contigs)])
@@ -159,7 +188,9 @@ def vcf(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, obje
         body = sorted(lines[len(contigs) + 3:], key=lambda l: (int(l.split("\t")[0][3:]), int(l.split("\t")[1])))
         lines = lines[: len(contigs) + 3] + body
     (out_dir / "known_sites.vcf").write_text("\n".join(lines) + "\n")
-    return {"files": ["genome.fa", "known_sites.vcf"], "records": len(records) * scale}
+    _aligned_bam(out_dir, contigs, max(100, size_bytes * 1000 // (1 << 20)) * scale, rng)
+    return {"files": ["genome.fa", "genome.fa.fai", "genome.dict", "reads.bam", "reads.bam.bai", "known_sites.vcf"],
+            "records": len(records) * scale}
 
 
 def proteins(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, object]:

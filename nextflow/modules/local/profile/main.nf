@@ -2,13 +2,16 @@
  * PROFILE — one profiled tool run: the catalogue renders the tool's command, `biossd profile`
  * runs it under the memory cap with caches dropped, and the run directory is published to
  *   OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/
- * (the layout of src/biossd/layout.py). The tool's input is copied into scratch on the storage
- * class's device first, and the tool runs there, so its reads and writes hit the device under
+ * (the layout of src/biossd/layout.py). `biossd catalogue stage` copies the tool's input into
+ * scratch on the storage class's device and prepares it (unprofiled), and the tool runs there, so its reads and writes hit the device under
  * study and that device is the one traced (plus the run's swap area, when params.swap is set).
  */
 process PROFILE {
     tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}"
     label 'profiled'
+    // One profiled run at a time on a host, like the paper; a -stub-run only checks the
+    // workflow's shape, so its stub tasks may run side by side.
+    maxForks workflow.stubRun ? 64 : 1
     publishDir { "${params.outdir}/${meta.host}-${meta.storage}/runs/${meta.tool}/${meta.mem}/${meta.scale}" },
         mode: 'copy', saveAs: { name -> name == 'run' ? "${meta.rep}" : null }
 
@@ -30,15 +33,15 @@ process PROFILE {
     def engine  = params.container_engine ? "--container ${params.container_engine}" : ''
     """
     scratch=${scratch}
-    rm -rf "\$scratch" && mkdir -p "\$scratch/tmp"
+    rm -rf "\$scratch" && mkdir -p "\$scratch"
     trap 'rm -rf "\$scratch"' EXIT
-    cp ${input_dir}/reads.bam "\$scratch/reads.bam"
     version=\$(biossd catalogue version ${engine} ${meta.tool})
     image=()
     if [ -n "${engine}" ]; then image=(--image "\$(biossd catalogue image ${meta.tool})"); fi
-    mapfile -d '' -t tool_argv < <(biossd catalogue command --print0 --mem ${meta.mem} ${engine} ${engine ? '--bind "$scratch"' : ''} ${meta.tool} \\
-        in_bam="\$scratch/reads.bam" out_bam="\$scratch/sorted.bam" tmp_prefix="\$scratch/tmp/sort")
-    [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue command ${meta.tool} gave no command" >&2; exit 1; }
+    # The input is copied into scratch and prepared there (indexes etc., not profiled).
+    mapfile -d '' -t tool_argv < <(biossd catalogue stage --print0 --mem ${meta.mem} ${engine} ${meta.tool} \\
+        --input ${input_dir} --scratch "\$scratch")
+    [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${meta.tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
     cd "\$scratch"
     biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out "\$workdir/run" ${caches} ${swap} ${args} \\

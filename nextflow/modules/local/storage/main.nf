@@ -32,8 +32,9 @@ process STORAGE_UP {
     """
 
     stub:
+    def json = classes.tokenize(',').collect { "\"${it.trim()}\": {\"scratch\": null, \"emulated\": false}" }.join(', ')
     """
-    echo '{}' > storage.json
+    echo '{${json}}' > storage.json
     echo '"${task.process}": {biossd: stub}' > versions.yml
     """
 }

@@ -1,0 +1,58 @@
+"""Staging one tool run: its input files into the run's scratch directory (on the device under
+study), the entry's unprofiled preparation steps (indexes, format conversions), and the argv of
+the profiled command (issue 8).
+
+A runnable catalogue entry's ``stage`` block says which file of its input kind (or of a
+preparation step) each command value is (``files``, relative to scratch), the literal values
+(``values``), and the ``prepare`` commands (run in scratch, natively, before profiling; they are
+setup, not the measured program). In a container the command sees scratch at ``/mnt/0``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from biossd.catalogue import Entry
+
+SYNTH_RECORD = "synth.json"
+PREPARE_TIMEOUT_S = 3600
+
+
+class StageError(RuntimeError):
+    pass
+
+
+def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
+          container: str | None = None) -> list[str]:
+    """Copy ``input_dir`` into ``scratch``, run the preparation, and return the tool's argv."""
+    block = entry.data.get("stage")
+    if not block:
+        raise StageError(f"{entry.source}: the entry has no stage block (is it recipe-only?)")
+    scratch = Path(scratch).resolve()
+    scratch.mkdir(parents=True, exist_ok=True)
+    for path in sorted(Path(input_dir).iterdir()):
+        if path.is_file() and path.name != SYNTH_RECORD:
+            shutil.copyfile(path, scratch / path.name)  # a real copy: the tool's reads hit this device
+    for argv in block.get("prepare", []):
+        try:
+            proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, errors="replace",
+                                  timeout=PREPARE_TIMEOUT_S)
+        except FileNotFoundError:
+            raise StageError(f"{entry.id}: preparation step `{' '.join(argv)}`: {argv[0]} is not installed") from None
+        if proc.returncode != 0:
+            raise StageError(f"{entry.id}: preparation step `{' '.join(argv)}` failed: "
+                             f"{(proc.stderr or proc.stdout).strip()[-400:]}")
+    values = {name: str(scratch / rel) for name, rel in block.get("files", {}).items()}
+    values.update({name: str(v) for name, v in block.get("values", {}).items()})
+    if container is None:
+        return entry.render(values, mem_bytes=mem_bytes)
+    from biossd import containers
+
+    if container != "charliecloud":
+        raise StageError(f"container engine {container!r} is not supported here (charliecloud)")
+    if not containers.built(entry):
+        raise StageError(f"{entry.id}'s container is not built here; run `biossd catalogue build {entry.id}`")
+    inside = containers.inside_paths(values, scratch)
+    return containers.ch_run_argv(entry, scratch, entry.render(inside, mem_bytes=mem_bytes))
