@@ -17,8 +17,16 @@ workflow {
     BIOSSD()
 }
 
-// Emulated storage classes stay up for the whole run; take them down however it ended.
+// Emulated storage classes stay up for the whole run; take them down however it ended. Then
+// count the runs' outcomes.
 workflow.onComplete {
+    def table = file("${params.outdir}/features.csv")
+    if( table.exists() && table.size() > 0 ) {
+        def rows = table.readLines()
+        def col = rows[0].tokenize(',').indexOf('outcome')
+        def counts = rows.drop(1).countBy { it.tokenize(',')[col] }
+        log.info "biossd: ${rows.size() - 1} runs; outcomes: " + counts.collect { k, v -> "${k} ${v}" }.join(', ')
+    }
     def proc = ['biossd', 'storage', 'down', '--root', params.storage_root.toString()].execute()
     proc.waitFor()
     log.info "biossd storage down: ${proc.text.trim()}"
