@@ -42,7 +42,7 @@ def hdd(biossd, tmp_path_factory, root_required):
 
 
 def test_status_and_the_second_up(biossd, hdd):
-    status = json.loads(biossd("device", "emulate-hdd", "status").stdout.split("\n", 0)[0])
+    status = next(s for s in json.loads(biossd("device", "emulate-hdd", "status").stdout) if s["mount"] == str(hdd))
     assert status["healthy"] and status["mount"] == str(hdd) and status["requests"]["enabled"]
     assert status["swap_file"] in swap.active_swaps()
     again = biossd("device", "emulate-hdd", "up", "--mount", str(hdd), "--size", "512M", check=False)

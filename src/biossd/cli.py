@@ -328,9 +328,8 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
         else:
             states = emulate.all_states()
             if not states:
-                print("no emulated HDD is up")
-            for state_dir in states:
-                print(json.dumps(emulate.status_of(state_dir), indent=2))
+                print("no emulated HDD is up", file=sys.stderr)
+            print(json.dumps([emulate.status_of(d) for d in states], indent=2))
     except (emulate.EmulateError, ProfileError) as err:
         print(f"biossd device emulate-hdd {args.action}: {err}", file=sys.stderr)
         return 2

@@ -31,10 +31,15 @@ from typing import Any
 from biossd import swap as swaps
 from biossd.commands import run_checked
 from biossd.diskmodel import load_profile
-from biossd.hddserver import CONTROL_FILE, DISK_FILE, STATS_FILE
 from biossd.manifest import atomic_write_text
 
 STATE_ROOT = Path("/run/biossd/emulated-hdd")
+#: The files of the disk server's FUSE mount (biossd.hddserver): the disk image, the switch of
+#: the service-time model, and request counts. Here, not there, so that importing this module
+#: (every profiled run does) does not need libfuse.
+DISK_FILE = "disk.img"
+CONTROL_FILE = "control"
+STATS_FILE = "stats"
 SERVER_START_TIMEOUT_S = 15.0
 SWAP_FILE = ".biossd-swap"
 FS_LABEL = "biossd-hdd"

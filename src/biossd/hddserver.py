@@ -28,10 +28,8 @@ from pathlib import Path
 import mfusepy as fuse
 
 from biossd.diskmodel import DiskModel, load_profile
+from biossd.emulate import CONTROL_FILE, DISK_FILE, STATS_FILE
 
-DISK_FILE = "disk.img"
-CONTROL_FILE = "control"
-STATS_FILE = "stats"
 IDLE_SLACK_MS = 1.0
 
 
