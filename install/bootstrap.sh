@@ -73,7 +73,18 @@ python_env() {
   stamp_write python "$key"
 }
 
-# The launcher is rewritten whenever it is missing (cheap): a rebuilt venv loses its bin/.
+# Java 17 module openings that Nextflow's own launcher passes (its Kryo serialization of task
+# data, used by collectFile/unique and the cache, needs java.util and friends open).
+jvm_opens="--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED \
+--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/java.net=ALL-UNNAMED \
+--add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED \
+--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED --add-opens=java.base/java.util.regex=ALL-UNNAMED \
+--add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/sun.nio.fs=ALL-UNNAMED \
+--add-opens=java.base/sun.net.www.protocol.http=ALL-UNNAMED --add-opens=java.base/sun.net.www.protocol.https=ALL-UNNAMED \
+--add-opens=java.base/sun.net.www.protocol.ftp=ALL-UNNAMED --add-opens=java.base/sun.net.www.protocol.file=ALL-UNNAMED \
+--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED --add-opens=java.base/jdk.internal.vm=ALL-UNNAMED"
+
+# The launcher is rewritten whenever it is missing or differs (cheap): a rebuilt venv loses its bin/.
 write_launcher() {
   local lib=$1 launcher=$venv/bin/nextflow
   mkdir -p "$venv/bin"
@@ -82,7 +93,7 @@ write_launcher() {
 # Nextflow $nextflow_version for biossd, run offline from the jars resolved by install/nextflow/pom.xml.
 export NXF_OFFLINE=true
 export NXF_HOME="\${NXF_HOME:-$venv/nextflow/home}"
-exec java \${NXF_OPTS:-} -cp "$lib/*" nextflow.cli.Launcher "\$@"
+exec java $jvm_opens \${NXF_OPTS:-} -cp "$lib/*" nextflow.cli.Launcher "\$@"
 LAUNCHER
   chmod +x "$launcher.tmp" && mv "$launcher.tmp" "$launcher"
   "$launcher" -version >/dev/null 2>&1 || die "the Nextflow launcher $launcher does not run (is Java $java_min installed?)"
@@ -102,7 +113,7 @@ nextflow_env() {
     rm -rf "$lib" && mv "$lib.tmp" "$lib"
     write_launcher "$lib"
     stamp_write nextflow "$key"
-  elif [ ! -x "$venv/bin/nextflow" ]; then
+  elif [ ! -x "$venv/bin/nextflow" ] || ! grep -q -- "--add-opens=java.base/java.util=" "$venv/bin/nextflow"; then
     write_launcher "$lib"
   fi
 }

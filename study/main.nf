@@ -20,6 +20,17 @@ workflow {
 // Emulated storage classes stay up for the whole run; take them down however it ended. Then
 // count the runs' outcomes.
 workflow.onComplete {
+    // Provenance of the invocation, beside Nextflow's trace/report/timeline.
+    def info = file("${params.outdir}/pipeline_info")
+    info.mkdirs()
+    def record = [
+        command_line: workflow.commandLine, profile: workflow.profile, run_name: workflow.runName,
+        session_id: workflow.sessionId.toString(), nextflow_version: nextflow.version.toString(),
+        start: workflow.start.toString(), complete: workflow.complete.toString(), success: workflow.success,
+        resumed: workflow.resume, stub_run: workflow.stubRun, launch_dir: workflow.launchDir.toString(),
+        revision: workflow.commitId ?: workflow.scriptId, params: params.collectEntries { k, v -> [k, v?.toString()] },
+    ]
+    file("${info}/provenance.json").text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(record)) + "\n"
     def table = file("${params.outdir}/features.csv")
     if( table.exists() && table.size() > 0 ) {
         def rows = table.readLines()

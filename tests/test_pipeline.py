@@ -73,6 +73,12 @@ def test_every_expected_run_is_present_and_complete(result_set, storage):
         for collector in ("rusage", "sampler", "blocktrace", "perf"):
             assert body["collectors"][collector]["ran"] is True, (collector, body["collectors"][collector])
     assert (result_set / "pipeline_info" / "trace.txt").is_file()
+    provenance = json.loads((result_set / "pipeline_info" / "provenance.json").read_text())
+    assert provenance["success"] is True and "-profile test" in provenance["command_line"]
+    assert provenance["nextflow_version"] == "24.10.0" and provenance["params"]["storage_classes"] == "ssd,hdd"
+    versions = (result_set / "pipeline_info" / "software_versions.yml").read_text()
+    assert "samtools_sort: 1.16.1" in versions and "fio:" in versions
+    assert (result_set / "report" / "figures" / "fig04_storage_features.png").is_file(), "the pipeline renders the report"
 
 
 def test_features_rows_match_the_runs(result_set):

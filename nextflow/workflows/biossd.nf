@@ -7,6 +7,7 @@ include { CHARACTERIZE } from '../modules/local/characterize/main'
 include { SYNTH_INPUT } from '../modules/local/synth_input/main'
 include { PROFILE     } from '../modules/local/profile/main'
 include { FEATURES    } from '../modules/local/features/main'
+include { REPORT      } from '../modules/local/report/main'
 
 def csvList(value) {
     value.toString().tokenize(',')*.trim().findAll { it }
@@ -109,6 +110,15 @@ workflow BIOSSD {
     PROFILE(ch_runs)
 
     FEATURES(PROFILE.out.run_dir.map { meta, dir -> dir }.collect())
+    if( !params.skip_report )
+        REPORT(FEATURES.out.table)
+
+    // Provenance: every tool's version as each task measured it (nf-core's software_versions).
+    STORAGE_UP.out.versions
+        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, FEATURES.out.versions)
+        .map { f -> f.text }
+        .unique()
+        .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true)
 
     emit:
     features = FEATURES.out.table
