@@ -15,7 +15,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export NXF_OFFLINE := true
 export NXF_HOME ?= $(VENV)/nextflow/home
 
-.PHONY: run test install tools containers study figures lock clean-results help
+.PHONY: run test install tools containers study figures summary lock clean-results help
 
 help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
@@ -27,12 +27,16 @@ help:
 install:
 	@install/bootstrap.sh all
 
+# The pipeline renders the report itself (its REPORT step); `make figures` re-renders it.
 run: install
 	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(NXF_ARGS)
-	$(MAKE) --no-print-directory figures RESULTS=$(RESULTS)
+	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
 
 figures:
 	@biossd report $(RESULTS) >/dev/null
+	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
+
+summary:
 	@echo
 	@echo "results:  $(abspath $(RESULTS))/  (runs per host and storage class)"
 	@echo "features: $(abspath $(RESULTS))/features.csv"
