@@ -195,3 +195,12 @@ def test_resume_after_sigterm_mid_run_completes_without_duplicates(env, tmp_path
     rep_dirs = sorted(p.name for p in (outdir / "rs-ssd" / "runs" / "samtools_sort" / "64M" / "1").iterdir())
     assert rep_dirs == ["1", "2", "3"]
     assert len(features.read_table(outdir / layout.FEATURES_FILE)) == 3
+
+
+def test_slurm_profile_resolves(env, tmp_path):
+    """-profile ssd,slurm (no SLURM here): the config resolves to the SLURM executor, SLURM-enforced
+    caps recorded as external, and a per-class partition."""
+    exe = shutil.which("nextflow", path=env["PATH"])
+    out = subprocess.run([exe, "config", "-profile", "ssd,slurm", str(REPO / "study")], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "executor = 'slurm'" in out and "cap_backend = 'external'" in out and "partitionOf(" in out
