@@ -151,9 +151,13 @@ def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):
     nextflow(env, tmp_path, "-profile", "ssd", "-stub-run", "--tools", "all", "--outdir", str(outdir))
     elapsed = time.monotonic() - t0
     tools = [e.id for e in catalogue.load_all() if e.kind == "tool"]
+    gatk = [t for t in tools if t.startswith("gatk_")]
     trace = (outdir / "pipeline_info" / "trace.txt").read_text().splitlines()
     profiled = [line for line in trace if ":PROFILE " in line]
-    assert len(profiled) == len(tools) * 4 * 5 * 3
+    # The paper's caps: 1/4/16/32 GB, GATK at 4/16/32 GB (--tool_caps default).
+    assert len(profiled) == ((len(tools) - len(gatk)) * 4 + len(gatk) * 3) * 5 * 3
+    assert any("gatk_printreads ssd 32G x16 #3" in line for line in profiled)
+    assert not any(line for line in profiled if "gatk_printreads ssd 1G " in line)
     assert all("COMPLETED" in line for line in profiled)
     print(f"stub-run of {len(profiled)} profiled tasks in {elapsed:.0f} s")
 
@@ -195,6 +199,40 @@ def test_resume_after_sigterm_mid_run_completes_without_duplicates(env, tmp_path
     rep_dirs = sorted(p.name for p in (outdir / "rs-ssd" / "runs" / "samtools_sort" / "64M" / "1").iterdir())
     assert rep_dirs == ["1", "2", "3"]
     assert len(features.read_table(outdir / layout.FEATURES_FILE)) == 3
+
+
+def nextflow_config(env, cwd, profiles):
+    exe = shutil.which("nextflow", path=env["PATH"])
+    proc = subprocess.run([exe, "config", "-profile", profiles, str(REPO / "study")], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("profiles, expected", [
+    ("emulated_hdd", ["storage_classes = 'hdd'", "emulate = 'hdd=seagate-barracuda-7200'"]),
+    ("ssd,apptainer", ["container_engine = 'apptainer'", "storage_classes = 'ssd'"]),
+    ("hdd,docker", ["container_engine = 'docker'", "cap_backend = 'external'"]),
+    ("ssd,conda", ["enabled = true", "environment.yml"]),
+    ("ssd,local", ["executor = 'local'"]),
+])
+def test_profiles_resolve_and_combine(env, tmp_path, profiles, expected):
+    out = nextflow_config(env, tmp_path, profiles)
+    for text in expected:
+        assert text in out, (text, out)
+
+
+def test_a_scratch_dir_off_the_named_device_stops_the_study(env, tmp_path):
+    from biossd import devices
+
+    here = devices.device_of_path(tmp_path)
+    other = next(d for d in ("zram0", "loop0", "sr0", "ram0") if d != here and (devices.SYS_BLOCK / d).exists())
+    proc = nextflow(env, tmp_path, "-profile", "ssd", "--tools", "samtools_sort", "--scratch_dir", str(tmp_path),
+                    "--devices", f"ssd={other},hdd=/dev/nosuch", "--outdir", str(tmp_path / "r"), check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "nothing was run" in text
+    assert f"is on {here}, not on {other}" in text and "class 'hdd', which is not in --storage_classes" in text
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").glob("*/runs"))
 
 
 def test_slurm_profile_resolves(env, tmp_path):

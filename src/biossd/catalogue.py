@@ -56,6 +56,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "threads": (_MAP, ("tool",), "{default: N}: the {threads} value when none is given"),
     "scaling": (_STR, ("tool",), "how the input grows with the scale factor"),
     "memory_option": (_MAP, (), "{name, fraction_of_cap, default}: a tool's own memory setting"),
+    "min_mem": (_STR, (), "the smallest memory cap the tool runs under (e.g. a JVM's heap); the study refuses less"),
     "stage": (_MAP, (), "{files, values, prepare}: how a run is staged from its input kind (runnable tools)"),
     "command": (_LIST, ("tool",), "argv template; {name} fields are filled per argument"),
     "extra_commands": (_MAP, (), "other argv templates: name -> argv"),
@@ -181,6 +182,11 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
         re.compile(data["version_regex"])
     except re.error as err:
         raise _fail(path, "version_regex", f"is not a regular expression ({err})") from None
+    if data.get("min_mem") is not None:
+        try:
+            parse_size(data["min_mem"])
+        except ValueError:
+            raise _fail(path, "min_mem", f"is {data['min_mem']!r}, not a size like 512M") from None
     declared = {*data["inputs"], *data["outputs"], *data.get("params", {}), "threads"}
     mem_opt = data.get("memory_option")
     if mem_opt is not None:

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from biossd import __version__
 
+#: Container engines (biossd.containers.ENGINES, not imported here: the CLI starts fast).
+_ENGINES = ("charliecloud", "apptainer", "docker")
+
 
 def _labels(pairs: list[str]) -> dict[str, str]:
     labels = {}
@@ -122,47 +125,56 @@ def cmd_data_manifests(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_catalogue_command(args: argparse.Namespace) -> int:
-    from biossd import catalogue
+def _mem_bytes(text: str | None) -> int | None:
+    """A --mem value: ``None`` for none or absent, else bytes."""
     from biossd.units import parse_size
 
+    return None if text is None or text.lower() == "none" else parse_size(text)
+
+
+def _print_argv(argv: list[str], print0: bool) -> None:
+    """An argv for a script: NUL-separated (``mapfile -d ''``), or one shell-quoted line."""
+    from biossd import catalogue
+
+    if print0:
+        sys.stdout.write("".join(f"{arg}\0" for arg in argv))
+    else:
+        print(catalogue.shell_command(argv))
+
+
+def cmd_catalogue_command(args: argparse.Namespace) -> int:
+    from biossd import catalogue
+
     entry = catalogue.get(args.tool)
-    mem = None if args.mem is None or args.mem.lower() == "none" else parse_size(args.mem)
+    mem = _mem_bytes(args.mem)
     values = _labels(args.values)
     if args.container:
         from biossd import containers
 
         if not args.bind:
             raise SystemExit("biossd catalogue command: --container needs --bind DIR (the run's scratch)")
-        if not containers.built(entry):
-            raise SystemExit(f"biossd catalogue command: {entry.id}'s container is not built here; "
-                             f"run `biossd catalogue build {entry.id}` (or `make containers`)")
+        if not containers.built(entry, args.container):
+            raise SystemExit(f"biossd catalogue command: {entry.id}'s {args.container} image is not built here; "
+                             f"run `biossd catalogue build --engine {args.container} {entry.id}`")
         values = containers.inside_paths(values, Path(args.bind))
-        argv = containers.ch_run_argv(entry, Path(args.bind), entry.render(values, mem_bytes=mem))
+        argv = containers.wrap_argv(args.container, entry, Path(args.bind), entry.render(values, mem_bytes=mem), mem)
     else:
         argv = entry.render(values, mem_bytes=mem)
-    if args.print0:
-        sys.stdout.write("".join(f"{arg}\0" for arg in argv))
-    else:
-        print(catalogue.shell_command(argv))
+    _print_argv(argv, args.print0)
     return 0
 
 
 def cmd_catalogue_stage(args: argparse.Namespace) -> int:
     from biossd import catalogue, staging
-    from biossd.units import parse_size
 
     entry = catalogue.get(args.tool)
-    mem = None if args.mem is None or args.mem.lower() == "none" else parse_size(args.mem)
+    mem = _mem_bytes(args.mem)
     try:
         argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container)
     except staging.StageError as err:
         print(f"biossd catalogue stage: {err}", file=sys.stderr)
         return 2
-    if args.print0:
-        sys.stdout.write("".join(f"{arg}\0" for arg in argv))
-    else:
-        print(catalogue.shell_command(argv))
+    _print_argv(argv, args.print0)
     return 0
 
 
@@ -170,10 +182,10 @@ def cmd_catalogue_image(args: argparse.Namespace) -> int:
     from biossd import catalogue, containers
 
     entry = catalogue.get(args.tool)
-    if not containers.built(entry):
-        print(f"biossd catalogue image: {entry.id}'s container is not built here", file=sys.stderr)
+    if not containers.built(entry, args.engine):
+        print(f"biossd catalogue image: {entry.id}'s {args.engine} image is not built here", file=sys.stderr)
         return 1
-    print(containers.image_record(entry))
+    print(containers.image_record(entry, args.engine))
     return 0
 
 
@@ -187,10 +199,10 @@ def cmd_catalogue_version(args: argparse.Namespace) -> int:
 
         from biossd import containers
 
-        if not containers.built(entry):
-            print(f"biossd catalogue version: {args.tool}'s container is not built here", file=sys.stderr)
+        if not containers.built(entry, args.container):
+            print(f"biossd catalogue version: {args.tool}'s {args.container} image is not built here", file=sys.stderr)
             return 1
-        prefix = containers.ch_run_argv(entry, Path(tempfile.gettempdir()), [])
+        prefix = containers.wrap_argv(args.container, entry, Path(tempfile.gettempdir()), [])
     version = entry.installed_version(prefix)
     if version is None:
         print(f"biossd catalogue version: {args.tool} is not installed here"
@@ -237,7 +249,7 @@ def cmd_catalogue_build(args: argparse.Namespace) -> int:
     failed = 0
     for entry in entries:
         try:
-            path = containers.build(entry)
+            path = containers.build(entry, args.engine)
             print(f"{entry.id}: {containers.image_ref(entry)} -> {path}")
         except containers.ContainerError as err:
             print(f"biossd catalogue build: {entry.id}: {err}", file=sys.stderr)
@@ -370,6 +382,30 @@ def cmd_storage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_host(args: argparse.Namespace) -> int:
+    from biossd.hostfacts import host_facts
+    from biossd.manifest import atomic_write_text
+
+    text = json.dumps(host_facts(), indent=2) + "\n"
+    if args.output:
+        atomic_write_text(Path(args.output), text)
+    print(text, end="")
+    return 0
+
+
+def cmd_study_plan(args: argparse.Namespace) -> int:
+    from biossd import matrix
+
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as err:
+        print(f"biossd study plan: --params is not JSON ({err})", file=sys.stderr)
+        return 2
+    result = matrix.plan(params, stub=args.stub)
+    print(json.dumps(result.as_json(), indent=2))
+    return 1 if result.problems else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="biossd", description=__doc__)
     parser.add_argument("--version", action="version", version=f"biossd {__version__}")
@@ -439,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
     p.add_argument("--print0", action="store_true",
                    help="print the arguments NUL-separated (for `mapfile -d ''`), not shell-quoted")
-    p.add_argument("--container", choices=("charliecloud",),
+    p.add_argument("--container", choices=_ENGINES,
                    help="run the tool in its container (paths under --bind are rewritten for it)")
     p.add_argument("--bind", metavar="DIR", help="the host directory the container sees at /mnt/0")
     p.set_defaults(func=cmd_catalogue_command)
@@ -448,11 +484,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
     p.add_argument("--scratch", required=True, help="the run's scratch directory, on the device under study")
     p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
-    p.add_argument("--container", choices=("charliecloud",), help="run the tool in its container")
+    p.add_argument("--container", choices=_ENGINES, help="run the tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
     p.set_defaults(func=cmd_catalogue_stage)
     p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")
     p.add_argument("tool")
+    p.add_argument("--engine", choices=_ENGINES, default="charliecloud")
     p.set_defaults(func=cmd_catalogue_image)
     p = cat_p.add_parser("status", help="what this machine can do with each entry (checked)")
     p.add_argument("--json", action="store_true", help="a list of objects instead of a table")
@@ -461,12 +498,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = cat_p.add_parser("install", help="install the runnable tools natively (apt, Maven)")
     p.add_argument("tools", nargs="*", help="catalogue ids (default: all)")
     p.set_defaults(func=cmd_catalogue_install)
-    p = cat_p.add_parser("build", help="build and unpack the runnable tools' containers (podman + Charliecloud)")
+    p = cat_p.add_parser("build", help="build the runnable tools' containers (here: podman + Charliecloud)")
     p.add_argument("tools", nargs="*", help="catalogue ids (default: every runnable tool)")
+    p.add_argument("--engine", choices=_ENGINES, default="charliecloud",
+                   help="charliecloud (podman build, unpacked), docker (docker build) or apptainer (apptainer build)")
     p.set_defaults(func=cmd_catalogue_build)
     p = cat_p.add_parser("version", help="print the installed version of a tool")
     p.add_argument("tool")
-    p.add_argument("--container", choices=("charliecloud",), help="ask the tool in its container")
+    p.add_argument("--container", choices=_ENGINES, help="ask the tool in its container")
     p.set_defaults(func=cmd_catalogue_version)
 
     p = sub.add_parser("report", help="run the notebooks over a result set (papermill)")
@@ -503,6 +542,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="up: write the resolved classes (JSON) here; "
                    "characterize: directory for <class>.json")
     p.set_defaults(func=cmd_storage)
+
+    p = sub.add_parser("host", help="this host's facts (kernel, OS, CPU, memory, swap) as JSON")
+    p.add_argument("-o", "--output", help="also write them here")
+    p.set_defaults(func=cmd_host)
+
+    study_p = sub.add_parser("study", help="the study's experiment matrix").add_subparsers(dest="study_cmd", required=True)
+    p = study_p.add_parser("plan", help="the runs the study's parameters ask for, and every problem with them (JSON)")
+    p.add_argument("--params", required=True, help="the study's params as a JSON object (study/nextflow.config)")
+    p.add_argument("--stub", action="store_true", help="a -stub-run: every tool entry, no device checks")
+    p.set_defaults(func=cmd_study_plan)
 
     sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)
     sub.add_parser("cleanup", help="remove leftovers of earlier runs").set_defaults(func=cmd_cleanup)

@@ -15,7 +15,17 @@ Here (no Docker engine, no Apptainer, ``podman run`` denied) an image is made in
    images have ``/mnt/0``–``/mnt/9`` for binds; this version cannot create others).
 
 On users' hosts the same Dockerfiles build with ``docker build``/``podman build`` and the
-``apptainer.def`` files with ``apptainer build``.
+``apptainer.def`` files with ``apptainer build`` (``biossd catalogue build --engine docker|apptainer``),
+and a study runs each tool through :func:`wrap_argv` with the engine it names:
+
+``charliecloud``  ``ch-run`` of the unpacked image; the tool is a child of the profiler, so the
+                  profiler's cgroup caps it and rusage/perf see it (runs here).
+``apptainer``     ``apptainer exec`` of ``<cache>/<id>-<version>.sif``; likewise a child process
+                  (no Apptainer here: built and checked on users' hosts only).
+``docker``        ``docker run``: the tool runs under the Docker daemon, *outside* the profiler's
+                  process tree, so the cap is Docker's own (``--memory``, swap unlimited; the
+                  profiler records it as ``external``), and rusage/perf measure the client, not
+                  the tool; block traces and wall time stay valid (no Docker engine here).
 """
 
 from __future__ import annotations
@@ -42,8 +52,34 @@ MAVEN_MOUNT = "/m2cache"
 CH_BIND_POINTS = 10
 
 
+#: The engines a study can run tools in, and the program each needs.
+ENGINE_PROGRAMS = {"charliecloud": "ch-run", "apptainer": "apptainer", "docker": "docker"}
+ENGINES = tuple(ENGINE_PROGRAMS)
+SIF_DIGEST_SUFFIX = ".sha256"
+DOCKER_PROBE_TIMEOUT_S = 10.0
+
+
 class ContainerError(RuntimeError):
     pass
+
+
+def check_engine(engine: str) -> None:
+    """Raise :class:`ContainerError` saying what is missing when ``engine`` cannot run here."""
+    if engine not in ENGINE_PROGRAMS:
+        raise ContainerError(f"unknown container engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if shutil.which(ENGINE_PROGRAMS[engine]) is None:
+        raise ContainerError(f"container engine {engine} needs `{ENGINE_PROGRAMS[engine]}`, which is not installed "
+                             "on this host (this project's machines have only charliecloud)")
+    if engine == "docker":  # a docker client without a daemon is common (and is what this VM has)
+        try:
+            proc = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                                  text=True, timeout=DOCKER_PROBE_TIMEOUT_S)
+            failure = "" if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["no answer"])[-1]
+        except subprocess.TimeoutExpired:
+            failure = f"no answer in {DOCKER_PROBE_TIMEOUT_S:.0f} s"
+        if failure:
+            raise ContainerError(f"container engine docker: the docker client is installed but no Docker engine "
+                                 f"answers ({failure}); start dockerd, or use charliecloud or apptainer")
 
 
 def cache_dir() -> Path:
@@ -88,10 +124,37 @@ def image_dir(entry: Entry) -> Path:
     return cache_dir() / f"{entry.id}-{entry.data['version']}"
 
 
-def build(entry: Entry) -> Path:
-    """Build ``entry``'s image and unpack it for Charliecloud; returns the image directory."""
+def sif_path(entry: Entry) -> Path:
+    """Where ``entry``'s Apptainer image is built (``apptainer build`` of its ``apptainer.def``)."""
+    return cache_dir() / f"{entry.id}-{entry.data['version']}.sif"
+
+
+def build_command(entry: Entry, engine: str) -> list[str]:
+    """The build of ``entry``'s image for ``docker`` or ``apptainer`` (users' hosts)."""
+    if engine == "docker":
+        return ["docker", "build", "-t", image_ref(entry), "-f", str(REPO_ROOT / entry.data["container"]["dockerfile"]),
+                str(REPO_ROOT)]
+    if engine == "apptainer":
+        return ["apptainer", "build", "--force", str(sif_path(entry)), str(REPO_ROOT / entry.data["container"]["apptainer"])]
+    raise ContainerError(f"no build command for engine {engine!r}")
+
+
+def build(entry: Entry, engine: str = "charliecloud") -> Path:
+    """Build ``entry``'s image for ``engine``; for charliecloud (here: podman, then unpacked), the
+    image directory, else the image file or reference."""
     if entry.data.get("status") != "runnable":
         raise ContainerError(f"{entry.id} is recipe-only: {entry.data.get('status_reason')}")
+    if engine != "charliecloud":
+        check_engine(engine)
+        if engine == "apptainer":
+            sif_path(entry).parent.mkdir(parents=True, exist_ok=True)
+        run_checked(build_command(entry, engine), ContainerError, f"{engine} build of {entry.id}")
+        if engine == "apptainer":
+            digest = subprocess.run(["sha256sum", str(sif_path(entry))], capture_output=True, text=True,
+                                    check=True).stdout.split()[0]
+            Path(str(sif_path(entry)) + SIF_DIGEST_SUFFIX).write_text(digest + "\n")
+            return sif_path(entry)
+        return Path(image_ref(entry))
     missing = missing_tools()
     if missing:
         raise ContainerError(f"building containers here needs {', '.join(missing)} (`make install`)")
@@ -135,8 +198,14 @@ def unpack(ref: str, target: Path) -> None:
     (target / "ch" / "environment").write_text(env.strip() + "\n")
 
 
-def built(entry: Entry) -> bool:
-    """Whether the unpacked image exists and matches the image podman has under its tag."""
+def built(entry: Entry, engine: str = "charliecloud") -> bool:
+    """Whether ``entry``'s image is there for ``engine``: for charliecloud, the unpacked image
+    matching the image podman has under its tag."""
+    if engine == "apptainer":
+        return sif_path(entry).is_file()
+    if engine == "docker":
+        return shutil.which("docker") is not None and subprocess.run(
+            ["docker", "image", "inspect", image_ref(entry)], capture_output=True).returncode == 0
     marker = image_dir(entry) / IMAGE_ID_FILE
     if not marker.is_file() or not (image_dir(entry) / "ch" / "environment").is_file():
         return False
@@ -160,7 +229,30 @@ def inside_paths(values: dict[str, str], bind: Path) -> dict[str, str]:
     return out
 
 
-def image_record(entry: Entry) -> str:
-    """``ref@image-id`` of the unpacked image, for a run's manifest (``biossd profile --image``)."""
+def wrap_argv(engine: str, entry: Entry, bind: Path, argv: Sequence[str], mem_bytes: int | None = None,
+              cwd: str = BIND_POINT) -> list[str]:
+    """``argv`` run by ``engine`` in ``entry``'s image, with ``bind`` seen at :data:`BIND_POINT`.
+    Docker alone is given the memory cap (its containers are outside the profiler's cgroup)."""
+    if engine == "charliecloud":
+        return ch_run_argv(entry, bind, argv, cwd)
+    if engine == "apptainer":
+        return ["apptainer", "exec", "--containall", "--no-home", "--bind", f"{bind}:{BIND_POINT}", "--pwd", cwd,
+                str(sif_path(entry)), *argv]
+    if engine == "docker":
+        cap = [f"--memory={mem_bytes}b", "--memory-swap=-1"] if mem_bytes else []
+        return ["docker", "run", "--rm", "--init", "-v", f"{bind}:{BIND_POINT}", "-w", cwd, *cap,
+                image_ref(entry), *argv]
+    raise ContainerError(f"unknown container engine {engine!r}; use one of {', '.join(ENGINES)}")
+
+
+def image_record(entry: Entry, engine: str = "charliecloud") -> str:
+    """``ref@sha256:id`` of the image a run used, for its manifest (``biossd profile --image``)."""
+    if engine == "apptainer":
+        digest = Path(str(sif_path(entry)) + SIF_DIGEST_SUFFIX).read_text().strip()
+        return f"{sif_path(entry)}@sha256:{digest}"
+    if engine == "docker":
+        image_id = run_checked(["docker", "image", "inspect", "--format", "{{.Id}}", image_ref(entry)],
+                               ContainerError, f"inspect {image_ref(entry)}").strip()
+        return f"{image_ref(entry)}@{image_id}"
     marker = image_dir(entry) / IMAGE_ID_FILE
     return f"{image_ref(entry)}@sha256:{marker.read_text().strip()}"

@@ -60,7 +60,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _whole_disk(name: str) -> str:
+def whole_disk(name: str) -> str:
     """The disk a partition belongs to (``vda1`` → ``vda``); a whole disk is its own."""
     if (SYS_BLOCK / name).is_dir():
         return name
@@ -73,7 +73,7 @@ def _whole_disk(name: str) -> str:
 def device_facts(name: str) -> dict[str, object]:
     """What the paper's spec tables say of a disk (seed 000, §5.1), as the kernel reports it:
     model, rotational flag, I/O scheduler, queue depth and sizes."""
-    disk = _whole_disk(name)
+    disk = whole_disk(name)
     base = SYS_BLOCK / disk
     facts: dict[str, object] = {"name": name, "disk": disk}
     size = _read(SYS_BLOCK / disk / name / "size") if disk != name else _read(base / "size")

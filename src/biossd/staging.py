@@ -30,6 +30,16 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
     block = entry.data.get("stage")
     if not block:
         raise StageError(f"{entry.source}: the entry has no stage block (is it recipe-only?)")
+    if container is not None:
+        from biossd import containers
+
+        try:
+            containers.check_engine(container)
+        except containers.ContainerError as err:
+            raise StageError(str(err)) from None
+        if not containers.built(entry, container):
+            raise StageError(f"{entry.id}'s {container} image is not built here; run "
+                             f"`biossd catalogue build --engine {container} {entry.id}`")
     scratch = Path(scratch).resolve()
     scratch.mkdir(parents=True, exist_ok=True)
     for path in sorted(Path(input_dir).iterdir()):
@@ -48,11 +58,5 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
     if container is None:
         return entry.render(values, mem_bytes=mem_bytes)
-    from biossd import containers
-
-    if container != "charliecloud":
-        raise StageError(f"container engine {container!r} is not supported here (charliecloud)")
-    if not containers.built(entry):
-        raise StageError(f"{entry.id}'s container is not built here; run `biossd catalogue build {entry.id}`")
     inside = containers.inside_paths(values, scratch)
-    return containers.ch_run_argv(entry, scratch, entry.render(inside, mem_bytes=mem_bytes))
+    return containers.wrap_argv(container, entry, scratch, entry.render(inside, mem_bytes=mem_bytes), mem_bytes)

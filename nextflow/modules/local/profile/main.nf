@@ -28,16 +28,21 @@ process PROFILE {
     def caches  = params.drop_caches ? '' : '--no-drop-caches'
     def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     def args    = task.ext.args ?: ''
-    def swap    = params.swap ? "--swap ${q(params.swap)}" : ''
-    // In a container (-profile ...,charliecloud) the tool sees scratch at /mnt/0.
+    def swap    = params.swap ? "--swap ${q(params.swap)}" + (params.swap_dir ? " --swap-dir ${q(params.swap_dir)}" : '') : ''
+    // In a container (-profile ...,charliecloud|apptainer|docker) the tool sees scratch at /mnt/0.
     def engine  = params.container_engine ? "--container ${params.container_engine}" : ''
+    def engineLabel = params.container_engine ? "--label ${q("container_engine=${params.container_engine}")}" : ''
     """
     scratch=${scratch}
     rm -rf "\$scratch" && mkdir -p "\$scratch"
     trap 'rm -rf "\$scratch"' EXIT
     version=\$(biossd catalogue version ${engine} ${meta.tool})
     image=()
-    if [ -n "${engine}" ]; then image=(--image "\$(biossd catalogue image ${meta.tool})"); fi
+    image_ref=native
+    if [ -n "${engine}" ]; then
+        image_ref=\$(biossd catalogue image --engine ${params.container_engine} ${meta.tool})
+        image=(--image "\$image_ref")
+    fi
     # The input is copied into scratch and prepared there (indexes etc., not profiled).
     mapfile -d '' -t tool_argv < <(biossd catalogue stage --print0 --mem ${meta.mem} ${engine} ${meta.tool} \\
         --input ${input_dir} --scratch "\$scratch")
@@ -45,7 +50,7 @@ process PROFILE {
     workdir=\$PWD
     cd "\$scratch"
     biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out "\$workdir/run" ${caches} ${swap} ${args} \\
-        ${labels} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
+        ${labels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
     cd "\$workdir"
@@ -54,6 +59,7 @@ process PROFILE {
     "${task.process}":
         biossd: \$(biossd --version | sed 's/biossd //')
         ${meta.tool}: \$version
+        ${meta.tool}_image: "\$image_ref"
     END_VERSIONS
     """
 

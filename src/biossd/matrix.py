@@ -1,0 +1,205 @@
+"""The experiment matrix of a study run (issue 8): which tools run, under which memory caps, at
+which input scales, how many times, on which storage classes — and every problem with the
+parameters that say so, found before anything runs.
+
+The study's entry workflow (``study/main.nf``) hands its ``params`` to ``biossd study plan``,
+which calls :func:`plan` and prints the result as JSON; the workflow makes one profiled run per
+``(tool, cap, scale, repeat, class)`` of it, or stops with the one message listing every problem.
+
+Defaults follow seed 000 §5.1: caps 1/4/16/32 GB (§3.5 ran GATK at 4, 16 and 32 GB; the other
+tools had 1 GB), three repeats.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from biossd import catalogue, devices
+from biossd.units import format_size, parse_size
+
+#: The smallest cap any run may have: below it no tool here starts (the JVM, samtools' buffers).
+#: A catalogue entry may ask for more with ``min_mem``.
+MIN_CAP_BYTES = 16 << 20
+_SIZE_RE = re.compile(r"^\d+[KMGT]?$")
+_WHOLE_RE = re.compile(r"^[1-9]\d*$")
+
+
+@dataclass
+class Plan:
+    """What one invocation runs. ``caps`` gives each tool its caps (texts as given, e.g. ``4G``,
+    which name the run directories); ``skipped`` maps tools left out to why."""
+
+    tools: list[str] = field(default_factory=list)
+    caps: dict[str, list[str]] = field(default_factory=dict)
+    scales: list[int] = field(default_factory=list)
+    repeats: int = 0
+    classes: list[str] = field(default_factory=list)
+    devices: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def n_runs(self) -> int:
+        return sum(len(self.caps.get(t, ())) for t in self.tools) * len(self.scales) * self.repeats * len(self.classes)
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "n_runs": self.n_runs()}
+
+
+def csv_list(value: object) -> list[str]:
+    """``'a, b,,c'`` → ``['a', 'b', 'c']``; ``None`` → ``[]``; ``0`` → ``['0']``."""
+    return [part.strip() for part in ("" if value is None else str(value)).split(",") if part.strip()]
+
+
+def parse_pairs(value: object, param: str, problems: list[str]) -> dict[str, str]:
+    """``'ssd=/dev/sdb,hdd=/dev/sdc'`` → ``{'ssd': '/dev/sdb', ...}``; bad items become problems."""
+    out = {}
+    for item in csv_list(value):
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip() or not val.strip():
+            problems.append(f"--{param} takes NAME=VALUE[,NAME=VALUE...]; '{item}' is not of that form")
+        else:
+            out[key.strip()] = val.strip()
+    return out
+
+
+def parse_tool_caps(value: object, problems: list[str]) -> list[tuple[str, list[str]]]:
+    """``'gatk_*=4G,16G,32G;maq=1G'`` → ``[('gatk_*', ['4G', '16G', '32G']), ('maq', ['1G'])]``:
+    per-tool cap lists (shell-style patterns over catalogue ids) that replace --mem_caps for the
+    tools they match; the first matching pattern wins."""
+    out = []
+    for item in (part.strip() for part in str(value or "").split(";")):
+        if not item:
+            continue
+        pattern, sep, caps = item.partition("=")
+        if not sep or not pattern.strip() or not csv_list(caps):
+            problems.append(f"--tool_caps takes PATTERN=CAP[,CAP...][;...] (e.g. 'gatk_*=4G,16G'); "
+                            f"'{item}' is not of that form")
+            continue
+        out.append((pattern.strip(), csv_list(caps)))
+    return out
+
+
+def _cap_problems(cap: str, where: str, min_bytes: int, who: str) -> list[str]:
+    if not _SIZE_RE.match(cap):
+        return [f"Memory cap '{cap}' in {where} is not a size like 1G or 512M"]
+    if parse_size(cap) < min_bytes:
+        return [f"Memory cap '{cap}' in {where} is below the {format_size(min_bytes)} minimum of {who}"]
+    return []
+
+
+def select_tools(spec: str, entries: Mapping[str, catalogue.Entry], stub: bool,
+                 problems: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``--tools all``: every tool entry runnable here (in a stub-run, every tool entry), the rest
+    skipped with the catalogue's reason; otherwise the ids given, each checked."""
+    tools = sorted(e.id for e in entries.values() if e.kind == "tool")
+    if spec == "all":
+        if stub:
+            return tools, {}
+        runnable = [t for t in tools if entries[t].data["status"] == "runnable"]
+        skipped = {t: entries[t].data.get("status_reason", "recipe-only") for t in tools if t not in runnable}
+        return runnable, skipped
+    chosen = csv_list(spec)
+    for tool in chosen:
+        if tool not in entries:
+            problems.append(f"Unknown tool '{tool}' in --tools; the catalogue's tools are: {', '.join(tools)}")
+        elif entries[tool].kind != "tool":
+            problems.append(f"'{tool}' in --tools is a pipeline, not a tool")
+        elif not stub and entries[tool].data["status"] != "runnable":
+            problems.append(f"'{tool}' in --tools is recipe-only here: {entries[tool].data.get('status_reason')}")
+    if not chosen:
+        problems.append("--tools is empty")
+    return chosen, {}
+
+
+def min_cap_bytes(entry: catalogue.Entry) -> int:
+    """The smallest cap ``entry`` may run under: its catalogue ``min_mem``, at least the global floor."""
+    own = entry.data.get("min_mem")
+    return max(MIN_CAP_BYTES, parse_size(own) if own else 0)
+
+
+def device_problems(classes: list[str], named: Mapping[str, str], scratch_dir: str | None,
+                    emulated: set[str]) -> list[str]:
+    """A named device that does not exist, a device named for an emulated class (which gets its
+    own), and a scratch directory not on the device named for its class."""
+    problems = []
+    for cls, dev in sorted(named.items()):
+        if cls not in classes:
+            problems.append(f"--devices names class '{cls}', which is not in --storage_classes")
+            continue
+        if cls in emulated:
+            problems.append(f"--devices names {dev} for class '{cls}', but that class is emulated (--emulate)")
+            continue
+        try:
+            want = devices.resolve(dev)
+        except devices.DeviceError as err:
+            problems.append(f"--devices: the device of class '{cls}' is missing: {err}")
+            continue
+        if scratch_dir and Path(scratch_dir).is_dir():
+            have = devices.device_of_path(Path(scratch_dir))
+            if have != want and devices.whole_disk(have) != want:
+                problems.append(f"--scratch_dir {scratch_dir} is on {have}, not on {want} named for class "
+                                f"'{cls}' in --devices: give a scratch directory on that device")
+        elif not scratch_dir:
+            problems.append(f"--devices names {dev} for class '{cls}', but no --scratch_dir on it is given "
+                            "(runs would use the task directory, on whatever device that is)")
+    return problems
+
+
+def plan(params: Mapping[str, Any], stub: bool = False,
+         catalogue_dir: Path = catalogue.CATALOGUE_DIR) -> Plan:
+    """The matrix of ``params`` (the study's Nextflow params), with every problem found."""
+    problems: list[str] = []
+    entries = {e.id: e for e in catalogue.load_all(catalogue_dir)}
+    tools, skipped = select_tools(str(params.get("tools", "all")), entries, stub, problems)
+
+    caps = csv_list(params.get("mem_caps"))
+    if not caps:
+        problems.append("--mem_caps is empty")
+    overrides = parse_tool_caps(params.get("tool_caps"), problems)
+    for pattern, _ in overrides:
+        if not any(fnmatch.fnmatchcase(t, pattern) for t in entries):
+            problems.append(f"--tool_caps pattern '{pattern}' matches no catalogue tool")
+    tool_caps: dict[str, list[str]] = {}
+    for tool in tools:
+        if tool not in entries:
+            continue
+        own = next((c for p, c in overrides if fnmatch.fnmatchcase(tool, p)), None)
+        tool_caps[tool] = own if own is not None else caps
+        where = "--tool_caps" if own is not None else "--mem_caps"
+        floor = min_cap_bytes(entries[tool])
+        who = f"{tool} (its catalogue min_mem)" if floor > MIN_CAP_BYTES else "any run"
+        for cap in tool_caps[tool]:
+            for problem in _cap_problems(cap, where, floor, who):
+                if problem not in problems:
+                    problems.append(problem)
+
+    scale_texts = csv_list(params.get("scales"))
+    problems += [f"Scale '{s}' in --scales is not a whole number >= 1" for s in scale_texts if not _WHOLE_RE.match(s)]
+    if not scale_texts:
+        problems.append("--scales is empty")
+    repeats = str(params.get("repeats", ""))
+    if not _WHOLE_RE.match(repeats):
+        problems.append(f"--repeats {repeats} is not a whole number >= 1")
+
+    classes = csv_list(params.get("storage_classes"))
+    if not classes:
+        problems.append("--storage_classes is empty")
+    emulated = {name for name in parse_pairs(params.get("emulate"), "emulate", problems)}
+    problems += [f"--emulate names class '{c}', which is not in --storage_classes" for c in sorted(emulated - set(classes))]
+    scratch = params.get("scratch_dir") or None
+    if scratch and not Path(str(scratch)).is_dir():
+        problems.append(f"--scratch_dir {scratch} is not an existing directory on the device under study")
+    named = parse_pairs(params.get("devices"), "devices", problems)
+    if not stub:
+        problems += device_problems(classes, named, str(scratch) if scratch else None, emulated)
+    swap_dir = params.get("swap_dir") or None
+    if swap_dir and not Path(str(swap_dir)).is_dir():
+        problems.append(f"--swap_dir {swap_dir} is not an existing directory")
+
+    return Plan(tools=tools, caps=tool_caps, scales=[int(s) for s in scale_texts if _WHOLE_RE.match(s)],
+                repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, devices=named,
+                skipped=skipped, problems=problems)

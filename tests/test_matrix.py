@@ -1,0 +1,96 @@
+"""The experiment matrix and its parameter checks (src/biossd/matrix.py), as `biossd study plan`
+gives them to the workflow."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from biossd import catalogue, devices, matrix
+
+BASE = {"tools": "samtools_sort", "mem_caps": "1G,4G", "scales": "1,2", "repeats": 3, "storage_classes": "ssd"}
+
+
+def plan(**changes):
+    return matrix.plan({**BASE, **changes})
+
+
+def test_the_plain_matrix():
+    p = plan()
+    assert p.problems == [] and p.tools == ["samtools_sort"]
+    assert p.caps == {"samtools_sort": ["1G", "4G"]} and p.scales == [1, 2] and p.repeats == 3
+    assert p.n_runs() == 1 * 2 * 2 * 3
+
+
+def test_tool_caps_replace_mem_caps_for_the_tools_they_match():
+    p = plan(tools="samtools_sort,gatk_printreads,gatk_baserecalibrator", tool_caps="gatk_*=4G,16G;samtools_sort=2G")
+    assert p.problems == []
+    assert p.caps == {"samtools_sort": ["2G"], "gatk_printreads": ["4G", "16G"], "gatk_baserecalibrator": ["4G", "16G"]}
+    assert p.n_runs() == (1 + 2 + 2) * 2 * 3
+
+
+def test_paper_defaults_give_gatk_its_own_caps():
+    """study/nextflow.config's defaults: GATK at 4/16/32 GB (§3.5), the rest at 1/4/16/32 GB."""
+    p = plan(tools="all", mem_caps="1G,4G,16G,32G", tool_caps="gatk_*=4G,16G,32G", scales="1,2,4,8,16")
+    assert p.problems == []
+    assert p.caps["gatk_baserecalibrator"] == ["4G", "16G", "32G"] and p.caps["bwa"] == ["1G", "4G", "16G", "32G"]
+    recipe_only = {e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] != "runnable"}
+    assert set(p.skipped) == recipe_only and not set(p.tools) & recipe_only
+    assert all(p.skipped.values()), "every skipped tool says why"
+
+
+def test_stub_takes_every_tool_entry():
+    p = matrix.plan({**BASE, "tools": "all"}, stub=True)
+    assert set(p.tools) == {e.id for e in catalogue.load_all() if e.kind == "tool"} and p.skipped == {}
+
+
+def test_every_problem_is_listed_at_once():
+    p = plan(tools="samtools_sort,bogus,pipeline_transcriptome,gatk_printreads", mem_caps="1G,8M,lots",
+             tool_caps="gatk_*=256M;zz*=1G;broken", scales="0,2", repeats="x", emulate="nvme=seagate-barracuda-7200")
+    text = "\n".join(p.problems)
+    for needle in ("Unknown tool 'bogus'", "'pipeline_transcriptome' in --tools is a pipeline",
+                   "'8M' in --mem_caps is below the 16M minimum", "'lots' in --mem_caps is not a size",
+                   "'256M' in --tool_caps is below the 512M minimum of gatk_printreads",
+                   "pattern 'zz*' matches no catalogue tool", "'broken' is not of that form",
+                   "Scale '0'", "--repeats x", "--emulate names class 'nvme'"):
+        assert needle in text, needle
+    assert "bogus" not in p.caps
+
+
+def test_recipe_only_tool_asked_for_by_name_is_a_problem_unless_stub():
+    assert any("recipe-only" in x for x in plan(tools="tophat").problems)
+    assert matrix.plan({**BASE, "tools": "tophat"}, stub=True).problems == []
+
+
+def test_catalogue_min_mem_is_read():
+    assert matrix.min_cap_bytes(catalogue.get("gatk_baserecalibrator")) == 512 << 20
+    assert matrix.min_cap_bytes(catalogue.get("samtools_sort")) == matrix.MIN_CAP_BYTES
+
+
+def test_scratch_must_be_on_the_named_device(tmp_path):
+    here = devices.device_of_path(tmp_path)
+    assert plan(devices=f"ssd={here}", scratch_dir=str(tmp_path)).problems == []
+    assert plan(devices=f"ssd=/dev/{devices.whole_disk(here)}", scratch_dir=str(tmp_path)).problems == []
+    other = next(d for d in ("zram0", "loop0", "sr0", "ram0") if d != here and (devices.SYS_BLOCK / d).exists())
+    wrong = plan(devices=f"ssd={other}", scratch_dir=str(tmp_path)).problems
+    assert len(wrong) == 1 and f"is on {here}, not on {other}" in wrong[0]
+    missing = plan(devices="ssd=/dev/nosuchdisk", scratch_dir=str(tmp_path)).problems
+    assert missing == ["--devices: the device of class 'ssd' is missing: /dev/nosuchdisk: no such device"]
+    assert "no --scratch_dir on it" in plan(devices=f"ssd={here}").problems[0]
+    assert "emulated" in plan(storage_classes="ssd,hdd", emulate="hdd=seagate-barracuda-7200",
+                              devices=f"hdd={here}", scratch_dir=str(tmp_path)).problems[0]
+
+
+def test_cli_prints_the_plan_and_fails_on_problems(biossd):
+    ok = biossd("study", "plan", "--params", json.dumps(BASE))
+    assert json.loads(ok.stdout)["n_runs"] == 12
+    bad = biossd("study", "plan", "--params", json.dumps({**BASE, "tools": "bogus"}), check=False)
+    assert bad.returncode == 1 and json.loads(bad.stdout)["problems"]
+    assert biossd("study", "plan", "--params", "{not json", check=False).returncode == 2
+
+
+@pytest.mark.parametrize("spec", ["a", "=1G", "x="])
+def test_bad_tool_caps_items(spec):
+    problems: list[str] = []
+    assert matrix.parse_tool_caps(spec, problems) == [] and problems
