@@ -20,7 +20,7 @@ export NXF_HOME ?= $(VENV)/nextflow/home
 help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
 	@echo "make test   install everything, run the whole test suite"
-	@echo "make figures RESULTS=dir   re-run the notebooks over a result set"
+	@echo "make figures RESULTS='dir [dir...]'   re-run the notebooks over one or more result sets"
 	@echo "make tools        install the catalogue's runnable tools natively (apt, Maven)"
 	@echo "make containers   build every runnable tool's container, smoke-test it, print the status"
 
@@ -32,16 +32,17 @@ run: install
 	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(NXF_ARGS)
 	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
 
-figures:
+# Several result folders (e.g. one per host of a matched pair) make one report, in the first's.
+figures: install
 	@biossd report $(RESULTS) >/dev/null
-	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
+	@$(MAKE) --no-print-directory summary RESULTS="$(RESULTS)"
 
 summary:
 	@echo
-	@echo "results:  $(abspath $(RESULTS))/  (runs per host and storage class)"
-	@echo "features: $(abspath $(RESULTS))/features.csv"
-	@echo "figures:  $(abspath $(RESULTS))/report/figures/"
-	@ls -1 $(RESULTS)/report/figures/ | sed 's/^/          /'
+	@echo "results:  $(foreach r,$(RESULTS),$(abspath $(r))/)  (runs per host and storage class)"
+	@echo "features: $(foreach r,$(RESULTS),$(abspath $(r))/features.csv)"
+	@echo "report:   $(abspath $(firstword $(RESULTS)))/report/  (figures/, tables/, notebooks/)"
+	@ls -1 $(firstword $(RESULTS))/report/figures/ $(firstword $(RESULTS))/report/tables/ | sed 's/^/          /'
 
 test: install tools
 	python -m pytest $(PYTEST_ARGS)

@@ -96,20 +96,29 @@ def test_features_rows_match_the_runs(result_set):
         assert device["storage_class"] == storage and device["spec_row"]["seq_read_mbs"] > 0
 
 
-def test_notebooks_render_the_figure_deterministically(result_set, biossd):
+def test_notebooks_render_the_real_result_set_deterministically(result_set, biossd):
+    """The report of a real run (one tool: no clustering, said so) is byte-identical when
+    rendered again; the pipeline's own REPORT wrote the same tables."""
+    tables_dir = result_set / "report" / "tables"
+    by_pipeline = (tables_dir / "table1_tools.csv").read_bytes()
     biossd("report", str(result_set))
     figs = result_set / layout.FIGURES_DIR
     first = {}
-    for fmt, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
-        path = figs / f"fig04_storage_features.{fmt}"
-        data = path.read_bytes()
-        assert data.startswith(magic) and len(data) > 5000
-        first[fmt] = data
-    executed = result_set / "report" / "notebooks" / "fig04_storage_features.ipynb"
-    assert "samtools_sort" in executed.read_text()
+    for name in ("fig02_speedup", "fig04_storage_features", "fig05_patterns"):
+        for fmt, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
+            data = (figs / f"{name}.{fmt}").read_bytes()
+            assert data.startswith(magic) and len(data) > 5000
+            first[f"{name}.{fmt}"] = data
+    table1 = (tables_dir / "table1_tools.csv").read_text()
+    assert table1.encode() == by_pipeline, "the pipeline's REPORT and `biossd report` agree"
+    row = next(line for line in table1.splitlines() if line.startswith("samtools_sort,"))
+    assert row.endswith(",ok") and ",64M,1," in row
+    executed = (result_set / "report" / "notebooks" / "03_patterns.ipynb").read_text()
+    assert "clustering needs at least two tools" in executed
+    assert "emulated Seagate Barracuda" in (tables_dir / "table4_hdd_devices.csv").read_text()
     biossd("report", str(result_set))
-    for fmt, data in first.items():
-        assert (figs / f"fig04_storage_features.{fmt}").read_bytes() == data, f"{fmt} differs between runs"
+    for name, data in first.items():
+        assert (figs / name).read_bytes() == data, f"{name} differs between runs"
 
 
 def test_unknown_profile_fails_with_nextflows_error(env, tmp_path):

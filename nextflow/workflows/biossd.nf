@@ -73,9 +73,10 @@ workflow BIOSSD {
         .map { key, meta, scratch, device, dir -> [meta, dir, scratch, device] }
     PROFILE(ch_runs)
 
-    FEATURES(PROFILE.out.run_dir.map { meta, dir -> dir }.collect())
+    ch_run_dirs = PROFILE.out.run_dir.map { meta, dir -> dir }.collect()
+    FEATURES(ch_run_dirs)
     if( !params.skip_report )
-        REPORT(FEATURES.out.table)
+        REPORT(FEATURES.out.table, ch_run_dirs, CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions

@@ -19,7 +19,7 @@ def _labels(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"biossd: --label takes KEY=VALUE, got {pair!r}")
+            raise SystemExit(f"biossd: expected KEY=VALUE (as --label, --device and --file take), got {pair!r}")
         labels[key] = value
     return labels
 
@@ -260,9 +260,32 @@ def cmd_catalogue_build(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from biossd import report
 
-    done = report.render(Path(args.results), Path(args.out) if args.out else None)
+    params = {"fast": args.fast, "slow": args.slow}
+    done = report.render([Path(r) for r in args.results], Path(args.out) if args.out else None, parameters=params,
+                         html=not args.no_html)
     for path in done:
         print(path)
+    return 0
+
+
+def cmd_layout_assemble(args: argparse.Namespace) -> int:
+    from biossd import layout
+
+    devices = dict(_labels(args.device))
+    extra = dict(_labels(args.file))
+    made = layout.assemble(Path(args.dest), [Path(r) for r in args.runs], {k: Path(v) for k, v in devices.items()},
+                           {k: Path(v) for k, v in extra.items()})
+    print(f"{len(made)} runs laid out under {args.dest}")
+    return 0
+
+
+def cmd_data_synth_results(args: argparse.Namespace) -> int:
+    from biossd import synthresults
+
+    truth = synthresults.write(Path(args.output), caps=tuple(args.caps.split(",")),
+                               scales=tuple(int(s) for s in args.scales.split(",")), repeats=args.repeats,
+                               seed=args.seed, twins=not args.one_host)
+    print("\n".join(truth["roots"]))
     return 0
 
 
@@ -466,6 +489,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accept-unverified", action="store_true",
                    help="take files whose sha256 the manifest does not know (recorded as unverified)")
     p.set_defaults(func=cmd_data_fetch)
+    p = data_p.add_parser("synth-results", help="a synthetic result set with planted patterns (tests, demos)")
+    p.add_argument("output", help="directory (gets ssd/ and hdd/ result folders and truth.json)")
+    p.add_argument("--caps", default="1G,4G,16G,32G")
+    p.add_argument("--scales", default="1,2,4,8,16")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--one-host", action="store_true", help="one result folder with both classes")
+    p.set_defaults(func=cmd_data_synth_results)
+
     data_p.add_parser("manifests", help="list the data manifests").set_defaults(func=cmd_data_manifests)
 
     cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
@@ -508,10 +540,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--container", choices=_ENGINES, help="ask the tool in its container")
     p.set_defaults(func=cmd_catalogue_version)
 
-    p = sub.add_parser("report", help="run the notebooks over a result set (papermill)")
-    p.add_argument("results")
-    p.add_argument("--out", help="report directory (default RESULTS/report)")
+    p = sub.add_parser("report", help="run the notebooks over one or more result sets (papermill)")
+    p.add_argument("results", nargs="+", help="result folders (--outdir of study runs; e.g. one per host)")
+    p.add_argument("--out", help="report directory (default: the first result folder's report/)")
+    p.add_argument("--fast", default="ssd", help="fast side of the speedup pair (class or <host>-<class>)")
+    p.add_argument("--slow", default="hdd", help="slow side of the speedup pair")
+    p.add_argument("--no-html", action="store_true", help="keep the executed notebooks as .ipynb only")
     p.set_defaults(func=cmd_report)
+
+    layout_p = sub.add_parser("layout", help="the result layout").add_subparsers(dest="layout_cmd", required=True)
+    p = layout_p.add_parser("assemble", help="lay run directories out as a result set (links)")
+    p.add_argument("dest")
+    p.add_argument("runs", nargs="*", help="run directories (each with its run.json)")
+    p.add_argument("--device", action="append", default=[], metavar="SIDE=FILE", help="<host>-<class>=device.json")
+    p.add_argument("--file", action="append", default=[], metavar="RELPATH=FILE", help="another file to copy in")
+    p.set_defaults(func=cmd_layout_assemble)
 
     dev_p = sub.add_parser("device", help="storage devices").add_subparsers(dest="dev_cmd", required=True)
     p = dev_p.add_parser("characterize", help="measure a device with fio, as the paper's spec tables")

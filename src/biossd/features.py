@@ -123,6 +123,12 @@ def butil(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps:
     return (read_bytes / seq_read_bps + write_bytes / seq_write_bps) / runtime_s
 
 
+#: Each storage feature's defining function: its docstring is the definition (Table 2 is made
+#: from these, so a definition is written once).
+DEFINITIONS = {"Butil": butil, "Riops": riops, "Wiops": wiops, "Pfault": pfault_per_s, "CAR": car,
+               "Rsize": rsize_kib, "Wsize": wsize_kib, "WBlen": wblen}
+
+
 def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
                    bandwidth_bps: tuple[float, float] | None) -> dict[str, float]:
     """The seven block-trace features from a run's totals (:mod:`biossd.blockstats`) over its

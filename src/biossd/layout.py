@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from pathlib import Path
 from typing import Mapping
 
 RUN_PATH_LABELS = ("host", "storage", "tool", "mem", "scale", "rep")
@@ -30,3 +31,30 @@ def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
         f"{labels['host']}-{labels['storage']}", "runs", str(labels["tool"]), str(labels["mem"]),
         str(labels["scale"]), str(labels["rep"]),
     )
+
+
+def assemble(dest: Path, run_dirs: list[Path], device_records: Mapping[str, Path] | None = None,
+             extra_files: Mapping[str, Path] | None = None) -> list[PurePosixPath]:
+    """Lay run directories out under ``dest`` as a result set (symbolic links at their layout
+    paths, from each run's manifest labels), with ``device_records`` (``<host>-<storage>`` →
+    file) and ``extra_files`` (relative path → file); for a step that sees the runs only as
+    staged inputs (the pipeline's REPORT). Returns the run paths made."""
+    from biossd import manifest
+
+    dest = Path(dest)
+    made = []
+    for run in run_dirs:
+        rel = run_relpath(manifest.read_manifest(Path(run)).get("labels", {}))
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.exists():
+            raise FileExistsError(f"{target}: two runs have the labels {rel}")
+        target.symlink_to(Path(run).resolve(), target_is_directory=True)
+        made.append(rel)
+    for side, record in (device_records or {}).items():
+        (dest / side).mkdir(parents=True, exist_ok=True)
+        (dest / side / DEVICE_RECORD).write_bytes(Path(record).read_bytes())
+    for rel_path, source in (extra_files or {}).items():
+        (dest / rel_path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel_path).write_bytes(Path(source).read_bytes())
+    return made

@@ -1,21 +1,36 @@
 /*
- * REPORT — the notebooks (papermill) over this invocation's features table, into
- * OUTDIR/report/ (figures and executed notebooks). Skipped with --skip_report.
+ * REPORT — the notebooks (papermill) over this invocation's result set, into OUTDIR/report/
+ * (figures, tables, executed notebooks). The runs reach this task as staged inputs, so it first
+ * lays them out as a result set (`biossd layout assemble`: links at their layout paths, each
+ * class's device record, the host's facts, the features table and the parameters), then renders
+ * over that. Skipped with --skip_report; `biossd report OUTDIR [MORE...]` re-renders by hand.
  */
 process REPORT {
+    tag "${host}"
     label 'process_single'
-    publishDir "${params.outdir}", mode: 'copy', pattern: 'results/report/**', saveAs: { name -> name - 'results/' }
+    publishDir "${params.outdir}", mode: 'copy', saveAs: { name -> name.startsWith('results/report/') ? name - 'results/' : null }
 
     input:
     path features_csv
+    path run_dirs, stageAs: 'runs/run?'
+    path device_records, stageAs: 'devices/*'
+    path host_json, stageAs: 'host.json'
+    val host
 
     output:
     path 'results/report/**', emit: report
     path 'versions.yml'     , emit: versions
 
     script:
+    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def devices = device_records.collect { "--device ${q("${host}-${it.baseName}=${it}")}" }.join(' ')
+    def record  = groovy.json.JsonOutput.toJson([
+        command_line: workflow.commandLine, profile: workflow.profile, run_name: workflow.runName,
+        params: params.collectEntries { k, v -> [k, v?.toString()] }])
     """
-    mkdir -p results && cp ${features_csv} results/features.csv
+    printf '%s\\n' ${q(record)} > provenance.json
+    biossd layout assemble results runs/* ${devices} --file features.csv=${features_csv} \\
+        --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json
     biossd report results > /dev/null
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

@@ -1,0 +1,137 @@
+"""Reading one or more result sets (``OUTDIR`` of ``nextflow run study``) for the analysis:
+the features tables joined, each storage class's device record, each host's facts and each
+invocation's provenance (issue 9).
+
+A *side* is one storage class on one host, ``<host>-<storage>`` — the directory the layout puts
+its runs in (:mod:`biossd.layout`). A speedup compares two sides (:mod:`biossd.speedup`); the
+paper's matched-twin setup gives one result set per host, so the sides of a pair often come
+from different result folders.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from biossd import features, layout, manifest
+
+PIPELINE_INFO = "pipeline_info"
+PROVENANCE_FILE = "provenance.json"
+HOST_FILE_GLOB = "host-*.json"
+#: Host facts that make two sides' runtimes incomparable when they differ (seed 000 §5.1 kept
+#: one machine and swapped only the drive).
+COMPARED_HOST_FACTS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
+
+
+class ResultSetError(ValueError):
+    """A result folder that cannot be read; the message names the file."""
+
+
+@dataclass
+class ResultSet:
+    """Everything the notebooks read. ``runs`` is the features table of every folder with two
+    more columns: ``side`` (``<host>-<storage>``) and ``root`` (the folder it came from)."""
+
+    roots: list[Path]
+    runs: pd.DataFrame
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+
+    def run_dir(self, row: pd.Series) -> Path:
+        """The directory of one run (a row of ``runs``)."""
+        return Path(row["root"]) / str(row["run_dir"])
+
+    def sides(self) -> list[str]:
+        return sorted(self.runs["side"].unique())
+
+
+def side_key(host: object, storage: object) -> str:
+    return f"{host}-{storage}"
+
+
+def load(roots: Iterable[Path | str]) -> ResultSet:
+    """Read every result folder in ``roots``. A folder without ``features.csv`` is an error that
+    names it; the same run labels in two folders are too (they would be counted twice)."""
+    roots = [Path(r).resolve() for r in roots]
+    if not roots:
+        raise ResultSetError("no result folders given")
+    tables, devices, hosts, provenance = [], {}, {}, []
+    for root in roots:
+        path = root / layout.FEATURES_FILE
+        if not path.is_file():
+            raise ResultSetError(f"{path}: no features table; is {root} the --outdir of a study run?")
+        table = features.read_table(path)
+        table["root"] = str(root)
+        tables.append(table)
+        for record in sorted(root.glob(f"*/{layout.DEVICE_RECORD}")):
+            devices[record.parent.name] = _json(record)
+        info = root / PIPELINE_INFO
+        for record in sorted(info.glob(HOST_FILE_GLOB)):
+            hosts[record.stem.removeprefix("host-")] = _json(record)
+        if (info / PROVENANCE_FILE).is_file():
+            provenance.append({"root": str(root), **_json(info / PROVENANCE_FILE)})
+    runs = pd.concat(tables, ignore_index=True)
+    runs["side"] = runs["host"].astype(str) + "-" + runs["storage"].astype(str)
+    dup = runs.duplicated(list(features.LABEL_COLUMNS), keep=False)
+    if dup.any():
+        first = runs.loc[dup, list(features.LABEL_COLUMNS)].iloc[0].to_dict()
+        raise ResultSetError(f"run {first} appears in more than one of {', '.join(map(str, roots))}; "
+                             "give each result folder once")
+    runs["mem_bytes"] = runs["mem"].map(_cap_bytes)
+    runs["scale"] = runs["scale"].astype(int)
+    return ResultSet(roots=roots, runs=runs, devices=devices, hosts=hosts, provenance=provenance)
+
+
+def _cap_bytes(text: object) -> float:
+    from biossd.units import parse_size
+
+    try:
+        return float(parse_size(str(text)))
+    except ValueError:
+        return float("nan")  # 'none': an uncapped run sorts last
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ResultSetError(f"{path}: cannot read ({err})") from None
+
+
+def run_facts(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame:
+    """Per side: the host facts and tool versions its runs' manifests recorded (one manifest
+    per side and tool is read: the first run)."""
+    out = []
+    for (side, tool), group in rows.groupby(["side", "tool"], sort=True):
+        row = group.iloc[0]
+        try:
+            body = manifest.read_manifest(rs.run_dir(row))
+        except manifest.ManifestError:
+            continue
+        host = body.get("host") or {}
+        out.append({"side": side, "tool": tool, "tool_version": body.get("tool_version"),
+                    **{k: host.get(k) for k in COMPARED_HOST_FACTS}})
+    return pd.DataFrame(out, columns=["side", "tool", "tool_version", *COMPARED_HOST_FACTS])
+
+
+def differences(facts: pd.DataFrame, fast: str, slow: str) -> list[str]:
+    """What differs between two sides other than the drive: host facts and tool versions. The
+    notebooks print these above every figure of the pair (issue 9: "the notebooks say so")."""
+    a, b = facts[facts["side"] == fast], facts[facts["side"] == slow]
+    if a.empty or b.empty:
+        return []
+    notes = []
+    for fact in COMPARED_HOST_FACTS:
+        va, vb = sorted(set(a[fact].dropna().astype(str))), sorted(set(b[fact].dropna().astype(str)))
+        if va and vb and va != vb:
+            notes.append(f"{fact} differs: {fast} {', '.join(va)}; {slow} {', '.join(vb)}")
+    versions = a.merge(b, on="tool", suffixes=("_fast", "_slow"))
+    for _, row in versions[versions["tool_version_fast"] != versions["tool_version_slow"]].iterrows():
+        notes.append(f"{row['tool']} version differs: {fast} {row['tool_version_fast']}; "
+                     f"{slow} {row['tool_version_slow']}")
+    return notes

@@ -1,0 +1,107 @@
+"""Speedup of a fast side over a slow one (seed 000 §2.2, Table 1, Figs. 2, 3, 8, 9).
+
+Speedup is the slow side's runtime over the fast side's, each the mean over the repeats that
+ended ``ok`` (§5.1: "We repeated all the time measurements three times and used the average
+value"). A configuration with no ``ok`` run on a side has no speedup; its ``status`` says why
+(``oom on x-hdd (3/3)``, ``not run on x-ssd``), so tables and figures show the gap instead of
+dropping it.
+
+*Baseline configuration* of a tool: its smallest input scale at the smallest cap it was run
+under — the paper's Table 1 setting (1 GB, GATK 4 GB; the baseline input).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+#: Table 1's note: "G+, programs with 2x or more speedup; G0, programs with negligible improvements".
+SPEEDUP_THRESHOLD = 2.0
+GROUP_FAST, GROUP_FLAT = "G+", "G0"
+CONFIG_COLUMNS = ("tool", "mem", "scale")
+OK = "ok"
+
+
+def side_rows(runs: pd.DataFrame, side: str) -> pd.DataFrame:
+    """The runs of one side, named as ``<host>-<storage>`` or by the storage class alone."""
+    return runs[(runs["side"] == side) | (runs["storage"] == side)]
+
+
+def pairs(runs: pd.DataFrame, fast: str, slow: str) -> list[tuple[str, str]]:
+    """Every (fast side, slow side) pair the runs hold: each side of storage class (or name)
+    ``fast`` with each of ``slow`` — several SSDs against one HDD give Fig. 2(b)."""
+    fast_sides = sorted(side_rows(runs, fast)["side"].unique())
+    slow_sides = sorted(side_rows(runs, slow)["side"].unique())
+    return [(f, s) for f in fast_sides for s in slow_sides if f != s]
+
+
+def runtime_means(runs: pd.DataFrame, by: Sequence[str] = CONFIG_COLUMNS) -> pd.DataFrame:
+    """Per configuration: mean and standard deviation of ``runtime_s`` over ``ok`` repeats, how
+    many repeats were ``ok`` and made, and the outcomes of the others (``oom 2, timeout 1``)."""
+    keys = list(by)
+    ok = runs["outcome"] == OK
+    grouped = runs.assign(_ok=ok, _rt=runs["runtime_s"].where(ok)).groupby(keys, sort=True, dropna=False)
+    out = grouped.agg(runtime_s=("_rt", "mean"), runtime_sd_s=("_rt", "std"), n_ok=("_ok", "sum"),
+                      n_runs=("outcome", "size"))
+    bad = runs[~ok].groupby(keys, sort=True)["outcome"].agg(lambda s: ", ".join(
+        f"{k} {v}" for k, v in sorted(s.value_counts().items())))
+    out["other_outcomes"] = bad.reindex(out.index).fillna("")
+    return out.reset_index()
+
+
+def speedup_table(runs: pd.DataFrame, fast: str, slow: str,
+                  by: Sequence[str] = CONFIG_COLUMNS) -> pd.DataFrame:
+    """One row per configuration run on either side: both sides' mean runtimes, the speedup
+    (slow / fast) and a ``status`` that is ``ok`` or says why there is no speedup."""
+    keys = list(by)
+    a = runtime_means(side_rows(runs, fast), keys)
+    b = runtime_means(side_rows(runs, slow), keys)
+    table = a.merge(b, on=keys, how="outer", suffixes=("_fast", "_slow"), sort=True)
+    table["speedup"] = table["runtime_s_slow"] / table["runtime_s_fast"]
+    table["status"] = [_status(row, fast, slow) for _, row in table.iterrows()]
+    table.loc[table["status"] != OK, "speedup"] = np.nan
+    return table
+
+
+def _status(row: pd.Series, fast: str, slow: str) -> str:
+    notes = []
+    for side, suffix in ((fast, "_fast"), (slow, "_slow")):
+        n_runs = row[f"n_runs{suffix}"]
+        if pd.isna(n_runs) or n_runs == 0:
+            notes.append(f"not run on {side}")
+        elif row[f"n_ok{suffix}"] == 0:
+            notes.append(f"{row[f'other_outcomes{suffix}']} on {side} (of {int(n_runs)})")
+    return "; ".join(notes) or OK
+
+
+def baseline(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each tool's runs at its baseline configuration: smallest scale, smallest cap."""
+    rows = runs.copy()
+    rows["_mem"] = rows["mem_bytes"].fillna(np.inf)
+    first_scale = rows.groupby("tool")["scale"].transform("min")
+    rows = rows[rows["scale"] == first_scale]
+    first_mem = rows.groupby("tool")["_mem"].transform("min")
+    return rows[rows["_mem"] == first_mem].drop(columns="_mem")
+
+
+def group_of(speedup: pd.Series, threshold: float = SPEEDUP_THRESHOLD) -> pd.Series:
+    """G+ at ``threshold`` or more, G0 below, empty where there is no speedup."""
+    return pd.Series(np.where(speedup.isna(), "", np.where(speedup >= threshold, GROUP_FAST, GROUP_FLAT)),
+                     index=speedup.index)
+
+
+def breakeven_scale(scales: pd.Series, speedups: pd.Series, threshold: float = SPEEDUP_THRESHOLD) -> float:
+    """§3.4, Fig. 8: the smallest input scale from which the speedup stays at ``threshold`` or
+    more for every larger scale measured; NaN when the largest scale is below it. A scale with
+    no speedup (a gap) breaks the run of scales above it."""
+    order = np.argsort(scales.to_numpy(), kind="stable")
+    s, v = scales.to_numpy()[order], speedups.to_numpy(dtype=float)[order]
+    above = v >= threshold  # NaN compares False
+    if not len(s) or not above[-1]:
+        return float("nan")
+    first = len(s) - 1
+    while first > 0 and above[first - 1]:
+        first -= 1
+    return float(s[first])

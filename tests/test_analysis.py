@@ -1,0 +1,163 @@
+"""The analysis library behind the notebooks (issue 9): result sets, speedup, clustering and
+tables, on synthetic result sets whose truth is known (biossd.synthresults)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biossd import analysis, features, patterns, resultset, speedup, synthresults, tables
+
+CAPS, SCALES = ("1G", "4G"), (1, 2, 8)
+
+
+@pytest.fixture(scope="module")
+def fixture(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth")
+    truth = synthresults.write(out, caps=CAPS, scales=SCALES, repeats=2, seed=3)
+    return truth, analysis.open_results(truth["roots"])
+
+
+def partition(labels: dict[str, str]) -> set[frozenset[str]]:
+    groups: dict[str, set[str]] = {}
+    for tool, label in labels.items():
+        groups.setdefault(label, set()).add(tool)
+    return {frozenset(g) for g in groups.values()}
+
+
+def test_two_folders_make_one_result_set(fixture):
+    truth, a = fixture
+    assert a.rs.sides() == ["host-a-ssd", "host-b-hdd"] and a.pairs == [("host-a-ssd", "host-b-hdd")]
+    n_tools = len(truth["patterns"]) - 1  # one is not run
+    assert len(a.rs.runs) == n_tools * len(CAPS) * len(SCALES) * 2 * 2
+    assert set(a.rs.devices) == {"host-a-ssd", "host-b-hdd"} and set(a.rs.hosts) == {"host-a", "host-b"}
+
+
+def test_a_folder_given_twice_or_without_features_is_named(fixture, tmp_path):
+    truth, _ = fixture
+    with pytest.raises(resultset.ResultSetError, match="appears in more than one"):
+        resultset.load([truth["roots"][0], truth["roots"][0]])
+    with pytest.raises(resultset.ResultSetError, match=f"{tmp_path}.*no features table"):
+        resultset.load([tmp_path])
+
+
+def test_baseline_speedups_are_the_planted_ones(fixture):
+    truth, a = fixture
+    base = a.baseline
+    assert set(base["mem"]) == {"1G"} and set(base["scale"]) == {1}
+    for tool, planted in truth["baseline_speedup"].items():
+        if tool == truth["not_run"]:
+            assert tool not in base.index
+            continue
+        assert base.at[tool, "speedup"] == pytest.approx(planted, rel=0.1), tool
+        assert base.at[tool, "group"] == ("G+" if planted >= 2 else "G0")
+
+
+def test_missing_outcomes_have_a_status_not_a_number(fixture):
+    truth, a = fixture
+    oom = a.speedups[(a.speedups["tool"] == truth["oom"]["tool"]) & (a.speedups["scale"] == truth["oom"]["scale"])]
+    assert len(oom) == len(CAPS) and oom["speedup"].isna().all()
+    assert all(s == "oom 2 on host-b-hdd (of 2)" for s in oom["status"])
+    table1 = tables.table1_tools(a).set_index("tool")
+    assert table1.at[truth["not_run"], "status"].startswith("not run") and np.isnan(table1.at[truth["not_run"], "speedup"])
+    assert "recipe-only here" in table1.at[truth["not_run"], "status"], "it says why it was not run"
+    assert table1.at["lighter", "status"] == "not run", "a runnable tool the set lacks keeps its row"
+
+
+def test_clustering_finds_the_planted_patterns_and_groups(fixture):
+    truth, a = fixture
+    c = a.clustering
+    planted = {t: p for t, p in truth["patterns"].items() if t != truth["not_run"]}
+    assert partition(c.pattern.to_dict()) == partition(planted)
+    assert c.group.to_dict() == {t: truth["groups"][t] for t in planted}
+    g_plus = {p for t, p in c.pattern.items() if c.group[t] == "G+"}
+    assert g_plus == {"P1", "P2", "P3"}, "patterns inside G+ are numbered first"
+    reps = patterns.representatives(c)
+    assert all(c.pattern[tool] == p for p, tool in reps.items())
+
+
+def test_breakeven_scale():
+    s = pd.Series([1, 2, 4, 8, 16])
+    assert speedup.breakeven_scale(s, pd.Series([1.0, 1.1, 3.0, 6.0, 9.0])) == 4
+    assert speedup.breakeven_scale(s, pd.Series([3.0, 1.1, 3.0, np.nan, 9.0])) == 16, "a gap breaks the run"
+    assert np.isnan(speedup.breakeven_scale(s, pd.Series([3.0, 3.0, 3.0, 3.0, 1.0])))
+    assert speedup.breakeven_scale(s, pd.Series([2.0] * 5)) == 1
+
+
+def test_fixture_breakeven_is_planted(fixture):
+    truth, a = fixture
+    amp = a.speedups[(a.speedups["tool"] == "ampliconnoise") & (a.speedups["mem"] == "1G")]
+    expected = min(s for s in SCALES if s >= truth["breakeven_scale"])
+    assert speedup.breakeven_scale(amp["scale"], amp["speedup"]) == expected
+
+
+def test_pairs_of_several_fast_sides():
+    runs = pd.DataFrame({"side": ["a-ssd", "b-ssd", "c-hdd", "c-ssd"], "storage": ["ssd", "ssd", "hdd", "ssd"]})
+    assert speedup.pairs(runs, "ssd", "hdd") == [("a-ssd", "c-hdd"), ("b-ssd", "c-hdd"), ("c-ssd", "c-hdd")]
+    assert speedup.pairs(runs, "b-ssd", "hdd") == [("b-ssd", "c-hdd")]
+
+
+def test_host_differences_are_reported(tmp_path):
+    truth = synthresults.write(tmp_path, caps=("1G",), scales=(1,), repeats=1, kernel_slow="5.4.0-other")
+    a = analysis.open_results(truth["roots"])
+    assert a.differences == ["kernel differs: host-a-ssd 6.1.0-synthetic; host-b-hdd 5.4.0-other"]
+    assert "NOTE: kernel differs" in a.describe()
+
+
+def test_no_pair_and_too_few_tools_are_said_not_raised(tmp_path):
+    truth = synthresults.write(tmp_path, caps=("1G",), scales=(1,), repeats=1)
+    only_ssd = analysis.open_results(truth["roots"][1])  # sorted: .../hdd, .../ssd
+    assert only_ssd.pair is None and "no speedup pair" in only_ssd.describe()
+    assert set(only_ssd.baseline["status"]) == {"not run on hdd"}
+    runs = only_ssd.rs.runs
+    only_ssd.rs.runs = runs[runs["tool"] == "bwa"]
+    only_ssd.__dict__.pop("baseline_runs", None)
+    assert only_ssd.clustering is None and "at least two tools" in only_ssd.clustering_note
+
+
+def test_features_missing_everywhere_are_dropped_with_the_reason():
+    means = pd.DataFrame({"Butil": [0.1, 0.5, 0.9], "Riops": [np.nan] * 3, "CAR": [0.2, np.nan, 0.8]},
+                         index=["a", "b", "c"])
+    matrix, _, excluded, dropped = patterns.feature_matrix(means)
+    assert list(matrix.index) == ["a", "c"] and list(matrix.columns) == ["Butil", "CAR"]
+    assert excluded == {"b": "lacks CAR"} and dropped == {"Riops": "not measured for any tool"}
+
+
+def test_table2_is_made_from_the_feature_definitions():
+    t2 = tables.table2_features().set_index("id")
+    assert list(t2.index) == list(features.STORAGE_FEATURES)
+    assert t2.at["CAR", "unit"] == "fraction 0–1" and "consecutive access ratio" in t2.at["CAR", "definition"]
+    assert t2.at["Pfault", "when_high_low"] == "(in)frequent page swaps"
+
+
+def test_table_files_are_deterministic_and_escaped(tmp_path):
+    table = pd.DataFrame({"tool": ["gatk_x", "a&b"], "speedup": [1.23456789, np.nan]})
+    first = tables.write(table, tmp_path / "t")
+    data = [p.read_bytes() for p in first]
+    tables.write(table, tmp_path / "t")
+    assert [p.read_bytes() for p in first] == data
+    assert data[0] == b"tool,speedup\ngatk_x,1.235\na&b,\n"
+    assert b"gatk\\_x & 1.235" in data[1] and b"a\\&b & --" in data[1]
+
+
+def test_assemble_lays_staged_runs_out_as_a_result_set(fixture, tmp_path):
+    """What the pipeline's REPORT does with the run directories it is handed."""
+    from biossd import layout
+
+    truth, a = fixture
+    rows = a.rs.runs.head(3)
+    staged = []
+    for i, (_, row) in enumerate(rows.iterrows()):  # staged under arbitrary names, as Nextflow does
+        link = tmp_path / "staged" / f"run{i + 1}"
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(a.rs.run_dir(row))
+        staged.append(link)
+    device = tmp_path / "d.json"
+    device.write_text("{}")
+    made = layout.assemble(tmp_path / "out", staged, {"h-ssd": device}, {"features.csv": device})
+    assert [str(m) for m in made] == list(rows["run_dir"])
+    assert all((tmp_path / "out" / m / "run.json").is_file() for m in made)
+    assert (tmp_path / "out" / "h-ssd" / "device.json").read_text() == "{}"
+    with pytest.raises(FileExistsError, match="two runs have the labels"):
+        layout.assemble(tmp_path / "out", staged[:1])
