@@ -58,6 +58,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "memory_option": (_MAP, (), "{name, fraction_of_cap, default}: a tool's own memory setting"),
     "min_mem": (_STR, (), "the smallest memory cap the tool runs under (e.g. a JVM's heap); the study refuses less"),
     "stage": (_MAP, (), "{files, values, prepare}: how a run is staged from its input kind (runnable tools)"),
+    "quality": (_MAP, (), "{output, format, truth}: score the output against the input's truth (biossd.quality)"),
     "command": (_LIST, ("tool",), "argv template; {name} fields are filled per argument"),
     "extra_commands": (_MAP, (), "other argv templates: name -> argv"),
     "smoke": (_MAP + _NONE, ("tool",), "{files, commands, expect}: a tiny self-checking run, or null"),
@@ -212,6 +213,16 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
             raise _fail(path, "stage", f"gives no value for {sorted(needed - given)} of the command")
         if not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in stage.get("prepare", [])):
             raise _fail(path, "stage.prepare", "must be a list of argv lists")
+    quality = data.get("quality")
+    if quality is not None:
+        from biossd.quality import FORMATS
+
+        if quality.get("output") not in (stage or {}).get("files", {}):
+            raise _fail(path, "quality.output", f"is {quality.get('output')!r}, not a file of stage.files")
+        if quality.get("format") not in FORMATS:
+            raise _fail(path, "quality.format", f"is {quality.get('format')!r}; use one of {FORMATS}")
+        if not quality.get("truth"):
+            raise _fail(path, "quality.truth", "is missing: the input's truth file")
     from biossd.data import KINDS
 
     if data["input"] not in KINDS:

@@ -416,6 +416,27 @@ def cmd_host(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_quality(args: argparse.Namespace) -> int:
+    from biossd import catalogue, manifest, quality
+
+    entry = catalogue.get(args.tool)
+    if not entry.data.get("quality"):
+        print(f"biossd quality: {entry.id} has no quality check; nothing written")
+        return 0
+    outcome = manifest.read_manifest(Path(args.run)).get("outcome")
+    if outcome != "ok":
+        print(f"biossd quality: the run ended {outcome}; not scored")
+        return 0
+    try:
+        result = quality.evaluate(entry, Path(args.scratch))
+    except quality.QualityError as err:  # recorded, not fatal: the run itself is a result
+        result = {"tool": entry.id, "error": str(err)}
+        print(f"biossd quality: {err}", file=sys.stderr)
+    path = quality.write(Path(args.run), result)
+    print(f"{path}: " + ", ".join(f"{c} {result.get(c, float('nan')):.4f}" for c in quality.QUALITY_COLUMNS))
+    return 0
+
+
 def cmd_study_plan(args: argparse.Namespace) -> int:
     from biossd import matrix
 
@@ -585,6 +606,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="up: write the resolved classes (JSON) here; "
                    "characterize: directory for <class>.json")
     p.set_defaults(func=cmd_storage)
+
+    p = sub.add_parser("quality", help="score a run's output against its input's truth (Fig. 1(b))")
+    p.add_argument("tool")
+    p.add_argument("--scratch", required=True, help="the run's scratch directory (its output and truth)")
+    p.add_argument("--run", required=True, help="the run directory (gets quality.json)")
+    p.set_defaults(func=cmd_quality)
 
     p = sub.add_parser("host", help="this host's facts (kernel, OS, CPU, memory, swap) as JSON")
     p.add_argument("-o", "--output", help="also write them here")

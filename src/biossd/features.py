@@ -20,7 +20,8 @@ import pandas as pd
 
 import pyarrow as pa
 
-from biossd import blkbinary, blockstats, blocktrace, counters, diskmodel, layout, manifest
+from biossd import blkbinary, blockstats, blocktrace, counters, diskmodel, layout, manifest, quality
+from biossd.quality import QUALITY_COLUMNS
 
 SECTOR_BYTES = 512
 
@@ -217,6 +218,7 @@ def run_features(run_dir: Path) -> dict[str, Any]:
 
     row.update(_trace_columns(run_dir, body, missing))
     row.update(_perf_columns(run_dir, body, row.get("runtime_s", math.nan), missing))
+    row.update(quality.read_columns(run_dir))
     row["missing_reason"] = format_missing(missing)
     return row
 
@@ -335,7 +337,7 @@ def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
             if failures is not None:
                 failures.append((Path(run_dir), str(err)))
     columns = [*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
-               "missing_reason", "run_dir"]
+               *QUALITY_COLUMNS, "missing_reason", "run_dir"]
     table = _typed(pd.DataFrame(rows, columns=columns))
     return table.sort_values(list(LABEL_COLUMNS), kind="stable").reset_index(drop=True)
 
@@ -373,7 +375,7 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     for col in LABEL_COLUMNS:
         table[col] = table[col].astype("string").astype(object)
-    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS):
+    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS):
         if col in table:
             table[col] = pd.to_numeric(table[col], errors="raise").astype(float)
     return table

@@ -19,10 +19,10 @@ from scipy.cluster import hierarchy  # noqa: E402
 
 from biossd import blocktrace, catalogue, features, patterns, speedup  # noqa: E402
 from biossd.analysis import Analysis  # noqa: E402
+from biossd.quality import QUALITY_COLUMNS  # noqa: E402
 
-#: Fig. 1: the short-read aligners (§2.1), and the quality columns a run may carry.
+#: Fig. 1: the short-read aligners (§2.1); their quality columns come from biossd.quality.
 ALIGNERS = ("maq", "bwa", "bowtie2")
-QUALITY_COLUMNS = ("sensitivity", "accuracy", "precision", "f_measure")
 #: Fig. 4: which features share a panel, with the panel's axis label and units.
 FIG04_PANELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("(a) Butil", ("Butil",), "fraction of bandwidth"),
@@ -120,8 +120,8 @@ def fig01_aligners(a: Analysis) -> plt.Figure:
         ax2.set_title("(b) quality", loc="left", fontsize=10)
     else:
         ax2.set_title("(b) quality", loc="left", fontsize=10)
-        _empty(ax2, "quality not measured: the runs carry no sensitivity/accuracy/precision/F-measure "
-                    "columns (no alignment-vs-truth evaluation in this result set)")
+        _empty(ax2, "quality not measured: no run of these aligners was scored against the truth "
+                    "(biossd quality; quality.json in the run directory)")
     return _finish(fig, a, "Short-read aligners (seed 000, Fig. 1)")
 
 

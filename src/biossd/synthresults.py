@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from biossd import blocktrace, catalogue, features, layout, manifest
+from biossd.quality import QUALITY_COLUMNS
 from biossd.units import parse_size
 
 #: Normalized feature centres (Butil, Riops, Wiops, Pfault, CAR, Rsize, Wsize, WBlen) after the
@@ -52,6 +53,10 @@ BREAKEVEN_SCALE = 5   # §3.4: AmpliconNoise broke even after replicating the in
 #: This tool ends ``oom`` on the slow side at the largest scale (every cap, every repeat).
 OOM_RUN = {"tool": "mc_upgma", "side": "slow"}
 NOT_RUN = "erminej"
+#: Fig. 1(b): the aligners' planted quality (sensitivity, accuracy, precision, F-measure); Maq
+#: the most accurate, as the paper found.
+PLANTED_QUALITY = {"maq": (0.97, 0.95, 0.98, 0.975), "bwa": (0.95, 0.93, 0.97, 0.96),
+                   "bowtie2": (0.93, 0.91, 0.96, 0.945)}
 PAPER_CAPS = ("1G", "4G", "16G", "32G")
 PAPER_SCALES = (1, 2, 4, 8, 16)
 TRACE_REQUESTS = 2000
@@ -141,7 +146,7 @@ def write(out: Path, caps: Sequence[str] = PAPER_CAPS, scales: Sequence[int] = P
     for root, rs in rows.items():
         table = pd.DataFrame(rs, columns=[*features.LABEL_COLUMNS, "outcome", *features.RUSAGE_COLUMNS,
                                           *features.STORAGE_FEATURES, *features.CPU_MEMORY_COLUMNS,
-                                          "missing_reason", "run_dir"])
+                                          *QUALITY_COLUMNS, "missing_reason", "run_dir"])
         table = table.sort_values(list(features.LABEL_COLUMNS), kind="stable").reset_index(drop=True)
         features.write_table(table, Path(root) / layout.FEATURES_FILE)
     truth = {"patterns": patterns, "groups": {t: "G+" if p in ("P1", "P2", "P3") else "G0" for t, p in patterns.items()},
@@ -166,8 +171,10 @@ def _row(labels: dict[str, Any], outcome: str, runtime_s: float, raw: np.ndarray
     row.update(ipc=(0.6 if g_plus else 1.6) + noise[0], cache_miss_ratio=(0.30 if g_plus else 0.08) + noise[1],
                llc_miss_ratio=(0.45 if g_plus else 0.15) + noise[2], dtlb_miss_ratio=(0.02 if g_plus else 0.004) + noise[3] / 10,
                page_faults_per_s=raw[3] * 10)
+    row.update(dict(zip(QUALITY_COLUMNS, PLANTED_QUALITY.get(str(labels["tool"]), (np.nan,) * len(QUALITY_COLUMNS)))))
     if outcome != "ok":
-        for col in (*features.RUSAGE_COLUMNS, *features.STORAGE_FEATURES, *features.CPU_MEMORY_COLUMNS):
+        for col in (*features.RUSAGE_COLUMNS, *features.STORAGE_FEATURES, *features.CPU_MEMORY_COLUMNS,
+                    *QUALITY_COLUMNS):
             if col != "runtime_s":
                 row[col] = np.nan
     row["missing_reason"] = ""

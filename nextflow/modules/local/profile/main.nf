@@ -54,6 +54,8 @@ process PROFILE {
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
     cd "\$workdir"
+    # Aligners (Fig. 1(b)): the output scored against the input's truth, while scratch still holds it.
+    biossd quality ${meta.tool} --scratch "\$scratch" --run run > /dev/null
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
