@@ -15,12 +15,14 @@ export PATH := $(VENV)/bin:$(PATH)
 export NXF_OFFLINE := true
 export NXF_HOME ?= $(VENV)/nextflow/home
 
-.PHONY: run test install tools containers study figures summary lock clean-results help
+.PHONY: run test install tex tools containers study figures paper crate summary lock clean-results help
 
 help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
 	@echo "make test   install everything, run the whole test suite"
 	@echo "make figures RESULTS='dir [dir...]'   re-run the notebooks over one or more result sets"
+	@echo "make paper RESULTS='dir [dir...]'     build paper/build/supplement.pdf (installs TeX Live)"
+	@echo "make crate RESULTS=dir   write an RO-Crate (ro-crate-metadata.json) of a result set"
 	@echo "make tools        install the catalogue's runnable tools natively (apt, Maven)"
 	@echo "make containers   build every runnable tool's container, smoke-test it, print the status"
 
@@ -44,8 +46,20 @@ summary:
 	@echo "report:   $(abspath $(firstword $(RESULTS)))/report/  (figures/, tables/, notebooks/)"
 	@ls -1 $(firstword $(RESULTS))/report/figures/ $(firstword $(RESULTS))/report/tables/ | sed 's/^/          /'
 
-test: install tools
+test: install tools tex
 	python -m pytest $(PYTEST_ARGS)
+
+# TeX Live and pdftotext, for the supplement and its test (not needed by `make run`).
+tex:
+	@install/bootstrap.sh tex
+
+# The supplement of one or more result sets (the report of the first is used, made if missing).
+paper: install tex
+	biossd paper $(RESULTS) --out paper/build
+	@echo "supplement: $(abspath paper/build/supplement.pdf)"
+
+crate: install
+	biossd crate $(firstword $(RESULTS))
 
 tools: install
 	@biossd catalogue install

@@ -4,7 +4,7 @@
 # hash of its inputs only after it succeeded; a later call with the same inputs skips the step,
 # and a step that failed half-way is redone whole.
 #
-#   install/bootstrap.sh [check|system|python|nextflow|all]
+#   install/bootstrap.sh [check|system|python|nextflow|tex|all]   (all: all but tex)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,9 +21,9 @@ hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 stamp_ok() { [ -f "$stamps/$1" ] && [ "$(cat "$stamps/$1")" = "$2" ]; }
 stamp_write() { mkdir -p "$stamps"; printf '%s\n' "$2" > "$stamps/$1.tmp" && mv "$stamps/$1.tmp" "$stamps/$1"; }
 
-packages() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$here/debian-packages.txt"; }
+packages() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "${1:-$here/debian-packages.txt}"; }
 
-# True when every listed package is installed at its pinned version (fast: one dpkg-query).
+# True when every package of the list ($1) is installed at its pinned version (one dpkg-query each).
 system_satisfied() {
   local spec name want have
   while read -r spec; do
@@ -31,7 +31,22 @@ system_satisfied() {
     have=$(dpkg-query -W -f='${db:Status-Abbrev}${Version}' "$name" 2>/dev/null) || return 1
     case $have in ii*) ;; *) return 1 ;; esac
     [ -z "$want" ] || [ "${have#ii }" = "$want" ] || return 1
-  done < <(packages)
+  done < <(packages "$1")
+}
+
+# Install a package list ($2) under a stamp ($1): skipped when the stamp and the packages agree.
+apt_list() {
+  local stamp=$1 list=$2 key; key=$(hash_of "$list")
+  if stamp_ok "$stamp" "$key" && system_satisfied "$list"; then return 0; fi
+  if ! system_satisfied "$list"; then
+    note "installing Debian packages: $(packages "$list" | tr '\n' ' ')"
+    apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed: no network to the Debian package registry? (check with: apt-get update)"
+    # shellcheck disable=SC2046
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(packages "$list") >/dev/null \
+      || die "apt-get install failed for: $(packages "$list" | tr '\n' ' ') (run it by hand to see why)"
+    system_satisfied "$list" || die "packages still missing or at other versions after apt-get install: see $list"
+  fi
+  stamp_write "$stamp" "$key"
 }
 
 check() {
@@ -42,19 +57,14 @@ check() {
 
 system() {
   check
-  local key; key=$(hash_of "$here/debian-packages.txt")
-  if stamp_ok system "$key" && system_satisfied; then return 0; fi
-  if ! system_satisfied; then
-    note "installing Debian packages: $(packages | tr '\n' ' ')"
-    apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed: no network to the Debian package registry? (check with: apt-get update)"
-    # shellcheck disable=SC2046
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(packages) >/dev/null \
-      || die "apt-get install failed for: $(packages | tr '\n' ' ') (run it by hand to see why)"
-    system_satisfied || die "packages still missing or at other versions after apt-get install: see install/debian-packages.txt"
-  fi
+  apt_list system "$here/debian-packages.txt"
   local jv; jv=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
   [ -n "$jv" ] && [ "$jv" -ge "$java_min" ] || die "Java $java_min or newer is needed for Nextflow (found: ${jv:-none}); install openjdk-17-jre-headless"
-  stamp_write system "$key"
+}
+
+tex() {
+  check
+  apt_list tex "$here/tex-packages.txt"
 }
 
 python_env() {
@@ -123,6 +133,7 @@ case ${1:-all} in
   system) system ;;
   python) python_env ;;
   nextflow) nextflow_env ;;
+  tex) tex ;;
   all) system; python_env; nextflow_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, all)" ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, tex, all)" ;;
 esac

@@ -17,30 +17,39 @@ workflow {
     BIOSSD()
 }
 
-// Emulated storage classes stay up for the whole run; take them down however it ended. Then
-// count the runs' outcomes.
+// At the end, however the run ended: the provenance record, the count of outcomes, and the
+// emulated storage classes taken down (each step guarded, so a failing one skips no other).
 workflow.onComplete {
-    // Provenance of the invocation, beside Nextflow's trace/report/timeline.
-    def info = file("${params.outdir}/pipeline_info")
-    info.mkdirs()
-    def record = [
-        command_line: workflow.commandLine, profile: workflow.profile, run_name: workflow.runName,
-        session_id: workflow.sessionId.toString(), nextflow_version: nextflow.version.toString(),
-        start: workflow.start.toString(), complete: workflow.complete.toString(), success: workflow.success,
-        resumed: workflow.resume, stub_run: workflow.stubRun, launch_dir: workflow.launchDir.toString(),
-        revision: workflow.commitId ?: workflow.scriptId, params: params.collectEntries { k, v -> [k, v?.toString()] },
-    ]
-    file("${info}/provenance.json").text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(record)) + "\n"
-    def table = file("${params.outdir}/features.csv")
-    if( table.exists() && table.size() > 0 ) {
-        def rows = table.readLines()
-        def col = rows[0].tokenize(',').indexOf('outcome')
-        def counts = rows.drop(1).countBy { it.tokenize(',')[col] }
-        log.info "biossd: ${rows.size() - 1} runs; outcomes: " + counts.collect { k, v -> "${k} ${v}" }.join(', ')
+    try {
+        def info = file("${params.outdir}/pipeline_info")
+        info.mkdirs()
+        def record = [
+            command_line: workflow.commandLine, profile: workflow.profile, run_name: workflow.runName,
+            session_id: workflow.sessionId.toString(), nextflow_version: nextflow.version.toString(),
+            start: workflow.start.toString(), complete: workflow.complete.toString(), success: workflow.success,
+            resumed: workflow.resume, stub_run: workflow.stubRun, launch_dir: workflow.launchDir.toString(),
+            revision: workflow.commitId ?: workflow.scriptId, params: params.collectEntries { k, v -> [k, v?.toString()] },
+        ]
+        file("${info}/provenance.json").text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(record)) + "\n"
+        def table = file("${params.outdir}/features.csv")
+        if( table.exists() && table.size() > 0 ) {
+            def rows = table.readLines()
+            def col = rows[0].tokenize(',').indexOf('outcome')
+            def counts = rows.drop(1).countBy { it.tokenize(',')[col] }
+            log.info "biossd: ${rows.size() - 1} runs; outcomes: " + counts.collect { k, v -> "${k} ${v}" }.join(', ')
+        }
     }
-    def proc = ['biossd', 'storage', 'down', '--root', params.storage_root.toString()].execute()
-    proc.waitFor()
-    log.info "biossd storage down: ${proc.text.trim()}"
-    if( proc.exitValue() != 0 )
-        log.warn "biossd storage down failed (run `biossd cleanup`): ${proc.err.text.trim()}"
+    catch( Exception e ) {
+        log.error "biossd: writing provenance or the outcome summary failed: ${e.message}"
+    }
+    try {
+        def proc = ['biossd', 'storage', 'down', '--root', params.storage_root.toString()].execute()
+        proc.waitFor()
+        log.info "biossd storage down: ${proc.text.trim()}"
+        if( proc.exitValue() != 0 )
+            log.error "biossd storage down failed; emulated storage may still be mounted: run `biossd cleanup` (${proc.err.text.trim()})"
+    }
+    catch( Exception e ) {
+        log.error "biossd storage down could not run (${e.message}); emulated storage may still be mounted: run `biossd cleanup`"
+    }
 }

@@ -121,6 +121,21 @@ def test_notebooks_render_the_real_result_set_deterministically(result_set, bios
         assert (figs / name).read_bytes() == data, f"{name} differs between runs"
 
 
+def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_path):
+    """The supplement says plainly what was emulated; the crate lists the synthetic input with
+    the checksums its generator recorded, and every run."""
+    pdf = biossd("paper", str(result_set), "--no-render", "--out", str(tmp_path / "paper"), timeout=600).stdout.strip()
+    text = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True, check=True).stdout
+    text = " ".join(text.replace("-\n", "").split())
+    assert "Emulated: testhost-hdd is an emulated Seagate Barracuda (profile seagate-barracuda-7200) via fuse-loop" in text
+    assert "memory caps by cgroup-v1" in text and "Samtools 1.16.1" in text
+    body = json.loads(Path(biossd("crate", str(result_set)).stdout.strip()).read_text())
+    ids = {e["@id"]: e for e in body["@graph"]}
+    record = json.loads((result_set / "inputs" / "bam_x1" / "synth.json").read_text())
+    assert ids["#input-bam_x1-reads.bam"]["sha256"] == record["files"]["reads.bam"]["sha256"]
+    assert sum(1 for i in ids if i.endswith("/") and "/runs/" in i) == 3 * len(CLASSES)
+
+
 def test_unknown_profile_fails_with_nextflows_error(env, tmp_path):
     proc = nextflow(env, tmp_path, "-profile", "nosuch", "--outdir", str(tmp_path / "r"), check=False)
     assert proc.returncode != 0

@@ -268,6 +268,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_paper(args: argparse.Namespace) -> int:
+    from biossd import supplement
+
+    try:
+        pdf = supplement.build([Path(r) for r in args.results], Path(args.out), render=not args.no_render,
+                               fast=args.fast, slow=args.slow)
+    except supplement.SupplementError as err:
+        print(f"biossd paper: {err}", file=sys.stderr)
+        return 2
+    print(pdf)
+    return 0
+
+
+def cmd_crate(args: argparse.Namespace) -> int:
+    from biossd import crate
+
+    try:
+        path = crate.write(Path(args.results))
+    except crate.CrateError as err:
+        print(f"biossd crate: {err}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
 def cmd_layout_assemble(args: argparse.Namespace) -> int:
     from biossd import layout
 
@@ -568,6 +593,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slow", default="hdd", help="slow side of the speedup pair")
     p.add_argument("--no-html", action="store_true", help="keep the executed notebooks as .ipynb only")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("paper", help="build the supplement (paper/) from one or more result sets")
+    p.add_argument("results", nargs="+", help="result folders (the report of the first is used or made)")
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[2] / "paper" / "build"),
+                   help="build directory (default paper/build)")
+    p.add_argument("--no-render", action="store_true", help="use the existing report instead of rendering it again")
+    p.add_argument("--fast", default="ssd")
+    p.add_argument("--slow", default="hdd")
+    p.set_defaults(func=cmd_paper)
+
+    p = sub.add_parser("crate", help="write an RO-Crate (ro-crate-metadata.json) for a result set")
+    p.add_argument("results", help="a result folder (--outdir of a study run)")
+    p.set_defaults(func=cmd_crate)
 
     layout_p = sub.add_parser("layout", help="the result layout").add_subparsers(dest="layout_cmd", required=True)
     p = layout_p.add_parser("assemble", help="lay run directories out as a result set (links)")

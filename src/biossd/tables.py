@@ -23,6 +23,9 @@ REFERENCE_DIR = catalogue.REPO_ROOT / "study" / "reference"
 SIGNIFICANT_DIGITS = 4
 WHOLE_FROM = 1000.0
 MISSING_TEXT = "--"
+#: A text column whose longest cell is longer than this wraps in the LaTeX (a ``p`` column).
+WRAP_CHARS = 48
+WRAP_WIDTH = "7cm"
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
@@ -54,7 +57,13 @@ def latex_escape(text: str) -> str:
 
 def to_latex(table: pd.DataFrame) -> str:
     """A booktabs tabular of ``table`` (numbers right-aligned, text left), escaped."""
-    align = "".join("r" if pd.api.types.is_numeric_dtype(table[c]) else "l" for c in table.columns)
+    def spec(col: str) -> str:
+        if pd.api.types.is_numeric_dtype(table[col]):
+            return "r"
+        longest = table[col].astype(str).str.len().max() if len(table) else 0
+        return f"p{{{WRAP_WIDTH}}}" if longest > WRAP_CHARS else "l"
+
+    align = "".join(spec(c) for c in table.columns)
     lines = [f"\\begin{{tabular}}{{{align}}}", "\\toprule",
              " & ".join(latex_escape(str(c)) for c in table.columns) + " \\\\", "\\midrule"]
     for row in table.itertuples(index=False):
@@ -91,7 +100,7 @@ def table1_tools(a: Analysis) -> pd.DataFrame:
             row.update(mem=b["mem"], scale=int(b["scale"]), runtime_fast_s=b["runtime_s_fast"],
                        runtime_slow_s=b["runtime_s_slow"], speedup=b["speedup"], group=b["group"], status=b["status"])
         else:
-            why = "not run" if d["status"] == "runnable" else f"not run: recipe-only here ({d.get('status_reason', '')})"
+            why = "not run" if d["status"] == "runnable" else "not run: recipe-only here"  # why: catalogue
             row.update(mem="", scale=np.nan, runtime_fast_s=np.nan, runtime_slow_s=np.nan, speedup=np.nan,
                        group="", status=why)
         rows.append(row)

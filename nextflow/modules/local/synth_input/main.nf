@@ -5,12 +5,15 @@
 process SYNTH_INPUT {
     tag "${meta.id}"
     label 'process_single'
+    // The input's record (kind, seed, size, sha256 of every file) is kept with the results.
+    publishDir "${params.outdir}/inputs/${meta.id}", mode: 'copy', saveAs: { name -> name == 'input/synth.json' ? 'synth.json' : null }
 
     input:
     tuple val(meta), val(size), val(seed)
 
     output:
     tuple val(meta), path('input'), emit: input
+    path 'input/synth.json'        , emit: record
     path 'versions.yml'            , emit: versions
 
     script:
@@ -24,7 +27,7 @@ process SYNTH_INPUT {
 
     stub:
     """
-    mkdir input && touch input/reads.bam
+    mkdir input && touch input/reads.bam && echo '{"stub": true}' > input/synth.json
     echo '"${task.process}": {biossd: stub}' > versions.yml
     """
 }

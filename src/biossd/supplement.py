@@ -1,0 +1,236 @@
+"""The citable supplement (issue 10): ``paper/supplement.tex`` around text generated from a
+result set — the methods (hosts, devices and what was emulated, tool versions and substitutes,
+the tools not run, memory caps, scales, repeats, the measuring mechanisms) and one captioned
+section per table and figure of seed 000 — built with latexmk into ``paper/build/supplement.pdf``.
+
+Nothing in the methods is typed by hand: every fact comes from the result set's records
+(``pipeline_info/``, each side's ``device.json``, the runs' manifests) or from the catalogue.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from biossd import analysis, catalogue, layout, manifest, report
+from biossd.tables import latex_escape as esc
+
+PAPER_DIR = catalogue.REPO_ROOT / "paper"
+MAIN_TEX = "supplement.tex"
+GENERATED_DIR = "generated"
+LATEXMK_TIMEOUT_S = 600
+GIB = 1 << 30
+
+#: Every artefact of seed 000, in the paper's order: (kind, number, file stem, caption). The
+#: file stems are those the notebooks write (biossd.report / notebooks/).
+ARTEFACTS: tuple[tuple[str, str, str, str], ...] = (
+    ("table", "1", "table1_tools", "The tools: task, the paper's group and speedup beside this result set's "
+     "baseline speedup and group (G+ at the threshold or more), and why a tool has none"),
+    ("figure", "1", "fig01_aligners", "Short-read aligners: runtime on both storage classes and quality "
+     "against the synthetic truth"),
+    ("figure", "2", "fig02_speedup", "Speedup of every tool, one panel per pair of a fast and a slow side"),
+    ("figure", "3", "fig03_pipelines", "Pipelines: runtime on both storage classes broken down by step"),
+    ("table", "2", "table2_features", "The eight storage features and their definitions"),
+    ("figure", "4", "fig04_storage_features", "Storage feature measurements per tool"),
+    ("figure", "5", "fig05_patterns", "Clustering the tools on their normalized storage features: dendrogram, "
+     "patterns, radar charts and their numbers"),
+    ("figure", "6", "fig06_traces", "Representative read and write traces of each pattern"),
+    ("figure", "7", "fig07_randomness", "Impact of randomness on speedup: CAR against Rsize and Wsize"),
+    ("figure", "8", "fig08_input_size", "Input size and SSD effectiveness, with the break-even scale"),
+    ("figure", "9", "fig09_memory", "Main memory size and SSD effectiveness"),
+    ("figure", "10", "fig10_cpu_memory", "CPU and memory features with speedup"),
+    ("table", "3", "table3_ssd_devices", "The fast class's devices as measured, beside the paper's SSDs"),
+    ("table", "4", "table4_hdd_devices", "The slow class's devices as measured, beside the paper's HDDs"),
+    ("table", "5", "table5_inputs", "The inputs of each tool"),
+)
+
+
+class SupplementError(RuntimeError):
+    pass
+
+
+def _first_manifests(a: analysis.Analysis) -> dict[str, dict]:
+    """One run manifest per side (its first run), for the mechanisms that side used."""
+    out = {}
+    for side, rows in a.rs.runs.sort_values(["side", "tool", "mem_bytes", "scale", "rep"]).groupby("side"):
+        try:
+            out[side] = manifest.read_manifest(a.rs.run_dir(rows.iloc[0]))
+        except manifest.ManifestError:
+            continue
+    return out
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1] if items else "none"
+
+
+def methods_tex(a: analysis.Analysis) -> str:
+    """The methods section's text, every fact from the result set."""
+    runs = a.rs.runs
+    out = [r"\subsection*{Result set}"]
+    params = {}
+    for record in a.rs.provenance:
+        params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
+    synthetic = any(r.get("synthetic") for r in a.rs.provenance)
+    if synthetic:
+        out.append(r"\textbf{This result set is synthetic} (\texttt{biossd data synth-results}): its numbers "
+                   r"are planted to test the analysis, not measured. ")
+    lines = [f"{len(runs)} profiled runs in {len(a.rs.roots)} result folder(s), "
+             f"on the sides {_join([esc(s) for s in a.rs.sides()])} (a side is one storage class on one host)."]
+    invocations = sorted({(str(r["command_line"]), str(r.get("profile"))) for r in a.rs.provenance
+                          if r.get("command_line")})
+    for command, profile in invocations:
+        lines.append(f"Invocation: \\texttt{{{esc(command)}}} (profile {esc(profile)}).")
+    out.append(" ".join(lines))
+
+    out.append(r"\subsection*{Hosts}")
+    host_lines = []
+    for name, facts in sorted(a.rs.hosts.items()):
+        mem = facts.get("mem_total_bytes")
+        host_lines.append(
+            f"{esc(name)}: {esc(str(facts.get('cpu_model')))} ({facts.get('cpu_count')} logical CPUs), "
+            f"{mem / GIB:.1f} GiB of memory, " if mem else f"{esc(name)}: {esc(str(facts.get('cpu_model')))}, ")
+        host_lines[-1] += f"kernel {esc(str(facts.get('kernel')))}, {esc(str(facts.get('os')))}."
+    out.append(" ".join(host_lines) or "No host records (pipeline\\_info/host-*.json) in the result set.")
+    if a.differences:
+        out.append(r"\textbf{The two sides of the speedup pair differ besides the drive:} "
+                   + "; ".join(esc(d) for d in a.differences) + ".")
+
+    out.append(r"\subsection*{Storage classes and devices}")
+    dev_lines = []
+    for side, record in sorted(a.rs.devices.items()):
+        spec = record.get("spec_row") or {}
+        emulation = record.get("emulation") or {}
+        text = f"{esc(side)} ({esc(str(spec.get('device', '?')))})"
+        if spec:
+            text += (f": measured by fio with direct I/O at {spec.get('seq_read_mbs', float('nan')):.0f}/"
+                     f"{spec.get('seq_write_mbs', float('nan')):.0f} MB/s sequential read/write and "
+                     f"{spec.get('rand_read_iops', float('nan')):.0f}/{spec.get('rand_write_iops', float('nan')):.0f} "
+                     "random 4 KiB read/write IOPS at queue depth 1")
+        if emulation.get("emulated"):
+            text += (f". \\textbf{{Emulated:}} {esc(side)} is an emulated "
+                     f"{esc(str(emulation.get('profile_name') or emulation.get('profile')))} "
+                     f"(profile {esc(str(emulation.get('profile')))}) via {esc(str(emulation.get('mechanism')))}: "
+                     "ext4 on a loop device over a disk image served through FUSE, each request held for the "
+                     "service time of a seek, rotation and transfer model calibrated to the profile "
+                     "(biossd.emulate, biossd.diskmodel); not a physical hard disk")
+        elif record.get("synthetic"):
+            text += " (a synthetic record)"
+        dev_lines.append(text + ".")
+    out.append(" ".join(dev_lines) or "No device records in the result set.")
+
+    out.append(r"\subsection*{Measurement}")
+    mech = []
+    for side, body in sorted(_first_manifests(a).items()):
+        cap = (body.get("memory_cap") or {}).get("backend")
+        trace = (body.get("collectors") or {}).get("blocktrace", {})
+        perf = (body.get("collectors") or {}).get("perf", {})
+        engine = (body.get("labels") or {}).get("container_engine") or "native"
+        parts = [f"memory caps by {esc(str(cap))}" if cap else None,
+                 f"block requests traced with {esc(str(trace.get('source') or 'a source not recorded'))}"
+                 if trace.get("ran") else
+                 (f"no block trace ({esc(str(trace.get('why')))})" if trace else None),
+                 ("perf with hardware counters" if perf.get("pmu") else "perf with software events only (no PMU)")
+                 if perf.get("ran") else None,
+                 f"tools run {esc(engine)}" + (f" in {esc(str(body.get('container_image')))}" if body.get("container_image") else "")]
+        mech.append(f"{esc(side)}: " + "; ".join(p for p in parts if p) + ".")
+    out.append(" ".join(mech) or "No run manifests to read the mechanisms from.")
+    caps = sorted(runs["mem"].unique(), key=lambda m: runs.loc[runs["mem"] == m, "mem_bytes"].iloc[0])
+    reps = int(runs["rep"].astype(int).max()) if len(runs) else 0
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(runs["outcome"].value_counts().items()))
+    out.append(f"Memory caps {_join([esc(c) for c in caps])}; input scales (replication factors) "
+               f"{_join([str(s) for s in sorted(runs['scale'].unique())])}; {reps} repeats of every run, each "
+               f"starting with the page cache dropped; outcomes: {esc(outcomes)}. Inputs are synthetic "
+               f"(\\texttt{{biossd data synth}}, baseline size {esc(str(params.get('input_size', '?')))}, "
+               f"seed {esc(str(params.get('seed', '?')))}), replicated per scale; Table~5 names the paper's data "
+               "set each stands in for. Speedup is the slow side's mean runtime over the fast side's, each over "
+               f"the repeats that ended ok; G+ means {a.threshold:g}x or more. Features are defined in Table~2.")
+
+    out.append(r"\subsection*{Tools}")
+    ran = set(runs["tool"])
+    entries = {e.id: e for e in catalogue.load_all() if e.kind == "tool"}
+    facts = analysis.resultset.run_facts(a.rs, a.baseline_runs)
+    versions = facts.groupby("tool")["tool_version"].agg(lambda v: ", ".join(sorted(set(map(str, v.dropna())))))
+    tool_lines = []
+    for tool in sorted(ran):
+        e = entries.get(tool)
+        name = esc(e.data["paper_name"]) if e else esc(tool)
+        version = versions.get(tool) or (e.data["version"] if e else "?")
+        text = f"{name} {esc(str(version))}"
+        if e and e.data.get("substitute_of"):
+            text += f" (\\textbf{{substitute}} for {esc(entries[e.data['substitute_of']].data['paper_name'])})"
+        tool_lines.append(text)
+    out.append("Run: " + "; ".join(tool_lines) + ".")
+    absent = sorted(set(entries) - ran)
+    if absent:
+        out.append(r"\textbf{Not run:} " + "; ".join(
+            f"{esc(entries[t].data['paper_name'])}"
+            + (f" (recipe-only here: {esc(entries[t].data.get('status_reason', ''))})"
+               if entries[t].data["status"] != "runnable" else "") for t in absent) + ".")
+    return "\n\n".join(out) + "\n"
+
+
+def body_tex(report_rel: str = "report") -> str:
+    """One captioned float per artefact, reading the copied report (relative paths)."""
+    parts = []
+    for kind, number, stem, caption in ARTEFACTS:
+        label = f"Seed 000 {'Table' if kind == 'table' else 'Fig.'} {number}"
+        if kind == "figure":
+            parts.append("\\begin{figure}[p]\n\\centering\n"
+                         f"\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]"
+                         f"{{{report_rel}/figures/{stem}.pdf}}\n"
+                         f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{figure}}\n\\clearpage\n")
+        else:
+            parts.append("\\begin{table}[p]\n\\centering\n"
+                         f"\\caption{{{label}. {esc(caption)}.}}\n"
+                         f"\\resizebox{{\\textwidth}}{{!}}{{\\input{{{report_rel}/tables/{stem}.tex}}}}\n"
+                         "\\end{table}\n\\clearpage\n")
+    return "\n".join(parts)
+
+
+def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", render: bool = True,
+          fast: str = "ssd", slow: str = "hdd") -> Path:
+    """Write the generated text, copy the report, run latexmk; returns ``out_dir/supplement.pdf``.
+    The report is rendered first when ``render`` or when the first folder has none."""
+    if shutil.which("latexmk") is None:
+        raise SupplementError("latexmk is not installed: `make paper` installs TeX Live (install/tex-packages.txt)")
+    dirs = [Path(d).resolve() for d in results_dirs]
+    report_dir = dirs[0] / layout.REPORT_DIR
+    missing = [stem for kind, _, stem, _ in ARTEFACTS
+               if not (report_dir / ("figures" if kind == "figure" else "tables")
+                       / f"{stem}.{'pdf' if kind == 'figure' else 'tex'}").is_file()]
+    if render or missing:
+        report.render(dirs, report_dir, parameters={"fast": fast, "slow": slow})
+    a = analysis.open_results(dirs, fast=fast, slow=slow)
+    out_dir = Path(out_dir).resolve()
+    gen = out_dir / GENERATED_DIR
+    gen.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out_dir / "report", ignore_errors=True)
+    for sub in ("figures", "tables"):
+        shutil.copytree(report_dir / sub, out_dir / "report" / sub)
+    from biossd.manifest import atomic_write_text
+
+    atomic_write_text(gen / "methods.tex", methods_tex(a))
+    atomic_write_text(gen / "body.tex", body_tex())
+    atomic_write_text(gen / "results.tex", "".join(f"\\item {esc(str(d))}\n" for d in dirs))
+    shutil.copyfile(PAPER_DIR / MAIN_TEX, out_dir / MAIN_TEX)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": report.SOURCE_DATE_EPOCH, "FORCE_SOURCE_DATE": "1"}
+    proc = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", MAIN_TEX],
+                          cwd=out_dir, capture_output=True, text=True, env=env, timeout=LATEXMK_TIMEOUT_S)
+    pdf = out_dir / MAIN_TEX.replace(".tex", ".pdf")
+    if proc.returncode != 0 or not pdf.is_file():
+        log = (out_dir / MAIN_TEX.replace(".tex", ".log"))
+        tail = log.read_text(errors="replace")[-2000:] if log.is_file() else proc.stdout[-2000:]
+        raise SupplementError(f"latexmk failed in {out_dir} (see {log}):\n{tail}")
+    return pdf
+
+
+def captions() -> pd.DataFrame:
+    """The artefacts and their captions (what a reader of the PDF will find)."""
+    return pd.DataFrame(ARTEFACTS, columns=["kind", "number", "stem", "caption"])
