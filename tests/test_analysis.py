@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biossd import analysis, features, patterns, resultset, speedup, synthresults, tables
+from biossd import analysis, catalogue, features, patterns, resultset, speedup, synthresults, tables
 
 CAPS, SCALES = ("1G", "4G"), (1, 2, 8)
 
@@ -161,3 +161,17 @@ def test_assemble_lays_staged_runs_out_as_a_result_set(fixture, tmp_path):
     assert (tmp_path / "out" / "h-ssd" / "device.json").read_text() == "{}"
     with pytest.raises(FileExistsError, match="two runs have the labels"):
         layout.assemble(tmp_path / "out", staged[:1])
+
+
+@pytest.mark.parametrize("path", sorted((catalogue.REPO_ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebooks_in_git_are_clean_with_one_parameters_cell(path):
+    """papermill's convention: one cell tagged `parameters`; kept without outputs; analysis by
+    calling biossd (no function defined in a notebook)."""
+    import json
+
+    nb = json.loads(path.read_text())
+    tagged = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1 and "results_dirs" in "".join(tagged[0]["source"])
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
+    assert not any("def " in "".join(c["source"]) for c in code), "logic belongs in src/biossd"

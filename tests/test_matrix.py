@@ -94,3 +94,13 @@ def test_cli_prints_the_plan_and_fails_on_problems(biossd):
 def test_bad_tool_caps_items(spec):
     problems: list[str] = []
     assert matrix.parse_tool_caps(spec, problems) == [] and problems
+
+
+def test_slurm_takes_one_partition_and_no_emulation():
+    slurm = {"executor": "slurm", "storage_classes": "ssd,hdd", "slurm_partitions": "ssd=fast,hdd=slow"}
+    problems = plan(**slurm, emulate="hdd=seagate-barracuda-7200").problems
+    assert any("class 'hdd' is emulated" in p for p in problems)
+    assert any("several partitions" in p and "ssd=fast" in p for p in problems)
+    assert any("class 'ssd' has no partition" in p for p in plan(executor="slurm").problems)
+    assert plan(executor="slurm", slurm_partitions="ssd=fast").problems == []
+    assert plan(executor="slurm", slurm_default_partition="batch").problems == []

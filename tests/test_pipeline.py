@@ -266,3 +266,4 @@ def test_slurm_profile_resolves(env, tmp_path):
     out = subprocess.run([exe, "config", "-profile", "ssd,slurm", str(REPO / "study")], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120).stdout
     assert "executor = 'slurm'" in out and "cap_backend = 'external'" in out and "partitionOf(" in out
+    assert "withName:CHARACTERIZE" in out.replace(" ", "")

@@ -149,6 +149,22 @@ def device_problems(classes: list[str], named: Mapping[str, str], scratch_dir: s
     return problems
 
 
+def slurm_problems(classes: list[str], emulated: set[str], partitions: Mapping[str, str],
+                   default: object) -> list[str]:
+    """On SLURM every class needs a partition, one invocation studies one partition (its device
+    is characterized on it), and no class is emulated (an emulation is mounted on one host)."""
+    problems = [f"-profile slurm: class '{c}' is emulated; emulated storage needs the local executor "
+                "(run -profile test or emulated_hdd without slurm)" for c in sorted(emulated)]
+    chosen = {c: partitions.get(c) or (str(default) if default else None) for c in classes}
+    problems += [f"-profile slurm: class '{c}' has no partition; give --slurm_partitions {c}=PARTITION "
+                 "or --slurm_default_partition" for c, p in chosen.items() if p is None]
+    if len({p for p in chosen.values() if p}) > 1:
+        problems.append("-profile slurm: the classes map to several partitions "
+                        f"({', '.join(f'{c}={p}' for c, p in sorted(chosen.items()))}); run one invocation per "
+                        "partition (-profile ssd,slurm and -profile hdd,slurm), as the paper's matched pair")
+    return problems
+
+
 def plan(params: Mapping[str, Any], stub: bool = False,
          catalogue_dir: Path = catalogue.CATALOGUE_DIR) -> Plan:
     """The matrix of ``params`` (the study's Nextflow params), with every problem found."""
@@ -196,6 +212,9 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     named = parse_pairs(params.get("devices"), "devices", problems)
     if not stub:
         problems += device_problems(classes, named, str(scratch) if scratch else None, emulated)
+    if params.get("executor") == "slurm":
+        problems += slurm_problems(classes, emulated, parse_pairs(params.get("slurm_partitions"), "slurm_partitions",
+                                                                  problems), params.get("slurm_default_partition"))
     swap_dir = params.get("swap_dir") or None
     if swap_dir and not Path(str(swap_dir)).is_dir():
         problems.append(f"--swap_dir {swap_dir} is not an existing directory")
