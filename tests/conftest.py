@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,3 +54,14 @@ def own_cgroups() -> list[Path]:
     from biossd.cgroups import find_leftovers
 
     return find_leftovers()
+
+
+def pdf_text(pdf: Path) -> str:
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    return " ".join(text.replace("\u2019", "'").split())
+
+
+def squeezed(text: str) -> str:
+    """Without white space and hyphens: LaTeX breaks lines at spaces and hyphens (its own
+    hyphenation too), and pdftotext keeps the break; the words stay in order."""
+    return re.sub(r"[\s\-]", "", text)

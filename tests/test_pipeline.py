@@ -12,7 +12,7 @@ import pytest
 
 from biossd import catalogue, devices, emulate, features, layout, manifest
 from biossd.cgroups import find_leftovers
-from conftest import REPO
+from conftest import REPO, pdf_text, squeezed
 
 pytestmark = pytest.mark.integration
 
@@ -125,10 +125,10 @@ def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_pat
     """The supplement says plainly what was emulated; the crate lists the synthetic input with
     the checksums its generator recorded, and every run."""
     pdf = biossd("paper", str(result_set), "--no-render", "--out", str(tmp_path / "paper"), timeout=600).stdout.strip()
-    text = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True, check=True).stdout
-    text = " ".join(text.replace("-\n", "").split())
-    assert "Emulated: testhost-hdd is an emulated Seagate Barracuda (profile seagate-barracuda-7200) via fuse-loop" in text
-    assert "memory caps by cgroup-v1" in text and "Samtools 1.16.1" in text
+    text = squeezed(pdf_text(Path(pdf)))
+    for phrase in ("Emulated: testhost-hdd is an emulated Seagate Barracuda (profile seagate-barracuda-7200) via fuse-loop",
+                   "memory caps by cgroup-v1", "Samtools 1.16.1"):
+        assert squeezed(phrase) in text, phrase
     body = json.loads(Path(biossd("crate", str(result_set)).stdout.strip()).read_text())
     ids = {e["@id"]: e for e in body["@graph"]}
     record = json.loads((result_set / "inputs" / "bam_x1" / "synth.json").read_text())

@@ -23,7 +23,9 @@ process REPORT {
 
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
-    def devices = device_records.collect { "--device ${q("${host}-${it.baseName}=${it}")}" }.join(' ')
+    // One class gives one file (a Path, whose collect would walk its name parts), several a list.
+    def records = device_records instanceof List ? device_records : [device_records]
+    def devices = records.collect { "--device ${q("${host}-${it.baseName}=${it}")}" }.join(' ')
     def record  = groovy.json.JsonOutput.toJson([
         command_line: workflow.commandLine, profile: workflow.profile, run_name: workflow.runName,
         params: params.collectEntries { k, v -> [k, v?.toString()] }])

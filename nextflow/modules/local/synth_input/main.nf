@@ -5,20 +5,22 @@
 process SYNTH_INPUT {
     tag "${meta.id}"
     label 'process_single'
-    // The input's record (kind, seed, size, sha256 of every file) is kept with the results.
-    publishDir "${params.outdir}/inputs/${meta.id}", mode: 'copy', saveAs: { name -> name == 'input/synth.json' ? 'synth.json' : null }
+    // The input's record (kind, seed, size, sha256 of every file) is kept with the results. (A
+    // copy beside input/: Nextflow publishes an output inside another output only as part of it.)
+    publishDir "${params.outdir}/inputs/${meta.id}", mode: 'copy', saveAs: { name -> name == 'synth.json' ? name : null }
 
     input:
     tuple val(meta), val(size), val(seed)
 
     output:
     tuple val(meta), path('input'), emit: input
-    path 'input/synth.json'        , emit: record
+    path 'synth.json'              , emit: record
     path 'versions.yml'            , emit: versions
 
     script:
     """
     biossd data synth ${meta.kind} --size ${size} --scale ${meta.scale} --seed ${seed} -o input > /dev/null
+    cp input/synth.json synth.json
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
         biossd: \$(biossd --version | sed 's/biossd //')
@@ -27,7 +29,7 @@ process SYNTH_INPUT {
 
     stub:
     """
-    mkdir input && touch input/reads.bam && echo '{"stub": true}' > input/synth.json
+    mkdir input && touch input/reads.bam && echo '{"stub": true}' > synth.json
     echo '"${task.process}": {biossd: stub}' > versions.yml
     """
 }
