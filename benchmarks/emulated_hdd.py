@@ -14,7 +14,6 @@ not start within diskmodel.NEAR_BYTES after the end of the previous one. The imp
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile

@@ -23,10 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from biossd import blkbinary, blockstats, features
-from biossd.units import parse_size
 
 REQUEST_EVENTS = 3.2  # Q, D, C and a merge for a fifth of requests
 WRITE_BLOCK_REQUESTS = 1 << 20

@@ -1,7 +1,6 @@
 """The profiler on this machine: real samtools under a real cgroup memory cap, real signals."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -3,7 +3,6 @@ run takes (issue 8), natively here; the output the entry declares is written."""
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 

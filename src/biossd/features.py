@@ -15,9 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-import numpy as np
 import pandas as pd
-
 import pyarrow as pa
 
 from biossd import blkbinary, blockstats, blocktrace, counters, diskmodel, layout, manifest, quality
