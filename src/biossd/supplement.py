@@ -187,10 +187,12 @@ def body_tex(report_rel: str = "report") -> str:
                          f"{{{report_rel}/figures/{stem}.pdf}}\n"
                          f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{figure}}\n\\clearpage\n")
         else:
-            parts.append("\\begin{table}[p]\n\\centering\n"
+            # Landscape; shrunk only when wider than the page, never enlarged.
+            parts.append("\\begin{sidewaystable}\n\\centering\n"
                          f"\\caption{{{label}. {esc(caption)}.}}\n"
-                         f"\\resizebox{{\\textwidth}}{{!}}{{\\input{{{report_rel}/tables/{stem}.tex}}}}\n"
-                         "\\end{table}\n\\clearpage\n")
+                         "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}"
+                         f"{{\\input{{{report_rel}/tables/{stem}.tex}}}}\n"
+                         "\\end{sidewaystable}\n\\clearpage\n")
     return "\n".join(parts)
 
 

@@ -25,7 +25,7 @@ WHOLE_FROM = 1000.0
 MISSING_TEXT = "--"
 #: A text column whose longest cell is longer than this wraps in the LaTeX (a ``p`` column).
 WRAP_CHARS = 48
-WRAP_WIDTH = "7cm"
+WRAP_WIDTH = "5cm"
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
