@@ -187,11 +187,12 @@ def body_tex(report_rel: str = "report") -> str:
                          f"{{{report_rel}/figures/{stem}.pdf}}\n"
                          f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{figure}}\n\\clearpage\n")
         else:
-            # Landscape; shrunk only when wider than the page, never enlarged.
+            # Landscape; shrunk (never enlarged) to the page's width, then to 80% of its height.
             parts.append("\\begin{sidewaystable}\n\\centering\n"
                          f"\\caption{{{label}. {esc(caption)}.}}\n"
+                         "\\resizebox{!}{\\ifdim\\height>0.8\\textwidth 0.8\\textwidth\\else\\height\\fi}{"
                          "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}"
-                         f"{{\\input{{{report_rel}/tables/{stem}.tex}}}}\n"
+                         f"{{\\input{{{report_rel}/tables/{stem}.tex}}}}}}\n"
                          "\\end{sidewaystable}\n\\clearpage\n")
     return "\n".join(parts)
 
@@ -224,7 +225,8 @@ def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", ren
     shutil.copyfile(PAPER_DIR / MAIN_TEX, out_dir / MAIN_TEX)
     env = {**os.environ, "SOURCE_DATE_EPOCH": report.SOURCE_DATE_EPOCH, "FORCE_SOURCE_DATE": "1"}
     proc = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", MAIN_TEX],
-                          cwd=out_dir, capture_output=True, text=True, env=env, timeout=LATEXMK_TIMEOUT_S)
+                          cwd=out_dir, capture_output=True, text=True, errors="replace", env=env,
+                          timeout=LATEXMK_TIMEOUT_S)
     pdf = out_dir / MAIN_TEX.replace(".tex", ".pdf")
     if proc.returncode != 0 or not pdf.is_file():
         log = (out_dir / MAIN_TEX.replace(".tex", ".log"))

@@ -9,6 +9,7 @@ The same result set gives byte-identical files: rows in a fixed order, floats pr
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 import numpy as np
@@ -118,17 +119,23 @@ def _table1_order(entry: catalogue.Entry) -> tuple[float, str]:
     return (-(float(own) if own is not None else 0.0), entry.id)
 
 
+#: A sentence ends at a full stop before a capital letter ("et al. 2008" and "§5.2" do not end one).
+_SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")
+
+
 def table2_features() -> pd.DataFrame:
     """Table 2: the eight storage features — the paper's columns (ID, feature, when high (low))
-    and biossd's definition, unit and what it measures, from :data:`biossd.features.DEFINITIONS`."""
+    and biossd's definition (the first sentence of its function's docstring, where the rest
+    says what biossd chose), unit and function, from :data:`biossd.features.DEFINITIONS`."""
     paper = reference("storage_features").set_index("id")
     rows = []
     for fid in features.STORAGE_FEATURES:
         doc = " ".join(inspect.getdoc(features.DEFINITIONS[fid]).split())
         definition, _, unit = doc.partition(" Units: ")
+        first = _SENTENCE_END.split(definition.replace("**", ""), maxsplit=1)[0]
         rows.append({"id": fid, "feature": paper.at[fid, "feature"], "when_high_low": paper.at[fid, "when_high_low"],
-                     "measures": paper.at[fid, "measures"], "definition": definition.replace("**", ""),
-                     "unit": unit.split(";")[0].rstrip(".")})
+                     "measures": paper.at[fid, "measures"], "definition": first,
+                     "unit": unit.rstrip("."), "defined_in": f"biossd.features.{features.DEFINITIONS[fid].__name__}"})
     return pd.DataFrame(rows)
 
 
