@@ -268,29 +268,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_result(command: str, make, error: type[Exception]) -> int:
+    """Print what ``make()`` returns (a path), or the command's error and exit 2."""
+    try:
+        print(make())
+    except error as err:
+        print(f"biossd {command}: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_paper(args: argparse.Namespace) -> int:
     from biossd import supplement
 
-    try:
-        pdf = supplement.build([Path(r) for r in args.results], Path(args.out), render=not args.no_render,
-                               fast=args.fast, slow=args.slow)
-    except supplement.SupplementError as err:
-        print(f"biossd paper: {err}", file=sys.stderr)
-        return 2
-    print(pdf)
-    return 0
+    return _print_result("paper", lambda: supplement.build(
+        [Path(r) for r in args.results], Path(args.out), render=not args.no_render, fast=args.fast, slow=args.slow),
+        supplement.SupplementError)
 
 
 def cmd_crate(args: argparse.Namespace) -> int:
     from biossd import crate
 
-    try:
-        path = crate.write(Path(args.results))
-    except crate.CrateError as err:
-        print(f"biossd crate: {err}", file=sys.stderr)
-        return 2
-    print(path)
-    return 0
+    return _print_result("crate", lambda: crate.write(Path(args.results)), crate.CrateError)
 
 
 def cmd_layout_assemble(args: argparse.Namespace) -> int:
