@@ -100,7 +100,7 @@ def fig01_aligners(a: Analysis) -> plt.Figure:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     base = a.baseline.drop(columns="tool").reindex(list(ALIGNERS))
     x = np.arange(len(ALIGNERS))
-    for i, (col, label) in enumerate((("runtime_s_fast", "fast"), ("runtime_s_slow", "slow"))):
+    for i, col in enumerate(("runtime_s_fast", "runtime_s_slow")):
         side = a.sides[i]
         ax1.bar(x + (i - 0.5) * 0.38, base[col].fillna(0), 0.38, label=side, color=SIDE_COLOURS[i])
     for xi, tool in zip(x, ALIGNERS):
@@ -140,7 +140,7 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         colours = [GROUP_COLOURS[g] for g in speedup.group_of(values, a.threshold)]
         x = np.arange(len(order))
         ax.bar(x, values.fillna(0), color=colours)
-        for xi, (tool, row) in zip(x, table.iterrows()):
+        for xi, (_, row) in zip(x, table.iterrows()):
             if pd.isna(row["speedup"]):
                 status = row["status"] if isinstance(row["status"], str) else "not run"
                 ax.text(xi, 1, textwrap.fill(status, 14), rotation=90, ha="center", va="bottom", fontsize=6,
@@ -418,7 +418,7 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
     for i, cap in enumerate(caps):
         rows = table[table["mem"] == cap].set_index("tool").reindex(gatk)
         ax1.bar(np.arange(len(gatk)) + i * width, rows["speedup"].fillna(0), width, label=cap)
-        for j, (tool, row) in enumerate(rows.iterrows()):
+        for j, (_, row) in enumerate(rows.iterrows()):
             if pd.isna(row["speedup"]):
                 ax1.text(j + i * width, 0, "n/a", fontsize=6, ha="center", va="bottom", color=MISSING_COLOUR)
     if gatk:
