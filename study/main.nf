@@ -42,12 +42,23 @@ workflow.onComplete {
     catch( Exception e ) {
         log.error "biossd: writing provenance or the outcome summary failed: ${e.message}"
     }
+    // Taken down by a command that owns its output (a file, not a stream Nextflow may already have
+    // closed while shutting down after SIGINT/SIGTERM), in a session of its own (a second Ctrl-C
+    // does not reach it), for this Nextflow process only (another pipeline's disks stay up).
     try {
-        def proc = ['biossd', 'storage', 'down', '--root', params.storage_root.toString()].execute()
+        def log_file = file("${params.outdir}/pipeline_info/storage-down.log")
+        log_file.parent.mkdirs()
+        def pb = new ProcessBuilder('setsid', '-w', 'biossd', 'storage', 'down', '--root', params.storage_root.toString(),
+                                    '--owner-pid', ProcessHandle.current().pid().toString())
+        pb.redirectErrorStream(true)
+        pb.redirectOutput(log_file.toFile())
+        def proc = pb.start()
         proc.waitFor()
-        log.info "biossd storage down: ${proc.text.trim()}"
+        def said = log_file.text.trim()
         if( proc.exitValue() != 0 )
-            log.error "biossd storage down failed; emulated storage may still be mounted: run `biossd cleanup` (${proc.err.text.trim()})"
+            log.error "biossd storage down failed; emulated storage may still be mounted: run `biossd cleanup` (${said})"
+        else
+            log.info "biossd storage down: ${said}"
     }
     catch( Exception e ) {
         log.error "biossd storage down could not run (${e.message}); emulated storage may still be mounted: run `biossd cleanup`"

@@ -63,14 +63,16 @@ def test_hog_with_swap_pages_and_finishes(biossd, tmp_path, root_required, no_ho
     assert not Path(body["swap"]["backing_file"]).exists()
 
 
-def test_hog_without_swap_ends_as_oom(biossd, tmp_path, root_required, no_host_swap):
+def test_hog_without_swap_ends_as_oom(biossd, tmp_path, root_required):
+    """Memory and swap capped together (--no-swap), so this holds on a host with swap too."""
     run = tmp_path / "run"
-    biossd("profile", "--mem", CAP, "--blocktrace", "off", "--out", str(run),
+    biossd("profile", "--mem", CAP, "--no-swap", "--blocktrace", "off", "--out", str(run),
            "--", sys.executable, str(PROGRAMS / "memory_hog.py"), str(HOG_MIB))
     body = manifest.read_manifest(run)
     assert body["outcome"] == "oom", body["outcome"]
     assert body["memory_cap"]["oom_kills"] >= 1
     assert body["signal"] == 9
+    assert body["memory_cap"]["swap_capped"] is True
 
 
 @pytest.fixture

@@ -16,9 +16,12 @@ PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves PAYLOAD at /file.bin, honouring Range requests, and counts them."""
+    """Serves PAYLOAD at /file.bin as a real server does: a Range is answered with 206 and its
+    Content-Range, a range past the end with 416; requests are counted. ``lie_by`` shifts the
+    Content-Range's start (a misbehaving server)."""
 
     ranges: list[str] = []
+    lie_by = 0
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         rng = self.headers.get("Range")
@@ -26,8 +29,17 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         body, status = PAYLOAD, 200
         if rng:
             start = int(rng.split("=")[1].split("-")[0])
+            if start >= len(PAYLOAD):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(PAYLOAD)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             body, status = PAYLOAD[start:], 206
         self.send_response(status)
+        if status == 206:
+            first = start + self.lie_by
+            self.send_header("Content-Range", f"bytes {first}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -42,16 +54,17 @@ def server():
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     _Handler.ranges = []
+    _Handler.lie_by = 0
     yield f"http://127.0.0.1:{httpd.server_address[1]}/file.bin"
     httpd.shutdown()
 
 
-def _manifest(tmp_path: Path, url: str, sha256: str | None) -> Path:
+def _manifest(tmp_path: Path, url: str, sha256: str | None, size: bool = True) -> Path:
     d = tmp_path / "manifests"
     d.mkdir(exist_ok=True)
     doc = {"id": "toy", "name": "Toy", "description": "d", "source": {"url": url}, "licence": "l",
-           "files": [{"name": "file.bin", "url": url, "size_bytes": len(PAYLOAD), "sha256": sha256,
-                      **({} if sha256 else {"checksum_note": "unknown here"})}],
+           "files": [{"name": "file.bin", "url": url, **({"size_bytes": len(PAYLOAD)} if size else {}),
+                      "sha256": sha256, **({} if sha256 else {"checksum_note": "unknown here"})}],
            "used_by": ["bwa"], "recipe": "r", "synthetic": {"kind": "reads"}}
     (d / "toy.yaml").write_text(yaml.safe_dump(doc))
     return d
@@ -67,6 +80,39 @@ def test_fetch_verifies_and_resumes(tmp_path, server):
     assert (out / "file.bin").read_bytes() == PAYLOAD and not (out / "file.bin.part").exists()
     assert _Handler.ranges[-1] == "bytes=300000-" and record["files"][0]["resumed_from_bytes"] == 300_000
     assert record["files"][0]["verified"] is True and (out / "fetch.json").is_file()
+
+
+def test_a_complete_part_is_verified_and_renamed_without_a_request(tmp_path, server):
+    mdir = _manifest(tmp_path, server, hashlib.sha256(PAYLOAD).hexdigest())
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "file.bin.part").write_bytes(PAYLOAD)
+    record = datasets.fetch("toy", out, manifest_dir=mdir)
+    assert (out / "file.bin").read_bytes() == PAYLOAD and not (out / "file.bin.part").exists()
+    assert _Handler.ranges == [], "the .part was not re-requested"
+    assert record["files"][0]["downloaded_bytes"] == 0
+
+
+def test_a_complete_part_of_unknown_size_meets_416_and_is_kept(tmp_path, server):
+    """Without size_bytes the .part is resumed past the end: the server's 416 means it is whole."""
+    mdir = _manifest(tmp_path, server, hashlib.sha256(PAYLOAD).hexdigest(), size=False)
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "file.bin.part").write_bytes(PAYLOAD)
+    datasets.fetch("toy", out, manifest_dir=mdir)
+    assert _Handler.ranges[-1] == f"bytes={len(PAYLOAD)}-"
+    assert (out / "file.bin").read_bytes() == PAYLOAD
+
+
+def test_a_wrong_content_range_is_refused_and_the_part_kept(tmp_path, server):
+    mdir = _manifest(tmp_path, server, hashlib.sha256(PAYLOAD).hexdigest())
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "file.bin.part").write_bytes(PAYLOAD[:1000])
+    _Handler.lie_by = 24
+    with pytest.raises(datasets.DatasetError, match="Content-Range"):
+        datasets.fetch("toy", out, manifest_dir=mdir)
+    assert (out / "file.bin.part").read_bytes() == PAYLOAD[:1000] and not (out / "file.bin").exists()
 
 
 def test_a_wrong_checksum_is_refused_and_nothing_is_kept(tmp_path, server):

@@ -104,7 +104,8 @@ def test_sigterm_leaves_no_cgroup_tracepoint_swap_or_manifest(env, tmp_path, roo
     try:
         deadline = time.monotonic() + 20
         # Wait until the cap, the swap and the tracefs instance exist and the command runs.
-        while not (run / "sampler.csv").exists() or state()[0] == before[0] or state()[1] == before[1]:
+        while not list(tmp_path.glob(".run.biossd-partial-*/sampler.csv")) or state()[0] == before[0] \
+                or state()[1] == before[1]:
             assert time.monotonic() < deadline, "the profiled run never started"
             assert proc.poll() is None, proc.stderr.read()
             time.sleep(0.05)
@@ -116,7 +117,7 @@ def test_sigterm_leaves_no_cgroup_tracepoint_swap_or_manifest(env, tmp_path, roo
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM, err
-    assert not manifest.is_complete(run)
+    assert not run.exists() and not list(tmp_path.glob(".run.*")), "the interrupted run left a directory"
     assert state() == before, "a cgroup, tracefs instance, swap area or loop device was left"
     assert not list(tmp_path.glob("biossd-swap-*")), "the swap file was left"
     assert "interrupted" in err
@@ -124,22 +125,79 @@ def test_sigterm_leaves_no_cgroup_tracepoint_swap_or_manifest(env, tmp_path, roo
 
 def test_doctor_finds_and_cleanup_removes_what_a_killed_run_left(biossd, env, tmp_path, root_required):
     run = tmp_path / "run"
+    before_swaps = swap.active_swaps()
     proc = subprocess.Popen(
         [sys.executable, "-m", "biossd", "profile", "--mem", "64M", "--no-drop-caches", "--swap", "64M",
          "--swap-dir", str(tmp_path), "--out", str(run), "--", "sleep", "60"], env=env,
     )
     deadline = time.monotonic() + 20
-    while not (run / "sampler.csv").exists():
+    while not list(tmp_path.glob(".run.biossd-partial-*/sampler.csv")):
         assert time.monotonic() < deadline and proc.poll() is None, "the profiled run never started"
         time.sleep(0.05)
+    swaps_during = set(swap.active_swaps())
     proc.kill()  # SIGKILL: nothing of the profiler's own cleanup runs
     proc.wait()
     doctor = biossd("doctor", check=False)
     assert doctor.returncode == 1
-    for kind in ("cgroup", "tracefs", "swap"):
+    for kind in ("cgroup", "tracefs", "swap", "killed run"):
         assert f"leftover {kind}:" in doctor.stdout, doctor.stdout
     cleanup = biossd("cleanup", check=False)
     assert cleanup.returncode == 0, cleanup.stderr
     assert biossd("doctor", check=False).returncode == 0
-    assert not list(tmp_path.glob("biossd-swap-*"))
-    assert not swap.active_swaps() or all("biossd" not in s for s in swap.active_swaps())
+    assert not list(tmp_path.glob("biossd-swap-*")), "the swap file was left"
+    assert not list(tmp_path.glob(".run.*")) and not run.exists(), "the partial run directory was left"
+    run_swaps = swaps_during - set(before_swaps)
+    assert run_swaps and not run_swaps & set(swap.active_swaps()), "the run's swap area is still on"
+
+
+def test_out_never_deletes_what_biossd_did_not_make(biossd, tmp_path, monkeypatch):
+    """An existing directory of the user's, the current and home directories and / are refused,
+    and nothing in them is touched."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "precious.txt").write_text("keep me")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for out, cwd in ((mine, None), (empty, None), (Path("."), tmp_path), (Path("/"), None),
+                     (Path.home(), None), (tmp_path, mine)):
+        proc = biossd("profile", "--mem", "none", "--out", str(out), "--", "true", check=False, cwd=cwd)
+        assert proc.returncode == 2 and "nothing was run" in proc.stderr, (out, proc.stderr)
+    assert (mine / "precious.txt").read_text() == "keep me" and empty.is_dir() and not list(empty.iterdir())
+
+
+def test_host_lock_serializes_runs_and_no_wait_refuses(biossd, env, tmp_path):
+    first = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "none", "--no-drop-caches",
+                              "--out", str(tmp_path / "a"), "--", "sleep", "3"], env=env,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while "host lock" not in (doctor := biossd("doctor", check=False).stdout):
+            assert time.monotonic() < deadline and first.poll() is None, "the first run never took the lock"
+            time.sleep(0.05)
+        assert f"writing {tmp_path / 'a'}" in doctor, doctor
+        busy = biossd("profile", "--mem", "none", "--no-wait", "--out", str(tmp_path / "b"), "--", "true", check=False)
+        assert busy.returncode == 75 and "holds the host lock" in busy.stderr and str(tmp_path / "a") in busy.stderr
+        waited = biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(tmp_path / "c"), "--", "true")
+        assert "waiting for the host lock" in waited.stderr
+        assert first.poll() is not None, "the second run started while the first held the lock"
+    finally:
+        first.communicate(timeout=30)
+    assert manifest.read_manifest(tmp_path / "c")["outcome"] == "ok" and not (tmp_path / "b").exists()
+
+
+def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace_period(env, tmp_path, root_required):
+    from biossd.profile import TERM_GRACE_S
+
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "64M", "--no-drop-caches",
+                             "--out", str(tmp_path / "run"), "--", "sh", "-c", "trap '' TERM INT; sleep 120"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not list(tmp_path.glob(".run.biossd-partial-*/sampler.csv")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the profiled run never started"
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=TERM_GRACE_S + 30)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert TERM_GRACE_S <= time.monotonic() - t0 < TERM_GRACE_S + 15
+    assert not find_leftovers(include_live=True) and not list(tmp_path.iterdir())

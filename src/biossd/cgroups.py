@@ -102,6 +102,10 @@ class MemoryCap:
 
     limit_bytes: int | None
     backend: str = "auto"
+    #: Forbid swap too (memory + swap capped at ``limit_bytes``): an over-sized program is
+    #: killed at the cap even on a host that has swap. Default: swap allowed, as the paper's
+    #: machines paged.
+    no_swap: bool = False
     path: Path | None = field(default=None, init=False)
     unit: str | None = field(default=None, init=False)
     _slice_ooms_before: int | None = field(default=None, init=False)
@@ -125,6 +129,12 @@ class MemoryCap:
             self._mkdir()
             try:
                 (self.path / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
+                if self.no_swap:
+                    memsw = self.path / "memory.memsw.limit_in_bytes"
+                    if not memsw.exists():
+                        raise CapError("--no-swap needs swap accounting in the v1 memory cgroup "
+                                       "(memory.memsw.*; boot with swapaccount=1)")
+                    memsw.write_text(str(self.limit_bytes))
             except BaseException:
                 self._remove()
                 raise
@@ -148,7 +158,9 @@ class MemoryCap:
                 (self.path / "memory.max").write_text(str(self.limit_bytes))
                 swap_max = self.path / "memory.swap.max"
                 if swap_max.exists():
-                    swap_max.write_text("max")
+                    swap_max.write_text("0" if self.no_swap else "max")
+                elif self.no_swap:
+                    raise CapError(f"--no-swap needs memory.swap.max in {self.path} (swap accounting)")
             except BaseException:
                 self._remove()
                 raise
@@ -219,7 +231,7 @@ class MemoryCap:
             "cgroup": str(self.path) if self.path else None,
             "systemd_unit": self.unit,
             "oom_source": f"{self._slice_events()} (whole slice)" if self.backend == "systemd" else None,
-            "swap_capped": False,
+            "swap_capped": self.no_swap,
             **self.stats(),
         }
 

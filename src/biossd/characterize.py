@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from biossd import devices
+from biossd import devices, hostlock
 from biossd.units import parse_size
 
 MB = 1_000_000
@@ -114,6 +114,14 @@ def characterize(path: Path, budget_s: float = 120.0, file_bytes: int | None = N
     job_s = max(MIN_JOB_S, budget_s / len(runs))
     test_file = path / f".biossd-characterize-{uuid.uuid4().hex[:8]}"
     results: dict[str, dict[str, Any]] = {}
+    # fio measures the device: no profiled run (or other characterization) may share it meanwhile.
+    with hostlock.HostLock("biossd device characterize", out=str(path)):
+        _run_jobs(test_file, size, runs, job_s, results)
+    return _record(path, size, job_s, results)
+
+
+def _run_jobs(test_file: Path, size: int, runs, job_s: float, results: dict[str, dict[str, Any]]) -> None:
+    """Lay out ``test_file`` and run every fio job on it; the file is removed however it ends."""
     try:
         lay_out(test_file, size)
         for (name, rw, block, depth), direct in runs:
@@ -128,6 +136,9 @@ def characterize(path: Path, budget_s: float = 120.0, file_bytes: int | None = N
             results[key] = _result(json.loads(proc.stdout)["jobs"][0], rw, wall_s, block_bytes)
     finally:
         test_file.unlink(missing_ok=True)
+
+
+def _record(path: Path, size: int, job_s: float, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     device = devices.device_of_path(path)
     from biossd import emulate
 

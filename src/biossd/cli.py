@@ -30,8 +30,15 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from biossd.swap import SwapError
     from biossd.units import parse_size
 
+    from biossd.hostlock import EXIT_BUSY
+    from biossd.owners import ProcessRef
+
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     mem = None if args.mem.lower() == "none" else parse_size(args.mem)
+    owner = ProcessRef.of(args.owner_pid, args.owner_label or "") if args.owner_pid else None
+    if owner is not None and owner.start_ticks is None:
+        print(f"biossd profile: --owner-pid {args.owner_pid}: no such process; nothing was run", file=sys.stderr)
+        return 2
     request = profile.ProfileRequest(
         argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=_labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
@@ -41,14 +48,19 @@ def cmd_profile(args: argparse.Namespace) -> int:
         blocktrace=args.blocktrace, perf=args.perf, cachegrind=args.cachegrind,
         timeout_s=args.timeout, tool_version=args.tool_version, image=args.image,
         device_record=Path(args.device_record) if args.device_record else None,
+        wait_for_lock=args.wait, owner=owner, no_swap=args.no_swap,
     )
     try:
         body = profile.run(request)
+    except profile.Busy as err:
+        print(f"biossd profile: {err}", file=sys.stderr)
+        return EXIT_BUSY
     except (profile.ProfileError, CapError, SwapError) as err:
         print(f"biossd profile: {err}", file=sys.stderr)
         return 2
     except profile.Interrupted as intr:
-        print(f"biossd profile: {intr}; {args.out} has no manifest", file=sys.stderr)
+        why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
+        print(f"biossd profile: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
         return profile.signal_exit_code(intr.signum)
     print(f"biossd profile: outcome {body['outcome']} (exit {body['exit_code']}) in "
           f"{body['wall_s']:.2f} s; manifest {Path(args.out) / 'run.json'}", file=sys.stderr)
@@ -70,6 +82,9 @@ def cmd_features(args: argparse.Namespace) -> int:
         return 2
     for run_dir, why in failures:
         print(f"biossd features: skipped {run_dir}: {why}", file=sys.stderr)
+    if args.skipped:
+        manifest.atomic_write_text(Path(args.skipped), "run_dir\twhy\n" + "".join(
+            f"{run_dir}\t{' '.join(why.split())}\n" for run_dir, why in failures))
     if args.output:
         features.write_table(table, Path(args.output))
         print(f"biossd features: {len(table)} runs -> {args.output}", file=sys.stderr)
@@ -313,9 +328,26 @@ def cmd_data_synth_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def _need_root(command: str) -> int | None:
+    """Exit 2 with what ``command`` needs when not run as root (cgroups, tracefs, loop devices
+    and /run/biossd are root's to see and change)."""
+    import os
+
+    if os.geteuid() != 0:
+        print(f"biossd {command}: needs root to see and remove cgroups, tracefs instances, loop devices, "
+              f"swap areas and emulated disks; run `sudo biossd {command}`", file=sys.stderr)
+        return 2
+    return None
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from biossd import leftovers
 
+    refused = _need_root("doctor")
+    if refused is not None:
+        return refused
+    for line in leftovers.in_use():
+        print(f"in use: {line}")
     found = leftovers.find_all()
     for kind, what, _ in found:
         print(f"leftover {kind}: {what}")
@@ -329,12 +361,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_cleanup(args: argparse.Namespace) -> int:
     from biossd import leftovers
 
+    refused = _need_root("cleanup")
+    if refused is not None:
+        return refused
     failed = 0
+    for line in leftovers.stop_orphans():
+        print(line)
     for kind, what, remove in leftovers.find_all():
         try:
             remove()
             print(f"removed {kind} {what}")
-        except (OSError, RuntimeError) as err:
+        except (OSError, RuntimeError, ValueError) as err:
             print(f"biossd cleanup: could not remove {kind} {what}: {err}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0
@@ -403,10 +440,20 @@ def cmd_storage(args: argparse.Namespace) -> int:
     try:
         if args.action in ("up", "down") and not args.root:
             raise SystemExit(f"biossd storage {args.action}: give --root DIR")
+        owner = None
+        if args.owner_pid:
+            from biossd.owners import ProcessRef
+
+            owner = ProcessRef.of(args.owner_pid, args.owner_label or "")
+            if owner.start_ticks is None:
+                raise storage.StorageError(f"--owner-pid {args.owner_pid}: no such process")
         if args.action == "up":
+            for line in storage.reconcile():
+                print(f"biossd storage up: reconciled: {line}", file=sys.stderr)
             classes = [c.strip() for c in args.classes.split(",") if c.strip()]
             resolved = storage.up(classes, Path(args.root), storage.parse_emulate(args.emulate),
-                                  parse_size(args.size), Path(args.scratch_dir) if args.scratch_dir else None)
+                                  parse_size(args.size), Path(args.scratch_dir) if args.scratch_dir else None,
+                                  owner=owner)
             if args.output:
                 storage.write(resolved, Path(args.output))
             print(json.dumps(resolved, indent=2))
@@ -421,7 +468,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             for name, path in written.items():
                 print(f"{name}: {path}")
         else:
-            done = storage.down(Path(args.root))
+            done = storage.down(Path(args.root), owner)
             print("; ".join(done) if done else f"no emulated storage under {args.root}")
     except (storage.StorageError, emulate.EmulateError, ProfileError, characterize.CharacterizeError) as err:
         print(f"biossd storage {args.action}: {err}", file=sys.stderr)
@@ -507,6 +554,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", help="container image reference or digest, recorded in the manifest")
     p.add_argument("--device-record", metavar="JSON",
                    help="`biossd device characterize` record of the storage, kept in the run")
+    p.add_argument("--no-swap", action="store_true",
+                   help="cap memory + swap at --mem: the run may not swap (an over-sized program is killed)")
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help="refuse (exit 75) instead of waiting when another measured run holds the host lock")
+    p.add_argument("--owner-pid", type=int, metavar="PID",
+                   help="the process this run works for (e.g. Nextflow): if it dies, the run is stopped")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     p.set_defaults(func=cmd_profile)
 
@@ -515,6 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="features.csv or features.parquet")
     p.add_argument("--keep-going", action="store_true",
                    help="skip runs whose traces cannot be read, list them, exit 1")
+    p.add_argument("--skipped", metavar="TSV", help="with --keep-going: list the runs left out, and why, here")
     p.add_argument("--normalized", metavar="PATH",
                    help="also write the storage features normalized to [0, 1] (and PATH's .rules.csv)")
     p.set_defaults(func=cmd_features)
@@ -642,6 +697,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scratch-dir", help="scratch directory of the real classes (default: task dir)")
     p.add_argument("-o", "--output", help="up: write the resolved classes (JSON) here; "
                    "characterize: directory for <class>.json")
+    p.add_argument("--owner-pid", type=int, metavar="PID",
+                   help="the process the emulations are for (the Nextflow session): only it takes them down")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
     p.set_defaults(func=cmd_storage)
 
     p = sub.add_parser("quality", help="score a run's output against its input's truth (Fig. 1(b))")
@@ -665,11 +723,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate_as_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     logging.basicConfig(level=logging.WARNING, format="biossd: %(message)s")
     args = build_parser().parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every command's clean-up (finally, context managers) runs;
+    # commands that measure install their own handlers.
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         return args.func(args)
+    except KeyboardInterrupt as intr:
+        signum = intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT
+        print(f"biossd {args.cmd}: interrupted by signal {signum}; what it had made was removed", file=sys.stderr)
+        return 128 + signum
     except Exception as err:  # a clean message, not a traceback, for expected errors
         from biossd.catalogue import CatalogueError
         from biossd.manifest import ManifestError

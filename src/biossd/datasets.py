@@ -117,37 +117,86 @@ def _reachable(url: str) -> bool:
 
 
 def fetch_file(entry: dict[str, Any], out_dir: Path, accept_unverified: bool = False) -> dict[str, Any]:
-    """Download one file (resuming a ``.part``), verify, rename into place; returns its record."""
+    """Download one file (resuming a ``.part``), verify, rename into place; returns its record.
+
+    A ``.part`` already as long as the manifest's ``size_bytes`` is verified and renamed without
+    asking the server again (servers answer a range past the end with 416, which is handled the
+    same way); a resumed answer's ``Content-Range`` must start where the ``.part`` ends and name
+    the manifest's size; a download that ends short is kept as ``.part`` for the next try."""
     target = out_dir / entry["name"]
     part = target.with_name(target.name + ".part")
     expected = entry.get("sha256")
+    size = entry.get("size_bytes")
     if expected is None and not accept_unverified:
         raise DatasetError(f"{entry['url']}: no known sha256 ({entry.get('checksum_note')}); refusing an "
                            "unverifiable download (pass --accept-unverified to take it anyway, recorded as such)")
     if target.is_file() and expected and _sha256(target) == expected:
         return {"name": entry["name"], "sha256": expected, "verified": True, "downloaded_bytes": 0}
     have = part.stat().st_size if part.exists() else 0
+    if size is not None and have > size:
+        part.unlink()  # longer than the file can be: not a prefix of it
+        have = 0
+    if have and size is not None and have == size:
+        return _finish(entry, part, target, downloaded=0, resumed_from=have)
     request = urllib.request.Request(entry["url"])
     if have:
         request.add_header("Range", f"bytes={have}-")
     downloaded = 0
     try:
         with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S * 6) as response:
-            resumed = have and getattr(response, "status", 200) == 206
+            status = getattr(response, "status", 200)
+            resumed = bool(have) and status == HTTP_PARTIAL
+            if resumed:
+                _check_content_range(entry, response.headers.get("Content-Range"), have, size)
+            elif size is not None and response.headers.get("Content-Length") not in (None, str(size)):
+                raise DatasetError(f"{entry['url']}: the server sends {response.headers['Content-Length']} bytes, "
+                                   f"the manifest's size_bytes is {size}; nothing was kept")
             with open(part, "ab" if resumed else "wb") as f:
                 while chunk := response.read(CHUNK_BYTES):
                     f.write(chunk)
                     downloaded += len(chunk)
+    except urllib.error.HTTPError as err:
+        if err.code == HTTP_RANGE_NOT_SATISFIABLE and have:
+            return _finish(entry, part, target, downloaded=0, resumed_from=have)
+        raise DatasetError(f"{entry['url']}: download failed ({err}); run again to resume") from None
     except (urllib.error.URLError, OSError) as err:
         raise DatasetError(f"{entry['url']}: download failed ({err}); run again to resume") from None
+    got = part.stat().st_size
+    if size is not None and got < size:
+        raise DatasetError(f"{entry['url']}: the download ended after {got} of {size} bytes; kept as {part}: "
+                           "run again to resume")
+    return _finish(entry, part, target, downloaded=downloaded, resumed_from=have if have and downloaded else 0)
+
+
+#: HTTP statuses of a resumed download: the rest of the file, or a range past its end.
+HTTP_PARTIAL = 206
+HTTP_RANGE_NOT_SATISFIABLE = 416
+
+
+def _check_content_range(entry: dict[str, Any], header: str | None, have: int, size: int | None) -> None:
+    """``Content-Range: bytes START-END/TOTAL`` must start at ``have`` and (when the manifest
+    knows it) name its size."""
+    import re
+
+    match = re.match(r"^bytes (\d+)-(\d+)/(\d+|\*)$", header or "")
+    if not match or int(match.group(1)) != have or (size is not None and match.group(3) not in ("*", str(size))):
+        raise DatasetError(f"{entry['url']}: resumed at byte {have} but the server answered Content-Range "
+                           f"{header!r} (manifest size_bytes {size}); the .part was kept, nothing was used")
+
+
+def _finish(entry: dict[str, Any], part: Path, target: Path, downloaded: int, resumed_from: int) -> dict[str, Any]:
+    """Verify the complete ``.part`` and rename it into place (a mismatch removes it)."""
+    expected = entry.get("sha256")
+    size = entry.get("size_bytes")
+    got = part.stat().st_size
     actual = _sha256(part)
-    if expected and actual != expected:
+    if (expected and actual != expected) or (size is not None and got != size):
         part.unlink()
-        raise DatasetError(f"{entry['url']}: sha256 {actual} does not match the manifest's {expected}; "
-                           "the download was removed and nothing was used")
+        raise DatasetError(f"{entry['url']}: the download ({got} bytes, sha256 {actual}) does not match the "
+                           f"manifest's ({size} bytes, sha256 {expected}); it was removed and nothing was used")
     part.replace(target)
     return {"name": entry["name"], "sha256": actual, "verified": bool(expected), "downloaded_bytes": downloaded,
-            "resumed_from_bytes": have if have and downloaded else 0}
+            "resumed_from_bytes": resumed_from}
 
 
 def fetch(dataset_id: str, out_dir: Path, accept_unverified: bool = False,

@@ -10,8 +10,20 @@ times: direct and buffered I/O, page-cache writeback, and swap (a swap file on D
 onto the loop device's blocks). This applies to any process, not only to those biossd starts, and
 the block trace sees the requests on ``loopN``. The server runs outside any memory cap.
 
-State lives in ``/run/biossd/emulated-hdd/<id>/state.json`` and records each step as it is done,
-so ``down``, an interrupted ``up`` and ``biossd cleanup`` undo exactly what exists.
+State lives in ``/run/biossd/emulated-hdd/<id>/state.json``. It is crash-consistent: each
+step's *intent* is recorded before the step (the backing file's name before it is created, the
+server's start before it is launched, ...), and ``down``, an interrupted ``up`` and
+``biossd cleanup`` reconcile against what the host really has — mounts, loop devices found by
+their backing file, disk servers found by their command line, active swap — rather than trusting
+recorded flags. Signals are held off while that runs, so a second Ctrl-C cannot stop a rollback
+half way; a teardown that still fails keeps the state for the next attempt.
+
+Each emulation has an *owner*: the process (pid and start time, :mod:`biossd.owners`) that
+brought it up for its use — a Nextflow session — or none for one brought up by hand, which
+stays until ``down``. Only the owner takes it down; ``cleanup`` removes it only once its owner
+is dead (or, without an owner, once it is broken), and a new ``up`` at the same mount reclaims
+such a stale one first. The disk image is readable by root only (mode 0600, FUSE mount without
+``allow_other``).
 """
 
 from __future__ import annotations
@@ -25,13 +37,15 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from biossd import swap as swaps
 from biossd.commands import run_checked
 from biossd.diskmodel import load_profile
 from biossd.manifest import atomic_write_text
+from biossd.owners import ProcessRef
 
 STATE_ROOT = Path("/run/biossd/emulated-hdd")
 #: The files of the disk server's FUSE mount (biossd.hddserver): the disk image, the switch of
@@ -48,6 +62,14 @@ MIN_SIZE_BYTES = 64 << 20
 #: Below a profiled run's own swap (biossd.swap.SWAP_PRIORITY), so a run that brings its own swap
 #: area uses that one; above the kernel's default (negative) priorities of host swap.
 SWAP_PRIORITY = 100
+#: The backing file of an emulated disk: ``biossd-hdd-<mount key>-<hex>.img`` (a new name each
+#: ``up``, so a file a crash left behind never blocks the next one).
+BACKING_PREFIX = "biossd-hdd-"
+#: How long ``down`` retries an unmount that is busy (a profiled run still ending after an
+#: interrupt) before it reports who holds the mount.
+UMOUNT_GRACE_S = 30.0
+SERVER_STOP_S = 5.0
+_POLL_S = 0.1
 
 
 class EmulateError(RuntimeError):
@@ -55,8 +77,11 @@ class EmulateError(RuntimeError):
 
 
 def _state_dir(mount: Path) -> Path:
-    key = hashlib.sha256(str(mount.resolve()).encode()).hexdigest()[:12]
-    return STATE_ROOT / key
+    return STATE_ROOT / _mount_key(mount)
+
+
+def _mount_key(mount: Path) -> str:
+    return hashlib.sha256(str(Path(mount).resolve()).encode()).hexdigest()[:12]
 
 
 def _run(argv: list[str], what: str) -> str:
@@ -68,17 +93,23 @@ def _save(state_dir: Path, state: dict[str, Any]) -> None:
 
 
 def _load(state_dir: Path) -> dict[str, Any]:
-    return json.loads((state_dir / "state.json").read_text())
-
-
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
+    """The recorded state; an unreadable one (a crash while writing it) is empty, and the
+    reconciliation then finds what exists from the state directory's own paths."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+        return json.loads((state_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (pending) until the block ends: a teardown is not cut short."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def missing_features() -> list[str]:
@@ -98,9 +129,22 @@ def missing_features() -> list[str]:
     return missing
 
 
+def owner_of(state: dict[str, Any]) -> ProcessRef | None:
+    return ProcessRef.from_record(state.get("owner"))
+
+
+def in_use(state_dir: Path) -> bool:
+    """Whether the emulation is someone's: its owner runs, or (brought up by hand, no owner)
+    it is healthy. Anything else is a leftover."""
+    status = status_of(state_dir)
+    owner = owner_of(status)
+    return owner.alive() if owner is not None else status["healthy"]
+
+
 def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None,
-       backing_dir: Path = Path("/var/tmp")) -> dict[str, Any]:
-    """Make ``mount`` an emulated HDD of ``size_bytes`` (and optionally a swap area on it)."""
+       backing_dir: Path = Path("/var/tmp"), owner: ProcessRef | None = None) -> dict[str, Any]:
+    """Make ``mount`` an emulated HDD of ``size_bytes`` (and optionally a swap area on it),
+    owned by ``owner`` (``None``: by whoever takes it down by hand)."""
     mount = Path(mount).resolve()
     missing = missing_features()
     if missing:
@@ -112,13 +156,20 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     if swap_bytes and swap_bytes >= size_bytes // 2:
         raise EmulateError("--swap must be less than half of --size")
     state_dir = _state_dir(mount)
-    if (state_dir / "state.json").exists():
-        raise EmulateError(f"an emulated HDD is already up at {mount} (state in {state_dir}); "
-                           "`biossd device emulate-hdd down --mount` it first")
+    if state_dir.exists():
+        if in_use(state_dir):
+            holder = owner_of(_load(state_dir))
+            raise EmulateError(f"an emulated HDD is already up at {mount}, "
+                               + (f"in use by {holder.describe()}" if holder else "brought up by hand")
+                               + f" (state in {state_dir}); wait for it, `biossd device emulate-hdd down "
+                               "--mount` it, or choose another mount (--storage_root)")
+        down_state(state_dir)  # a stale one (its owner is gone, or it broke): reclaimed
     if mount.exists() and (not mount.is_dir() or any(mount.iterdir())):
         raise EmulateError(f"{mount} must be an empty directory or not exist")
     if os.path.ismount(mount):
         raise EmulateError(f"{mount} is already a mount point")
+    backing_dir = Path(backing_dir).resolve()
+    remove_stale_backing([backing_dir])
     free = shutil.disk_usage(backing_dir).free
     if free < size_bytes:
         raise EmulateError(f"{backing_dir} has {free >> 20} MiB free, the emulated disk needs "
@@ -126,18 +177,21 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     state_dir.mkdir(parents=True)
     state: dict[str, Any] = {"mount": str(mount), "profile": profile, "profile_name": disk_profile.name,
                              "size_bytes": size_bytes, "swap_bytes": swap_bytes, "stage": "starting",
-                             "mechanism": "fuse-loop", "created_mount_dir": not mount.exists()}
+                             "mechanism": "fuse-loop", "created_mount_dir": not mount.exists(),
+                             "owner": owner.record() if owner else None,
+                             "backing_file": str(backing_dir / f"{BACKING_PREFIX}{state_dir.name}-{uuid.uuid4().hex[:8]}.img"),
+                             "fuse_dir": str(state_dir / "fuse")}
     _save(state_dir, state)
-    interrupted: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
-        interrupted.append(signum)
         raise KeyboardInterrupt
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        _bring_up(state_dir, state, mount, backing_dir, swap_bytes)
+        _bring_up(state_dir, state, mount, swap_bytes)
     except BaseException:
+        for s in previous:  # a second signal must not stop the rollback
+            signal.signal(s, signal.SIG_IGN)
         with contextlib.suppress(Exception):
             down_state(state_dir)
         raise
@@ -147,25 +201,24 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     return status_of(state_dir)
 
 
-def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, backing_dir: Path,
-              swap_bytes: int | None) -> None:
-    backing = backing_dir / f"biossd-hdd-{state_dir.name}.img"
-    with open(backing, "xb") as f:
-        f.truncate(state["size_bytes"])
-    state["backing_file"] = str(backing)
-    _save(state_dir, state)
-
-    fuse_dir = state_dir / "fuse"
-    fuse_dir.mkdir()
-    state["fuse_dir"] = str(fuse_dir)
-    log = open(state_dir / "server.log", "wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "biossd.hddserver", "--profile", state["profile"], "--size",
-         str(state["size_bytes"]), "--backing", str(backing), "--mount", str(fuse_dir)],
-        stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
-    )
-    log.close()
-    state["server_pid"] = server.pid
+def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: int | None) -> None:
+    """Each step after its intent is recorded (``state`` already names the backing file and
+    the FUSE directory); what a kill between two steps leaves is found by reconciliation."""
+    backing = Path(state["backing_file"])
+    fd = os.open(backing, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    try:
+        os.ftruncate(fd, state["size_bytes"])
+    finally:
+        os.close(fd)
+    fuse_dir = Path(state["fuse_dir"])
+    fuse_dir.mkdir(mode=0o700)
+    with open(state_dir / "server.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "biossd.hddserver", "--profile", state["profile"], "--size",
+             str(state["size_bytes"]), "--backing", str(backing), "--mount", str(fuse_dir)],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    state["server"] = ProcessRef.of(server.pid, "biossd.hddserver").record()
     _save(state_dir, state)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not (fuse_dir / DISK_FILE).exists():
@@ -174,76 +227,159 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, backing_dir: 
             raise EmulateError(f"the disk server did not start: {text[-500:] or 'no output'}")
         time.sleep(0.05)
 
-    loop = _run(["losetup", "--find", "--show", str(fuse_dir / DISK_FILE)], "attach loop device").strip()
-    state["loop_device"] = loop
+    state["loop_device"] = _run(["losetup", "--find", "--show", str(fuse_dir / DISK_FILE)],
+                                "attach loop device").strip()
     _save(state_dir, state)
-    _run([*MKFS, loop], "make the file system")
+    _run([*MKFS, state["loop_device"]], "make the file system")
     mount.mkdir(parents=True, exist_ok=True)
-    _run(["mount", "-o", "noatime", loop, str(mount)], "mount")
-    state["mounted"] = True
-    _save(state_dir, state)
+    _run(["mount", "-o", "noatime", state["loop_device"], str(mount)], "mount")
     if swap_bytes:
         swap_file = mount / SWAP_FILE
+        state["swap_file"] = str(swap_file)
+        _save(state_dir, state)
         fd = os.open(swap_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         try:
             os.posix_fallocate(fd, 0, swap_bytes)
         finally:
             os.close(fd)
-        state["swap_file"] = str(swap_file)
-        _save(state_dir, state)
         _run(["mkswap", str(swap_file)], "make swap")
         _run(["swapon", "--priority", str(SWAP_PRIORITY), str(swap_file)], "enable swap")
-        state["swap_on"] = True
-        _save(state_dir, state)
     (fuse_dir / CONTROL_FILE).write_text("on\n")
     state["stage"] = "up"
     _save(state_dir, state)
 
 
-def down_state(state_dir: Path) -> list[str]:
-    """Undo everything the state records; returns what was done."""
+def _loops_over(files: list[str]) -> list[str]:
+    """Loop devices whose backing file is one of ``files`` (found on the host, not recorded)."""
+    try:
+        out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"], "list loop devices")
+    except EmulateError:
+        return []
+    loops = json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
+    return [d["name"] for d in loops if (d.get("back-file") or "").replace(" (deleted)", "") in files]
+
+
+def _server_pids(fuse_dir: str) -> list[int]:
+    """Disk servers serving ``fuse_dir``, found by their command line."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"biossd.hddserver" in argv and fuse_dir.encode() in argv:
+            found.append(int(proc.name))
+    return found
+
+
+def _users_of(mount: str) -> list[str]:
+    """Processes whose working directory or open files are under ``mount`` (for the message)."""
+    users = []
+    prefix = mount.rstrip("/") + "/"
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            links = [os.readlink(proc / "cwd")] + [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+            if any(link == mount or link.startswith(prefix) for link in links):
+                users.append(f"{proc.name} ({(proc / 'comm').read_text().strip()})")
+    return users
+
+
+def _umount(path: str, grace_s: float) -> None:
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            _run(["umount", path], f"unmount {path}")
+            return
+        except EmulateError:
+            if not os.path.ismount(path):
+                return
+            if time.monotonic() > deadline:
+                raise EmulateError(f"cannot unmount {path}: still in use by "
+                                   f"{', '.join(_users_of(path)) or 'an unknown process'}") from None
+            time.sleep(_POLL_S)
+
+
+def down_state(state_dir: Path, grace_s: float = UMOUNT_GRACE_S) -> list[str]:
+    """Take the emulation of ``state_dir`` down, reconciling with what the host really has;
+    returns what was done. Signals wait until it ends. If a step fails, the others still run,
+    the state is kept (stage ``down-failed``) and :class:`EmulateError` lists what remains."""
+    with _signals_held():
+        return _down(state_dir, grace_s)
+
+
+def _down(state_dir: Path, grace_s: float) -> list[str]:
     state = _load(state_dir)
     done: list[str] = []
-    if state.get("swap_on") or (state.get("swap_file") and state["swap_file"] in swaps.active_swaps()):
-        _run(["swapoff", state["swap_file"]], "disable swap")
-        done.append(f"swapoff {state['swap_file']}")
-    mount = Path(state["mount"])
-    if state.get("mounted") and os.path.ismount(mount):
-        _run(["umount", str(mount)], f"unmount {mount} (is a process still using it?)")
-        done.append(f"umount {mount}")
-    if state.get("created_mount_dir"):
+    errors: list[str] = []
+
+    def step(what: str, action) -> None:
+        try:
+            action()
+            done.append(what)
+        except (EmulateError, OSError) as err:
+            errors.append(f"{what}: {err}")
+
+    fuse_dir = state.get("fuse_dir") or str(state_dir / "fuse")
+    disk = str(Path(fuse_dir) / DISK_FILE)
+    swap_file = state.get("swap_file")
+    if swap_file and swap_file in swaps.active_swaps():
+        step(f"swapoff {swap_file}", lambda: _run(["swapoff", swap_file], "disable swap"))
+    mount = state.get("mount")
+    loops = sorted(set(_loops_over([disk])) | ({state["loop_device"]} if state.get("loop_device") else set()))
+    if mount and os.path.ismount(mount):
+        from biossd.devices import mount_facts
+
+        if mount_facts(Path(mount)).get("source") in loops:
+            step(f"umount {mount}", lambda: _umount(mount, grace_s))
+    if mount and state.get("created_mount_dir") and not os.path.ismount(mount):
         with contextlib.suppress(OSError):
-            mount.rmdir()
-    loop = state.get("loop_device")
-    if loop:
-        with contextlib.suppress(EmulateError):
-            _run(["losetup", "--detach", loop], "detach loop device")
-            done.append(f"losetup -d {loop}")
-    fuse_dir = state.get("fuse_dir")
-    if fuse_dir and os.path.ismount(fuse_dir):
-        _run(["umount", fuse_dir], "unmount the disk server")
-        done.append(f"umount {fuse_dir}")
-    pid = state.get("server_pid")
-    if _alive(pid):
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        while _alive(pid) and time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            time.sleep(0.05)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-        done.append(f"stopped disk server {pid}")
-    if state.get("backing_file"):
-        Path(state["backing_file"]).unlink(missing_ok=True)
+            Path(mount).rmdir()
+    for loop in _loops_over([disk]):
+        step(f"losetup -d {loop}", lambda loop=loop: _run(["losetup", "--detach", loop], "detach loop device"))
+    if os.path.ismount(fuse_dir):
+        step(f"umount {fuse_dir}", lambda: _umount(fuse_dir, grace_s))
+    servers = set(_server_pids(fuse_dir))
+    recorded = ProcessRef.from_record(state.get("server"))
+    if recorded is not None and recorded.alive():
+        servers.add(recorded.pid)
+    for pid in sorted(servers):
+        step(f"stopped disk server {pid}", lambda pid=pid: _stop(pid))
+    backing = state.get("backing_file")
+    if backing and Path(backing).name.startswith(BACKING_PREFIX):
+        Path(backing).unlink(missing_ok=True)
+    if errors:
+        state["stage"] = "down-failed"
+        state["errors"] = errors
+        with contextlib.suppress(OSError):
+            _save(state_dir, state)
+        raise EmulateError(f"the emulated HDD at {mount} is not fully down: " + "; ".join(errors)
+                           + " — end what still uses it, then run `biossd cleanup`")
     shutil.rmtree(state_dir, ignore_errors=True)
     return done
+
+
+def _stop(pid: int) -> None:
+    ref = ProcessRef.of(pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + SERVER_STOP_S
+    while ref.alive() and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.05)
+    if ref.alive():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def down(mount: Path) -> list[str] | None:
     """Tear down the emulation at ``mount``; ``None`` when there is none."""
     state_dir = _state_dir(Path(mount).resolve())
-    if not (state_dir / "state.json").exists():
+    if not state_dir.exists():
         return None
     return down_state(state_dir)
 
@@ -254,14 +390,31 @@ def status_of(state_dir: Path) -> dict[str, Any]:
     stats = None
     with contextlib.suppress(OSError, ValueError):
         stats = json.loads((fuse_dir / STATS_FILE).read_text())
-    healthy = (state.get("stage") == "up" and _alive(state.get("server_pid"))
-               and os.path.ismount(state["mount"]))
-    return {**state, "state_dir": str(state_dir), "server_alive": _alive(state.get("server_pid")),
-            "healthy": healthy, "requests": stats}
+    server = ProcessRef.from_record(state.get("server"))
+    server_alive = server is not None and server.alive()
+    mount = state.get("mount")
+    healthy = state.get("stage") == "up" and server_alive and bool(mount) and os.path.ismount(mount)
+    owner = owner_of(state)
+    return {**state, "mount": mount or f"(unknown: {state_dir})", "state_dir": str(state_dir),
+            "server_alive": server_alive, "healthy": healthy, "requests": stats,
+            "owner_alive": owner.alive() if owner else None}
 
 
 def all_states() -> list[Path]:
-    return sorted(p for p in STATE_ROOT.glob("*") if (p / "state.json").exists()) if STATE_ROOT.is_dir() else []
+    return sorted(p for p in STATE_ROOT.iterdir() if p.is_dir()) if STATE_ROOT.is_dir() else []
+
+
+def remove_stale_backing(dirs: list[Path]) -> list[Path]:
+    """Backing files in ``dirs`` that no emulation's state names (a crash or a reboot — which
+    empties /run — left them); removed, and returned."""
+    named = {_load(d).get("backing_file") for d in all_states()}
+    removed = []
+    for directory in dirs:
+        for path in Path(directory).glob(f"{BACKING_PREFIX}*.img"):
+            if str(path) not in named and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def run_record(path: Path) -> dict[str, Any] | None:
@@ -269,8 +422,8 @@ def run_record(path: Path) -> dict[str, Any] | None:
     target = os.path.realpath(path)
     for state_dir in all_states():
         state = _load(state_dir)
-        mount = state["mount"]
-        if target == mount or target.startswith(mount.rstrip("/") + "/"):
+        mount = state.get("mount")
+        if mount and (target == mount or target.startswith(mount.rstrip("/") + "/")):
             return {"emulated": True, "mechanism": state["mechanism"], "profile": state["profile"],
                     "profile_name": state["profile_name"], "loop_device": state.get("loop_device")}
     return None

@@ -188,6 +188,9 @@ def run_features(run_dir: Path) -> dict[str, Any]:
     """One row of the features table from one complete run directory."""
     run_dir = Path(run_dir)
     body = manifest.read_manifest(run_dir)
+    damaged = manifest.verify(run_dir, body)
+    if damaged:
+        raise FeatureError("; ".join(damaged) + " — the run is not counted; re-run it")
     labels = body.get("labels", {})
     row: dict[str, Any] = {col: labels.get(col) for col in LABEL_COLUMNS}
     row["outcome"] = body["outcome"]
@@ -329,11 +332,18 @@ def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
     for run_dir in run_dirs:
         try:
             rows.append(run_features(run_dir))
-        except (FeatureError, blkbinary.TraceFormatError) as err:
+        except (FeatureError, blkbinary.TraceFormatError, manifest.ManifestError, quality.QualityError) as err:
             if not keep_going:
                 raise
             if failures is not None:
                 failures.append((Path(run_dir), str(err)))
+        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as err:
+            # A per-run file that parses but is not what its writer writes: named by the run.
+            if not keep_going:
+                raise FeatureError(f"{run_dir}: a run file is damaged ({type(err).__name__}: {err}); "
+                                   "pass --keep-going to skip this run") from err
+            if failures is not None:
+                failures.append((Path(run_dir), f"a run file is damaged ({type(err).__name__}: {err})"))
     columns = [*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
                *QUALITY_COLUMNS, "missing_reason", "run_dir"]
     table = _typed(pd.DataFrame(rows, columns=columns))

@@ -142,7 +142,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     model = DiskModel(load_profile(args.profile), seed=args.seed)
     fs = HddFilesystem(model, Path(args.backing), args.size)
-    fuse.FUSE(fs, args.mount, foreground=True, raw_fi=True, allow_other=True, fsname="biossd-hdd",
+    # Root-only: no allow_other (only the mounting user, root, may enter the mount), and the
+    # kernel checks the files' modes (the image is 0600).
+    fuse.FUSE(fs, args.mount, foreground=True, raw_fi=True, default_permissions=True, fsname="biossd-hdd",
               direct_io=True)
 
 

@@ -1,9 +1,12 @@
 """Leftovers of profiled runs that were killed before they could clean up: cgroups, tracefs
-instances and mounts, and loop-device swap areas, plus every emulated HDD (which is up until
-someone takes it down). ``biossd doctor`` lists them and ``biossd cleanup`` removes them.
+instances and mounts, loop-device swap areas, the partial run directories named by stale
+host-lock records, and emulated HDDs whose owner is gone (or that broke, if brought up by hand).
+``biossd doctor`` lists them and ``biossd cleanup`` removes them — and nothing that is in use.
 
 Every such object is named ``<prefix><pid>-<hex>`` after the process that made it; one whose
-process is still running belongs to a live run and is not a leftover."""
+process is still running belongs to a live run and is not a leftover. A profiled run whose
+owner (the Nextflow session it worked for) is dead is an *orphan*: :func:`stop_orphans` ends
+it, which is what a resumed study does first."""
 
 from __future__ import annotations
 
@@ -42,9 +45,11 @@ def owner_alive(name: str, prefix: str) -> bool:
 
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
-    from biossd import cgroups, emulate, swap, tracefs
+    from biossd import cgroups, emulate, hostlock, swap, tracefs
 
     found: list[tuple[str, str, Callable[[], None]]] = []
+    for record in hostlock.stale_records():
+        found.append(("killed run", _describe_stale(record), lambda r=record: _remove_stale(r)))
     for path in cgroups.find_leftovers():
         found.append(("cgroup", str(path), lambda p=path: cgroups.remove_cgroup(p)))
     for path in tracefs.find_leftovers():
@@ -52,7 +57,88 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     for entry in swap.find_leftovers():
         found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
     for state_dir in emulate.all_states():
+        if emulate.in_use(state_dir):
+            continue
         status = emulate.status_of(state_dir)
-        what = f"{status['mount']} ({'healthy' if status['healthy'] else 'broken'}, {state_dir})"
+        owner = emulate.owner_of(status)
+        why = f"its owner {owner.describe()} is gone" if owner else "brought up by hand, and broken"
+        what = f"{status['mount']} ({'healthy' if status['healthy'] else 'broken'}; {why}; {state_dir})"
         found.append(("emulated-hdd", what, lambda d=state_dir: emulate.down_state(d)))
     return found
+
+
+def in_use() -> list[str]:
+    """What biossd has on this host that is in use (not leftovers): the host lock's holder and
+    owned emulations, for ``biossd doctor``."""
+    from biossd import emulate, hostlock
+
+    lines = []
+    holder = hostlock.held_by()
+    if holder is not None:
+        lines.append(f"host lock {hostlock.lock_path()}: held by {hostlock.describe(holder)}")
+    for state_dir in emulate.all_states():
+        if emulate.in_use(state_dir):
+            status = emulate.status_of(state_dir)
+            owner = emulate.owner_of(status)
+            lines.append(f"emulated HDD {status['mount']} ({status['profile_name']}, {status.get('loop_device')}): "
+                         + (f"in use by {owner.describe()}" if owner else "brought up by hand; "
+                            "`biossd device emulate-hdd down --mount` takes it down"))
+    return lines
+
+
+def _describe_stale(record: Path) -> str:
+    import json
+
+    try:
+        body = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return f"{record} (unreadable)"
+    return f"{body.get('what', 'a run')} (pid {body.get('pid')}) partial run {body.get('partial')} ({record})"
+
+
+def _remove_stale(record: Path) -> None:
+    """Remove what a killed run's host-lock record names (its partial run directory, which
+    carries biossd's marker), then the record."""
+    import json
+
+    from biossd import rundir
+
+    try:
+        body = json.loads(record.read_text())
+    except (OSError, ValueError):
+        body = {}
+    if body.get("partial"):
+        rundir.remove(Path(body["partial"]))
+    record.unlink(missing_ok=True)
+
+
+def stop_orphans(grace_s: float | None = None) -> list[str]:
+    """End the measured run holding the host lock if the owner it worked for is dead (e.g.
+    Nextflow was SIGKILLed): SIGTERM, so it cleans up after itself, then SIGKILL after the
+    profiler's own grace period plus its teardown. Returns what was done."""
+    import os
+    import signal
+    import time
+
+    from biossd import hostlock, profile
+    from biossd.owners import ProcessRef
+
+    holder = hostlock.held_by()
+    if not holder:
+        return []
+    run = ProcessRef.from_record(holder)
+    owner = ProcessRef.from_record(holder.get("owner"))
+    if run is None or owner is None or owner.alive() or not run.alive():
+        return []
+    os.kill(run.pid, signal.SIGTERM)
+    deadline = time.monotonic() + (profile.TERM_GRACE_S + ORPHAN_TEARDOWN_S if grace_s is None else grace_s)
+    while run.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if run.alive():
+        os.kill(run.pid, signal.SIGKILL)
+        return [f"killed orphaned run {hostlock.describe(holder)} (SIGKILL)"]
+    return [f"stopped orphaned run {hostlock.describe(holder)}"]
+
+
+#: Time an orphaned run is given, beyond the profiler's grace for its tool, to tear down.
+ORPHAN_TEARDOWN_S = 20.0

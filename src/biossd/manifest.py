@@ -96,3 +96,20 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             f"version {SCHEMA_VERSION}"
         )
     return body
+
+
+def verify(run_dir: Path, body: dict[str, Any] | None = None) -> list[str]:
+    """What no longer matches the manifest's record of the run's files (missing, another size,
+    another sha256), each naming the file; empty when the run is intact."""
+    run_dir = Path(run_dir)
+    body = read_manifest(run_dir) if body is None else body
+    problems = []
+    for entry in body.get("files", []):
+        path = run_dir / entry["path"]
+        if not path.is_file():
+            problems.append(f"{path}: missing (the manifest lists it)")
+        elif path.stat().st_size != entry["size_bytes"]:
+            problems.append(f"{path}: {path.stat().st_size} bytes, the manifest says {entry['size_bytes']}")
+        elif sha256_file(path) != entry["sha256"]:
+            problems.append(f"{path}: sha256 differs from the manifest's")
+    return problems

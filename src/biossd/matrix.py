@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from biossd import catalogue, devices
 from biossd.units import format_size, parse_size
+
+#: Every parameter of the study, typed and documented (nf-core's nextflow_schema.json).
+SCHEMA_PATH = catalogue.CATALOGUE_DIR.parent / "nextflow_schema.json"
+#: A run's scratch holds its input's copy, the tool's output and its temporary files; for the
+#: catalogue's tools each is at most about the input's size, so four times the largest input
+#: (plus the run's swap, when swap lives in scratch) is what a class's scratch must have free.
+SCRATCH_PER_INPUT = 4
 
 #: The smallest cap any run may have: below it no tool here starts (the JVM, samtools' buffers).
 #: A catalogue entry may ask for more with ``min_mem``.
@@ -165,10 +173,80 @@ def slurm_problems(classes: list[str], emulated: set[str], partitions: Mapping[s
     return problems
 
 
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> list[str]:
+    """Every parameter checked against the study's schema (types, enums, patterns), and every
+    parameter the schema does not know; each problem names the parameter."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads(Path(schema_path).read_text())
+    known = schema["properties"]
+    aliases = {_camel(k) for k in known} | {k.replace("_", "-") for k in known}
+    given = {k: v for k, v in params.items() if k in known}
+    problems = [f"Unknown parameter --{k}: not in {schema_path.name} (see the README or `nextflow run study "
+                "--help`)" for k in sorted(params) if k not in known and k not in aliases]
+    validator = jsonschema.Draft7Validator({k: v for k, v in schema.items() if not k.startswith("$")})
+    for error in sorted(validator.iter_errors(given), key=lambda e: list(e.path)):
+        name = ".".join(str(p) for p in error.path) or "(parameters)"
+        rule = known.get(name, {})
+        if error.validator == "pattern":
+            why = f"does not match the form {rule['pattern']}"
+        elif error.validator == "enum":
+            why = f"is not one of {', '.join(str(v) for v in rule['enum'])}"
+        elif error.validator == "type":
+            why = f"is not of type {rule['type'] if isinstance(rule['type'], str) else ' or '.join(rule['type'])}"
+        else:
+            why = error.message
+        problems.append(f"Parameter --{name} = {error.instance!r} {why} ({rule.get('description', '').split('. ')[0].rstrip('.')})")
+    return problems
+
+
+def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[str],
+                   scales: list[int]) -> list[str]:
+    """Free space on each class's scratch (and the emulated disks' size) against the largest
+    scale's input, before any run: a full scratch mid-study would be a harness failure."""
+    try:
+        input_bytes = parse_size(str(params.get("input_size"))) * max(scales, default=1)
+        swap_bytes = parse_size(str(params["swap"])) if params.get("swap") and not params.get("swap_dir") else 0
+        emulate_bytes = parse_size(str(params.get("emulate_size") or "0"))
+    except ValueError:
+        return []  # named by the schema check
+    need = input_bytes * SCRATCH_PER_INPUT + swap_bytes
+    problems = []
+    for cls in classes:
+        if cls in emulated:
+            if emulate_bytes < need:
+                problems.append(f"--emulate_size {params.get('emulate_size')} is too small for class '{cls}': a run "
+                                f"at scale {max(scales)} needs {format_size(need)} of scratch ({SCRATCH_PER_INPUT}x the "
+                                f"{format_size(input_bytes)} input{' plus swap' if swap_bytes else ''})")
+            continue
+        where = Path(str(params.get("scratch_dir") or Path.cwd()))
+        if where.is_dir():
+            free = shutil.disk_usage(where).free
+            if free < need:
+                problems.append(f"The scratch of class '{cls}' ({where}) has {format_size(free)} free; a run at scale "
+                                f"{max(scales)} needs {format_size(need)}: free space or give --scratch_dir elsewhere")
+    if emulated:
+        root = Path(str(params.get("storage_root") or Path.cwd()))
+        probe = next((p for p in [root, *root.parents] if p.is_dir()), Path.cwd())
+        total = emulate_bytes * len(emulated)
+        free = shutil.disk_usage(probe).free
+        if free < total:
+            problems.append(f"--storage_root {root} ({probe}) has {format_size(free)} free; the emulated disks "
+                            f"need {format_size(total)} ({len(emulated)} x --emulate_size)")
+    return problems
+
+
 def plan(params: Mapping[str, Any], stub: bool = False,
          catalogue_dir: Path = catalogue.CATALOGUE_DIR) -> Plan:
     """The matrix of ``params`` (the study's Nextflow params), with every problem found."""
-    problems: list[str] = []
+    problems: list[str] = schema_problems(params)
     entries = {e.id: e for e in catalogue.load_all(catalogue_dir)}
     tools, skipped = select_tools(str(params.get("tools", "all")), entries, stub, problems)
 
@@ -218,7 +296,10 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     swap_dir = params.get("swap_dir") or None
     if swap_dir and not Path(str(swap_dir)).is_dir():
         problems.append(f"--swap_dir {swap_dir} is not an existing directory")
+    scales = [int(s) for s in scale_texts if _WHOLE_RE.match(s)]
+    if not stub:
+        problems += space_problems(params, classes, emulated, scales)
 
-    return Plan(tools=tools, caps=tool_caps, scales=[int(s) for s in scale_texts if _WHOLE_RE.match(s)],
+    return Plan(tools=tools, caps=tool_caps, scales=scales,
                 repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, devices=named,
                 skipped=skipped, problems=problems)

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -35,9 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from biossd import blocktrace, counters, emulate, hostfacts, manifest
+from biossd import blocktrace, counters, emulate, hostfacts, hostlock, manifest, rundir
 from biossd import devices as block_devices
 from biossd.cgroups import MemoryCap
+from biossd.owners import ProcessRef
 from biossd.sampler import DEFAULT_INTERVAL_S, Sampler
 from biossd.swap import LoopSwap
 
@@ -53,10 +56,19 @@ _DROP_ALL = "3"
 GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
 PERF_MODES = ("auto", "off")
 DEVICE_RECORD = "device.json"
+#: After SIGINT/SIGTERM (or its owner's death) the command's process group gets SIGTERM, and
+#: SIGKILL if it is still running this many seconds later (a tool that ignores SIGTERM).
+TERM_GRACE_S = 10.0
+#: How often the wait for the command wakes to check signals, the timeout and the owner.
+_WAIT_POLL_MS = 200
 
 
 class ProfileError(RuntimeError):
     """The run could not be started; the message says what to fix."""
+
+
+class Busy(ProfileError):
+    """Another measured run holds the host lock and the run was told not to wait."""
 
 
 class Interrupted(Exception):
@@ -92,22 +104,19 @@ class ProfileRequest:
     #: ``biossd device characterize`` record of the storage's device, copied into the run as
     #: ``device.json`` (Butil divides by its bandwidth).
     device_record: Path | None = None
+    #: Cap memory + swap at the cap (the run may not swap; see :class:`MemoryCap`).
+    no_swap: bool = False
+    #: Wait for the host lock (``False``: refuse at once when another measured run holds it).
+    wait_for_lock: bool = True
+    #: The process this run works for (e.g. the Nextflow session): if it dies, the run stops
+    #: as if interrupted, and its record names it.
+    owner: ProcessRef | None = None
+    #: Notes on waiting for the host lock go here (default: stderr).
+    notify: Any = None
 
 
 def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def prepare_run_dir(out_dir: Path, overwrite: bool) -> None:
-    """Refuse to overwrite a complete run unless told; clear an incomplete one."""
-    if manifest.is_complete(out_dir) and not overwrite:
-        raise ProfileError(
-            f"{out_dir} already holds a complete run ({manifest.MANIFEST_NAME}); pass --overwrite "
-            "to replace it"
-        )
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
 
 
 def drop_page_cache() -> dict[str, Any]:
@@ -202,103 +211,142 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         raise ProfileError(f"--swap-dir {request.swap_dir} is not a directory; nothing was run")
     if request.device_record is not None and not Path(request.device_record).is_file():
         raise ProfileError(f"--device-record {request.device_record}: no such file; nothing was run")
-    out_dir = Path(request.out_dir).resolve()
-    prepare_run_dir(out_dir, request.overwrite)
-    if request.device_record is not None:
-        shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
+    try:
+        target = rundir.check_target(Path(request.out_dir), request.overwrite)
+    except rundir.RunDirError as err:
+        raise ProfileError(f"{err}; nothing was run") from None
     launch_problem = _launch_problem(request.argv)
-    command = list(request.argv)
-    if request.cachegrind and launch_problem is None:
-        command = counters.cachegrind_argv(out_dir, command)
 
     received: list[int] = []
-    child: subprocess.Popen[bytes] | None = None
+    child: list[subprocess.Popen[bytes]] = []
 
     def on_signal(signum: int, _frame: object) -> None:
         received.append(signum)
-        if child is not None:
+        if child and child[0].returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGTERM)
+                os.killpg(child[0].pid, signal.SIGTERM)
 
-    collectors: dict[str, Any] = {}
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    partial: Path | None = None
     try:
-        with contextlib.ExitStack() as stack:
-            swap = None
-            if request.swap_bytes:
-                swap = stack.enter_context(LoopSwap(request.swap_bytes, Path(request.swap_dir or Path.cwd())))
-                if swap.device_name not in traced:
-                    traced.append(swap.device_name)
-            facts = hostfacts.host_facts()
-            device_facts = [block_devices.device_facts(name) for name in traced]
-            mounts = {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)}
-            # Real or emulated storage (biossd.emulate), for the working directory and the swap.
-            storage = {"cwd": emulate.run_record(Path.cwd()),
-                       "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
-            caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
-            cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend))
-            executed = cap.wrap(command)
-            out = stack.enter_context(open(out_dir / "stdout.log", "wb"))
-            err = stack.enter_context(open(out_dir / "stderr.log", "wb"))
-            started_at = _utc_now()
-            t0 = time.monotonic()
-            timed_out = False
-            if launch_problem is not None:
-                err.write((launch_problem[1] + "\n").encode())
-                outcome, exit_code, term_signal = "failed", launch_problem[0], None
-                wall_s, t_command_s, accounting, command_pid = 0.0, None, None, None
-                for name in ("rusage", "sampler", "blocktrace", "perf"):
-                    collectors[name] = _not_run("the command did not start")
-            else:
-                gate_r, gate_w = os.pipe()
-                stack.callback(_close_quietly, gate_w)
-                try:
-                    child = subprocess.Popen(
-                        ["sh", "-c", GATE_SCRIPT, "biossd-gate", *executed], stdout=out, stderr=err,
-                        stdin=gate_r, preexec_fn=cap.join, start_new_session=True,
-                    )
-                finally:
-                    os.close(gate_r)
-                stack.callback(_kill_group, child)
-                command_pid = child.pid
-                tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
-                if tracer is not None:
-                    stack.callback(tracer.abort)
-                sampler = Sampler(out_dir / "sampler.csv", traced, cap.usage_bytes, request.sample_interval_s)
-                try:
-                    sampler.start(t0)
-                    stack.callback(sampler.stop)
-                except OSError as exc:
-                    collectors["sampler"] = _not_run(f"could not start: {exc}")
-                    sampler = None
-                perf = _attach_perf(request, out_dir, child.pid, collectors)
-                if perf is not None:
-                    stack.callback(perf.abort)
-                if received:
-                    raise Interrupted(received[0])
-                t_command = time.monotonic()
-                os.write(gate_w, b"go\n")
-                _close_quietly(gate_w)
-                status, ru, timed_out = _wait(child, request.timeout_s)
-                wall_s = time.monotonic() - t_command
-                t_command_s = t_command - t0
-                outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"], timed_out)
-                accounting = rusage_record(ru, wall_s)
-                if perf is not None:
-                    collectors["perf"] = _collect(perf.stop)
-                if sampler is not None:
-                    sampler.stop()
-                    collectors["sampler"] = sampler.record()
-                if tracer is not None:
-                    collectors["blocktrace"] = _collect(tracer.stop, notes=trace_notes)
-            ended_at = _utc_now()
-            cap_record = cap.record()
-            swap_record = swap.record() if swap is not None else None
-        if received:
-            raise Interrupted(received[0])
+        with hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
+                               interrupted=lambda: received[0] if received else None,
+                               notify=request.notify, out=str(target)) as lock:
+            partial = rundir.make_partial(target)
+            lock.update(partial=str(partial))
+            body = _measure(request, partial, traced, devices_note, launch_problem, received, child)
+            if received:
+                raise Interrupted(received[0])
+            body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
+            manifest.write_manifest(partial, body)
+            rundir.publish(partial, target)
+            partial = None
+    except hostlock.WaitInterrupted as intr:
+        raise Interrupted(intr.signum) from None
+    except hostlock.HostBusy as err:
+        raise Busy(str(err)) from None
     finally:
+        # An interrupted or failed run leaves nothing: its partial directory carries biossd's
+        # marker and is removed; a second signal meanwhile is only recorded.
+        if partial is not None:
+            rundir.remove(partial)
         for s, handler in previous.items():
             signal.signal(s, handler)
+    return manifest.read_manifest(target)
+
+
+def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_note: str | None,
+             launch_problem: tuple[int, str] | None, received: list[int],
+             child_box: list[subprocess.Popen[bytes]]) -> dict[str, Any]:
+    """Set up the cap, swap and collectors, run the command, tear everything down; returns
+    the manifest's body (not yet written). Raises :class:`Interrupted` on a signal."""
+    if request.device_record is not None:
+        shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
+    command = list(request.argv)
+    if request.cachegrind and launch_problem is None:
+        command = counters.cachegrind_argv(out_dir, command)
+    collectors: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        swap = None
+        if request.swap_bytes:
+            swap = stack.enter_context(LoopSwap(request.swap_bytes, Path(request.swap_dir or Path.cwd())))
+            if swap.device_name not in traced:
+                traced.append(swap.device_name)
+        if received:
+            raise Interrupted(received[0])
+        facts = hostfacts.host_facts()
+        device_facts = [block_devices.device_facts(name) for name in traced]
+        mounts = {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)}
+        # Real or emulated storage (biossd.emulate), for the working directory and the swap.
+        storage = {"cwd": emulate.run_record(Path.cwd()),
+                   "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
+        caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
+        cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap))
+        executed = cap.wrap(command)
+        out = stack.enter_context(open(out_dir / "stdout.log", "wb"))
+        err = stack.enter_context(open(out_dir / "stderr.log", "wb"))
+        started_at = _utc_now()
+        t0 = time.monotonic()
+        timed_out = False
+        command_pid = None
+        if launch_problem is not None:
+            err.write((launch_problem[1] + "\n").encode())
+            outcome, exit_code, term_signal = "failed", launch_problem[0], None
+            wall_s, t_command_s, accounting = 0.0, None, None
+            for name in ("rusage", "sampler", "blocktrace", "perf"):
+                collectors[name] = _not_run("the command did not start")
+        else:
+            gate_r, gate_w = os.pipe()
+            stack.callback(_close_quietly, gate_w)
+            try:
+                child = subprocess.Popen(
+                    ["sh", "-c", GATE_SCRIPT, "biossd-gate", *executed], stdout=out, stderr=err,
+                    stdin=gate_r, preexec_fn=cap.join, start_new_session=True,
+                )
+            finally:
+                os.close(gate_r)
+            child_box.append(child)
+            stack.callback(_kill_group, child)
+            command_pid = child.pid
+            tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
+            if tracer is not None:
+                stack.callback(tracer.abort)
+            sampler = Sampler(out_dir / "sampler.csv", traced, cap.usage_bytes, request.sample_interval_s)
+            try:
+                sampler.start(t0)
+                stack.callback(sampler.stop)
+            except OSError as exc:
+                collectors["sampler"] = _not_run(f"could not start: {exc}")
+                sampler = None
+            perf = _attach_perf(request, out_dir, child.pid, collectors)
+            if perf is not None:
+                stack.callback(perf.abort)
+            if received:
+                raise Interrupted(received[0])
+            t_command = time.monotonic()
+            os.write(gate_w, b"go\n")
+            _close_quietly(gate_w)
+            status, ru, timed_out = _wait(child, request.timeout_s, received, request.owner)
+            wall_s = time.monotonic() - t_command
+            t_command_s = t_command - t0
+            if received:
+                raise Interrupted(received[0])
+            outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"], timed_out)
+            if outcome == "failed":
+                full = _scratch_full(Path.cwd(), out_dir / "stderr.log")
+                if full:
+                    raise ProfileError(full)
+            accounting = rusage_record(ru, wall_s)
+            if perf is not None:
+                collectors["perf"] = _collect(perf.stop)
+            if sampler is not None:
+                sampler.stop()
+                collectors["sampler"] = sampler.record()
+            if tracer is not None:
+                collectors["blocktrace"] = _collect(tracer.stop, notes=trace_notes)
+        ended_at = _utc_now()
+        cap_record = cap.record()
+        swap_record = swap.record() if swap is not None else None
 
     if accounting is not None:
         manifest.atomic_write_text(out_dir / "rusage.json", json.dumps(accounting, indent=2) + "\n")
@@ -310,7 +358,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         collectors["cachegrind"] = _not_run("opt-in: pass --cachegrind (slow; small inputs)")
 
     files = [manifest.file_record(out_dir, p) for p in sorted(out_dir.iterdir()) if p.is_file()]
-    body = {
+    return {
         "labels": dict(request.labels),
         "argv": list(request.argv),
         "executed_argv": executed,
@@ -336,11 +384,31 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         "swap": swap_record,
         "page_cache": caches,
         "host": facts,
+        "owner": request.owner.record() if request.owner else None,
         "collectors": collectors,
         "files": files,
     }
-    manifest.write_manifest(out_dir, body)
-    return manifest.read_manifest(out_dir)
+
+
+#: A failed run whose working directory's file system has less than this left (or whose
+#: stderr says ENOSPC) ran out of scratch: a fault of the harness, not a result of the tool.
+FULL_DISK_BYTES = 4 << 20
+
+
+def _scratch_full(cwd: Path, stderr_log: Path) -> str | None:
+    """Why the run's scratch counts as full, or ``None``."""
+    st = os.statvfs(cwd)
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+    with contextlib.suppress(OSError):
+        said = os.strerror(errno.ENOSPC) in stderr_log.read_text(errors="replace")
+    if free >= FULL_DISK_BYTES and not said:
+        return None
+    where = block_devices.mount_facts(cwd)
+    return (f"the scratch disk ran out of space during the run: {cwd} (on {where.get('source', '?')}, "
+            f"{where.get('mount_point', '?')}) has {free >> 20} MiB free now"
+            + (" and the tool reported ENOSPC" if said else "")
+            + "; this is a fault of the harness, not a result of the tool, and no run was recorded: "
+            "give the scratch (--scratch_dir, or --emulate_size for an emulated disk) more space")
 
 
 def _close_quietly(fd: int) -> None:
@@ -358,21 +426,41 @@ def _kill_group(child: subprocess.Popen[bytes]) -> None:
         child.returncode = -signal.SIGKILL
 
 
-def _wait(child: subprocess.Popen[bytes], timeout_s: float | None):
-    """``wait4`` the command; on timeout terminate its process group. Returns (status, rusage,
+def _wait(child: subprocess.Popen[bytes], timeout_s: float | None, received: list[int],
+          owner: ProcessRef | None):
+    """``wait4`` the command. On timeout its process group is killed; after a signal (or when
+    ``owner`` is gone, recorded as SIGTERM) it gets SIGTERM and, :data:`TERM_GRACE_S` later,
+    SIGKILL. Wakes at once when the command exits (a pidfd). Returns (status, rusage,
     timed_out)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     timed_out = False
-    while True:
-        pid, status, ru = os.wait4(child.pid, os.WNOHANG if deadline is not None else 0)
-        if pid:
-            child.returncode = os.waitstatus_to_exitcode(status)
-            return status, ru, timed_out
-        if deadline is not None and time.monotonic() > deadline and not timed_out:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-        time.sleep(0.05)
+    term_at: float | None = None
+    killed = False
+    pidfd = os.pidfd_open(child.pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    try:
+        while True:
+            pid, status, ru = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                child.returncode = os.waitstatus_to_exitcode(status)
+                return status, ru, timed_out
+            now = time.monotonic()
+            if owner is not None and not received and not owner.alive():
+                received.append(signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGTERM)
+            if received and term_at is None:
+                term_at = now
+            late = term_at is not None and now - term_at > TERM_GRACE_S
+            if (late or (deadline is not None and now > deadline)) and not killed:
+                timed_out = not late
+                killed = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+            poller.poll(_WAIT_POLL_MS)
+    finally:
+        os.close(pidfd)
 
 
 def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float,

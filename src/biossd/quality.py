@@ -130,5 +130,8 @@ def read_columns(run_dir: Path) -> dict[str, float]:
     path = Path(run_dir) / QUALITY_FILE
     if not path.is_file():
         return {c: float("nan") for c in QUALITY_COLUMNS}
-    body = json.loads(path.read_text())
-    return {c: float(body.get(c, float("nan"))) for c in QUALITY_COLUMNS}
+    try:
+        body = json.loads(path.read_text())
+        return {c: float(body.get(c, float("nan"))) for c in QUALITY_COLUMNS}
+    except (OSError, ValueError, TypeError, AttributeError) as err:
+        raise QualityError(f"{path}: not a quality record ({err})") from None

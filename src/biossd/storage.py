@@ -19,6 +19,7 @@ from typing import Any
 
 from biossd import emulate
 from biossd.manifest import atomic_write_text
+from biossd.owners import ProcessRef
 
 _CLASS_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
@@ -38,10 +39,23 @@ def parse_emulate(specs: list[str]) -> dict[str, str]:
     return out
 
 
+def reconcile() -> list[str]:
+    """What a study does before it brings storage up (a resumed one after a SIGKILL of
+    Nextflow above all): end the orphaned measured run, if any, then remove every leftover —
+    only things whose owner is dead (:mod:`biossd.leftovers`). Returns what was done."""
+    from biossd import leftovers
+
+    done = leftovers.stop_orphans()
+    for kind, what, remove in leftovers.find_all():
+        remove()
+        done.append(f"removed {kind} {what}")
+    return done
+
+
 def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int,
-       scratch_dir: Path | None = None) -> dict[str, Any]:
-    """Resolve each class to its scratch directory, bringing emulations up; on failure, those
-    already up are taken down again."""
+       scratch_dir: Path | None = None, owner: ProcessRef | None = None) -> dict[str, Any]:
+    """Resolve each class to its scratch directory, bringing emulations up for ``owner``; on
+    failure, those already up are taken down again."""
     bad = [c for c in classes if not _CLASS_RE.match(c)]
     if bad:
         raise StorageError(f"storage class names are lower-case words; got {bad}")
@@ -50,30 +64,42 @@ def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int
         raise StorageError(f"--emulate names classes not in --classes: {unknown}")
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    emulate.remove_stale_backing([root])
     resolved: dict[str, Any] = {}
     try:
         for name in classes:
             if name in emulated:
                 mount = root / name
-                state = emulate.up(mount, emulated[name], size_bytes, backing_dir=root)
+                state = emulate.up(mount, emulated[name], size_bytes, backing_dir=root, owner=owner)
                 resolved[name] = {"scratch": str(mount), "emulated": True, "profile": emulated[name],
                                   "mechanism": state["mechanism"], "device": state["loop_device"]}
             else:
                 resolved[name] = {"scratch": str(scratch_dir) if scratch_dir else None, "emulated": False}
     except BaseException:
-        down(root)
+        down(root, owner)
         raise
     return resolved
 
 
-def down(root: Path) -> list[str]:
-    """Take down every emulation under ``root``; returns what was done."""
+def down(root: Path, owner: ProcessRef | None = None) -> list[str]:
+    """Take down the emulations under ``root`` that belong to ``owner`` (or whose owner is
+    gone); one in use by another live process is left alone and said so. Returns what was done."""
     root = Path(root).resolve()
     done = []
     for state_dir in emulate.all_states():
-        mount = Path(emulate.status_of(state_dir)["mount"])
-        if mount == root or root in mount.parents:
-            done += emulate.down_state(state_dir)
+        status = emulate.status_of(state_dir)
+        mount = Path(status["mount"])
+        if not (mount == root or root in mount.parents):
+            continue
+        theirs = emulate.owner_of(status)
+        if theirs is not None and theirs.alive() and (owner is None or (theirs.pid, theirs.start_ticks)
+                                                      != (owner.pid, owner.start_ticks)):
+            done.append(f"left {mount} up: it is in use by {theirs.describe()}")
+            continue
+        if theirs is None and status["healthy"] and owner is not None:
+            done.append(f"left {mount} up: it was brought up by hand")
+            continue
+        done += emulate.down_state(state_dir)
     return done
 
 

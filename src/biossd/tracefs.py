@@ -97,7 +97,7 @@ class BlockTraceInstance(HostObject):
             self.mount_point = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-"))
             self.own_mount = True
             proc = subprocess.run(["mount", "-t", "tracefs", "nodev", str(self.mount_point)],
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, start_new_session=True)
             if proc.returncode != 0:
                 raise TracefsError(f"cannot mount tracefs: {proc.stderr.strip()}")
         for event in self.events:
@@ -170,7 +170,7 @@ def _remove_instance(path: Path) -> None:
 
 
 def _unmount(point: Path) -> None:
-    subprocess.run(["umount", str(point)], capture_output=True)
+    subprocess.run(["umount", str(point)], capture_output=True, start_new_session=True)
     try:
         point.rmdir()
     except OSError as err:

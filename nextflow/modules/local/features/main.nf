@@ -1,20 +1,25 @@
 /*
- * FEATURES — the features table of every run of this invocation (biossd features).
+ * FEATURES — the features table of every run of this invocation (biossd features). A run whose
+ * files are damaged (checked against its manifest's checksums) is left out, not allowed to stop
+ * the table: it is listed in features_skipped.tsv and in the log.
  */
 process FEATURES {
+    tag "${run_dirs instanceof List ? run_dirs.size() : 1} runs"
     label 'process_single'
-    publishDir "${params.outdir}", mode: 'copy', pattern: 'features.csv'
+    publishDir "${params.outdir}", mode: 'copy', pattern: 'features*.{csv,tsv}'
 
     input:
     path run_dirs, stageAs: 'runs/run?'
 
     output:
     path 'features.csv', emit: table
+    path 'features_skipped.tsv', emit: skipped
     path 'versions.yml', emit: versions
 
     script:
     """
-    biossd features runs -o features.csv
+    # Exit 1 means "some runs were skipped" (listed); anything else is a failure.
+    biossd features --keep-going --skipped features_skipped.tsv runs -o features.csv || [ \$? -eq 1 ]
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
         biossd: \$(biossd --version | sed 's/biossd //')
@@ -23,7 +28,7 @@ process FEATURES {
 
     stub:
     """
-    touch features.csv
+    touch features.csv features_skipped.tsv
     echo '"${task.process}": {biossd: stub}' > versions.yml
     """
 }

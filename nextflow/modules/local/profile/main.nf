@@ -30,32 +30,42 @@ process PROFILE {
     def args    = task.ext.args ?: ''
     def swap    = params.swap ? "--swap ${q(params.swap)}" + (params.swap_dir ? " --swap-dir ${q(params.swap_dir)}" : '') : ''
     // In a container (-profile ...,charliecloud|apptainer|docker) the tool sees scratch at /mnt/0.
-    def engine  = params.container_engine ? "--container ${params.container_engine}" : ''
+    def engine  = params.container_engine ? "--container ${q(params.container_engine)}" : ''
     def engineLabel = params.container_engine ? "--label ${q("container_engine=${params.container_engine}")}" : ''
+    // On this host the run works for this Nextflow process: if Nextflow dies (even by SIGKILL)
+    // the run stops and cleans up. On a cluster node that pid means nothing.
+    def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
+    def tool    = q(meta.tool)
+    def mem     = q(meta.mem)
     """
+    # The run's scratch carries biossd's mark; only a marked one is ever removed.
     scratch=${scratch}
-    rm -rf "\$scratch" && mkdir -p "\$scratch"
-    trap 'rm -rf "\$scratch"' EXIT
-    version=\$(biossd catalogue version ${engine} ${meta.tool})
+    if [ -e "\$scratch" ]; then
+        [ -f "\$scratch/.biossd-scratch" ] || { echo "\$scratch exists and is not a biossd scratch directory; not touching it" >&2; exit 1; }
+        rm -rf "\$scratch"
+    fi
+    mkdir -p "\$scratch" && : > "\$scratch/.biossd-scratch"
+    trap '[ -f "\$scratch/.biossd-scratch" ] && rm -rf "\$scratch"' EXIT
+    version=\$(biossd catalogue version ${engine} ${tool})
     image=()
     image_ref=native
-    if [ -n "${engine}" ]; then
-        image_ref=\$(biossd catalogue image --engine ${params.container_engine} ${meta.tool})
+    if [ -n "${params.container_engine ?: ''}" ]; then
+        image_ref=\$(biossd catalogue image --engine ${q(params.container_engine ?: '')} ${tool})
         image=(--image "\$image_ref")
     fi
     # The input is copied into scratch and prepared there (indexes etc., not profiled).
-    mapfile -d '' -t tool_argv < <(biossd catalogue stage --print0 --mem ${meta.mem} ${engine} ${meta.tool} \\
-        --input ${input_dir} --scratch "\$scratch")
-    [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${meta.tool} gave no command" >&2; exit 1; }
+    mapfile -d '' -t tool_argv < <(biossd catalogue stage --print0 --mem ${mem} ${engine} ${tool} \\
+        --input ${q(input_dir)} --scratch "\$scratch")
+    [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
     cd "\$scratch"
-    biossd profile --mem ${meta.mem} --cap-backend ${params.cap_backend} --out "\$workdir/run" ${caches} ${swap} ${args} \\
+    biossd profile --mem ${mem} --cap-backend ${q(params.cap_backend)} --out "\$workdir/run" ${caches} ${swap} ${owner} ${args} \\
         ${labels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
     cd "\$workdir"
     # Aligners (Fig. 1(b)): the output scored against the input's truth, while scratch still holds it.
-    biossd quality ${meta.tool} --scratch "\$scratch" --run run > /dev/null
+    biossd quality ${tool} --scratch "\$scratch" --run run > /dev/null
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

@@ -3,6 +3,9 @@
  * params.scratch_dir (or the task directory); an emulated one gets an emulated HDD mounted
  * under the storage root. Emits storage.json: {class: {scratch, emulated, profile, ...}}.
  * The emulations stay up for the PROFILE tasks; study/main.nf takes them down on completion.
+ * Each is owned by this Nextflow process (its pid and start time): only it takes them down, and
+ * another pipeline, whatever its launch directory, never does. First, what an earlier session
+ * left (after a SIGKILL of Nextflow: an orphaned run, a stale emulation) is reconciled.
  * Never cached: on -resume the emulations must be brought up again.
  */
 process STORAGE_UP {
@@ -21,9 +24,10 @@ process STORAGE_UP {
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     def emulate = params.emulate ? params.emulate.toString().tokenize(',').collect { "--emulate ${q(it.trim())}" }.join(' ') : ''
     def scratch = params.scratch_dir ? "--scratch-dir ${q(params.scratch_dir)}" : ''
+    def owner   = "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}"
     """
     biossd storage up --root ${q(params.storage_root)} --classes ${q(classes)} ${emulate} \\
-        --size ${q(params.emulate_size)} ${scratch} -o storage.json
+        --size ${q(params.emulate_size)} ${scratch} ${owner} -o storage.json
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

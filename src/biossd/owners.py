@@ -1,0 +1,64 @@
+"""Who owns what biossd makes on a host: a process, named by its pid *and* its start time.
+
+A pid alone is not an identity: after a crash or a reboot the number is reused, and a record
+that trusted it would call a stranger's process the owner (or kill it). The start time in
+clock ticks since boot (field 22 of ``/proc/PID/stat``) makes the pair unique for the life of
+the host, so :meth:`ProcessRef.alive` is false for a dead owner whose pid was reused.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+#: ``/proc/PID/stat``: the fields after the command name (which may hold spaces and parentheses)
+#: start at field 3; the start time is field 22.
+_STAT_FIRST_FIELD_AFTER_COMM = 3
+_STAT_START_TIME_FIELD = 22
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot; ``None`` if there is no such process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[_STAT_START_TIME_FIELD - _STAT_FIRST_FIELD_AFTER_COMM])
+
+
+@dataclass(frozen=True)
+class ProcessRef:
+    """One process: ``pid`` and its ``start_ticks``; ``label`` says what it is to a reader
+    (e.g. ``nextflow session 1b2c…``)."""
+
+    pid: int
+    start_ticks: int | None
+    label: str = ""
+
+    @classmethod
+    def of(cls, pid: int, label: str = "") -> "ProcessRef":
+        return cls(pid, start_ticks(pid), label)
+
+    @classmethod
+    def current(cls, label: str = "") -> "ProcessRef":
+        return cls.of(os.getpid(), label)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any] | None) -> "ProcessRef | None":
+        if not record or record.get("pid") is None:
+            return None
+        return cls(int(record["pid"]), record.get("start_ticks"), str(record.get("label", "")))
+
+    def alive(self) -> bool:
+        """Whether this very process still runs (a reused pid is not it)."""
+        now = start_ticks(self.pid)
+        return now is not None and (self.start_ticks is None or now == self.start_ticks)
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        return f"{self.label + ' ' if self.label else ''}(pid {self.pid})"
