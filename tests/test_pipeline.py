@@ -196,35 +196,6 @@ def test_bad_parameters_are_all_listed_before_anything_runs(env, tmp_path):
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").glob("*/runs"))
 
 
-def test_resume_after_sigterm_mid_run_completes_without_duplicates(env, tmp_path, root_required):
-    """SIGTERM to Nextflow while a profiled run is going, then -resume: every run present once,
-    complete, and the features table has one row per run."""
-    import signal
-
-    outdir = tmp_path / "results"
-    cfg = tmp_path / "one-class.config"
-    cfg.write_text("params { storage_classes = 'ssd'; emulate = null; characterize_budget = '4s'; input_size = '32M' }\n")
-    args = ["run", str(REPO / "study"), "-profile", "test", "-c", str(cfg), "--outdir", str(outdir), "--host", "rs"]
-    exe = shutil.which("nextflow", path=env["PATH"])
-    before = set(find_leftovers(include_live=True))
-    proc = subprocess.Popen([exe, *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 300
-    while not (set(find_leftovers(include_live=True)) - before):  # a profiled run holds a cap now
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() is not None else "timeout"
-        time.sleep(0.2)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=120)
-    assert set(find_leftovers()) == set(), "the interrupted run's cgroup was left"
-    done = subprocess.run([exe, *args, "-resume"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:]
-    runs = features.find_run_dirs([outdir])
-    assert len(runs) == 3 and all(manifest.read_manifest(r)["outcome"] == "ok" for r in runs)
-    rep_dirs = sorted(p.name for p in (outdir / "rs-ssd" / "runs" / "samtools_sort" / "64M" / "1").iterdir())
-    assert rep_dirs == ["1", "2", "3"]
-    assert len(features.read_table(outdir / layout.FEATURES_FILE)) == 3
-
-
 def nextflow_config(env, cwd, profiles):
     exe = shutil.which("nextflow", path=env["PATH"])
     proc = subprocess.run([exe, "config", "-profile", profiles, str(REPO / "study")], cwd=cwd, env=env,

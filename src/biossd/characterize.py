@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from biossd import devices, hostlock
+from biossd.owners import ProcessRef
 from biossd.units import parse_size
 
 MB = 1_000_000
@@ -70,11 +71,29 @@ def fio_argv(path: Path, rw: str, block: str, depth: int, direct: bool, runtime_
     return argv
 
 
-def lay_out(path: Path, size_bytes: int) -> None:
+#: How often a running fio job is checked against the owner's life.
+_OWNER_POLL_S = 0.2
+
+
+def _fio(argv: list[str], owner: ProcessRef | None = None) -> subprocess.CompletedProcess[str]:
+    """Run one fio job; if ``owner`` (the Nextflow that asked) dies meanwhile, fio is killed
+    and the characterization stops, rather than load a device nobody measures any more."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=_OWNER_POLL_S)
+                return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                if owner is not None and not owner.alive():
+                    proc.kill()
+                    proc.communicate()
+                    raise CharacterizeError(f"stopped: its owner {owner.describe()} is gone") from None
+
+
+def lay_out(path: Path, size_bytes: int, owner: ProcessRef | None = None) -> None:
     """Write the whole test file once, so every later job reads real blocks."""
-    proc = subprocess.run(["fio", "--name=layout", f"--filename={path}", "--rw=write", f"--bs={SEQ_BLOCK}",
-                           f"--size={size_bytes}", "--direct=1", "--end_fsync=1", "--output-format=json"],
-                          capture_output=True, text=True)
+    proc = _fio(["fio", "--name=layout", f"--filename={path}", "--rw=write", f"--bs={SEQ_BLOCK}",
+                 f"--size={size_bytes}", "--direct=1", "--end_fsync=1", "--output-format=json"], owner)
     if proc.returncode != 0:
         raise CharacterizeError(f"fio could not write the test file {path}: {proc.stderr.strip()[-500:]}")
 
@@ -97,7 +116,10 @@ def _result(job: dict[str, Any], rw: str, wall_s: float, block_bytes: int) -> di
     }
 
 
-def characterize(path: Path, budget_s: float = 120.0, file_bytes: int | None = None) -> dict[str, Any]:
+def characterize(path: Path, budget_s: float = 120.0, file_bytes: int | None = None,
+                 owner: ProcessRef | None = None) -> dict[str, Any]:
+    """fio's four numbers (and more) for the device holding ``path``, under the host lock;
+    stopped if ``owner`` dies."""
     path = Path(path)
     if shutil.which("fio") is None:
         raise CharacterizeError("fio is not installed (Debian package fio)")
@@ -115,20 +137,20 @@ def characterize(path: Path, budget_s: float = 120.0, file_bytes: int | None = N
     test_file = path / f".biossd-characterize-{uuid.uuid4().hex[:8]}"
     results: dict[str, dict[str, Any]] = {}
     # fio measures the device: no profiled run (or other characterization) may share it meanwhile.
-    with hostlock.HostLock("biossd device characterize", out=str(path)):
-        _run_jobs(test_file, size, runs, job_s, results)
+    with hostlock.HostLock("biossd device characterize", out=str(path), owner=owner):
+        _run_jobs(test_file, size, runs, job_s, results, owner)
     return _record(path, size, job_s, results)
 
 
-def _run_jobs(test_file: Path, size: int, runs, job_s: float, results: dict[str, dict[str, Any]]) -> None:
+def _run_jobs(test_file: Path, size: int, runs, job_s: float, results: dict[str, dict[str, Any]],
+              owner: ProcessRef | None) -> None:
     """Lay out ``test_file`` and run every fio job on it; the file is removed however it ends."""
     try:
-        lay_out(test_file, size)
+        lay_out(test_file, size, owner)
         for (name, rw, block, depth), direct in runs:
             key = f"{'direct' if direct else 'buffered'}_{name}"
             t0 = time.monotonic()
-            proc = subprocess.run(fio_argv(test_file, rw, block, depth, direct, job_s, size, key),
-                                  capture_output=True, text=True)
+            proc = _fio(fio_argv(test_file, rw, block, depth, direct, job_s, size, key), owner)
             wall_s = time.monotonic() - t0
             if proc.returncode != 0:
                 raise CharacterizeError(f"fio job {key} failed: {proc.stderr.strip()[-500:]}")

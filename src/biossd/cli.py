@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
+import signal
 import sys
-from pathlib import Path
+
+
+def _terminate_as_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signum)
+
+
+# As early as the command allows: SIGINT and SIGTERM unwind like Ctrl-C, so every command's
+# clean-up (finally, context managers) runs and it exits 128+signal; commands that measure
+# install their own handlers. (A signal in the interpreter's own start, before this line, kills
+# it by the signal, which a shell reports as the same 128+signal.)
+signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+signal.signal(signal.SIGINT, _terminate_as_interrupt)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from biossd import __version__
 
@@ -464,7 +478,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
                 raise SystemExit("biossd storage characterize: give --input storage.json and -o DIR")
             resolved = json.loads(Path(args.input).read_text())
             written = storage.characterize_all(resolved, parse_duration_s(args.budget), Path(args.output),
-                                               Path.cwd() / "scratch")
+                                               Path.cwd() / "scratch", owner)
             for name, path in written.items():
                 print(f"{name}: {path}")
         else:
@@ -723,18 +737,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate_as_interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signum)
-
-
 def main(argv: list[str] | None = None) -> int:
-    import signal
-
     logging.basicConfig(level=logging.WARNING, format="biossd: %(message)s")
-    args = build_parser().parse_args(argv)
-    # SIGTERM unwinds like Ctrl-C, so every command's clean-up (finally, context managers) runs;
-    # commands that measure install their own handlers.
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt as intr:
+        return 128 + (intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT)
     try:
         return args.func(args)
     except KeyboardInterrupt as intr:

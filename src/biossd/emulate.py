@@ -184,7 +184,7 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     _save(state_dir, state)
 
     def on_signal(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

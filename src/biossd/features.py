@@ -334,7 +334,7 @@ def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
             rows.append(run_features(run_dir))
         except (FeatureError, blkbinary.TraceFormatError, manifest.ManifestError, quality.QualityError) as err:
             if not keep_going:
-                raise
+                raise FeatureError(f"{err}; pass --keep-going to skip this run") from err
             if failures is not None:
                 failures.append((Path(run_dir), str(err)))
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as err:

@@ -11,7 +11,10 @@ it, which is what a resumed study does first."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from biossd.owners import ProcessRef
 
 
 class HostObject:
@@ -39,8 +42,10 @@ class HostObject:
 
 def owner_alive(name: str, prefix: str) -> bool:
     """Whether the process whose pid follows ``prefix`` in ``name`` still runs."""
+    from biossd.owners import start_ticks
+
     pid = name[len(prefix):].split("-", 1)[0]
-    return pid.isdigit() and Path(f"/proc/{pid}").exists()
+    return pid.isdigit() and start_ticks(int(pid)) is not None
 
 
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
@@ -112,10 +117,11 @@ def _remove_stale(record: Path) -> None:
     record.unlink(missing_ok=True)
 
 
-def stop_orphans(grace_s: float | None = None) -> list[str]:
-    """End the measured run holding the host lock if the owner it worked for is dead (e.g.
-    Nextflow was SIGKILLed): SIGTERM, so it cleans up after itself, then SIGKILL after the
-    profiler's own grace period plus its teardown. Returns what was done."""
+def stop_orphans(owner: "ProcessRef | None" = None, grace_s: float | None = None) -> list[str]:
+    """End the measured run holding the host lock if the owner it works for is dead (e.g.
+    Nextflow was SIGKILLed) — or, given ``owner``, if it works for that owner (which is taking
+    its storage down, so its runs are over): SIGTERM, so it cleans up after itself, then SIGKILL
+    after the profiler's own grace period plus its teardown. Returns what was done."""
     import os
     import signal
     import time
@@ -127,17 +133,21 @@ def stop_orphans(grace_s: float | None = None) -> list[str]:
     if not holder:
         return []
     run = ProcessRef.from_record(holder)
-    owner = ProcessRef.from_record(holder.get("owner"))
-    if run is None or owner is None or owner.alive() or not run.alive():
+    theirs = ProcessRef.from_record(holder.get("owner"))
+    if run is None or theirs is None or not run.alive():
+        return []
+    ours = owner is not None and (theirs.pid, theirs.start_ticks) == (owner.pid, owner.start_ticks)
+    if not ours and theirs.alive():
         return []
     os.kill(run.pid, signal.SIGTERM)
     deadline = time.monotonic() + (profile.TERM_GRACE_S + ORPHAN_TEARDOWN_S if grace_s is None else grace_s)
     while run.alive() and time.monotonic() < deadline:
         time.sleep(0.1)
+    what = "orphaned" if not ours else "interrupted"
     if run.alive():
         os.kill(run.pid, signal.SIGKILL)
-        return [f"killed orphaned run {hostlock.describe(holder)} (SIGKILL)"]
-    return [f"stopped orphaned run {hostlock.describe(holder)}"]
+        return [f"killed {what} run {hostlock.describe(holder)} (SIGKILL)"]
+    return [f"stopped {what} run {hostlock.describe(holder)}"]
 
 
 #: Time an orphaned run is given, beyond the profiler's grace for its tool, to tear down.

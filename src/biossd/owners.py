@@ -16,16 +16,26 @@ from typing import Any, Mapping
 #: ``/proc/PID/stat``: the fields after the command name (which may hold spaces and parentheses)
 #: start at field 3; the start time is field 22.
 _STAT_FIRST_FIELD_AFTER_COMM = 3
+_STAT_STATE_FIELD = 3
 _STAT_START_TIME_FIELD = 22
+#: Process states of a process that has ended but is not yet reaped by its parent.
+_ENDED_STATES = ("Z", "X")
 
 
-def start_ticks(pid: int) -> int | None:
-    """When ``pid`` started, in clock ticks since boot; ``None`` if there is no such process."""
+def _stat_fields(pid: int) -> list[str] | None:
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    fields = text[text.rindex(")") + 2:].split()
+    return text[text.rindex(")") + 2:].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot; ``None`` if there is no such process
+    or it has ended (a zombie waiting for its parent runs no more)."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] in _ENDED_STATES:
+        return None
     return int(fields[_STAT_START_TIME_FIELD - _STAT_FIRST_FIELD_AFTER_COMM])
 
 

@@ -84,8 +84,12 @@ def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int
 def down(root: Path, owner: ProcessRef | None = None) -> list[str]:
     """Take down the emulations under ``root`` that belong to ``owner`` (or whose owner is
     gone); one in use by another live process is left alone and said so. Returns what was done."""
+    from biossd import leftovers
+
     root = Path(root).resolve()
-    done = []
+    # A measured run of this owner's still going (Nextflow interrupted before it ended its
+    # tasks) would hold the disk busy: it is over, so it is stopped first (it cleans up).
+    done = leftovers.stop_orphans(owner) if owner is not None else []
     for state_dir in emulate.all_states():
         status = emulate.status_of(state_dir)
         mount = Path(status["mount"])
@@ -104,7 +108,7 @@ def down(root: Path, owner: ProcessRef | None = None) -> list[str]:
 
 
 def characterize_all(resolved: dict[str, Any], budget_s: float, out_dir: Path,
-                     default_scratch: Path) -> dict[str, Path]:
+                     default_scratch: Path, owner: ProcessRef | None = None) -> dict[str, Path]:
     """Characterize each class's device, one class after another (never two at once: they
     would disturb each other). A class without a scratch directory is measured in
     ``default_scratch/<class>``. Writes ``out_dir/<class>.json``."""
@@ -115,7 +119,7 @@ def characterize_all(resolved: dict[str, Any], budget_s: float, out_dir: Path,
     for name, info in resolved.items():
         where = Path(info["scratch"]) if info.get("scratch") else default_scratch / name
         where.mkdir(parents=True, exist_ok=True)
-        record = characterize.characterize(where, budget_s)
+        record = characterize.characterize(where, budget_s, owner=owner)
         record["storage_class"] = name
         written[name] = out_dir / f"{name}.json"
         atomic_write_text(written[name], json.dumps(record, indent=2) + "\n")

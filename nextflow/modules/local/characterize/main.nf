@@ -22,10 +22,13 @@ process CHARACTERIZE {
     path 'versions.yml' , emit: versions
 
     script:
+    def q     = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    // Stops if this Nextflow dies (a cluster node cannot see its pid).
+    def owner = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     """
-    biossd storage characterize --input ${storage_json} --budget ${params.characterize_budget} -o devices
+    biossd storage characterize --input ${q(storage_json)} --budget ${q(params.characterize_budget)} ${owner} -o devices
     biossd host -o host.json > /dev/null
-    rm -rf scratch
+    rm -rf scratch  # fio's directory for classes without a scratch, made by the line above in this task directory
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

@@ -31,7 +31,7 @@ process REPORT {
         params: params.collectEntries { k, v -> [k, v?.toString()] }])
     """
     printf '%s\\n' ${q(record)} > provenance.json
-    biossd layout assemble results runs/* ${devices} --file features.csv=${features_csv} \\
+    biossd layout assemble results runs/* ${devices} --file ${q("features.csv=${features_csv}")} \\
         --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json
     biossd report results > /dev/null
     cat <<-END_VERSIONS > versions.yml

@@ -18,8 +18,9 @@ process SYNTH_INPUT {
     path 'versions.yml'            , emit: versions
 
     script:
+    def q = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     """
-    biossd data synth ${meta.kind} --size ${size} --scale ${meta.scale} --seed ${seed} -o input > /dev/null
+    biossd data synth ${q(meta.kind)} --size ${q(size)} --scale ${q(meta.scale)} --seed ${q(seed)} -o input > /dev/null
     cp input/synth.json synth.json
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

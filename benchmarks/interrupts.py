@@ -1,0 +1,41 @@
+"""Randomized interrupts, the long version (issue 15): at least 20 kill points of `biossd
+profile` (cap, swap, block trace), 10 of `emulate-hdd up`/`down` and 3 of the pipeline with
+emulated storage (each followed by -resume), SIGINT, SIGTERM and SIGKILL mixed, seeded.
+
+    sudo .venv/bin/python benchmarks/interrupts.py [--seed 15] [--profile 20] [--emulate 10] [--pipeline 3]
+
+Prints one line per kill point (what was left: the answer must be "nothing") and a summary;
+exits 1 if any point left something. `make test` runs a short version (tests/test_interrupts.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import interrupts  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--profile", type=int, default=20)
+    ap.add_argument("--emulate", type=int, default=10)
+    ap.add_argument("--pipeline", type=int, default=3)
+    args = ap.parse_args()
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["NXF_OFFLINE"] = "true"
+    with tempfile.TemporaryDirectory(prefix="biossd-interrupts-") as work:
+        points = interrupts.run_points(args.seed, Path(work), env, args.profile, args.emulate, args.pipeline,
+                                       report=lambda line: print(line, flush=True))
+    print(interrupts.summary(points))
+    return 1 if any(p.left for p in points) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Seeded random interrupts of biossd's host-changing commands, and what each one left.
+
+A *kill point* starts a real command (``biossd profile`` with a cap, swap and a block trace;
+``biossd device emulate-hdd up`` or ``down``; the study pipeline with emulated storage),
+sends it SIGINT, SIGTERM or SIGKILL after a random delay, then checks the host against the
+snapshot taken before: no cgroup, tracefs instance, loop device, swap area, mount, FUSE daemon,
+scratch, state or process of biossd's may remain (after ``biossd cleanup`` where the kill was
+SIGKILL — or, for the pipeline, after ``-resume``, which reconciles by itself), and no manifest
+for an interrupted run. The same seed gives the same points. Used by ``tests/test_interrupts.py``
+(a few points) and ``benchmarks/interrupts.py`` (many).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from biossd import cgroups, emulate, features, hostlock, layout, manifest, swap, tracefs
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+#: A memory hog larger than the cap, so the run pages to its swap area.
+HOG_MIB, CAP, SWAP = 96, "64M", "96M"
+
+
+def host_snapshot() -> dict[str, object]:
+    """Everything of biossd's a host can hold, as comparable values."""
+    loops = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                           capture_output=True, text=True).stdout
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+              if "biossd" in line or line.split()[2].startswith("fuse")]
+    me = {os.getpid(), os.getppid()}
+    procs = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) not in me:
+            try:
+                argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if ("biossd" in argv or "memory_hog" in argv) and "pytest" not in argv and "interrupts" not in argv:
+                procs.append(f"{proc.name}: {argv.strip()}")
+    run_dir = hostlock.runtime_dir()
+    return {
+        "cgroups": sorted(map(str, cgroups.find_leftovers(include_live=True))),
+        "tracefs": sorted(map(str, tracefs.find_leftovers(include_live=True))),
+        "loops": sorted(line for line in loops.splitlines() if line.strip()),
+        "swaps": sorted(swap.active_swaps()),
+        "mounts": sorted(mounts),
+        "processes": sorted(procs),
+        "emulations": sorted(str(p) for p in emulate.all_states()),
+        "lock_holder": hostlock.held_by() is not None or (run_dir / hostlock.HOLDER_NAME).exists(),
+        "stale_records": sorted(map(str, hostlock.stale_records())),
+    }
+
+
+def differences(before: dict[str, object], after: dict[str, object]) -> dict[str, tuple[object, object]]:
+    return {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+
+
+@dataclass
+class KillPoint:
+    target: str
+    signal: str
+    delay_s: float
+    exit_code: int | None = None
+    completed: bool = False
+    cleanup: str = ""
+    left: dict[str, object] = field(default_factory=dict)
+
+    def line(self) -> str:
+        state = "completed before the signal" if self.completed else f"exit {self.exit_code}"
+        return (f"{self.target:<18} {self.signal:<8} at {self.delay_s:5.2f} s  {state:<28} "
+                f"left: {self.left or 'nothing'}{'  (' + self.cleanup + ')' if self.cleanup else ''}")
+
+
+def _biossd(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "biossd", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _send(proc: subprocess.Popen, signum: int) -> None:
+    """SIGINT as a terminal's Ctrl-C does (to the whole foreground process group); SIGTERM and
+    SIGKILL as ``kill`` does (to the process)."""
+    try:
+        if signum == signal.SIGINT:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
+    except ProcessLookupError:
+        pass
+
+
+def _cleanup_after_sigkill(env: dict[str, str], point: KillPoint) -> None:
+    done = _biossd(env, "cleanup")
+    point.cleanup = f"cleanup exit {done.returncode}: " + "; ".join(done.stdout.split("\n")).strip("; ")
+
+
+def profile_point(rng: random.Random, work: Path, env: dict[str, str], max_delay_s: float = 3.0) -> KillPoint:
+    """``biossd profile`` with a cap, swap and a block trace, killed at a random moment."""
+    signum = rng.choice(SIGNALS)
+    point = KillPoint("profile", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
+    work.mkdir(parents=True)
+    before = host_snapshot()
+    run = work / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", CAP, "--swap", SWAP,
+                             "--swap-dir", str(work), "--blocktrace", "auto", "--out", str(run), "--",
+                             sys.executable, str(PROGRAMS / "memory_hog.py"), str(HOG_MIB)],
+                            env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(point.delay_s)
+    point.completed = proc.poll() == 0
+    _send(proc, signum)
+    _, err = proc.communicate(timeout=120)
+    point.exit_code = proc.returncode
+    if signum == signal.SIGKILL and not point.completed:
+        _cleanup_after_sigkill(env, point)
+    left = differences(before, host_snapshot())
+    extra = sorted(p.name for p in work.iterdir() if p.name != "run")
+    if extra:
+        left["files"] = extra
+    if not point.completed:
+        if manifest.is_complete(run) and proc.returncode != 0:
+            left["manifest"] = str(run)
+        # -signum: the signal came while the interpreter was still starting, before biossd could
+        # install its handler (nothing existed yet); a shell reports that as 128+signal too.
+        if signum != signal.SIGKILL and proc.returncode not in (0, 128 + signum, -signum):
+            left["exit"] = f"{proc.returncode}: {err[-300:]}"
+    point.left = left
+    return point
+
+
+def emulate_point(rng: random.Random, work: Path, env: dict[str, str], action: str,
+                  max_delay_s: float = 0.6) -> KillPoint:
+    """``emulate-hdd up`` (or ``down`` of one that is up) killed at a random moment; then the
+    emulation, if it survived whole, is taken down by hand (it is the user's until then)."""
+    signum = rng.choice(SIGNALS)
+    point = KillPoint(f"emulate-hdd {action}", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
+    work.mkdir(parents=True)
+    mount = work / "hdd"
+    before = host_snapshot()
+    up = ["device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M", "--swap", "16M",
+          "--backing-dir", str(work)]
+    if action == "down":
+        done = _biossd(env, *up)
+        assert done.returncode == 0, done.stderr
+        argv = ["device", "emulate-hdd", "down", "--mount", str(mount)]
+    else:
+        argv = up
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", *argv], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(point.delay_s)
+    point.completed = proc.poll() == 0
+    _send(proc, signum)
+    _, err = proc.communicate(timeout=120)
+    point.exit_code = proc.returncode
+    if signum == signal.SIGKILL and not point.completed:
+        _cleanup_after_sigkill(env, point)
+    still_up = [d for d in emulate.all_states() if emulate.status_of(d)["mount"] == str(mount)]
+    if still_up:
+        healthy = emulate.status_of(still_up[0])["healthy"]
+        if not healthy:
+            point.left["broken emulation"] = str(still_up[0])
+        # A whole emulation is the user's (brought up by hand): taken down the way a user does.
+        down = _biossd(env, "device", "emulate-hdd", "down", "--mount", str(mount))
+        point.cleanup = (point.cleanup + f"; down by hand exit {down.returncode}").strip("; ")
+    point.left.update(differences(before, host_snapshot()))
+    extra = sorted(p.name for p in work.iterdir())
+    if extra:
+        point.left["files"] = extra
+    return point
+
+
+def pipeline_point(rng: random.Random, work: Path, env: dict[str, str], min_delay_s: float = 10.0,
+                   max_delay_s: float = 60.0) -> KillPoint:
+    """The study with emulated storage (``-profile test``) killed at a random moment, then
+    ``-resume``d: afterwards every expected run exists exactly once and the host is as before."""
+    signum = rng.choice(SIGNALS)
+    point = KillPoint("pipeline", signal.Signals(signum).name, round(rng.uniform(min_delay_s, max_delay_s), 2))
+    work.mkdir(parents=True)
+    before = host_snapshot()
+    outdir = work / "results"
+    exe = shutil.which("nextflow", path=env["PATH"])
+    args = [exe, "run", str(REPO / "study"), "-profile", "test", "--outdir", str(outdir), "--host", "ip",
+            "--skip_report"]
+    proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    time.sleep(point.delay_s)
+    point.completed = proc.poll() == 0
+    _send(proc, signum)
+    out, _ = proc.communicate(timeout=300)
+    point.exit_code = proc.returncode
+    if signum != signal.SIGKILL:
+        interrupted = differences(before, host_snapshot())
+        if interrupted:
+            point.left["after the interrupt"] = interrupted
+    resumed = subprocess.run([*args, "-resume"], cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    if resumed.returncode != 0:
+        point.left["resume"] = resumed.stdout[-2000:]
+    point.cleanup = "-resume"
+    point.left.update(differences(before, host_snapshot()))
+    expected = {("ssd", rep) for rep in (1, 2, 3)} | {("hdd", rep) for rep in (1, 2, 3)}
+    runs = features.find_run_dirs([outdir])
+    found = []
+    for run in runs:
+        body = manifest.read_manifest(run)
+        if manifest.verify(run, body):
+            point.left[f"damaged {run}"] = manifest.verify(run, body)
+        found.append((body["labels"]["storage"], int(body["labels"]["rep"])))
+    if sorted(found) != sorted(expected):
+        point.left["runs"] = sorted(found)
+    partial = [str(p) for p in outdir.rglob(".*biossd-partial*")]
+    if partial:
+        point.left["partial run directories"] = partial
+    table = outdir / layout.FEATURES_FILE
+    if not table.is_file() or len(features.read_table(table)) != len(expected):
+        point.left["features"] = "features.csv missing or not one row per run"
+    storage_root = work / ".biossd-storage"
+    if storage_root.exists() and [p.name for p in storage_root.iterdir()]:
+        point.left["storage root"] = sorted(p.name for p in storage_root.iterdir())
+    return point
+
+
+def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emulate: int,
+               n_pipeline: int, report=print) -> list[KillPoint]:
+    """The kill points of one seed: ``n_profile`` of the profiler, ``n_emulate`` of the
+    emulation (up and down alternating) and ``n_pipeline`` of the pipeline."""
+    rng = random.Random(seed)
+    points = []
+    for i in range(n_profile):
+        points.append(profile_point(rng, work / f"profile-{i}", env))
+        report(points[-1].line())
+    for i in range(n_emulate):
+        points.append(emulate_point(rng, work / f"emulate-{i}", env, "up" if i % 2 == 0 else "down"))
+        report(points[-1].line())
+    for i in range(n_pipeline):
+        points.append(pipeline_point(rng, work / f"pipeline-{i}", env))
+        report(points[-1].line())
+    return points
+
+
+def summary(points: list[KillPoint]) -> str:
+    bad = [p for p in points if p.left]
+    return json.dumps({"points": len(points), "left_something": len(bad),
+                       "by_signal": {s: sum(p.signal == s for p in points) for s in ("SIGINT", "SIGTERM", "SIGKILL")}})

@@ -1,0 +1,252 @@
+"""Reliability (issue 15): emulations are owned and reconciled with the host, a crash is
+recovered by the next `up`, damaged run files are named and skipped, a full scratch is a harness
+error, parameters are checked against the schema, and doctor/cleanup need root and say so."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from biossd import emulate, features, manifest, matrix, storage
+from biossd.owners import ProcessRef
+from test_emulate import loop_filesystem
+
+pytestmark = pytest.mark.integration
+PROFILE = "seagate-barracuda-7200"
+
+
+def _sleeper() -> subprocess.Popen:
+    """A stand-in owner (a Nextflow session, say) that we can kill."""
+    return subprocess.Popen(["sleep", "600"])
+
+
+def test_an_owned_emulation_is_only_taken_down_by_its_owner(biossd, tmp_path, root_required):
+    root = tmp_path / "storage"
+    owner, other = _sleeper(), _sleeper()
+    try:
+        biossd("storage", "up", "--root", str(root), "--classes", "hdd", "--emulate", f"hdd={PROFILE}",
+               "--size", "128M", "--owner-pid", str(owner.pid), "--owner-label", "pipeline A")
+        mount = root / "hdd"
+        assert os.path.ismount(mount)
+        # A second pipeline (another owner) can neither bring up nor take down this disk.
+        second = biossd("storage", "up", "--root", str(root), "--classes", "hdd", "--emulate", f"hdd={PROFILE}",
+                        "--size", "128M", "--owner-pid", str(other.pid), check=False)
+        assert second.returncode == 2 and "in use by pipeline A" in second.stderr
+        left = biossd("storage", "down", "--root", str(root), "--owner-pid", str(other.pid)).stdout
+        assert "left" in left and "in use by pipeline A" in left and os.path.ismount(mount)
+        # doctor calls it in use, not a leftover; cleanup leaves it alone.
+        doctor = biossd("doctor", check=False)
+        assert doctor.returncode == 0 and f"emulated HDD {mount}" in doctor.stdout and "in use by pipeline A" in doctor.stdout
+        biossd("cleanup")
+        assert os.path.ismount(mount)
+        # Its owner dies (SIGKILL of Nextflow): now it is a leftover, and cleanup removes it.
+        owner.kill()
+        owner.wait()
+        doctor = biossd("doctor", check=False)
+        assert doctor.returncode == 1 and "leftover emulated-hdd" in doctor.stdout and "is gone" in doctor.stdout
+        assert "removed emulated-hdd" in biossd("cleanup").stdout
+        assert not os.path.ismount(mount) and not emulate.all_states() and not list(root.glob("biossd-hdd-*"))
+    finally:
+        for p in (owner, other):
+            p.kill()
+            p.wait()
+        biossd("cleanup", check=False)
+
+
+def test_the_next_up_recovers_what_a_killed_up_left(biossd, env, tmp_path, root_required):
+    """SIGKILL of `up` once the FUSE server and loop device exist, then `up` at the same mount:
+    no FileExistsError — the stale emulation (broken, no owner) is reclaimed first."""
+    mount = tmp_path / "hdd"
+    argv = [sys.executable, "-m", "biossd", "device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M",
+            "--backing-dir", str(tmp_path)]
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not any("loop_device" in emulate.status_of(d) for d in emulate.all_states()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    assert emulate.all_states(), "the killed up left its state"
+    again = biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M", "--backing-dir", str(tmp_path))
+    assert "up at" in again.stdout
+    states = emulate.all_states()
+    assert len(states) == 1 and emulate.status_of(states[0])["healthy"]
+    assert len(list(tmp_path.glob("biossd-hdd-*.img"))) == 1, "the stale backing file was removed"
+    biossd("device", "emulate-hdd", "down", "--mount", str(mount))
+    assert not emulate.all_states() and not list(tmp_path.glob("biossd-hdd-*"))
+
+
+def test_down_reconciles_when_the_recorded_state_lies(biossd, tmp_path, root_required):
+    """`down` trusts the host, not the record: with every flag and the loop device erased from
+    state.json, it still finds the mount, the loop device by its backing file and the server."""
+    mount = tmp_path / "hdd"
+    biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M", "--swap", "16M",
+           "--backing-dir", str(tmp_path))
+    state_dir = emulate.all_states()[0]
+    state = json.loads((state_dir / "state.json").read_text())
+    for key in ("loop_device", "server", "stage"):
+        state.pop(key)
+    (state_dir / "state.json").write_text(json.dumps(state))
+    done = biossd("device", "emulate-hdd", "down", "--mount", str(mount)).stdout
+    for step in ("swapoff", "umount", "losetup -d", "stopped disk server"):
+        assert step in done, done
+    assert not emulate.all_states() and not mount.exists() and not list(tmp_path.glob("biossd-hdd-*"))
+
+
+def test_the_emulated_disk_is_root_only(biossd, tmp_path, root_required):
+    mount = tmp_path / "hdd"
+    biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M", "--backing-dir", str(tmp_path))
+    try:
+        status = emulate.status_of(emulate.all_states()[0])
+        assert os.stat(status["backing_file"]).st_mode & 0o777 == 0o600
+        fuse_mount = next(line for line in Path("/proc/self/mounts").read_text().splitlines()
+                          if status["fuse_dir"] in line)
+        assert "allow_other" not in fuse_mount and "default_permissions" in fuse_mount
+        image = Path(status["fuse_dir"]) / emulate.DISK_FILE
+        other = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "head", "-c1",
+                                str(image)], capture_output=True, text=True)
+        assert other.returncode != 0 and "denied" in other.stderr.lower()
+    finally:
+        biossd("device", "emulate-hdd", "down", "--mount", str(mount))
+
+
+def test_doctor_and_cleanup_as_a_user_say_they_need_root(env, root_required):
+    for command in ("doctor", "cleanup"):
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                               "biossd", command], capture_output=True, text=True, env={**env, "HOME": "/tmp"})
+        assert proc.returncode == 2 and "needs root" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_full_scratch_is_a_harness_error_not_a_result(biossd, tmp_path, root_required):
+    with loop_filesystem(tmp_path, 16 << 20) as small:
+        run = tmp_path / "run"
+        proc = biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(run), "--", "dd",
+                      "if=/dev/zero", f"of={small}/fill", "bs=1M", "count=64", cwd=small, check=False)
+        (small / "fill").unlink()
+    assert proc.returncode == 2 and "ran out of space" in proc.stderr and "harness" in proc.stderr, proc.stderr
+    assert not run.exists() and not list(tmp_path.glob(".run.*")), "no run was recorded"
+
+
+@pytest.fixture(scope="module")
+def good_run(biossd, tmp_path_factory, root_required):
+    """One complete, real run directory (with a quality record beside it) to damage copies of."""
+    base = tmp_path_factory.mktemp("good")
+    run = base / "run"
+    biossd("profile", "--mem", "64M", "--no-drop-caches", "--out", str(run), "--", "dd", "if=/dev/zero",
+           f"of={base}/x", "bs=1M", "count=4", "oflag=direct", cwd=base)
+    (run / "device.json").write_text(json.dumps({"spec_row": {"seq_read_mbs": 100.0, "seq_write_mbs": 100.0}}))
+    body = manifest.read_manifest(run)
+    body["files"] = [manifest.file_record(run, p) for p in sorted(run.iterdir())
+                     if p.is_file() and p.name != manifest.MANIFEST_NAME]
+    manifest.write_manifest(run, {k: v for k, v in body.items() if k not in ("schema", "schema_version")})
+    (run / "quality.json").write_text(json.dumps({"sensitivity": 1.0}))
+    return run
+
+
+@pytest.mark.parametrize("name, damage", [
+    ("run.json", lambda p: p.write_text("{not json")),
+    ("run.json", lambda p: p.write_text(json.dumps({"schema": "other"}))),
+    ("rusage.json", lambda p: p.write_text("[]")),
+    ("device.json", lambda p: p.write_text("{")),
+    ("quality.json", lambda p: p.write_text("{")),
+    ("blocktrace.parquet", lambda p: p.write_bytes(b"PAR1 garbage")),
+    ("sampler.csv", lambda p: p.unlink()),
+    ("perf_stat.csv", lambda p: p.write_text("1,2,3\n")),
+])
+def test_features_keep_going_names_any_damaged_run_file(biossd, good_run, tmp_path, name, damage):
+    import shutil
+
+    root = tmp_path / "results"
+    shutil.copytree(good_run, root / "good")
+    shutil.copytree(good_run, root / "bad")
+    damage(root / "bad" / name)
+    skipped = tmp_path / "skipped.tsv"
+    proc = biossd("features", "--keep-going", "--skipped", str(skipped), str(root), "-o", str(tmp_path / "f.csv"),
+                  check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(root / "bad") in proc.stderr and name in proc.stderr, proc.stderr
+    assert len(features.read_table(tmp_path / "f.csv")) == 1
+    rows = skipped.read_text().splitlines()
+    assert len(rows) == 2 and rows[1].startswith(str(root / "bad")) and name in rows[1]
+    plain = biossd("features", str(root), check=False)
+    assert plain.returncode == 2 and name in plain.stderr and "Traceback" not in plain.stderr
+
+
+def test_parameters_are_checked_against_the_schema():
+    problems = matrix.schema_problems({"host": "../../x", "repeats": "three", "cap_backend": "magic",
+                                       "storage_classes": "ssd,../hdd", "swap": "lots", "tols": "bwa",
+                                       "scratchDir": "/x"})
+    text = "\n".join(problems)
+    for name in ("--host", "--repeats", "--cap_backend", "--storage_classes", "--swap", "Unknown parameter --tols"):
+        assert name in text, text
+    assert "scratchDir" not in text, "Nextflow's camelCase alias of a known parameter is not unknown"
+    assert matrix.schema_problems({"host": "node-01.lab", "repeats": 3, "storage_classes": "ssd,hdd"}) == []
+
+
+def test_the_plan_checks_free_space_against_the_largest_input(tmp_path):
+    params = {"tools": "samtools_sort", "mem_caps": "64M", "scales": "1,16", "repeats": 1, "input_size": "64M",
+              "storage_classes": "ssd,hdd", "emulate": f"hdd={PROFILE}", "emulate_size": "1G",
+              "scratch_dir": str(tmp_path), "storage_root": str(tmp_path)}
+    problems = matrix.plan(params).problems
+    assert any("--emulate_size 1G is too small for class 'hdd'" in p and "4G" in p for p in problems), problems
+    params.update(input_size="1M", scales="1")
+    assert matrix.plan(params).problems == []
+    params.update(input_size="1T")
+    assert any("The scratch of class 'ssd'" in p for p in matrix.plan(params).problems)
+
+
+def test_storage_down_stops_its_owners_orphaned_run_first(biossd, env, tmp_path, root_required):
+    """Nextflow interrupted while a run was going: its storage down ends that run (which
+    cleans up) instead of failing on a busy disk."""
+    root = tmp_path / "storage"
+    owner = _sleeper()
+    try:
+        biossd("storage", "up", "--root", str(root), "--classes", "hdd", "--emulate", f"hdd={PROFILE}",
+               "--size", "128M", "--owner-pid", str(owner.pid))
+        work = root / "hdd" / "scratch"
+        work.mkdir()
+        run = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "64M", "--no-drop-caches",
+                                "--owner-pid", str(owner.pid), "--out", str(tmp_path / "run"), "--", "sleep", "120"],
+                               env=env, cwd=work, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while "host lock" not in biossd("doctor", check=False).stdout:
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.05)
+        done = biossd("storage", "down", "--root", str(root), "--owner-pid", str(owner.pid)).stdout
+        assert "stopped interrupted run" in done and "umount" in done, done
+        assert run.wait(timeout=30) == 128 + signal.SIGTERM
+        assert not (tmp_path / "run").exists() and not emulate.all_states()
+    finally:
+        owner.kill()
+        owner.wait()
+        biossd("cleanup", check=False)
+
+
+def test_a_run_stops_when_its_owner_dies(biossd, env, tmp_path, root_required):
+    owner = _sleeper()
+    run = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "64M", "--no-drop-caches",
+                            "--owner-pid", str(owner.pid), "--owner-label", "nextflow X", "--out",
+                            str(tmp_path / "run"), "--", "sleep", "120"], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not list(tmp_path.glob(".run.biossd-partial-*/sampler.csv")):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.05)
+    owner.kill()
+    owner.wait()
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 128 + signal.SIGTERM and "its owner nextflow X" in err, err
+    assert not list(tmp_path.iterdir())
+    assert ProcessRef.of(owner.pid).start_ticks is None
+
+
+def test_storage_down_with_nothing_up_touches_nothing(tmp_path):
+    """`storage.down` of a root with nothing says so (and touches nothing else)."""
+    (tmp_path / "keep").write_text("x")
+    assert storage.down(tmp_path) == [] and (tmp_path / "keep").read_text() == "x"
