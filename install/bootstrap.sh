@@ -67,6 +67,15 @@ tex() {
   apt_list tex "$here/tex-packages.txt"
 }
 
+# Only a directory this script made (its .stamps) or an empty/missing one is rebuilt: VENV=/usr or
+# VENV=$HOME by mistake must never lose its bin/ and lib/.
+venv_is_ours() {
+  [ ! -e "$venv" ] && { mkdir -p "$stamps"; return 0; }  # made here: marked before anything else
+  [ -d "$stamps" ] && return 0
+  [ -d "$venv" ] && [ -z "$(ls -A "$venv")" ] && { mkdir -p "$stamps"; return 0; }
+  die "$venv exists and is not an environment biossd made (no $stamps); set VENV to a new directory"
+}
+
 python_env() {
   local key; key=$(hash_of "$here/requirements.lock" "$repo/pyproject.toml" <(echo "$python"))
   if stamp_ok python "$key" && [ -x "$venv/bin/biossd" ]; then return 0; fi
@@ -128,6 +137,7 @@ nextflow_env() {
   fi
 }
 
+venv_is_ours  # before any step writes a stamp into it
 case ${1:-all} in
   check) check ;;
   system) system ;;

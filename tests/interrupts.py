@@ -104,18 +104,12 @@ def _cleanup_after_sigkill(env: dict[str, str], point: KillPoint) -> None:
     point.cleanup = f"cleanup exit {done.returncode}: " + "; ".join(done.stdout.split("\n")).strip("; ")
 
 
-def profile_point(rng: random.Random, work: Path, env: dict[str, str], max_delay_s: float = 3.0) -> KillPoint:
-    """``biossd profile`` with a cap, swap and a block trace, killed at a random moment."""
-    signum = rng.choice(SIGNALS)
-    point = KillPoint("profile", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
-    work.mkdir(parents=True)
-    before = host_snapshot()
-    run = work / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", CAP, "--swap", SWAP,
-                             "--swap-dir", str(work), "--blocktrace", "auto", "--out", str(run), "--",
-                             sys.executable, str(PROGRAMS / "memory_hog.py"), str(HOG_MIB)],
-                            env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+def _interrupt_biossd(argv: list[str], point: KillPoint, signum: int, env: dict[str, str],
+                     cwd: Path | None = None) -> str:
+    """Start ``biossd ARGV``, send ``signum`` after the point's delay, wait; after a SIGKILL
+    that cut it short, ``biossd cleanup`` as a user would. Returns its stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", *argv], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(point.delay_s)
     point.completed = proc.poll() == 0
     _send(proc, signum)
@@ -123,17 +117,30 @@ def profile_point(rng: random.Random, work: Path, env: dict[str, str], max_delay
     point.exit_code = proc.returncode
     if signum == signal.SIGKILL and not point.completed:
         _cleanup_after_sigkill(env, point)
+    return err
+
+
+def profile_point(rng: random.Random, work: Path, env: dict[str, str], max_delay_s: float = 3.0) -> KillPoint:
+    """``biossd profile`` with a cap, swap and a block trace, killed at a random moment."""
+    signum = rng.choice(SIGNALS)
+    point = KillPoint("profile", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
+    work.mkdir(parents=True)
+    before = host_snapshot()
+    run = work / "run"
+    err = _interrupt_biossd(["profile", "--mem", CAP, "--swap", SWAP, "--swap-dir", str(work), "--blocktrace",
+                             "auto", "--out", str(run), "--", sys.executable, str(PROGRAMS / "memory_hog.py"),
+                             str(HOG_MIB)], point, signum, env, cwd=work)
     left = differences(before, host_snapshot())
     extra = sorted(p.name for p in work.iterdir() if p.name != "run")
     if extra:
         left["files"] = extra
     if not point.completed:
-        if manifest.is_complete(run) and proc.returncode != 0:
+        if manifest.is_complete(run) and point.exit_code != 0:
             left["manifest"] = str(run)
         # -signum: the signal came while the interpreter was still starting, before biossd could
         # install its handler (nothing existed yet); a shell reports that as 128+signal too.
-        if signum != signal.SIGKILL and proc.returncode not in (0, 128 + signum, -signum):
-            left["exit"] = f"{proc.returncode}: {err[-300:]}"
+        if signum != signal.SIGKILL and point.exit_code not in (0, 128 + signum, -signum):
+            left["exit"] = f"{point.exit_code}: {err[-300:]}"
     point.left = left
     return point
 
@@ -155,15 +162,7 @@ def emulate_point(rng: random.Random, work: Path, env: dict[str, str], action: s
         argv = ["device", "emulate-hdd", "down", "--mount", str(mount)]
     else:
         argv = up
-    proc = subprocess.Popen([sys.executable, "-m", "biossd", *argv], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(point.delay_s)
-    point.completed = proc.poll() == 0
-    _send(proc, signum)
-    _, err = proc.communicate(timeout=120)
-    point.exit_code = proc.returncode
-    if signum == signal.SIGKILL and not point.completed:
-        _cleanup_after_sigkill(env, point)
+    _interrupt_biossd(argv, point, signum, env)
     still_up = [d for d in emulate.all_states() if emulate.status_of(d)["mount"] == str(mount)]
     if still_up:
         healthy = emulate.status_of(still_up[0])["healthy"]

@@ -250,3 +250,43 @@ def test_storage_down_with_nothing_up_touches_nothing(tmp_path):
     """`storage.down` of a root with nothing says so (and touches nothing else)."""
     (tmp_path / "keep").write_text("x")
     assert storage.down(tmp_path) == [] and (tmp_path / "keep").read_text() == "x"
+
+
+def test_install_never_rebuilds_a_directory_it_did_not_make(tmp_path, repo):
+    """VENV pointing at a directory of the user's (VENV=/usr by mistake) is refused, untouched."""
+    theirs = tmp_path / "usr"
+    (theirs / "bin").mkdir(parents=True)
+    (theirs / "bin" / "tool").write_text("keep")
+    proc = subprocess.run(["bash", str(repo / "install" / "bootstrap.sh"), "python"], capture_output=True, text=True,
+                          env={**os.environ, "VENV": str(theirs)})
+    assert proc.returncode == 1 and "is not an environment biossd made" in proc.stderr
+    assert (theirs / "bin" / "tool").read_text() == "keep" and not (theirs / ".stamps").exists()
+
+
+def test_the_supplement_replaces_only_its_own_report_copy(tmp_path):
+    from biossd import supplement
+
+    report = tmp_path / "report"
+    for sub in ("figures", "tables"):
+        (report / sub).mkdir(parents=True)
+        (report / sub / "a.txt").write_text(sub)
+    out = tmp_path / "thesis"
+    (out / "report").mkdir(parents=True)
+    (out / "report" / "chapter.tex").write_text("mine")
+    with pytest.raises(supplement.SupplementError, match="not a report copy biossd made"):
+        supplement._replace_report_copy(report, out / "report")
+    assert (out / "report" / "chapter.tex").read_text() == "mine"
+    fresh = tmp_path / "build" / "report"
+    supplement._replace_report_copy(report, fresh)
+    supplement._replace_report_copy(report, fresh)  # its own copy is replaced
+    assert (fresh / "figures" / "a.txt").read_text() == "figures"
+
+
+def test_layout_labels_must_be_path_components():
+    from biossd import layout
+
+    good = {"host": "vm", "storage": "ssd", "tool": "bwa", "mem": "1G", "scale": 1, "rep": 1}
+    assert str(layout.run_relpath(good)) == "vm-ssd/runs/bwa/1G/1/1"
+    for key, value in (("host", "../../x"), ("tool", "a/b"), ("rep", ".."), ("storage", "")):
+        with pytest.raises(ValueError):
+            layout.run_relpath({**good, key: value})

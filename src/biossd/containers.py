@@ -35,6 +35,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Sequence
 
@@ -172,13 +173,24 @@ def build(entry: Entry, engine: str = "charliecloud") -> Path:
     marker = target / IMAGE_ID_FILE
     if marker.is_file() and marker.read_text().strip() == image_id and (target / "ch" / "environment").is_file():
         return target
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    if target.exists() and not marker.is_file():
+        raise ContainerError(f"{target} exists and is not an image directory biossd unpacked (no {IMAGE_ID_FILE}); "
+                             "move it away or set BIOSSD_CONTAINER_DIR elsewhere")
+    # Unpacked under a name of its own, then swapped in: an interrupted build leaves the old
+    # image whole, and only directories biossd made (its marker, or its fresh name) are removed.
     target.parent.mkdir(parents=True, exist_ok=True)
-    unpack(image_ref(entry), tmp)
-    (tmp / IMAGE_ID_FILE).write_text(f"{image_id}\n")
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
+    tmp = target.with_name(f".{target.name}.biossd-unpack-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        unpack(image_ref(entry), tmp)
+        (tmp / IMAGE_ID_FILE).write_text(f"{image_id}\n")
+        if target.exists():
+            old = target.with_name(f".{target.name}.biossd-old-{uuid.uuid4().hex[:8]}")
+            target.rename(old)
+            shutil.rmtree(old)
+        tmp.rename(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

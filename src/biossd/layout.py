@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from pathlib import Path
 from typing import Mapping
@@ -22,11 +23,20 @@ REPORT_DIR = "report"
 FIGURES_DIR = PurePosixPath(REPORT_DIR) / "figures"
 
 
+#: A label that names a directory: one path component, no way up or out.
+_COMPONENT_RE = re.compile(r"^(?!\.\.?$)[A-Za-z0-9._-]+$")
+
+
 def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
-    """Where a run with these labels lives, relative to the output directory."""
+    """Where a run with these labels lives, relative to the output directory; each label must be
+    a single path component (``--host ../../x`` would place results elsewhere)."""
     missing = [k for k in RUN_PATH_LABELS if labels.get(k) in (None, "")]
     if missing:
         raise ValueError(f"run labels lack {missing}, needed for the result layout")
+    bad = [f"{k}={labels[k]!r}" for k in RUN_PATH_LABELS if not _COMPONENT_RE.match(str(labels[k]))]
+    if bad:
+        raise ValueError(f"run labels {', '.join(bad)} are not single path components (letters, digits, "
+                         "'.', '_', '-'); rename them")
     return PurePosixPath(
         f"{labels['host']}-{labels['storage']}", "runs", str(labels["tool"]), str(labels["mem"]),
         str(labels["scale"]), str(labels["rep"]),

@@ -197,6 +197,25 @@ def body_tex(report_rel: str = "report") -> str:
     return "\n".join(parts)
 
 
+#: Marks the report copy inside a supplement's build directory as biossd's (only such a copy
+#: is replaced by the next build).
+REPORT_COPY_MARKER = ".biossd-report-copy"
+
+
+def _replace_report_copy(report_dir: Path, dest: Path) -> None:
+    """Copy the report's figures and tables to ``dest``, replacing an earlier copy — only one
+    that carries :data:`REPORT_COPY_MARKER`; anything else there is refused, not deleted."""
+    if dest.exists() and not (dest / REPORT_COPY_MARKER).is_file():
+        raise SupplementError(f"{dest} exists and is not a report copy biossd made (no {REPORT_COPY_MARKER}); "
+                              "choose another --out or move it away")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    (dest / REPORT_COPY_MARKER).write_text("copied by biossd paper from the report\n")
+    for sub in ("figures", "tables"):
+        shutil.copytree(report_dir / sub, dest / sub)
+
+
 def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", render: bool = True,
           fast: str = "ssd", slow: str = "hdd") -> Path:
     """Write the generated text, copy the report, run latexmk; returns ``out_dir/supplement.pdf``.
@@ -214,9 +233,7 @@ def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", ren
     out_dir = Path(out_dir).resolve()
     gen = out_dir / GENERATED_DIR
     gen.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(out_dir / "report", ignore_errors=True)
-    for sub in ("figures", "tables"):
-        shutil.copytree(report_dir / sub, out_dir / "report" / sub)
+    _replace_report_copy(report_dir, out_dir / "report")
     from biossd.manifest import atomic_write_text
 
     atomic_write_text(gen / "methods.tex", methods_tex(a))
