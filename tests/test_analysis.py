@@ -175,3 +175,17 @@ def test_notebooks_in_git_are_clean_with_one_parameters_cell(path):
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
     assert not any("def " in "".join(c["source"]) for c in code), "logic belongs in src/biossd"
+
+
+def test_agreement_with_the_paper_compares_only_known_groups():
+    ours = pd.Series({"a": "G+", "b": "G0", "c": "", "d": "G0"})
+    paper = pd.Series({"a": "G+", "b": "G+", "c": "G0", "d": None})
+    agrees = speedup.agreement(ours, paper)
+    assert bool(agrees["a"]) and not bool(agrees["b"]) and pd.isna(agrees["c"]) and pd.isna(agrees["d"])
+
+
+def test_table1_says_whether_each_tool_agrees_with_the_paper(fixture):
+    table = tables.table1_tools(fixture[1])
+    compared = table.dropna(subset=["agrees"])
+    assert len(compared) >= 10, "every tool with a speedup and a paper group is compared"
+    assert (compared["agrees"] == (compared["group"] == compared["paper_group"])).all()

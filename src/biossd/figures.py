@@ -10,6 +10,7 @@ import textwrap
 from typing import Sequence
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -126,31 +127,61 @@ def fig01_aligners(a: Analysis) -> plt.Figure:
 
 
 # -- Fig. 2 ------------------------------------------------------------------------------------
+#: Speedup axes: plain multiples, on a log scale.
+SPEEDUP_TICKS = (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200)
+PAPER_MARKER = dict(marker="D", color="black", markersize=4, lw=0, zorder=3)
+
+
+def _speedup_axis(ax: plt.Axes, values: Sequence[float]) -> None:
+    """A log axis of plain multiples (1x, 2x, 5x, ...) spanning ``values`` and 1x."""
+    finite = [v for v in values if np.isfinite(v) and v > 0] + [1.0]
+    lo, hi = min(finite) / 1.3, max(finite) * 1.3
+    ax.set_yscale("log")
+    ax.set_ylim(lo, hi)
+    ticks = [t for t in SPEEDUP_TICKS if lo <= t <= hi]
+    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}\u00d7"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def fig02_speedup(a: Analysis) -> plt.Figure:
-    """Fig. 2: baseline speedup of every tool, one panel per (fast, slow) pair; tools in the
-    order of the first pair's speedup; tools without a speedup are labelled with why."""
+    """Fig. 2: baseline speedup of every tool, one panel per (fast, slow) pair; each bar runs
+    from 1x (no change) to the tool's speedup, the paper's speedup beside it (a diamond); tools
+    in the order of the first pair's speedup; tools without a speedup are labelled with why."""
     pairs = a.pairs or [(a.fast, a.slow)]
     tools = sorted(a.rs.runs["tool"].unique())
     first = a.baseline["speedup"].reindex(tools)
     order = list(first.sort_values(ascending=False, na_position="last").index)
-    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(8, 0.42 * len(order)), 3.2 * len(pairs)), squeeze=False)
+    entries = {e.id: e.data for e in catalogue.load_all()}
+    paper = pd.Series({t: entries.get(t, {}).get("paper_speedup") for t in order}, dtype=float)
+    paper_group = pd.Series({t: entries.get(t, {}).get("paper_group") or "" for t in order})
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(8, 0.42 * len(order)), 3.4 * len(pairs)), squeeze=False)
+    agreement = ""
     for ax, (fast, slow), letter in zip(axes[:, 0], pairs, "abcdefghij"):
         table = speedup.speedup_table(a.baseline_runs, fast, slow).set_index("tool").reindex(order)
         values = table["speedup"]
-        colours = [GROUP_COLOURS[g] for g in speedup.group_of(values, a.threshold)]
+        groups = speedup.group_of(values, a.threshold)
+        colours = [GROUP_COLOURS[g] for g in groups]
         x = np.arange(len(order))
-        ax.bar(x, values.fillna(0), color=colours)
+        ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours)
+        ax.plot(x, paper, **PAPER_MARKER, label="paper (Intel 520 / Barracuda)")
+        _speedup_axis(ax, [*values.dropna(), *paper.dropna()])
         for xi, (_, row) in zip(x, table.iterrows()):
             if pd.isna(row["speedup"]):
                 status = row["status"] if isinstance(row["status"], str) else "not run"
                 ax.text(xi, 1, textwrap.fill(status, 14), rotation=90, ha="center", va="bottom", fontsize=6,
                         color=MISSING_COLOUR)
+        ax.axhline(1, color="0.2", lw=0.6)
         ax.axhline(a.threshold, color="0.3", lw=0.8, ls="--")
-        ax.set_yscale("log")
-        ax.set_ylabel("speedup (x)")
+        ax.set_ylabel("speedup")
         ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
-        ax.set_title(f"({letter}) {slow} / {fast}", loc="left", fontsize=10)
-    return _finish(fig, a, f"Speedup per tool; G+ at {a.threshold:g}x or more (seed 000, Fig. 2)")
+        agrees = speedup.agreement(groups, paper_group).dropna()
+        counted = f"{int(agrees.sum())} of {len(agrees)} tools in the paper's group" if len(agrees) else \
+            "no tool comparable with the paper"
+        ax.set_title(f"({letter}) {slow} / {fast}: {counted}", loc="left", fontsize=10)
+        ax.legend(fontsize=7, loc="upper right")
+        agreement = agreement or counted
+    return _finish(fig, a, f"Speedup per tool; G+ at {a.threshold:g}x or more; {agreement} (seed 000, Fig. 2)")
 
 
 # -- Fig. 3 ------------------------------------------------------------------------------------
@@ -388,9 +419,9 @@ def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, 
         ax.plot(x, y, marker=".", lw=0.8, label=tool)
     ax.axhline(a.threshold, ls="--", color="0.3", lw=0.8)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    _speedup_axis(ax, [v for _, y in lines.values() for v in y])
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("speedup (x)")
+    ax.set_ylabel("speedup")
     ax.set_title(title, loc="left", fontsize=10)
     if lines:
         ax.legend(fontsize=5, ncol=2)

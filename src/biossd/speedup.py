@@ -92,6 +92,13 @@ def group_of(speedup: pd.Series, threshold: float = SPEEDUP_THRESHOLD) -> pd.Ser
                      index=speedup.index)
 
 
+def agreement(ours: pd.Series, papers: pd.Series) -> pd.Series:
+    """Per tool, whether this study's group equals the paper's (True/False), or NA where either
+    is missing (not run, no speedup, a substitute the paper did not profile)."""
+    known = ours.fillna("").ne("") & papers.fillna("").ne("")
+    return pd.Series(np.where(known, ours == papers, pd.NA), index=ours.index, dtype="object")
+
+
 def breakeven_scale(scales: pd.Series, speedups: pd.Series, threshold: float = SPEEDUP_THRESHOLD) -> float:
     """§3.4, Fig. 8: the smallest input scale from which the speedup stays at ``threshold`` or
     more for every larger scale measured; NaN when the largest scale is below it. A scale with

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biossd import catalogue, datasets, features
+from biossd import catalogue, datasets, features, speedup
 from biossd.analysis import Analysis
 from biossd.manifest import atomic_write_text
 
@@ -107,6 +107,7 @@ def table1_tools(a: Analysis) -> pd.DataFrame:
         rows.append(row)
     table = pd.DataFrame(rows)
     table["paper_speedup"] = table["paper_speedup"].astype(float)
+    table["agrees"] = speedup.agreement(table["group"], table["paper_group"])
     return table
 
 
