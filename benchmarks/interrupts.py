@@ -31,6 +31,8 @@ def main() -> int:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["NXF_OFFLINE"] = "true"
     with tempfile.TemporaryDirectory(prefix="biossd-interrupts-") as work:
+        env["NXF_TEMP"] = str(Path(work) / "nxf-temp")  # what a killed Nextflow leaves stays here
+        Path(env["NXF_TEMP"]).mkdir()
         points = interrupts.run_points(args.seed, Path(work), env, args.profile, args.emulate, args.pipeline,
                                        report=lambda line: print(line, flush=True))
     print(interrupts.summary(points))

@@ -112,7 +112,8 @@ write_launcher() {
 # Nextflow $nextflow_version for biossd, run offline from the jars resolved by install/nextflow/pom.xml.
 export NXF_OFFLINE=true
 export NXF_HOME="\${NXF_HOME:-$venv/nextflow/home}"
-exec java $jvm_opens \${NXF_OPTS:-} -cp "$lib/*" nextflow.cli.Launcher "\$@"
+# NXF_TEMP (as Nextflow's own launcher): the JVM's temporary files (compiled scripts) go there.
+exec java $jvm_opens \${NXF_TEMP:+-Djava.io.tmpdir=\$NXF_TEMP} \${NXF_OPTS:-} -cp "$lib/*" nextflow.cli.Launcher "\$@"
 LAUNCHER
   chmod +x "$launcher.tmp" && mv "$launcher.tmp" "$launcher"
   "$launcher" -version >/dev/null 2>&1 || die "the Nextflow launcher $launcher does not run (is Java $java_min installed?)"
@@ -132,7 +133,7 @@ nextflow_env() {
     rm -rf "$lib" && mv "$lib.tmp" "$lib"
     write_launcher "$lib"
     stamp_write nextflow "$key"
-  elif [ ! -x "$venv/bin/nextflow" ] || ! grep -q -- "--add-opens=java.base/java.util=" "$venv/bin/nextflow"; then
+  elif [ ! -x "$venv/bin/nextflow" ] || ! grep -q -- "java.io.tmpdir=" "$venv/bin/nextflow"; then
     write_launcher "$lib"
   fi
 }

@@ -22,11 +22,14 @@ def repo() -> Path:
 
 
 @pytest.fixture(scope="session")
-def env() -> dict[str, str]:
-    """The environment the Makefile gives the study: the venv's bin first, Nextflow offline."""
+def env(tmp_path_factory) -> dict[str, str]:
+    """The environment the Makefile gives the study: the venv's bin first, Nextflow offline; the
+    JVM's temporary files in the session's temporary directory (a Nextflow that a test kills
+    leaves its compiled scripts there, not in /tmp)."""
     e = dict(os.environ)
     e["PATH"] = f"{VENV_BIN}{os.pathsep}{e.get('PATH', '')}"
     e["NXF_OFFLINE"] = "true"
+    e["NXF_TEMP"] = str(tmp_path_factory.mktemp("nxf-temp"))
     return e
 
 
