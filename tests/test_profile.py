@@ -201,3 +201,22 @@ def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace_period(env, tmp_p
     assert proc.returncode == 128 + signal.SIGINT, err
     assert TERM_GRACE_S <= time.monotonic() - t0 < TERM_GRACE_S + 15
     assert not find_leftovers(include_live=True) and not list(tmp_path.iterdir())
+
+
+def test_dirty_data_is_flushed_inside_the_traced_window(biossd, tmp_path, root_required):
+    """A tool that exits with its writes still in the page cache: the scratch is synced after it,
+    traced but outside wall_s, so its writes are in the run's window and counted (Wsize)."""
+    import math
+
+    from biossd import features
+
+    run = tmp_path / "run"
+    biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(run), "--", "dd", "if=/dev/zero",
+           f"of={tmp_path}/x", "bs=1M", "count=16", cwd=tmp_path)
+    body = manifest.read_manifest(run)
+    assert body["flush_s"] is not None and body["flush_s"] >= 0
+    trace = read_blocktrace(run / "blocktrace.parquet")
+    t0 = body["command_started_s"]
+    window = trace[(trace.op == "W") & trace.issue_s.between(t0, t0 + body["wall_s"] + body["flush_s"])]
+    assert window.bytes.sum() >= 16 << 20, "the 16 MiB dd left in the page cache reached the traced window"
+    assert math.isfinite(features.run_features(run)["Wsize"])

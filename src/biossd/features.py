@@ -241,7 +241,9 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str])
                            "profile or pass --keep-going to skip this run") from None
     t0 = body["command_started_s"]
     bandwidth, why = device_bandwidth_bps(run_dir, body)
-    tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"])
+    # The window ends after the scratch was flushed (profile.flush_filesystem): the run's dirty
+    # data is the run's I/O, though its time is not in the runtime the rates divide by.
+    tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"] + (body.get("flush_s") or 0.0))
     out.update(block_features(tally, 1.0, bandwidth))
     if bandwidth is None:
         missing["Butil"] = why
