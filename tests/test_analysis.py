@@ -70,9 +70,13 @@ def test_clustering_finds_the_planted_patterns_and_groups(fixture):
     c = a.clustering
     planted = {t: p for t, p in truth["patterns"].items() if t != truth["not_run"]}
     assert partition(c.pattern.to_dict()) == partition(planted)
-    assert c.group.to_dict() == {t: truth["groups"][t] for t in planted}
-    g_plus = {p for t, p in c.pattern.items() if c.group[t] == "G+"}
-    assert g_plus == {"P1", "P2", "P3"}, "patterns inside G+ are numbered first"
+    as_groups = {"C1": "G+", "C2": "G0"}  # the planted groups are split by features, as the paper's
+    assert c.cluster.map(as_groups).to_dict() == {t: truth["groups"][t] for t in planted}
+    inside_c1 = {p for t, p in c.pattern.items() if c.cluster[t] == "C1"}
+    assert inside_c1 == {"P1", "P2", "P3"}, "patterns inside C1 are numbered first"
+    agreement = patterns.cut_agreement(c, a.threshold)
+    assert agreement["agrees"].all(), "the planted groups follow the speedup split"
+    assert f"for {len(agreement)} of {len(agreement)} tools" in patterns.agreement_text(c, a.threshold)
     reps = patterns.representatives(c)
     assert all(c.pattern[tool] == p for p, tool in reps.items())
 
@@ -189,3 +193,14 @@ def test_table1_says_whether_each_tool_agrees_with_the_paper(fixture):
     compared = table.dropna(subset=["agrees"])
     assert len(compared) >= 10, "every tool with a speedup and a paper group is compared"
     assert (compared["agrees"] == (compared["group"] == compared["paper_group"])).all()
+
+
+def test_a_tool_without_writes_is_clustered_with_the_documented_values():
+    means = pd.DataFrame({"Butil": [0.9, 0.1, 0.5], "Riops": [50.0, 900.0, 10.0], "Wiops": [40.0, 5.0, 0.0],
+                          "Pfault": [1.0, 0.0, 0.0], "CAR": [0.9, 0.2, 0.8], "Rsize": [256.0, 4.0, 64.0],
+                          "Wsize": [512.0, 8.0, np.nan], "WBlen": [2.0, 0.1, 0.0]}, index=["a", "b", "quiet"])
+    c = patterns.cluster(means, pd.Series({"a": 1.0, "b": 5.0, "quiet": 1.0}))
+    assert "quiet" in c.tools and not c.excluded
+    assert c.filled == {"quiet": "Wsize = 8 (no writes)"}
+    silent = means.assign(Riops=[50.0, 900.0, 0.0], Rsize=[256.0, 4.0, np.nan], CAR=[0.9, 0.2, np.nan])
+    assert patterns.fill_no_requests(silent)[1]["quiet"] == "Rsize = 4 (no reads), Wsize = 8 (no writes), CAR = 1 (no requests)"

@@ -69,7 +69,7 @@ def test_dendrogram_cut_gives_the_planted_patterns(rendered):
         if tool != truth["not_run"]:
             planted.setdefault(pattern, set()).add(tool)
     assert found == {frozenset(v) for v in planted.values()}
-    assert dict(zip(means["pattern"], means["group"])) == {"P1": "G+", "P2": "G+", "P3": "G+", "P4": "G0", "P5": "G0"}
+    assert dict(zip(means["pattern"], means["cluster"])) == {"P1": "C1", "P2": "C1", "P3": "C1", "P4": "C2", "P5": "C2"}
 
 
 def test_the_same_raw_data_gives_byte_identical_files(rendered):

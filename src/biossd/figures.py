@@ -272,7 +272,8 @@ def fig05_patterns(a: Analysis) -> plt.Figure:
     ax.set_ylabel("distance")
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title("(a) dendrogram (average linkage, Euclidean); " + "; ".join(
-        f"{p}: {g}" for p, g in zip(table["pattern"], table["group"])), loc="left", fontsize=9)
+        f"{p}: {g}" for p, g in zip(table["pattern"], table["cluster"]))
+        + f"; {patterns.agreement_text(c, a.threshold)}", loc="left", fontsize=9)
     colours = _pattern_colours(table["pattern"])
     angles = np.linspace(0, 2 * np.pi, len(feats), endpoint=False)
     for i, row in table.iterrows():
@@ -283,10 +284,10 @@ def fig05_patterns(a: Analysis) -> plt.Figure:
         rax.set_xticks(angles, feats, fontsize=7)
         rax.set_ylim(0, 1)
         rax.set_yticklabels([])
-        rax.set_title(f"{row['pattern']} ({row['group']}), {row['mean_speedup']:.1f}x", fontsize=9)
+        rax.set_title(f"{row['pattern']} ({row['cluster']}), {row['mean_speedup']:.1f}x", fontsize=9)
     tax = fig.add_subplot(grid[2, :])
     tax.axis("off")
-    shown = table[["pattern", "group", "n_tools", "mean_speedup", *feats]]
+    shown = table[["pattern", "cluster", "n_tools", "mean_speedup", *feats]]
     cell = [[f"{v:.2f}" if isinstance(v, float) else str(v) for v in r] for r in shown.itertuples(index=False)]
     tab = tax.table(cellText=cell, colLabels=list(shown.columns), loc="upper center", cellLoc="center")
     tab.auto_set_font_size(False)
@@ -299,6 +300,9 @@ def fig05_patterns(a: Analysis) -> plt.Figure:
         notes.append("not clustered: " + "; ".join(f"{t} ({w})" for t, w in sorted(c.excluded.items())))
     if c.dropped_features:
         notes.append("features not used: " + "; ".join(f"{f} ({w})" for f, w in sorted(c.dropped_features.items())))
+    if c.filled:
+        notes.append("set for want of requests (patterns.NO_REQUESTS): "
+                     + "; ".join(f"{t}: {w}" for t, w in sorted(c.filled.items())))
     if notes:
         fig.text(0.01, 0.005, textwrap.fill(" | ".join(notes), 160), fontsize=7, color=MISSING_COLOUR)
     return _finish(fig, a, title)
