@@ -86,7 +86,7 @@ def methods_tex(a: analysis.Analysis) -> str:
     invocations = sorted({(str(r["command_line"]), str(r.get("profile"))) for r in a.rs.provenance
                           if r.get("command_line")})
     for command, profile in invocations:
-        lines.append(f"Invocation: \\texttt{{{esc(command)}}} (profile {esc(profile)}).")
+        lines.append(f"Invocation: {{\\raggedright\\texttt{{{breakable(esc(command))}}} (profile {esc(profile)}).\\par}}")
     out.append(" ".join(lines))
 
     out.append(r"\subsection*{Hosts}")
@@ -214,6 +214,18 @@ def _replace_report_copy(report_dir: Path, dest: Path) -> None:
     (dest / REPORT_COPY_MARKER).write_text("copied by biossd paper from the report\n")
     for sub in ("figures", "tables"):
         shutil.copytree(report_dir / sub, dest / sub)
+
+
+#: Where a long command line may break in the supplement (paths and options have no spaces).
+_BREAK_AFTER = ("/", ",", "=", "-")
+
+
+def breakable(tex: str) -> str:
+    """``tex`` with a permitted line break after each of :data:`_BREAK_AFTER`, so a long
+    invocation wraps instead of running off the page."""
+    for char in _BREAK_AFTER:
+        tex = tex.replace(char, char + r"\allowbreak{}")
+    return tex
 
 
 def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", render: bool = True,
