@@ -189,10 +189,12 @@ def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace_period(env, tmp_p
     from biossd.profile import TERM_GRACE_S
 
     proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "64M", "--no-drop-caches",
-                             "--out", str(tmp_path / "run"), "--", "sh", "-c", "trap '' TERM INT; sleep 120"],
+                             "--out", str(tmp_path / "run"), "--", "sh", "-c",
+                             "trap '' TERM INT; echo ready; sleep 120"],
                             env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
-    while not list(tmp_path.glob(".run.biossd-partial-*/sampler.csv")):
+    # Until the tool itself runs (its trap set), not just the profiler's gate before it.
+    while "ready" not in "".join(p.read_text() for p in tmp_path.glob(".run.biossd-partial-*/stdout.log")):
         assert time.monotonic() < deadline and proc.poll() is None, "the profiled run never started"
         time.sleep(0.05)
     t0 = time.monotonic()

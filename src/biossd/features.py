@@ -129,13 +129,15 @@ DEFINITIONS = {"Butil": butil, "Riops": riops, "Wiops": wiops, "Pfault": pfault_
 
 
 def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
-                   bandwidth_bps: tuple[float, float] | None) -> dict[str, float]:
+                   bandwidth_bps: tuple[float, float] | None, runtime_s: float | None = None) -> dict[str, float]:
     """The seven block-trace features from a run's totals (:mod:`biossd.blockstats`) over its
     window; ``seconds_per_unit`` converts the tally's time unit (1 for seconds, 1e-9 for ns).
     Reads and writes are the requests' data direction; discards and flush-only requests count
-    in neither."""
+    in neither. Rates (Riops, Wiops, Butil) are per second of ``runtime_s`` — the run's
+    runtime, when the window also holds the flush after it (:func:`biossd.profile.flush_filesystem`)
+    — and per second of the window when it is not given; WBlen is averaged over the window."""
     span = tally.t1 - tally.t0
-    runtime_s = span * seconds_per_unit
+    runtime_s = span * seconds_per_unit if runtime_s is None else runtime_s
     out = {
         "Riops": riops(tally.n_reads, runtime_s),
         "Wiops": wiops(tally.n_writes, runtime_s),
@@ -244,7 +246,7 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str])
     # The window ends after the scratch was flushed (profile.flush_filesystem): the run's dirty
     # data is the run's I/O, though its time is not in the runtime the rates divide by.
     tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"] + (body.get("flush_s") or 0.0))
-    out.update(block_features(tally, 1.0, bandwidth))
+    out.update(block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
     if bandwidth is None:
         missing["Butil"] = why
     for feature, value in out.items():

@@ -233,14 +233,19 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         with hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
                                interrupted=lambda: received[0] if received else None,
                                notify=request.notify, out=str(target)) as lock:
-            partial = rundir.make_partial(target)
-            lock.update(partial=str(partial))
+            named = rundir.partial_path(target)
+            lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
+            partial = rundir.make_partial(target, named)
             body = _measure(request, partial, traced, devices_note, launch_problem, received, child)
             if received:
                 raise Interrupted(received[0])
             body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
             manifest.write_manifest(partial, body)
-            rundir.publish(partial, target)
+            try:
+                rundir.publish(partial, target)
+            except rundir.RunDirError as err:
+                partial = None  # the complete run stays where the message says
+                raise ProfileError(str(err)) from None
             partial = None
     except hostlock.WaitInterrupted as intr:
         raise Interrupted(intr.signum) from None

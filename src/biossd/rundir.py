@@ -80,11 +80,18 @@ def check_target(out_dir: Path, overwrite: bool) -> Path:
     return out_dir
 
 
-def make_partial(out_dir: Path) -> Path:
-    """Create the partial directory for ``out_dir`` with its marker written first."""
+def partial_path(out_dir: Path) -> Path:
+    """A fresh name for ``out_dir``'s partial directory (named before it is made, so a record
+    of it can exist first)."""
+    return out_dir.parent / f".{out_dir.name}{PARTIAL_INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def make_partial(out_dir: Path, partial: Path | None = None) -> Path:
+    """Create the partial directory for ``out_dir`` (``partial``, or a fresh name) with its
+    marker written first."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     me = ProcessRef.current()
-    partial = out_dir.parent / f".{out_dir.name}{PARTIAL_INFIX}{me.pid}-{uuid.uuid4().hex[:8]}"
+    partial = partial or partial_path(out_dir)
     partial.mkdir()
     marker = {"made_by": "biossd profile", **me.record(), "target": str(out_dir)}
     (partial / MARKER).write_text(json.dumps(marker) + "\n")

@@ -76,7 +76,9 @@ def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int
             else:
                 resolved[name] = {"scratch": str(scratch_dir) if scratch_dir else None, "emulated": False}
     except BaseException:
-        down(root, owner)
+        for info in resolved.values():  # only what this call brought up
+            if info.get("emulated"):
+                emulate.down(Path(info["scratch"]))
         raise
     return resolved
 
