@@ -6,7 +6,7 @@ SHELL      := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV       ?= $(CURDIR)/.venv
 RESULTS    ?= results
-PROFILE    ?= test
+PROFILE    ?= full
 NXF_ARGS   ?=
 PYTEST_ARGS ?=
 
@@ -30,7 +30,7 @@ install:
 	@install/bootstrap.sh all
 
 # The pipeline renders the report itself (its REPORT step); `make figures` re-renders it.
-run: install
+run: install tools
 	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(NXF_ARGS)
 	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
 

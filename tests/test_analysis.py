@@ -204,3 +204,43 @@ def test_a_tool_without_writes_is_clustered_with_the_documented_values():
     assert c.filled == {"quiet": "Wsize = 8 (no writes)"}
     silent = means.assign(Riops=[50.0, 900.0, 0.0], Rsize=[256.0, 4.0, np.nan], CAR=[0.9, 0.2, np.nan])
     assert patterns.fill_no_requests(silent)[1]["quiet"] == "Rsize = 4 (no reads), Wsize = 8 (no writes), CAR = 1 (no requests)"
+
+
+def _runs(rows):
+    return pd.DataFrame([{"side": f"h-{st}", "storage": st, "tool": t, "mem": "256M", "scale": 1, "outcome": o,
+                          "runtime_s": r} for t, st, o, r in rows])
+
+
+def test_a_slow_side_that_always_timed_out_gives_a_lower_bound():
+    """The time limit censors a run: every hdd run timed out at 120 s and the ssd took 10 s, so
+    the speedup is at least 12x (G+); a bound below the threshold decides no group."""
+    runs = _runs([("a", "ssd", "ok", 10.0), ("a", "ssd", "ok", 10.0), ("a", "hdd", "timeout", 120.0),
+                  ("a", "hdd", "timeout", 120.0), ("b", "ssd", "ok", 100.0), ("b", "hdd", "timeout", 120.0),
+                  ("c", "ssd", "ok", 1.0), ("c", "hdd", "ok", 1.5), ("c", "hdd", "timeout", 120.0)])
+    table = speedup.speedup_table(runs, "ssd", "hdd").set_index("tool")
+    assert table.at["a", "speedup"] == pytest.approx(12.0) and table.at["a", "speedup_is_lower_bound"]
+    assert table.at["a", "status"].startswith("at least 12x")
+    assert table.at["b", "speedup"] == pytest.approx(1.2) and table.at["b", "speedup_is_lower_bound"]
+    assert table.at["c", "speedup"] == pytest.approx(1.5) and not table.at["c", "speedup_is_lower_bound"]
+    groups = speedup.group_of(table["speedup"], 2.0, table["speedup_is_lower_bound"])
+    assert groups.to_dict() == {"a": "G+", "b": "", "c": "G0"}
+
+
+def test_the_answer_and_each_disagreement_come_from_the_features(fixture):
+    from biossd import verdict
+
+    a = fixture[1]
+    table1 = tables.table1_tools(a)
+    explained = verdict.explain(a, table1)
+    assert explained["reason"].str.len().gt(0).all()
+    ran = explained[explained["group"] != ""]
+    for _, row in ran.iterrows():
+        paged = row["major_faults_slow"] >= verdict.PAGED_FAULTS
+        assert row["reason"].startswith("it paged" if paged else ("no paging" if row["group"] == "G0" else "")), row
+    text = verdict.answer_text(a, explained)
+    plus = (ran["group"] == "G+").sum()
+    assert f"accelerated {plus} of the {len(ran)} tools" in text
+    agree = int((explained["agrees"] == True).sum())  # noqa: E712
+    assert f"{agree} land in the paper's group" in text
+    lines = verdict.disagreements_text(explained)
+    assert len(lines) == int((explained["agrees"] == False).sum())  # noqa: E712

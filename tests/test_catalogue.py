@@ -59,7 +59,7 @@ def _broken(tmp_path, edit):
     (lambda d: d.update(citation="not a doi"), "citation", "not a DOI"),
     (lambda d: d.update(paper_group="G-"), "paper_group", "G+"),
     (lambda d: d.update(status="maybe"), "status", "runnable"),
-    (lambda d: d.update(install={}), "install", "debian or maven pin"),
+    (lambda d: d.update(install={}), "install", "debian, maven or pypi_build pin"),
     (lambda d: d["install"].update(debian="bwa"), "install.debian", "NAME=VERSION"),
     (lambda d: d.update(command=["bwa", "{undeclared}"]), "command", "undeclared"),
     (lambda d: d.update(substitute_of="x"), "paper_speedup", "must be null for a substitute"),

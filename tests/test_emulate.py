@@ -146,3 +146,27 @@ def test_characterize_refuses_a_full_filesystem(biossd, tmp_path, root_required)
     with loop_filesystem(tmp_path, 32 << 20) as mnt:
         proc = biossd("device", "characterize", str(mnt), "--budget", "2s", check=False)
     assert proc.returncode == 2 and "free" in proc.stderr and str(mnt) in proc.stderr
+
+
+def test_the_native_disk_on_a_loop_device_of_its_own(biossd, tmp_path, root_required):
+    """The profile `native` (the one-machine study's "ssd" class): a loop device with direct I/O
+    over a preallocated file on the native disk, no disk server; runs on it are recorded as not
+    emulated; down leaves the host as it was."""
+    before = _host()
+    mount = tmp_path / "ssd"
+    biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--profile", emulate.NATIVE_PROFILE,
+           "--size", "128M", "--backing-dir", str(tmp_path))
+    try:
+        state = next(emulate.status_of(d) for d in emulate.all_states()
+                     if emulate.status_of(d)["mount"] == str(mount.resolve()))
+        assert state["healthy"] and state["mechanism"] == "loop-direct" and not state["server_alive"]
+        loops = json.loads(subprocess.run(["losetup", "--json", "--list", "--output", "NAME,DIO,BACK-FILE"],
+                                          capture_output=True, text=True, check=True).stdout)["loopdevices"]
+        mine = [d for d in loops if d["name"] == state["loop_device"]]
+        assert mine and str(mine[0]["dio"]) in ("1", "True", "true") and mine[0]["back-file"] == state["backing_file"]
+        assert Path(state["backing_file"]).stat().st_blocks * 512 >= 128 << 20, "the file is preallocated"
+        record = emulate.run_record(mount)
+        assert record["emulated"] is False and record["profile"] == "native"
+    finally:
+        biossd("device", "emulate-hdd", "down", "--mount", str(mount))
+    assert _host() == before and not list(tmp_path.glob("biossd-hdd-*"))

@@ -104,3 +104,44 @@ def test_slurm_takes_one_partition_and_no_emulation():
     assert any("class 'ssd' has no partition" in p for p in plan(executor="slurm").problems)
     assert plan(executor="slurm", slurm_partitions="ssd=fast").problems == []
     assert plan(executor="slurm", slurm_default_partition="batch").problems == []
+
+
+def test_one_machine_study_sizes_scales_and_repeats():
+    """-profile full: per-kind input sizes, AmpliconNoise's own scales (Fig. 8), GATK's three
+    caps (Fig. 9), and the scaling runs repeated fewer times than the baseline."""
+    p = plan(tools="ampliconnoise,gatk_printreads,samtools_sort", mem_caps="256M", tool_caps="gatk_*=1G,4G",
+             scales="1", tool_scales="ampliconnoise=1,2,4", repeats=3, scaling_repeats=1,
+             input_sizes="flowgrams=8M,bam=64M", input_size="1M", time_limit="5m")
+    assert p.problems == []
+    assert p.scales_of == {"ampliconnoise": [1, 2, 4], "gatk_printreads": [1], "samtools_sort": [1]}
+    assert p.input_sizes == {"flowgrams": "8M", "bam": "64M", "vcf": "1M"} and p.time_limit_s == 300
+    runs = p.runs()
+    count = {}
+    for r in runs:
+        count[(r["tool"], r["mem"], r["scale"])] = count.get((r["tool"], r["mem"], r["scale"]), 0) + 1
+    assert count == {("ampliconnoise", "256M", 1): 3, ("ampliconnoise", "256M", 2): 1, ("ampliconnoise", "256M", 4): 1,
+                     ("gatk_printreads", "1G", 1): 3, ("gatk_printreads", "4G", 1): 1, ("samtools_sort", "256M", 1): 3}
+    assert p.n_runs() == len(runs) == 12 and p.as_json()["runs"] == runs
+
+
+@pytest.mark.parametrize("changes, problem", [
+    ({"tool_scales": "nosuch*=2"}, "--tool_scales pattern 'nosuch*' matches no catalogue tool"),
+    ({"tool_scales": "samtools_sort=0"}, "Scale '0' in --tool_scales is not a whole number >= 1"),
+    ({"input_sizes": "bricks=4M"}, "--input_sizes names 'bricks', which is not an input kind"),
+    ({"time_limit": "soon"}, "--time_limit"),
+    ({"scaling_repeats": 0}, "--scaling_repeats"),
+])
+def test_bad_sizing_parameters_are_named(changes, problem):
+    assert any(problem in text for text in plan(**changes).problems), plan(**changes).problems
+
+
+def test_the_full_profile_follows_the_sizing_rule():
+    """nextflow/conf/full.config states the rule of src/biossd/sizing.py: one cap, GATK at four
+    times it, Fig. 9's caps the paper's divided the same way."""
+    from biossd import sizing
+
+    text = (catalogue.REPO_ROOT / "nextflow" / "conf" / "full.config").read_text()
+    assert f"mem_caps        = '{sizing.CAP}'" in text
+    assert f"tool_caps       = '{sizing.GATK_TOOLS}={','.join(sizing.FIG9_CAPS)}'" in text
+    assert sizing.cap_of("gatk_printreads") == sizing.FIG9_CAPS[0] == "1G" and sizing.cap_of("bwa") == "256M"
+    assert f"time_limit      = '{sizing.TIME_LIMIT_S:g}s'" in text

@@ -57,7 +57,7 @@ def test_status_report_is_computed(biossd, images):
         assert row["smoke_container"] is row["container_built"], row  # a built image passes its smoke
     for tool in IN_CONTAINERS:
         assert by_id[tool]["container_built"] and by_id[tool]["smoke_container"], by_id[tool]
-    assert by_id["blat"]["container_recipe"] is True and by_id["blat"]["container_built"] is False
-    assert by_id["blat"]["native_installed"] is False and by_id["blat"]["smoke_native"] is None
+    assert by_id["weeder"]["container_recipe"] is True and by_id["weeder"]["container_built"] is False
+    assert by_id["weeder"]["native_installed"] is False and by_id["weeder"]["smoke_native"] is None
     assert by_id["hisat2"]["substitute_of"] == "tophat"
     assert by_id["pipeline_transcriptome"]["native_installed"] is None

@@ -34,10 +34,6 @@ def studyPlan() {
     return plan
 }
 
-def catalogueEntry(String tool) {
-    new groovy.yaml.YamlSlurper().parse(file("${projectDir}/catalogue/${tool}.yaml"))
-}
-
 workflow BIOSSD {
     main:
     def host   = params.host ?: java.net.InetAddress.localHost.hostName
@@ -45,9 +41,9 @@ workflow BIOSSD {
     def tools  = plan.tools
     def classes = plan.classes
     def scales = plan.scales
-    def reps   = (1..(plan.repeats as int)).toList()
-    log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats x ${classes.join('/')}"
-    def kinds  = tools.collectEntries { t -> [t, catalogueEntry(t).input] }
+    log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats (scaling runs: ${plan.scaling_repeats}) x ${classes.join('/')}"
+    def kinds  = plan.kinds           // each tool's input kind (from the catalogue, by the plan)
+    def scalesOf = plan.scales_of     // each tool's scales (--tool_scales, else --scales)
 
     // Each storage class resolved to its scratch directory ('' = the task directory).
     STORAGE_UP(classes.join(','))
@@ -57,14 +53,15 @@ workflow BIOSSD {
         .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] } }
         .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
-    // One synthetic input per (kind, scale), shared by every run that reads it.
+    // One synthetic input per (kind, scale) some tool needs, shared by every run that reads it,
+    // at its kind's size (--input_sizes, else --input_size).
     ch_inputs = Channel
-        .fromList(kinds.values().toList().unique().collectMany { k -> scales.collect { s -> [k, s] } })
-        .map { kind, scale -> [[kind: kind, scale: scale, id: "${kind}_x${scale}"], params.input_size, params.seed] }
+        .fromList(tools.collectMany { t -> scalesOf[t].collect { s -> [kinds[t], s] } }.unique())
+        .map { kind, scale -> [[kind: kind, scale: scale, id: "${kind}_x${scale}"], plan.input_sizes[kind], params.seed] }
     SYNTH_INPUT(ch_inputs)
 
     ch_runs = Channel
-        .fromList(tools.collectMany { t -> plan.caps[t].collectMany { c -> scales.collectMany { s -> reps.collect { r -> [t, c, s, r] } } } })
+        .fromList(plan.runs.collect { r -> [r.tool, r.mem, r.scale, r.rep] })
         .combine(ch_classes)
         .map { tool, cap, scale, rep, storage, scratch, device ->
             [[kind: kinds[tool], scale: scale], [host: host, storage: storage, tool: tool, mem: cap, scale: scale, rep: rep], scratch, device]

@@ -58,7 +58,7 @@ class Analysis:
         """One row per tool (indexed by tool): its baseline configuration's speedup, status and
         group (G+ at ``threshold`` or more)."""
         table = speedup.speedup_table(self.baseline_runs, *self.sides)
-        table["group"] = speedup.group_of(table["speedup"], self.threshold)
+        table["group"] = speedup.group_of(table["speedup"], self.threshold, table["speedup_is_lower_bound"])
         return table.set_index("tool", drop=False)
 
     @property

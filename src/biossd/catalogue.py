@@ -45,7 +45,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "version_note": (_STR, (), "how the pinned version relates to the paper's"),
     "status": (_STR, ("tool",), "runnable (buildable and runnable here) or recipe-only"),
     "status_reason": (_STR, (), "why a recipe-only entry cannot be built or run here"),
-    "install": (_MAP, ("tool",), "debian / debian_component / maven / upstream"),
+    "install": (_MAP, ("tool",), "debian / debian_component / maven / pypi_build / upstream"),
     "container": (_MAP, ("tool",), "image, dockerfile, apptainer"),
     "version_command": (_LIST, ("tool",), "argv printing the version"),
     "version_regex": (_STR, ("tool",), "regex whose group 1 is the version"),
@@ -169,8 +169,14 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
     if data["status"] not in STATUSES:
         raise _fail(path, "status", f"is {data['status']!r}; use one of {STATUSES}")
     install = data["install"]
-    if data["status"] == "runnable" and not (install.get("debian") or install.get("maven")):
-        raise _fail(path, "install", "of a runnable entry needs a debian or maven pin")
+    if data["status"] == "runnable" and not (install.get("debian") or install.get("maven") or install.get("pypi_build")):
+        raise _fail(path, "install", "of a runnable entry needs a debian, maven or pypi_build pin")
+    build = install.get("pypi_build")
+    if build is not None:
+        missing = [k for k in ("package", "version", "wheel_sha256", "source", "library", "include_dir", "program")
+                   if not isinstance(build, dict) or not build.get(k)]
+        if missing:
+            raise _fail(path, "install.pypi_build", f"needs {', '.join(missing)}")
     if data["status"] == "recipe-only" and not data.get("status_reason"):
         raise _fail(path, "status_reason", "is missing: say why the entry cannot run here")
     if install.get("debian") and not all("=" in pin for pin in install["debian"].split()):

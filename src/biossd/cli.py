@@ -342,6 +342,15 @@ def cmd_data_synth_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def _duration(text: str) -> float:
+    from biossd.units import parse_duration_s
+
+    try:
+        return parse_duration_s(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _need_root(command: str) -> int | None:
     """Exit 2 with what ``command`` needs when not run as root (cgroups, tracefs, loop devices
     and /run/biossd are root's to see and change)."""
@@ -562,8 +571,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="perf stat counters (hardware events where a PMU exists)")
     p.add_argument("--cachegrind", action="store_true",
                    help="run under valgrind cachegrind for simulated cache misses (slow)")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="kill the command after this long (outcome timeout)")
+    p.add_argument("--timeout", type=_duration, metavar="DURATION",
+                   help="kill the command after this long, e.g. 300, 300s or 5m (outcome timeout)")
     p.add_argument("--tool-version", help="the tool's version, recorded in the manifest")
     p.add_argument("--image", help="container image reference or digest, recorded in the manifest")
     p.add_argument("--device-record", metavar="JSON",

@@ -10,6 +10,13 @@ times: direct and buffered I/O, page-cache writeback, and swap (a swap file on D
 onto the loop device's blocks). This applies to any process, not only to those biossd starts, and
 the block trace sees the requests on ``loopN``. The server runs outside any memory cap.
 
+The profile ``native`` (:data:`NATIVE_PROFILE`) makes the same stack without the server: the
+native disk itself, unthrottled, on a loop device of its own over a preallocated file, with
+direct I/O (``losetup --direct-io=on``: the host's page cache does not hold the file a second
+time). A one-machine study (issue 16) uses it for its "ssd" class, so that class's block trace,
+like the emulated HDD's, holds only the run's requests and not every other process's on the
+root disk, and its swap lives on that device.
+
 State lives in ``/run/biossd/emulated-hdd/<id>/state.json``. It is crash-consistent: each
 step's *intent* is recorded before the step (the backing file's name before it is created, the
 server's start before it is launched, ...), and ``down``, an interrupted ``up`` and
@@ -62,6 +69,9 @@ MIN_SIZE_BYTES = 64 << 20
 #: Below a profiled run's own swap (biossd.swap.SWAP_PRIORITY), so a run that brings its own swap
 #: area uses that one; above the kernel's default (negative) priorities of host swap.
 SWAP_PRIORITY = 100
+#: The profile name of the native disk on a loop device of its own (no service-time model).
+NATIVE_PROFILE = "native"
+NATIVE_NAME = "native disk (loop device, direct I/O)"
 #: The backing file of an emulated disk: ``biossd-hdd-<mount key>-<hex>.img`` (a new name each
 #: ``up``, so a file a crash left behind never blocks the next one).
 BACKING_PREFIX = "biossd-hdd-"
@@ -112,20 +122,21 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def missing_features() -> list[str]:
-    """What this host lacks for the FUSE + loop mechanism."""
+def missing_features(fuse: bool = True) -> list[str]:
+    """What this host lacks for the FUSE + loop mechanism (``fuse=False``: for the loop alone)."""
     missing = []
     if os.geteuid() != 0:
         missing.append("root (mounts, loop devices and swap need it)")
-    if not Path("/dev/fuse").exists():
+    if fuse and not Path("/dev/fuse").exists():
         missing.append("/dev/fuse (the fuse kernel module)")
     for tool in ("losetup", "mkfs.ext4", "mount", "umount", "swapon", "mkswap"):
         if shutil.which(tool) is None:
             missing.append(f"the {tool} command")
-    try:
-        import mfusepy  # noqa: F401
-    except (ImportError, OSError) as err:
-        missing.append(f"libfuse3 and mfusepy ({err})")
+    if fuse:
+        try:
+            import mfusepy  # noqa: F401
+        except (ImportError, OSError) as err:
+            missing.append(f"libfuse3 and mfusepy ({err})")
     return missing
 
 
@@ -146,11 +157,14 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     """Make ``mount`` an emulated HDD of ``size_bytes`` (and optionally a swap area on it),
     owned by ``owner`` (``None``: by whoever takes it down by hand)."""
     mount = Path(mount).resolve()
-    missing = missing_features()
+    native = profile == NATIVE_PROFILE
+    missing = missing_features(fuse=not native)
     if missing:
-        raise EmulateError("cannot emulate an HDD here; missing: " + "; ".join(missing)
-                           + " (mechanism tried: FUSE-served disk image behind a loop device)")
-    disk_profile = load_profile(profile)
+        raise EmulateError(f"cannot {'put the native disk on a loop device' if native else 'emulate an HDD'} "
+                           "here; missing: " + "; ".join(missing) + " (mechanism tried: "
+                           + ("a loop device over a file" if native else "FUSE-served disk image behind a loop device")
+                           + ")")
+    profile_name = NATIVE_NAME if native else load_profile(profile).name
     if size_bytes < MIN_SIZE_BYTES:
         raise EmulateError(f"--size must be at least {MIN_SIZE_BYTES >> 20} MiB")
     if swap_bytes and swap_bytes >= size_bytes // 2:
@@ -175,9 +189,9 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
         raise EmulateError(f"{backing_dir} has {free >> 20} MiB free, the emulated disk needs "
                            f"{size_bytes >> 20} MiB; choose --backing-dir elsewhere or a smaller --size")
     state_dir.mkdir(parents=True)
-    state: dict[str, Any] = {"mount": str(mount), "profile": profile, "profile_name": disk_profile.name,
+    state: dict[str, Any] = {"mount": str(mount), "profile": profile, "profile_name": profile_name,
                              "size_bytes": size_bytes, "swap_bytes": swap_bytes, "stage": "starting",
-                             "mechanism": "fuse-loop", "created_mount_dir": not mount.exists(),
+                             "mechanism": "loop-direct" if native else "fuse-loop", "created_mount_dir": not mount.exists(),
                              "owner": owner.record() if owner else None,
                              "backing_file": str(backing_dir / f"{BACKING_PREFIX}{state_dir.name}-{uuid.uuid4().hex[:8]}.img"),
                              "fuse_dir": str(state_dir / "fuse")}
@@ -205,11 +219,25 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
     """Each step after its intent is recorded (``state`` already names the backing file and
     the FUSE directory); what a kill between two steps leaves is found by reconciliation."""
     backing = Path(state["backing_file"])
+    native = state["profile"] == NATIVE_PROFILE
     fd = os.open(backing, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     try:
-        os.ftruncate(fd, state["size_bytes"])
+        # The native disk's file is allocated up front (the runs' writes then pay no block
+        # allocation of the host's file system); the server's backing file may stay sparse.
+        if native:
+            os.posix_fallocate(fd, 0, state["size_bytes"])
+        else:
+            os.ftruncate(fd, state["size_bytes"])
     finally:
         os.close(fd)
+    if native:
+        state["loop_device"] = _run(["losetup", "--find", "--show", "--direct-io=on", str(backing)],
+                                    "attach loop device").strip()
+        _save(state_dir, state)
+        _make_fs(state_dir, state, mount, swap_bytes)
+        state["stage"] = "up"
+        _save(state_dir, state)
+        return
     fuse_dir = Path(state["fuse_dir"])
     fuse_dir.mkdir(mode=0o700)
     with open(state_dir / "server.log", "wb") as log:
@@ -230,6 +258,14 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
     state["loop_device"] = _run(["losetup", "--find", "--show", str(fuse_dir / DISK_FILE)],
                                 "attach loop device").strip()
     _save(state_dir, state)
+    _make_fs(state_dir, state, mount, swap_bytes)
+    (fuse_dir / CONTROL_FILE).write_text("on\n")
+    state["stage"] = "up"
+    _save(state_dir, state)
+
+
+def _make_fs(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: int | None) -> None:
+    """The file system on the loop device, mounted, and the swap area on it if asked for."""
     _run([*MKFS, state["loop_device"]], "make the file system")
     mount.mkdir(parents=True, exist_ok=True)
     _run(["mount", "-o", "noatime", state["loop_device"], str(mount)], "mount")
@@ -244,9 +280,6 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
             os.close(fd)
         _run(["mkswap", str(swap_file)], "make swap")
         _run(["swapon", "--priority", str(SWAP_PRIORITY), str(swap_file)], "enable swap")
-    (fuse_dir / CONTROL_FILE).write_text("on\n")
-    state["stage"] = "up"
-    _save(state_dir, state)
 
 
 def _loops_over(files: list[str]) -> list[str]:
@@ -324,12 +357,13 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
             errors.append(f"{what}: {err}")
 
     fuse_dir = state.get("fuse_dir") or str(state_dir / "fuse")
-    disk = str(Path(fuse_dir) / DISK_FILE)
+    # The loop device is over the FUSE disk (an emulated HDD) or the backing file (native).
+    backed = [str(Path(fuse_dir) / DISK_FILE)] + ([state["backing_file"]] if state.get("backing_file") else [])
     swap_file = state.get("swap_file")
     if swap_file and swap_file in swaps.active_swaps():
         step(f"swapoff {swap_file}", lambda: _run(["swapoff", swap_file], "disable swap"))
     mount = state.get("mount")
-    loops = sorted(set(_loops_over([disk])) | ({state["loop_device"]} if state.get("loop_device") else set()))
+    loops = sorted(set(_loops_over(backed)) | ({state["loop_device"]} if state.get("loop_device") else set()))
     if mount and os.path.ismount(mount):
         from biossd.devices import mount_facts
 
@@ -338,7 +372,7 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
     if mount and state.get("created_mount_dir") and not os.path.ismount(mount):
         with contextlib.suppress(OSError):
             Path(mount).rmdir()
-    for loop in _loops_over([disk]):
+    for loop in _loops_over(backed):
         step(f"losetup -d {loop}", lambda loop=loop: _run(["losetup", "--detach", loop], "detach loop device"))
     if os.path.ismount(fuse_dir):
         step(f"umount {fuse_dir}", lambda: _umount(fuse_dir, grace_s))
@@ -393,7 +427,8 @@ def status_of(state_dir: Path) -> dict[str, Any]:
     server = ProcessRef.from_record(state.get("server"))
     server_alive = server is not None and server.alive()
     mount = state.get("mount")
-    healthy = state.get("stage") == "up" and server_alive and bool(mount) and os.path.ismount(mount)
+    serving = server_alive or state.get("profile") == NATIVE_PROFILE
+    healthy = state.get("stage") == "up" and serving and bool(mount) and os.path.ismount(mount)
     owner = owner_of(state)
     return {**state, "mount": mount or f"(unknown: {state_dir})", "state_dir": str(state_dir),
             "server_alive": server_alive, "healthy": healthy, "requests": stats,
@@ -424,6 +459,6 @@ def run_record(path: Path) -> dict[str, Any] | None:
         state = _load(state_dir)
         mount = state.get("mount")
         if mount and (target == mount or target.startswith(mount.rstrip("/") + "/")):
-            return {"emulated": True, "mechanism": state["mechanism"], "profile": state["profile"],
+            return {"emulated": state.get("profile") != NATIVE_PROFILE, "mechanism": state["mechanism"], "profile": state["profile"],
                     "profile_name": state["profile_name"], "loop_device": state.get("loop_device")}
     return None

@@ -160,10 +160,15 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
     for ax, (fast, slow), letter in zip(axes[:, 0], pairs, "abcdefghij"):
         table = speedup.speedup_table(a.baseline_runs, fast, slow).set_index("tool").reindex(order)
         values = table["speedup"]
-        groups = speedup.group_of(values, a.threshold)
+        bounded = table["speedup_is_lower_bound"].fillna(False).astype(bool)
+        groups = speedup.group_of(values, a.threshold, bounded)
         colours = [GROUP_COLOURS[g] for g in groups]
         x = np.arange(len(order))
-        ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours)
+        bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours)
+        for bar, is_bound, v in zip(bars, bounded, values):
+            if is_bound:  # censored at the time limit: the true speedup is higher
+                bar.set_hatch("//")
+                ax.text(bar.get_x() + bar.get_width() / 2, v * 1.05, "≥", ha="center", va="bottom", fontsize=8)
         ax.plot(x, paper, **PAPER_MARKER, label="paper (Intel 520 / Barracuda)")
         _speedup_axis(ax, [*values.dropna(), *paper.dropna()])
         for xi, (_, row) in zip(x, table.iterrows()):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from biossd import catalogue, devices
-from biossd.units import format_size, parse_size
+from biossd.units import format_size, parse_duration_s, parse_size
 
 #: Every parameter of the study, typed and documented (nf-core's nextflow_schema.json).
 SCHEMA_PATH = catalogue.CATALOGUE_DIR.parent / "nextflow_schema.json"
@@ -43,18 +43,44 @@ class Plan:
 
     tools: list[str] = field(default_factory=list)
     caps: dict[str, list[str]] = field(default_factory=dict)
+    #: Every scale any tool runs at; ``scales_of`` gives each tool its own (--tool_scales).
     scales: list[int] = field(default_factory=list)
+    scales_of: dict[str, list[int]] = field(default_factory=dict)
+    #: Each tool's input kind, and each kind's baseline size (--input_sizes, else --input_size).
+    kinds: dict[str, str] = field(default_factory=dict)
+    input_sizes: dict[str, str] = field(default_factory=dict)
+    #: A run's time limit in seconds (outcome ``timeout`` past it); ``None``: none.
+    time_limit_s: float | None = None
+    #: Repeats of a tool's configurations other than its baseline (its smallest cap and scale):
+    #: the scaling experiments of Figs. 8 and 9 (--scaling_repeats, else --repeats).
+    scaling_repeats: int = 0
     repeats: int = 0
     classes: list[str] = field(default_factory=list)
     devices: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run of one storage class: tool, cap, scale and repeat (baseline configurations
+        ``repeats`` times, the others ``scaling_repeats`` times)."""
+        out = []
+        for tool in self.tools:
+            caps, scales = self.caps.get(tool, []), self.scales_of.get(tool, self.scales)
+            for cap in caps:
+                for scale in scales:
+                    base = cap == min(caps, key=parse_size) and scale == min(scales)
+                    for rep in range(1, (self.repeats if base else self.scaling_repeats or self.repeats) + 1):
+                        out.append({"tool": tool, "mem": cap, "scale": scale, "rep": rep})
+        return out
+
     def n_runs(self) -> int:
-        return sum(len(self.caps.get(t, ())) for t in self.tools) * len(self.scales) * self.repeats * len(self.classes)
+        try:
+            return len(self.runs()) * len(self.classes)
+        except ValueError:  # a cap that is not a size: named among the problems
+            return 0
 
     def as_json(self) -> dict[str, Any]:
-        return {**asdict(self), "n_runs": self.n_runs()}
+        return {**asdict(self), "n_runs": self.n_runs(), "runs": [] if self.problems else self.runs()}
 
 
 def csv_list(value: object) -> list[str]:
@@ -74,21 +100,26 @@ def parse_pairs(value: object, param: str, problems: list[str]) -> dict[str, str
     return out
 
 
-def parse_tool_caps(value: object, problems: list[str]) -> list[tuple[str, list[str]]]:
+def parse_tool_caps(value: object, problems: list[str], param: str = "tool_caps",
+                    example: str = "gatk_*=4G,16G") -> list[tuple[str, list[str]]]:
     """``'gatk_*=4G,16G,32G;maq=1G'`` → ``[('gatk_*', ['4G', '16G', '32G']), ('maq', ['1G'])]``:
-    per-tool cap lists (shell-style patterns over catalogue ids) that replace --mem_caps for the
-    tools they match; the first matching pattern wins."""
+    per-tool lists (shell-style patterns over catalogue ids) that replace --mem_caps (or, for
+    --tool_scales, --scales) for the tools they match; the first matching pattern wins."""
     out = []
     for item in (part.strip() for part in str(value or "").split(";")):
         if not item:
             continue
         pattern, sep, caps = item.partition("=")
         if not sep or not pattern.strip() or not csv_list(caps):
-            problems.append(f"--tool_caps takes PATTERN=CAP[,CAP...][;...] (e.g. 'gatk_*=4G,16G'); "
+            problems.append(f"--{param} takes PATTERN=VALUE[,VALUE...][;...] (e.g. '{example}'); "
                             f"'{item}' is not of that form")
             continue
         out.append((pattern.strip(), csv_list(caps)))
     return out
+
+
+def _per_tool(tools: list[str], overrides: list[tuple[str, list[str]]], default: list[str]) -> dict[str, list[str]]:
+    return {t: next((v for p, v in overrides if fnmatch.fnmatchcase(t, p)), default) for t in tools}
 
 
 def _cap_problems(cap: str, where: str, min_bytes: int, who: str) -> list[str]:
@@ -207,12 +238,35 @@ def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) 
     return problems
 
 
+def _input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str]) -> dict[str, str]:
+    """Each kind's baseline input size: its entry in --input_sizes (KIND=SIZE,...), else --input_size."""
+    named = parse_pairs(params.get("input_sizes"), "input_sizes", problems)
+    from biossd.data import KINDS
+
+    problems += [f"--input_sizes names '{k}', which is not an input kind ({', '.join(sorted(KINDS))})"
+                 for k in sorted(named) if k not in KINDS]
+    problems += [f"--input_sizes: '{v}' for '{k}' is not a size like 8M" for k, v in sorted(named.items())
+                 if not _SIZE_RE.match(v)]
+    return {k: named.get(k, str(params.get("input_size"))) for k in kinds}
+
+
+def _largest_input(input_sizes: Mapping[str, str], kinds: Mapping[str, str],
+                   scales_of: Mapping[str, list[int]]) -> int:
+    """Bytes of the largest input any run reads (its kind's size times its largest scale)."""
+    largest = 0
+    for tool, kind in kinds.items():
+        try:
+            largest = max(largest, parse_size(input_sizes[kind]) * max(scales_of.get(tool) or [1]))
+        except (KeyError, ValueError):
+            continue  # named by the checks of the sizes
+    return largest
+
+
 def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[str],
-                   scales: list[int]) -> list[str]:
+                   input_bytes: int) -> list[str]:
     """Free space on each class's scratch (and the emulated disks' size) against the largest
-    scale's input, before any run: a full scratch mid-study would be a harness failure."""
+    input a run reads, before any run: a full scratch mid-study would be a harness failure."""
     try:
-        input_bytes = parse_size(str(params.get("input_size"))) * max(scales, default=1)
         swap_bytes = parse_size(str(params["swap"])) if params.get("swap") and not params.get("swap_dir") else 0
         emulate_bytes = parse_size(str(params.get("emulate_size") or "0"))
     except ValueError:
@@ -223,15 +277,15 @@ def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[
         if cls in emulated:
             if emulate_bytes < need:
                 problems.append(f"--emulate_size {params.get('emulate_size')} is too small for class '{cls}': a run "
-                                f"at scale {max(scales)} needs {format_size(need)} of scratch ({SCRATCH_PER_INPUT}x the "
+                                f"needs {format_size(need)} of scratch ({SCRATCH_PER_INPUT}x the "
                                 f"{format_size(input_bytes)} input{' plus swap' if swap_bytes else ''})")
             continue
         where = Path(str(params.get("scratch_dir") or Path.cwd()))
         if where.is_dir():
             free = shutil.disk_usage(where).free
             if free < need:
-                problems.append(f"The scratch of class '{cls}' ({where}) has {format_size(free)} free; a run at scale "
-                                f"{max(scales)} needs {format_size(need)}: free space or give --scratch_dir elsewhere")
+                problems.append(f"The scratch of class '{cls}' ({where}) has {format_size(free)} free; a run "
+                                f"needs {format_size(need)}: free space or give --scratch_dir elsewhere")
     if emulated:
         root = Path(str(params.get("storage_root") or Path.cwd()))
         probe = next((p for p in [root, *root.parents] if p.is_dir()), Path.cwd())
@@ -272,12 +326,32 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                     problems.append(problem)
 
     scale_texts = csv_list(params.get("scales"))
-    problems += [f"Scale '{s}' in --scales is not a whole number >= 1" for s in scale_texts if not _WHOLE_RE.match(s)]
     if not scale_texts:
         problems.append("--scales is empty")
+    scale_overrides = parse_tool_caps(params.get("tool_scales"), problems, "tool_scales", "ampliconnoise=1,2,4,8")
+    for pattern, _ in scale_overrides:
+        if not any(fnmatch.fnmatchcase(t, pattern) for t in entries):
+            problems.append(f"--tool_scales pattern '{pattern}' matches no catalogue tool")
+    known = [t for t in tools if t in entries and entries[t].kind == "tool"]
+    scale_texts_of = _per_tool(known, scale_overrides, scale_texts)
+    for where, texts in (("--scales", scale_texts), *(("--tool_scales", v) for _, v in scale_overrides)):
+        problems += [p for p in (f"Scale '{s}' in {where} is not a whole number >= 1" for s in texts
+                                 if not _WHOLE_RE.match(s)) if p not in problems]
+    scales_of = {t: sorted({int(s) for s in v if _WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
+    kinds = {t: entries[t].data["input"] for t in known}
+    input_sizes = _input_sizes(params, sorted(set(kinds.values())), problems)
+    time_limit_s = None
+    if params.get("time_limit"):
+        try:
+            time_limit_s = parse_duration_s(str(params["time_limit"])) or None
+        except ValueError as err:
+            problems.append(f"--time_limit: {err}")
     repeats = str(params.get("repeats", ""))
     if not _WHOLE_RE.match(repeats):
         problems.append(f"--repeats {repeats} is not a whole number >= 1")
+    scaling_repeats = str(params.get("scaling_repeats") or repeats)
+    if not _WHOLE_RE.match(scaling_repeats):
+        problems.append(f"--scaling_repeats {scaling_repeats} is not a whole number >= 1")
 
     classes = csv_list(params.get("storage_classes"))
     if not classes:
@@ -296,10 +370,12 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     swap_dir = params.get("swap_dir") or None
     if swap_dir and not Path(str(swap_dir)).is_dir():
         problems.append(f"--swap_dir {swap_dir} is not an existing directory")
-    scales = [int(s) for s in scale_texts if _WHOLE_RE.match(s)]
+    scales = sorted({s for v in scales_of.values() for s in v} or {int(s) for s in scale_texts if _WHOLE_RE.match(s)})
     if not stub:
-        problems += space_problems(params, classes, emulated, scales)
+        problems += space_problems(params, classes, emulated, _largest_input(input_sizes, kinds, scales_of))
 
-    return Plan(tools=tools, caps=tool_caps, scales=scales,
+    return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
+                input_sizes=input_sizes, time_limit_s=time_limit_s,
+                scaling_repeats=int(scaling_repeats) if _WHOLE_RE.match(scaling_repeats) else 0,
                 repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, devices=named,
                 skipped=skipped, problems=problems)

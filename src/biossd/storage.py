@@ -4,8 +4,9 @@ where each run's swap file goes), and the devices traced (the one holding scratc
 profiler, plus the run's swap device).
 
 A class is *real* (its scratch directory is on a real device the user names, or the task
-directory) or *emulated* (an emulated HDD is brought up for it under the storage root, see
-:mod:`biossd.emulate`). ``biossd storage up`` resolves the classes into ``storage.json`` for the
+directory) or on a *loop device* of its own under the storage root (:mod:`biossd.emulate`):
+an emulated HDD, or with the profile ``native`` the native disk itself, unthrottled, so that the
+class's block trace holds only its runs' requests. ``biossd storage up`` resolves the classes into ``storage.json`` for the
 pipeline; ``biossd storage down`` removes the emulations it made. Each run's manifest records
 whether its storage was emulated, with which profile and mechanism (``emulated_storage``).
 """
@@ -71,13 +72,14 @@ def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int
             if name in emulated:
                 mount = root / name
                 state = emulate.up(mount, emulated[name], size_bytes, backing_dir=root, owner=owner)
-                resolved[name] = {"scratch": str(mount), "emulated": True, "profile": emulated[name],
+                resolved[name] = {"scratch": str(mount), "emulated": emulated[name] != emulate.NATIVE_PROFILE,
+                                  "loop": True, "profile": emulated[name],
                                   "mechanism": state["mechanism"], "device": state["loop_device"]}
             else:
                 resolved[name] = {"scratch": str(scratch_dir) if scratch_dir else None, "emulated": False}
     except BaseException:
         for info in resolved.values():  # only what this call brought up
-            if info.get("emulated"):
+            if info.get("loop"):
                 emulate.down(Path(info["scratch"]))
         raise
     return resolved

@@ -99,11 +99,13 @@ def table1_tools(a: Analysis) -> pd.DataFrame:
         if entry.id in base.index:
             b = base.loc[entry.id]
             row.update(mem=b["mem"], scale=int(b["scale"]), runtime_fast_s=b["runtime_s_fast"],
-                       runtime_slow_s=b["runtime_s_slow"], speedup=b["speedup"], group=b["group"], status=b["status"])
+                       runtime_slow_s=b["runtime_s_slow"], speedup=b["speedup"],
+                       speedup_is_lower_bound=bool(b.get("speedup_is_lower_bound", False)), group=b["group"],
+                       status=b["status"])
         else:
             why = "not run" if d["status"] == "runnable" else "not run: recipe-only here"  # why: catalogue
             row.update(mem="", scale=np.nan, runtime_fast_s=np.nan, runtime_slow_s=np.nan, speedup=np.nan,
-                       group="", status=why)
+                       speedup_is_lower_bound=False, group="", status=why)
         rows.append(row)
     table = pd.DataFrame(rows)
     table["paper_speedup"] = table["paper_speedup"].astype(float)

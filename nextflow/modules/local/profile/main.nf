@@ -28,6 +28,7 @@ process PROFILE {
     def caches  = params.drop_caches ? '' : '--no-drop-caches'
     def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     def args    = task.ext.args ?: ''
+    def limit   = params.time_limit ? "--timeout ${q(params.time_limit)}" : ''
     def swap    = params.swap ? "--swap ${q(params.swap)}" + (params.swap_dir ? " --swap-dir ${q(params.swap_dir)}" : '') : ''
     // In a container (-profile ...,charliecloud|apptainer|docker) the tool sees scratch at /mnt/0.
     def engine  = params.container_engine ? "--container ${q(params.container_engine)}" : ''
@@ -59,7 +60,7 @@ process PROFILE {
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
     cd "\$scratch"
-    biossd profile --mem ${mem} --cap-backend ${q(params.cap_backend)} --out "\$workdir/run" ${caches} ${swap} ${owner} ${args} \\
+    biossd profile --mem ${mem} --cap-backend ${q(params.cap_backend)} --out "\$workdir/run" ${caches} ${swap} ${limit} ${owner} ${args} \\
         ${labels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
