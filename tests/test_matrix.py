@@ -8,6 +8,7 @@ import json
 import pytest
 
 from biossd import catalogue, devices, matrix
+from biossd.units import format_size
 
 BASE = {"tools": "samtools_sort", "mem_caps": "1G,4G", "scales": "1,2", "repeats": 3, "storage_classes": "ssd"}
 
@@ -145,3 +146,26 @@ def test_the_full_profile_follows_the_sizing_rule():
     assert f"tool_caps       = '{sizing.GATK_TOOLS}={','.join(sizing.FIG9_CAPS)}'" in text
     assert sizing.cap_of("gatk_printreads") == sizing.FIG9_CAPS[0] == "1G" and sizing.cap_of("bwa") == "256M"
     assert f"time_limit      = '{sizing.TIME_LIMIT_S:g}s'" in text
+
+
+def test_cachegrind_probes_read_a_reduced_input_of_their_kind():
+    p = plan(tools="samtools_sort,blast", mem_caps="256M", scales="1", repeats=1, input_sizes="bam=64M,proteins=64K",
+             input_size="1M", cachegrind_divisor=16)
+    assert p.problems == []
+    assert p.probes() == [
+        {"tool": "samtools_sort", "mem": "256M", "scale": 1, "rep": 1, "probe": "cachegrind", "input": "bam_div16"},
+        {"tool": "blast", "mem": "256M", "scale": 1, "rep": 1, "probe": "cachegrind", "input": "proteins_div16"}]
+    sizes = {i["id"]: i["size"] for i in p.inputs()}
+    assert sizes == {"bam_x1": "64M", "proteins_x1": "64K", "bam_div16": "4M",
+                     "proteins_div16": format_size(matrix.MIN_PROBE_INPUT_BYTES)}
+    assert {r["input"] for r in p.runs()} == {"bam_x1", "proteins_x1"}
+    assert plan().probes() == [], "no probes unless asked for"
+
+
+def test_a_probe_lands_under_probes_not_runs():
+    from biossd import layout
+
+    labels = {"host": "vm", "storage": "ssd", "tool": "bwa", "mem": "256M", "scale": 1, "rep": 1, "probe": "cachegrind"}
+    assert str(layout.run_relpath(labels)) == "vm-ssd/probes/cachegrind/bwa"
+    with pytest.raises(ValueError, match="single path components"):
+        layout.run_relpath({**labels, "probe": "../x"})

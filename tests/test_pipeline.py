@@ -81,6 +81,22 @@ def test_every_expected_run_is_present_and_complete(result_set, storage):
     assert (result_set / "report" / "figures" / "fig04_storage_features.png").is_file(), "the pipeline renders the report"
 
 
+def test_the_cachegrind_probe_is_kept_apart_from_the_timed_runs(result_set):
+    """Fig. 10 without a PMU: one cachegrind run of the tool on a reduced input, on the first
+    class only, published under probes/ and never counted as a timed run."""
+    from biossd import analysis, resultset
+
+    probe = result_set / "testhost-ssd" / "probes" / "cachegrind" / "samtools_sort"
+    body = manifest.read_manifest(probe)
+    assert body["outcome"] == "ok" and body["labels"]["probe"] == "cachegrind"
+    assert body["collectors"]["cachegrind"]["ran"] and 0 < body["collectors"]["cachegrind"]["D1_miss_ratio"] < 1
+    assert not (result_set / "testhost-hdd" / "probes").exists()
+    table = features.read_table(result_set / "features.csv")
+    assert len(table) == 6 and "probe" not in str(table["run_dir"].tolist())
+    probes = resultset.probes(analysis.open_results([result_set]).rs)
+    assert probes[["side", "tool", "outcome"]].values.tolist() == [["testhost-ssd", "samtools_sort", "ok"]]
+
+
 def test_features_rows_match_the_runs(result_set):
     table = features.read_table(result_set / layout.FEATURES_FILE)
     runs = features.find_run_dirs([result_set])

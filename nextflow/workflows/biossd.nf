@@ -41,9 +41,7 @@ workflow BIOSSD {
     def tools  = plan.tools
     def classes = plan.classes
     def scales = plan.scales
-    log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats (scaling runs: ${plan.scaling_repeats}) x ${classes.join('/')}"
-    def kinds  = plan.kinds           // each tool's input kind (from the catalogue, by the plan)
-    def scalesOf = plan.scales_of     // each tool's scales (--tool_scales, else --scales)
+    log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats (scaling runs: ${plan.scaling_repeats}) x ${classes.join('/')}" + (plan.probes ? "; ${plan.probes.size()} cachegrind probes on ${classes[0]}" : '')
 
     // Each storage class resolved to its scratch directory ('' = the task directory).
     STORAGE_UP(classes.join(','))
@@ -53,27 +51,32 @@ workflow BIOSSD {
         .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] } }
         .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
-    // One synthetic input per (kind, scale) some tool needs, shared by every run that reads it,
-    // at its kind's size (--input_sizes, else --input_size).
+    // Every synthetic input the runs read, from the plan: one per (kind, scale) at its kind's size
+    // (--input_sizes, else --input_size), and the probes' reduced ones; shared by every run of it.
     ch_inputs = Channel
-        .fromList(tools.collectMany { t -> scalesOf[t].collect { s -> [kinds[t], s] } }.unique())
-        .map { kind, scale -> [[kind: kind, scale: scale, id: "${kind}_x${scale}"], plan.input_sizes[kind], params.seed] }
+        .fromList(plan.inputs)
+        .map { i -> [[kind: i.kind, scale: i.scale, id: i.id], i.size, params.seed] }
     SYNTH_INPUT(ch_inputs)
 
+    // Every run of the plan on every class; the cachegrind probes (Fig. 10) on the first class only.
     ch_runs = Channel
-        .fromList(plan.runs.collect { r -> [r.tool, r.mem, r.scale, r.rep] })
+        .fromList(plan.runs + plan.probes)
         .combine(ch_classes)
-        .map { tool, cap, scale, rep, storage, scratch, device ->
-            [[kind: kinds[tool], scale: scale], [host: host, storage: storage, tool: tool, mem: cap, scale: scale, rep: rep], scratch, device]
+        .filter { r, storage, scratch, device -> !r.probe || storage == classes[0] }
+        .map { r, storage, scratch, device ->
+            def meta = [host: host, storage: storage, tool: r.tool, mem: r.mem, scale: r.scale, rep: r.rep]
+            [r.input, r.probe ? meta + [probe: r.probe] : meta, scratch, device]
         }
-        .combine(SYNTH_INPUT.out.input.map { meta, dir -> [[kind: meta.kind, scale: meta.scale], dir] }, by: 0)
-        .map { key, meta, scratch, device, dir -> [meta, dir, scratch, device] }
+        .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
+        .map { id, meta, scratch, device, dir -> [meta, dir, scratch, device] }
     PROFILE(ch_runs)
 
-    ch_run_dirs = PROFILE.out.run_dir.map { meta, dir -> dir }.collect()
+    // Timed runs make the features table; the report also reads the probes (Fig. 10).
+    ch_run_dirs = PROFILE.out.run_dir.filter { meta, dir -> !meta.probe }.map { meta, dir -> dir }.collect()
     FEATURES(ch_run_dirs)
     if( !params.skip_report )
-        REPORT(FEATURES.out.table, ch_run_dirs, CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, host)
+        REPORT(FEATURES.out.table, PROFILE.out.run_dir.map { meta, dir -> dir }.collect(),
+               CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions

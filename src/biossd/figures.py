@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy.cluster import hierarchy  # noqa: E402
 
-from biossd import blocktrace, catalogue, features, patterns, speedup  # noqa: E402
+from biossd import blocktrace, catalogue, features, patterns, resultset, speedup  # noqa: E402
 from biossd.analysis import Analysis  # noqa: E402
 from biossd.quality import QUALITY_COLUMNS  # noqa: E402
 
@@ -477,6 +477,23 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
 
 
 # -- Fig. 10 -----------------------------------------------------------------------------------
+def _cachegrind_columns(a: Analysis, tools: Sequence[str]) -> tuple[pd.DataFrame, str]:
+    """Simulated miss ratios of the study's cachegrind probes (one short run per tool on a
+    reduced input), per tool, and a note naming them as simulated and the probes without a result."""
+    probes = resultset.probes(a.rs)
+    cols = list(resultset.CACHEGRIND_COLUMNS.values())
+    if probes.empty:
+        return pd.DataFrame(index=pd.Index(tools), columns=[]), ""
+    ok = probes[probes["outcome"] == speedup.OK]
+    table = ok.groupby("tool")[cols].mean().reindex(list(tools))
+    table = table[[c for c in cols if table[c].notna().any()]]
+    failed = probes[probes["outcome"] != speedup.OK]
+    note = "simulated columns: valgrind cachegrind on a reduced input, not a PMU"
+    if len(failed):
+        note += "; no simulation for " + ", ".join(f"{r.tool} ({r.outcome})" for r in failed.itertuples())
+    return table, note
+
+
 def fig10_cpu_memory(a: Analysis) -> plt.Figure:
     """Fig. 10: CPU and memory features per tool (baseline, feature side), normalized to [0, 1]
     like the storage features, with the tool's speedup beside them."""
@@ -485,6 +502,10 @@ def fig10_cpu_memory(a: Analysis) -> plt.Figure:
     runs = speedup.side_rows(a.baseline_runs, a.features_side)
     means = patterns.feature_means(runs, FIG10_COLUMNS)
     measured = [c for c in FIG10_COLUMNS if c in means and means[c].notna().any()]
+    simulated, probe_note = _cachegrind_columns(a, means.index)
+    if len(simulated.columns) and not any(c in measured for c in ("cache_miss_ratio", "llc_miss_ratio")):
+        means = means.join(simulated, how="left")  # no PMU: cachegrind's simulated ratios
+        measured += list(simulated.columns)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, max(4, 0.3 * len(means) + 1.5)),
                                    gridspec_kw={"width_ratios": (3, 1)}, sharey=True)
     if measured:
@@ -498,6 +519,8 @@ def fig10_cpu_memory(a: Analysis) -> plt.Figure:
     title = "(a) normalized CPU/memory features"
     if missing:
         title += "; not measured: " + "; ".join(f"{c} ({_missing_reason(runs, c)})" for c in missing)
+    if probe_note and any(c in simulated.columns for c in measured):
+        title += "; " + probe_note
     ax1.set_title(textwrap.fill(title, 90), loc="left", fontsize=8)
     s = a.baseline["speedup"].reindex(means.index)
     groups = speedup.group_of(s, a.threshold)

@@ -1,6 +1,8 @@
 """The result layout every run lands in (the study pipeline's output contract):
 
 ``OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/run.json``,
+``OUTDIR/<host>-<storage>/probes/<probe>/<tool>/run.json`` (a short run under a slow instrument,
+e.g. cachegrind for Fig. 10: not a timed run, never in ``features.csv``),
 ``OUTDIR/<host>-<storage>/device.json`` (``biossd device characterize`` of the class's device),
 ``OUTDIR/features.csv`` and ``OUTDIR/report/{figures,tables,notebooks}/``.
 
@@ -19,6 +21,7 @@ FEATURES_FILE = "features.csv"
 DEVICE_RECORD = "device.json"
 #: How far a run directory is below its ``<host>-<storage>`` directory (runs/tool/mem/scale/rep).
 RUN_DEPTH = 5
+PROBES_DIR = "probes"
 REPORT_DIR = "report"
 FIGURES_DIR = PurePosixPath(REPORT_DIR) / "figures"
 
@@ -30,6 +33,8 @@ _COMPONENT_RE = re.compile(r"^(?!\.\.?$)[A-Za-z0-9._-]+$")
 def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
     """Where a run with these labels lives, relative to the output directory; each label must be
     a single path component (``--host ../../x`` would place results elsewhere)."""
+    if labels.get("probe"):
+        return probe_relpath(labels)
     missing = [k for k in RUN_PATH_LABELS if labels.get(k) in (None, "")]
     if missing:
         raise ValueError(f"run labels lack {missing}, needed for the result layout")
@@ -41,6 +46,18 @@ def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
         f"{labels['host']}-{labels['storage']}", "runs", str(labels["tool"]), str(labels["mem"]),
         str(labels["scale"]), str(labels["rep"]),
     )
+
+
+def probe_relpath(labels: Mapping[str, object]) -> PurePosixPath:
+    """Where a probe run lives: ``<host>-<storage>/probes/<probe>/<tool>``."""
+    keys = ("host", "storage", "probe", "tool")
+    missing = [k for k in keys if labels.get(k) in (None, "")]
+    if missing:
+        raise ValueError(f"probe labels lack {missing}, needed for the result layout")
+    bad = [f"{k}={labels[k]!r}" for k in keys if not _COMPONENT_RE.match(str(labels[k]))]
+    if bad:
+        raise ValueError(f"probe labels {', '.join(bad)} are not single path components; rename them")
+    return PurePosixPath(f"{labels['host']}-{labels['storage']}", PROBES_DIR, str(labels["probe"]), str(labels["tool"]))
 
 
 def assemble(dest: Path, run_dirs: list[Path], device_records: Mapping[str, Path] | None = None,

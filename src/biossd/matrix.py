@@ -33,6 +33,8 @@ SCRATCH_PER_INPUT = 4
 #: A catalogue entry may ask for more with ``min_mem``.
 MIN_CAP_BYTES = 16 << 20
 _SIZE_RE = re.compile(r"^\d+[KMGT]?$")
+#: A probe's input is never smaller than this (the synthetic kinds need some records).
+MIN_PROBE_INPUT_BYTES = 16 << 10
 _WHOLE_RE = re.compile(r"^[1-9]\d*$")
 
 
@@ -54,6 +56,9 @@ class Plan:
     #: Repeats of a tool's configurations other than its baseline (its smallest cap and scale):
     #: the scaling experiments of Figs. 8 and 9 (--scaling_repeats, else --repeats).
     scaling_repeats: int = 0
+    #: Fig. 10 without a PMU: each tool once under cachegrind on the first class, at its kind's
+    #: size divided by this (--cachegrind_divisor; 0: no probes).
+    cachegrind_divisor: int = 0
     repeats: int = 0
     classes: list[str] = field(default_factory=list)
     devices: dict[str, str] = field(default_factory=dict)
@@ -61,8 +66,8 @@ class Plan:
     problems: list[str] = field(default_factory=list)
 
     def runs(self) -> list[dict[str, Any]]:
-        """Every run of one storage class: tool, cap, scale and repeat (baseline configurations
-        ``repeats`` times, the others ``scaling_repeats`` times)."""
+        """Every run of one storage class: tool, cap, scale, repeat and the id of its input
+        (baseline configurations ``repeats`` times, the others ``scaling_repeats`` times)."""
         out = []
         for tool in self.tools:
             caps, scales = self.caps.get(tool, []), self.scales_of.get(tool, self.scales)
@@ -70,8 +75,30 @@ class Plan:
                 for scale in scales:
                     base = cap == min(caps, key=parse_size) and scale == min(scales)
                     for rep in range(1, (self.repeats if base else self.scaling_repeats or self.repeats) + 1):
-                        out.append({"tool": tool, "mem": cap, "scale": scale, "rep": rep})
+                        out.append({"tool": tool, "mem": cap, "scale": scale, "rep": rep,
+                                    "input": input_id(self.kinds.get(tool, ""), scale)})
         return out
+
+    def probes(self) -> list[dict[str, Any]]:
+        """Fig. 10's cachegrind probes: each tool once, at its smallest cap, on a reduced input."""
+        if not self.cachegrind_divisor:
+            return []
+        return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": 1, "probe": "cachegrind",
+                 "input": probe_input_id(self.kinds[t], self.cachegrind_divisor)}
+                for t in self.tools if self.caps.get(t) and t in self.kinds]
+
+    def inputs(self) -> list[dict[str, Any]]:
+        """Every synthetic input the runs and probes read: id, kind, scale and baseline size."""
+        seen: dict[str, dict[str, Any]] = {}
+        for r in self.runs():
+            kind = self.kinds.get(r["tool"], "")
+            seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": r["scale"],
+                                         "size": self.input_sizes.get(kind, "")})
+        for r in self.probes():
+            kind = self.kinds[r["tool"]]
+            size = max(parse_size(self.input_sizes[kind]) // self.cachegrind_divisor, MIN_PROBE_INPUT_BYTES)
+            seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": 1, "size": format_size(size)})
+        return list(seen.values())
 
     def n_runs(self) -> int:
         try:
@@ -80,7 +107,19 @@ class Plan:
             return 0
 
     def as_json(self) -> dict[str, Any]:
-        return {**asdict(self), "n_runs": self.n_runs(), "runs": [] if self.problems else self.runs()}
+        ok = not self.problems
+        return {**asdict(self), "n_runs": self.n_runs(), "runs": self.runs() if ok else [],
+                "probes": self.probes() if ok else [], "inputs": self.inputs() if ok else []}
+
+
+def input_id(kind: str, scale: int) -> str:
+    """The id of the synthetic input of ``kind`` at ``scale`` (its SYNTH_INPUT task and folder)."""
+    return f"{kind}_x{scale}"
+
+
+def probe_input_id(kind: str, divisor: int) -> str:
+    """The id of the reduced input of a probe: the kind's size divided by ``divisor``."""
+    return f"{kind}_div{divisor}"
 
 
 def csv_list(value: object) -> list[str]:
@@ -349,6 +388,11 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     repeats = str(params.get("repeats", ""))
     if not _WHOLE_RE.match(repeats):
         problems.append(f"--repeats {repeats} is not a whole number >= 1")
+    cachegrind_divisor = params.get("cachegrind_divisor") or 0
+    if not _WHOLE_RE.match(str(cachegrind_divisor)) and cachegrind_divisor != 0:
+        problems.append(f"--cachegrind_divisor {cachegrind_divisor} is not a whole number >= 1")
+        cachegrind_divisor = 0
+    cachegrind_divisor = int(cachegrind_divisor)
     scaling_repeats = str(params.get("scaling_repeats") or repeats)
     if not _WHOLE_RE.match(scaling_repeats):
         problems.append(f"--scaling_repeats {scaling_repeats} is not a whole number >= 1")
@@ -377,5 +421,6 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
                 input_sizes=input_sizes, time_limit_s=time_limit_s,
                 scaling_repeats=int(scaling_repeats) if _WHOLE_RE.match(scaling_repeats) else 0,
+                cachegrind_divisor=cachegrind_divisor,
                 repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, devices=named,
                 skipped=skipped, problems=problems)

@@ -87,6 +87,33 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
     return ResultSet(roots=roots, runs=runs, devices=devices, hosts=hosts, provenance=provenance)
 
 
+#: What Fig. 10 takes from a cachegrind probe: the simulated miss ratios of cachegrind's record
+#: (``counters.cachegrind_record``), named as the figure shows them.
+CACHEGRIND_COLUMNS = {"D1_miss_ratio": "D1 miss ratio (simulated)", "LL_miss_ratio": "LL miss ratio (simulated)",
+                      "I1_miss_ratio": "I1 miss ratio (simulated)"}
+
+
+def probes(rs: ResultSet, probe: str = "cachegrind") -> pd.DataFrame:
+    """The probe runs of every folder (``<side>/probes/<probe>/<tool>/run.json``), one row per
+    (side, tool): outcome, why a collector did not run, and for cachegrind its simulated miss
+    ratios (:data:`CACHEGRIND_COLUMNS`). Empty when the study made none."""
+    from biossd import manifest
+
+    rows = []
+    for root in rs.roots:
+        for path in sorted(root.glob(f"*/{layout.PROBES_DIR}/{probe}/*/{manifest.MANIFEST_NAME}")):
+            try:
+                body = manifest.read_manifest(path.parent)
+            except manifest.ManifestError:
+                continue
+            record = (body.get("collectors") or {}).get(probe) or {}
+            row = {"side": path.parents[3].name, "tool": path.parent.name, "outcome": body.get("outcome"),
+                   "wall_s": body.get("wall_s"), "why": record.get("why") or ""}
+            row.update({name: record.get(key, float("nan")) for key, name in CACHEGRIND_COLUMNS.items()})
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["side", "tool", "outcome", "wall_s", "why", *CACHEGRIND_COLUMNS.values()])
+
+
 def _cap_bytes(text: object) -> float:
     from biossd.units import parse_size
 

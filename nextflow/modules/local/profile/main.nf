@@ -7,13 +7,15 @@
  * study and that device is the one traced (plus the run's swap area, when params.swap is set).
  */
 process PROFILE {
-    tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}"
+    tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}${meta.probe ? ' ' + meta.probe : ''}"
     label 'profiled'
     // One profiled run at a time on a host, like the paper; a -stub-run only checks the
     // workflow's shape, so its stub tasks may run side by side.
     maxForks workflow.stubRun ? 64 : 1
-    publishDir { "${params.outdir}/${meta.host}-${meta.storage}/runs/${meta.tool}/${meta.mem}/${meta.scale}" },
-        mode: 'copy', saveAs: { name -> name == 'run' ? "${meta.rep}" : null }
+    // The layout of src/biossd/layout.py: runs/<tool>/<mem>/<scale>/<rep>, or probes/<probe>/<tool>.
+    publishDir { meta.probe ? "${params.outdir}/${meta.host}-${meta.storage}/probes/${meta.probe}"
+                            : "${params.outdir}/${meta.host}-${meta.storage}/runs/${meta.tool}/${meta.mem}/${meta.scale}" },
+        mode: 'copy', saveAs: { name -> name == 'run' ? (meta.probe ? "${meta.tool}" : "${meta.rep}") : null }
 
     input:
     tuple val(meta), path(input_dir), val(scratch_root), path(device_record, stageAs: 'device.json')
@@ -27,7 +29,8 @@ process PROFILE {
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
     def caches  = params.drop_caches ? '' : '--no-drop-caches'
     def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
-    def args    = task.ext.args ?: ''
+    // A cachegrind probe (Fig. 10 without a PMU) runs the tool under valgrind's cache simulation.
+    def args    = [task.ext.args ?: '', meta.probe == 'cachegrind' ? '--cachegrind' : ''].findAll().join(' ')
     def limit   = params.time_limit ? "--timeout ${q(params.time_limit)}" : ''
     def swap    = params.swap ? "--swap ${q(params.swap)}" + (params.swap_dir ? " --swap-dir ${q(params.swap_dir)}" : '') : ''
     // In a container (-profile ...,charliecloud|apptainer|docker) the tool sees scratch at /mnt/0.
