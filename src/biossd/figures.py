@@ -144,6 +144,15 @@ def _speedup_axis(ax: plt.Axes, values: Sequence[float]) -> None:
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
+def _mark_bounds(ax: plt.Axes, bars, values: pd.Series, bounded: pd.Series) -> None:
+    """Hatch and mark with "≥" the bars whose speedup is a lower bound (the slow side's runs
+    all reached the time limit: the true speedup is higher)."""
+    for bar, is_bound, v in zip(bars, bounded.fillna(False).astype(bool), values):
+        if is_bound:
+            bar.set_hatch("//")
+            ax.text(bar.get_x() + bar.get_width() / 2, v * 1.05, "≥", ha="center", va="bottom", fontsize=8)
+
+
 def fig02_speedup(a: Analysis) -> plt.Figure:
     """Fig. 2: baseline speedup of every tool, one panel per (fast, slow) pair; each bar runs
     from 1x (no change) to the tool's speedup, the paper's speedup beside it (a diamond); tools
@@ -165,10 +174,7 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         colours = [GROUP_COLOURS[g] for g in groups]
         x = np.arange(len(order))
         bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours)
-        for bar, is_bound, v in zip(bars, bounded, values):
-            if is_bound:  # censored at the time limit: the true speedup is higher
-                bar.set_hatch("//")
-                ax.text(bar.get_x() + bar.get_width() / 2, v * 1.05, "≥", ha="center", va="bottom", fontsize=8)
+        _mark_bounds(ax, bars, values, bounded)
         ax.plot(x, paper, **PAPER_MARKER, label="paper (Intel 520 / Barracuda)")
         _speedup_axis(ax, [*values.dropna(), *paper.dropna()])
         for xi, (_, row) in zip(x, table.iterrows()):
@@ -455,16 +461,22 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
     if not gatk:
         _empty(ax1, f"no {prefix}* tool was run")
     width = 0.8 / max(len(caps), 1)
+    shown = []
     for i, cap in enumerate(caps):
         rows = table[table["mem"] == cap].set_index("tool").reindex(gatk)
-        ax1.bar(np.arange(len(gatk)) + i * width, rows["speedup"].fillna(0), width, label=cap)
+        bars = ax1.bar(np.arange(len(gatk)) + i * width, (rows["speedup"] - 1).fillna(0), width, bottom=1, label=cap)
+        _mark_bounds(ax1, bars, rows["speedup"], rows["speedup_is_lower_bound"])
+        shown += list(rows["speedup"].dropna())
         for j, (_, row) in enumerate(rows.iterrows()):
             if pd.isna(row["speedup"]):
-                ax1.text(j + i * width, 0, "n/a", fontsize=6, ha="center", va="bottom", color=MISSING_COLOUR)
+                ax1.text(j + i * width, 1, "n/a", fontsize=6, ha="center", va="bottom", color=MISSING_COLOUR)
     if gatk:
         ax1.set_xticks(np.arange(len(gatk)) + 0.4 - width / 2, gatk, rotation=20, fontsize=7)
         ax1.legend(title="cap", fontsize=7)
-    ax1.set_ylabel("speedup (x)")
+    _speedup_axis(ax1, shown)
+    ax1.axhline(1, color="0.2", lw=0.6)
+    ax1.axhline(a.threshold, color="0.3", lw=0.8, ls="--")
+    ax1.set_ylabel("speedup")
     ax1.set_title("(a) GATK steps", loc="left", fontsize=10)
     lines = {}
     for tool, g in table.groupby("tool"):
