@@ -129,19 +129,29 @@ def fig01_aligners(a: Analysis) -> plt.Figure:
 # -- Fig. 2 ------------------------------------------------------------------------------------
 #: Speedup axes: plain multiples, on a log scale.
 SPEEDUP_TICKS = (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200)
+FINE_SPEEDUP_TICKS = (0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.5, 2)
+MIN_TICKS = 3
 PAPER_MARKER = dict(marker="D", color="black", markersize=4, lw=0, zorder=3)
 
 
-def _speedup_axis(ax: plt.Axes, values: Sequence[float]) -> None:
-    """A log axis of plain multiples (1x, 2x, 5x, ...) spanning ``values`` and 1x."""
+def _speedup_axis(ax: plt.Axes, values: Sequence[float], horizontal: bool = False) -> None:
+    """A log axis of plain multiples (1x, 2x, 5x, ...) spanning ``values`` and 1x (the y axis,
+    or the x axis when ``horizontal``)."""
     finite = [v for v in values if np.isfinite(v) and v > 0] + [1.0]
     lo, hi = min(finite) / 1.3, max(finite) * 1.3
-    ax.set_yscale("log")
-    ax.set_ylim(lo, hi)
+    if horizontal:
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+    else:
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
     ticks = [t for t in SPEEDUP_TICKS if lo <= t <= hi]
-    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}\u00d7"))
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    if len(ticks) < MIN_TICKS:  # a narrow range: the finer plain multiples
+        ticks = [t for t in FINE_SPEEDUP_TICKS if lo <= t <= hi]
+    axis = ax.xaxis if horizontal else ax.yaxis
+    axis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}\u00d7"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _mark_bounds(ax: plt.Axes, bars, values: pd.Series, bounded: pd.Series) -> None:
@@ -402,15 +412,22 @@ def fig08_input_size(a: Analysis, focus_tool: str = "ampliconnoise") -> plt.Figu
     if mine.empty:
         _empty(ax1, f"{focus_tool} not run")
     else:
-        for i, (col, side) in enumerate(zip(("runtime_s_fast", "runtime_s_slow"), a.sides)):
-            ax1.plot(mine["scale"], mine[col], marker="o", color=SIDE_COLOURS[i], label=side)
+        for i, (suffix, side) in enumerate(zip(("_fast", "_slow"), a.sides)):
+            ax1.plot(mine["scale"], mine[f"runtime_s{suffix}"], marker="o", color=SIDE_COLOURS[i], label=side)
+            # Runs stopped at the time limit: hollow markers at the time they ran (a lower bound).
+            stopped = mine[mine[f"runtime_s{suffix}"].isna() & mine[f"timeout_runtime_s{suffix}"].notna()]
+            ax1.plot(stopped["scale"], stopped[f"timeout_runtime_s{suffix}"], marker="o", lw=0, mfc="none",
+                     color=SIDE_COLOURS[i], label=f"{side}: stopped at the time limit" if len(stopped) else None)
         be = speedup.breakeven_scale(mine["scale"], mine["speedup"], a.threshold)
         if not np.isnan(be):
             ax1.axvline(be, ls="--", color="0.3", lw=0.8)
             ax1.text(be, ax1.get_ylim()[1], f" break-even: x{be:g}", va="top", fontsize=8)
-        for _, row in mine[mine["status"] != speedup.OK].iterrows():
-            ax1.text(row["scale"], 0, textwrap.fill(row["status"], 16), fontsize=6, color=MISSING_COLOUR, rotation=90)
+        else:
+            ax1.text(0.02, 0.98, f"no break-even up to x{mine['scale'].max():g}", transform=ax1.transAxes,
+                     va="top", fontsize=8)
         ax1.set_xscale("log", base=2)
+        ax1.set_xticks(sorted(mine["scale"].unique()), [f"x{v:g}" for v in sorted(mine["scale"].unique())])
+        ax1.set_xlim(mine["scale"].min() / 1.3, mine["scale"].max() * 1.3)
         ax1.set_xlabel("input replication factor")
         ax1.set_ylabel("runtime (s)")
         ax1.legend(fontsize=8)
@@ -434,6 +451,10 @@ def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, 
         ax.plot(x, y, marker=".", lw=0.8, label=tool)
     ax.axhline(a.threshold, ls="--", color="0.3", lw=0.8)
     ax.set_xscale("log", base=2)
+    xs = sorted({float(v) for x, _ in lines.values() for v in x})
+    if xs:
+        ax.set_xticks(xs, [f"{v:g}" for v in xs])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     _speedup_axis(ax, [v for _, y in lines.values() for v in y])
     ax.set_xlabel(xlabel)
     ax.set_ylabel("speedup")
@@ -455,9 +476,9 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
     order = _cap_order(a)
     first_scale = table.groupby("tool")["scale"].min()
     table = table[table["scale"] == table["tool"].map(first_scale)]
-    caps = sorted(table["mem"].unique(), key=lambda m: order.get(m, np.inf))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     gatk = sorted(t for t in table["tool"].unique() if t.startswith(prefix))
+    caps = sorted(table.loc[table["tool"].isin(gatk), "mem"].unique(), key=lambda m: order.get(m, np.inf))
     if not gatk:
         _empty(ax1, f"no {prefix}* tool was run")
     width = 0.8 / max(len(caps), 1)
@@ -535,9 +556,14 @@ def fig10_cpu_memory(a: Analysis) -> plt.Figure:
         title += "; " + probe_note
     ax1.set_title(textwrap.fill(title, 90), loc="left", fontsize=8)
     s = a.baseline["speedup"].reindex(means.index)
-    groups = speedup.group_of(s, a.threshold)
-    ax2.barh(range(len(means)), s.fillna(0), color=[GROUP_COLOURS[g] for g in groups])
-    ax2.set_xscale("log")
-    ax2.set_xlabel("speedup (x)")
+    bounded = a.baseline["speedup_is_lower_bound"].reindex(means.index).fillna(False).astype(bool)
+    groups = speedup.group_of(s, a.threshold, bounded)
+    bars = ax2.barh(range(len(means)), (s - 1).fillna(0), left=1, color=[GROUP_COLOURS[g] for g in groups])
+    for bar, is_bound in zip(bars, bounded):
+        if is_bound:
+            bar.set_hatch("//")
+    _speedup_axis(ax2, list(s.dropna()), horizontal=True)
+    ax2.axvline(1, color="0.2", lw=0.6)
+    ax2.set_xlabel("speedup (hatched: at least)")
     ax2.set_title("(b) speedup", loc="left", fontsize=9)
     return _finish(fig, a, "CPU and memory features (seed 000, Fig. 10)")

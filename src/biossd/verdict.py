@@ -32,10 +32,16 @@ MIB = 1 << 20
 KIB = 1 << 10
 
 
-def _mean(runs: pd.DataFrame, side: str, column: str) -> float:
+def _mean(runs: pd.DataFrame, side: str, column: str,
+          outcomes: tuple[str, ...] = (speedup.OK,)) -> float:
     rows = speedup.side_rows(runs, side)
-    rows = rows[rows["outcome"] == speedup.OK]
+    rows = rows[rows["outcome"].isin(outcomes)]
     return float(rows[column].mean()) if column in rows and len(rows) else math.nan
+
+
+#: Runs whose counts show what a tool did: those that ended ok, and those stopped at the time
+#: limit (they paged or read for the whole limit; their counts are lower bounds).
+COUNTED = (speedup.OK, speedup.TIMEOUT)
 
 
 def _fmt(value: float, unit: str = "", digits: int = 3) -> str:
@@ -58,9 +64,9 @@ def evidence(a: Analysis) -> pd.DataFrame:
         cap = tool_runs["mem_bytes"].dropna()
         rows.append({
             "tool": tool,
-            "major_faults_fast": _mean(tool_runs, fast, "major_faults"),
-            "major_faults_slow": _mean(tool_runs, slow, "major_faults"),
-            "peak_rss_mib": _mean(tool_runs, fast, "max_rss_kib") * KIB / MIB,
+            "major_faults_fast": _mean(tool_runs, fast, "major_faults", COUNTED),
+            "major_faults_slow": _mean(tool_runs, slow, "major_faults", COUNTED),
+            "peak_rss_mib": _mean(tool_runs, fast, "max_rss_kib", COUNTED) * KIB / MIB,
             "cap_mib": float(cap.iloc[0]) / MIB if len(cap) else math.nan,
             "io_mib": (_mean(tool_runs, fast, "read_bytes") + _mean(tool_runs, fast, "write_bytes")) / MIB,
             "cpu_cores_used": _mean(tool_runs, fast, "cpu_cores_used"),
@@ -69,23 +75,30 @@ def evidence(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("tool") if rows else pd.DataFrame(columns=["tool"]).set_index("tool")
 
 
-def _reason(row: pd.Series, facts: pd.Series | None, slow: str, threshold: float) -> str:
+def paged(facts: pd.Series | pd.DataFrame) -> pd.Series | bool:
+    """Whether a tool paged: :data:`PAGED_FAULTS` or more major faults per run on either side."""
+    return np.fmax(facts["major_faults_fast"], facts["major_faults_slow"]) >= PAGED_FAULTS
+
+
+def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str, threshold: float) -> str:
     if facts is None or not row["group"]:
         return f"no speedup here: {row['status']}"
-    faults, rss, cap = facts["major_faults_slow"], facts["peak_rss_mib"], facts["cap_mib"]
-    paged = np.isfinite(faults) and faults >= PAGED_FAULTS
+    rss, cap = facts["peak_rss_mib"], facts["cap_mib"]
+    did_page = bool(paged(facts))
     footprint = f"peak RSS {_whole(rss, ' MiB')} of the {_whole(cap, ' MiB')} cap"
-    paging = (f"it paged: {_whole(faults)} major faults per run on {slow}, {footprint}" if paged else
-              f"no paging at this cap: {_whole(faults)} major faults per run on {slow}, {footprint}")
+    faults = (f"{_whole(facts['major_faults_fast'])} major faults per run on {fast}, "
+              f"{_whole(facts['major_faults_slow'])} on {slow}")
+    paging = (f"it paged: {faults}; {footprint}" if did_page else
+              f"no paging at this cap: {faults}; {footprint}")
     io = f"{_whole(facts['io_mib'], ' MiB')} read and written"
     short = np.isfinite(facts["runtime_fast_s"]) and facts["runtime_fast_s"] < SHORT_RUN_S
     busy = np.isfinite(facts["cpu_cores_used"]) and facts["cpu_cores_used"] >= CPU_BOUND_CORES
     if row["group"] == speedup.GROUP_FAST:
-        why = paging if paged else f"{io} in {_fmt(facts['runtime_fast_s'], ' s')}, with " + paging.split(": ", 1)[1]
-        if short and not paged:
+        why = paging if did_page else f"{io} in {_fmt(facts['runtime_fast_s'], ' s')}, with " + paging.split(": ", 1)[1]
+        if short and not did_page:
             why += "; a short run, where reading the input and the final flush weigh more than in hours-long runs"
         return why
-    why = paging + (f"; CPU-bound ({_fmt(facts['cpu_cores_used'], ' cores', 2)} busy)" if busy else "") + f"; {io}"
+    why = paging + (f"; CPU-bound ({facts['cpu_cores_used']:.1f} cores busy)" if busy else "") + f"; {io}"
     return why
 
 
@@ -100,7 +113,7 @@ def explain(a: Analysis, table1: pd.DataFrame) -> pd.DataFrame:
     reasons = []
     for _, row in out.iterrows():
         f = facts.loc[row["tool"]] if row["tool"] in facts.index else None
-        reasons.append(_reason(row, f, slow, a.threshold))
+        reasons.append(_reason(row, f, fast, slow, a.threshold))
     out["reason"] = reasons
     return out
 
@@ -132,8 +145,7 @@ def answer_text(a: Analysis, explained: pd.DataFrame) -> str:
             (f" The other {len(rest)} changed by less than {a.threshold:g}x (median "
              f"{_fmt(float(rest['speedup'].median()), 'x')})." if len(rest) else "") +
             f" Of the {len(compared)} tools the paper profiled that ran here, {agree} land in the paper's group.")
-    paged = have[have["major_faults_slow"] >= PAGED_FAULTS]
-    if len(have):
-        text += (f" {len(paged)} of the {len(have)} paged on {slow} (at least {PAGED_FAULTS} major faults per run)"
-                 + (f": {', '.join(paged['name'])}." if len(paged) else "."))
+    pagers = have[paged(have)]
+    text += (f" {len(pagers)} of the {len(have)} paged (at least {PAGED_FAULTS} major faults per run on either side)"
+             + (f": {', '.join(pagers['name'])}." if len(pagers) else "."))
     return text
