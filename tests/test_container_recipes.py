@@ -26,8 +26,13 @@ def test_dockerfile_pins_base_and_tool(entry):
     if runnable:
         assert DIGEST.search(base.group(1)), f"base not pinned by digest: {base.group(1)}"
         debian = entry.data["install"].get("debian")
+        build = entry.data["install"].get("pypi_build")
         if debian:
             assert debian in text, "the Dockerfile installs exactly the catalogue's Debian pins"
+        elif build:  # the catalogue's pinned wheel, checked, and the program compiled from it
+            assert f'ARG WHEEL="{build["package"]}=={build["version"]}"' in text
+            assert f'ARG WHEEL_SHA256="{build["wheel_sha256"]}"' in text and "sha256sum -c" in text
+            assert build["source"].split("/")[-1] in text and build["library"] in text
         else:
             assert "install/gatk/pom.xml" in text and entry.data["install"]["maven"].endswith(entry.data["version"])
     else:

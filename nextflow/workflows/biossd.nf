@@ -59,16 +59,24 @@ workflow BIOSSD {
     SYNTH_INPUT(ch_inputs)
 
     // Every run of the plan on every class; the cachegrind probes (Fig. 10) on the first class only.
+    // Runs start in the plan's order with the classes side by side (a run on one class, the same
+    // run on the other; the first class alternating with the repeat), so that a drift of the
+    // host's load over the study falls on both classes alike rather than on one.
+    def planned = (plan.runs + plan.probes).withIndex().collect { r, i -> r + [order: i] }
     ch_runs = Channel
-        .fromList(plan.runs + plan.probes)
+        .fromList(planned)
         .combine(ch_classes)
         .filter { r, storage, scratch, device -> !r.probe || storage == classes[0] }
         .map { r, storage, scratch, device ->
             def meta = [host: host, storage: storage, tool: r.tool, mem: r.mem, scale: r.scale, rep: r.rep]
-            [r.input, r.probe ? meta + [probe: r.probe] : meta, scratch, device]
+            def slot = classes.indexOf(storage)
+            def key = r.order * classes.size() + ((r.rep as int) % 2 ? slot : classes.size() - 1 - slot)
+            [r.input, r.probe ? meta + [probe: r.probe] : meta, scratch, device, key]
         }
         .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
-        .map { id, meta, scratch, device, dir -> [meta, dir, scratch, device] }
+        .toSortedList { a, b -> a[4] <=> b[4] }
+        .flatMap { it }
+        .map { id, meta, scratch, device, key, dir -> [meta, dir, scratch, device] }
     PROFILE(ch_runs)
 
     // Timed runs make the features table; the report also reads the probes (Fig. 10).

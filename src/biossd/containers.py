@@ -49,6 +49,18 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BIND_POINT = "/mnt/0"
 IMAGE_ID_FILE = ".biossd-image-id"
 MAVEN_MOUNT = "/m2cache"
+WHEEL_MOUNT = "/wheels"
+
+
+def _wheel_dir(entry: Entry) -> Path | None:
+    """Where `biossd catalogue install` kept a pypi_build entry's wheel, if it did."""
+    spec = entry.data["install"].get("pypi_build")
+    if not spec:
+        return None
+    from biossd.toolinstall import venv_dir
+
+    path = venv_dir() / "tools" / f"{spec['package']}-{spec['version']}" / "wheel"
+    return path if any(path.glob("*.whl")) else None
 #: Charliecloud's conventional bind points /mnt/0 ... /mnt/9.
 CH_BIND_POINTS = 10
 
@@ -166,6 +178,11 @@ def build(entry: Entry, engine: str = "charliecloud") -> Path:
     if entry.data["install"].get("maven") and maven_repo.is_dir():
         # Share the host's Maven repository (filled by `biossd catalogue install`) with the build.
         extra = ["-v", f"{maven_repo}:{MAVEN_MOUNT}", "--build-arg", f"MAVEN_REPO={MAVEN_MOUNT}"]
+    wheels = _wheel_dir(entry)
+    if wheels is not None:
+        # The wheel `biossd catalogue install` downloaded (the build checks its sha256 again);
+        # a build without it fetches it from PyPI.
+        extra = ["-v", f"{wheels}:{WHEEL_MOUNT}", "--build-arg", f"WHEEL_DIR={WHEEL_MOUNT}"]
     _podman("build", "--isolation", "chroot", "--build-arg", f"BASE_IMAGE={base}", *extra, "-t", image_ref(entry),
             "-f", str(dockerfile), str(REPO_ROOT), what=f"podman build {dockerfile}")
     image_id = _image_id(image_ref(entry))

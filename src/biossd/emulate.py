@@ -64,7 +64,9 @@ STATS_FILE = "stats"
 SERVER_START_TIMEOUT_S = 15.0
 SWAP_FILE = ".biossd-swap"
 FS_LABEL = "biossd-hdd"
-MKFS = ["mkfs.ext4", "-q", "-F", "-L", FS_LABEL, "-E", "lazy_itable_init=0,lazy_journal_init=0"]
+#: nodiscard: mkfs would otherwise discard the whole device, punching holes in the native class's
+#: preallocated backing file.
+MKFS = ["mkfs.ext4", "-q", "-F", "-L", FS_LABEL, "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard"]
 MIN_SIZE_BYTES = 64 << 20
 #: Below a profiled run's own swap (biossd.swap.SWAP_PRIORITY), so a run that brings its own swap
 #: area uses that one; above the kernel's default (negative) priorities of host swap.

@@ -80,7 +80,8 @@ class Plan:
         return out
 
     def probes(self) -> list[dict[str, Any]]:
-        """Fig. 10's cachegrind probes: each tool once, at its smallest cap, on a reduced input."""
+        """Fig. 10's cachegrind probes: each tool once on a reduced input, its options set for its
+        smallest cap (``mem``); the probe itself runs uncapped (valgrind needs memory of its own)."""
         if not self.cachegrind_divisor:
             return []
         return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": 1, "probe": "cachegrind",

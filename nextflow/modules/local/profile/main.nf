@@ -41,6 +41,9 @@ process PROFILE {
     def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     def tool    = q(meta.tool)
     def mem     = q(meta.mem)
+    // A probe is not capped: valgrind's own memory would push the tool over its cap (the tool's
+    // memory options still follow meta.mem, as in its timed runs).
+    def cap     = q(meta.probe ? 'none' : meta.mem)
     """
     # The run's scratch carries biossd's mark; only a marked one is ever removed.
     scratch=${scratch}
@@ -63,7 +66,7 @@ process PROFILE {
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
     cd "\$scratch"
-    biossd profile --mem ${mem} --cap-backend ${q(params.cap_backend)} --out "\$workdir/run" ${caches} ${swap} ${limit} ${owner} ${args} \\
+    biossd profile --mem ${cap} --cap-backend ${q(params.cap_backend)} --out "\$workdir/run" ${caches} ${swap} ${limit} ${owner} ${args} \\
         ${labels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
