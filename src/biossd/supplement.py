@@ -171,7 +171,7 @@ def methods_tex(a: analysis.Analysis) -> str:
                f"the repeats that ended ok; G+ means {a.threshold:g}x or more. Features are defined in Table~2.")
     if sizes:
         out.append("Sizing rule (\texttt{biossd.sizing}): the paper gave every program 1~GB of memory and GATK "
-                   "4~GB, and sized each input so that a run finished within 72 hours (\S5.1). Here the memory "
+                   r"4~GB, and sized each input so that a run finished within 72 hours (\S5.1). Here the memory "
                    "sizes are the paper's divided by four (256~MiB, GATK 1~GiB; Fig.~9's 4/16/32~GB as "
                    "1/4/8~GiB), and each input kind has the largest size on a doubling ladder at which every "
                    "runnable tool reading it finished within 15~s on the native disk under its cap "
