@@ -80,3 +80,20 @@ def test_crate_is_json_ld_and_lists_every_run_with_its_checksum(biossd, syntheti
     # A result folder that is not one is refused, naming it.
     bad = biossd("crate", str(root / "pipeline_info"), check=False)
     assert bad.returncode == 2 and "no features table" in bad.stderr
+
+
+def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synthetic):
+    """The one-machine study's methods: per-kind sizes, the time limit, swap and the sizing rule
+    from biossd.sizing; the results open with the answer. No Python escape (a tab from "\\t")
+    reaches the LaTeX."""
+    from biossd import analysis, sizing
+
+    a = analysis.open_results(synthetic["roots"])
+    a.rs.provenance[0].setdefault("params", {}).update(input_sizes="bam=64M,reads=8M", time_limit="120s", swap="1G")
+    text = supplement.methods_tex(a)
+    assert "\t" not in text and "\x07" not in text and "\x08" not in text
+    assert r"\texttt{biossd.sizing}" in text and r"\texttt{benchmarks/sizing.py}" in text
+    assert "bam=64M, reads=8M" in text and "stopped after 120s" in text and "1G of swap" in text
+    assert f"divided by {sizing.MEMORY_DIVISOR}" in text
+    answer = supplement.answer_tex(a)
+    assert answer.startswith(r"\paragraph{The answer.}") and "\t" not in answer and "land in the paper's group" in answer

@@ -165,17 +165,20 @@ def methods_tex(a: analysis.Analysis) -> str:
                   "on the slow side all time out has a speedup of at least the limit over its fast runtime)"
                   if params.get("time_limit") else "")
                + f"; outcomes: {esc(outcomes)}. Inputs are synthetic "
-               f"(\texttt{{biossd data synth}}, {size_text}, "
+               f"(\\texttt{{biossd data synth}}, {size_text}, "
                f"seed {esc(str(params.get('seed', '?')))}), replicated per scale; Table~5 names the paper's data "
                "set each stands in for. Speedup is the slow side's mean runtime over the fast side's, each over "
                f"the repeats that ended ok; G+ means {a.threshold:g}x or more. Features are defined in Table~2.")
     if sizes:
-        out.append("Sizing rule (\texttt{biossd.sizing}): the paper gave every program 1~GB of memory and GATK "
+        from biossd import sizing
+
+        out.append(r"Sizing rule (\texttt{biossd.sizing}): the paper gave every program 1~GB of memory and GATK "
                    r"4~GB, and sized each input so that a run finished within 72 hours (\S5.1). Here the memory "
-                   "sizes are the paper's divided by four (256~MiB, GATK 1~GiB; Fig.~9's 4/16/32~GB as "
-                   "1/4/8~GiB), and each input kind has the largest size on a doubling ladder at which every "
-                   "runnable tool reading it finished within 15~s on the native disk under its cap "
-                   "(\texttt{benchmarks/sizing.py}); the run time limit stands for the 72 hours. No tool's "
+                   f"sizes are the paper's divided by {sizing.MEMORY_DIVISOR} ({esc(sizing.CAP)}, GATK "
+                   f"{sizing.GATK_MULTIPLE}x that; Fig.~9's 4/16/32~GB as {esc('/'.join(sizing.FIG9_CAPS))}), and each "
+                   "input kind has the largest size on a doubling ladder at which every runnable tool reading it "
+                   f"finished within {sizing.NATIVE_BUDGET_S:g}~s on the native disk under its cap "
+                   r"(\texttt{benchmarks/sizing.py}); the run time limit stands for the 72 hours. No tool's "
                    "input or cap was chosen to land it in the paper's group.")
 
     out.append(r"\subsection*{Tools}")
