@@ -38,7 +38,7 @@ GATK_TOOLS = "gatk_*"
 FIG9_CAPS = ("1G", "4G", "8G")
 #: Per-run budget on the native disk that sets each kind's input size (benchmarks/sizing.py).
 NATIVE_BUDGET_S = 15.0
-LADDER_MIN, LADDER_MAX = "1M", "64M"
+LADDER_MIN, LADDER_MAX = "64K", "64M"  # proteins and expression needed sizes below 1M
 #: A run's time limit, as a multiple of the per-run budget: the paper's 72 hours, scaled.
 TIME_LIMIT_BUDGETS = 8
 TIME_LIMIT_S = TIME_LIMIT_BUDGETS * NATIVE_BUDGET_S

@@ -80,7 +80,7 @@ def paged(facts: pd.Series | pd.DataFrame) -> pd.Series | bool:
     return np.fmax(facts["major_faults_fast"], facts["major_faults_slow"]) >= PAGED_FAULTS
 
 
-def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str, threshold: float) -> str:
+def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str) -> str:
     if facts is None or not row["group"]:
         return f"no speedup here: {row['status']}"
     rss, cap = facts["peak_rss_mib"], facts["cap_mib"]
@@ -113,7 +113,7 @@ def explain(a: Analysis, table1: pd.DataFrame) -> pd.DataFrame:
     reasons = []
     for _, row in out.iterrows():
         f = facts.loc[row["tool"]] if row["tool"] in facts.index else None
-        reasons.append(_reason(row, f, fast, slow, a.threshold))
+        reasons.append(_reason(row, f, fast, slow))
     out["reason"] = reasons
     return out
 
