@@ -38,6 +38,23 @@ def test_a_forward_gap_is_passed_over_a_backward_one_sought():
     assert near < 0.2 and far > model.profile.track_seek_ms
 
 
+def test_an_idle_disk_reads_ahead_for_a_sequential_request_only():
+    """The look-ahead credit: a sequential request after the host's turnaround costs only the
+    media time the idle disk had not already spent; a random one pays its seek in full; and the
+    credit is bounded by one cache segment at media rate."""
+    model = DiskModel(diskmodel.load_profile("seagate-barracuda-7200"), seed=1)
+    model.service_ms("read", 0, 1 << 20)
+    full = (1 << 20) / model.rate_bytes_per_ms["read"]
+    assert model.service_ms("read", 1 << 20, 1 << 20, idle_ms=1.0) == pytest.approx(full - 1.0)
+    assert model.service_ms("read", 2 << 20, 1 << 20, idle_ms=60_000.0) == 0.0
+    segment_ms = model.lookahead_bytes / model.rate_bytes_per_ms["read"]
+    big = 64 << 20
+    assert model.service_ms("read", 3 << 20, big, idle_ms=60_000.0) == pytest.approx(
+        big / model.rate_bytes_per_ms["read"] - segment_ms)
+    far = [model.service_ms("read", (i + 1) * (40 << 30), 4096, idle_ms=50.0) for i in range(200)]
+    assert statistics.mean(far) > model.profile.track_seek_ms + model.profile.revolution_ms / 4
+
+
 def test_bad_profiles_are_refused(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("name: X\nkind: HDD\nrpm: 7200\n")

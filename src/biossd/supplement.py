@@ -118,7 +118,8 @@ def methods_tex(a: analysis.Analysis) -> str:
                      f"{esc(str(emulation.get('profile_name') or emulation.get('profile')))} "
                      f"(profile {esc(str(emulation.get('profile')))}) via {esc(str(emulation.get('mechanism')))}: "
                      "ext4 on a loop device over a disk image served through FUSE, each request held for the "
-                     "service time of a seek, rotation and transfer model calibrated to the profile "
+                     "service time of a seek, rotation and transfer model calibrated to the profile, with the drive's "
+                     "look-ahead and write cache keeping a sequential stream at media rate "
                      "(biossd.emulate, biossd.diskmodel); not a physical hard disk")
         elif emulation.get("mechanism") == "loop-direct":
             text += (f". {esc(side)} is the host's native disk on a loop device of its own (direct I/O over a "
