@@ -35,7 +35,7 @@ def result_set(env, tmp_path_factory, root_required):
     scratch.mkdir()
     before = set(find_leftovers())
     nextflow(env, launch, "-profile", "test", "--outdir", str(outdir), "--host", "testhost",
-             "--scratch_dir", str(scratch))
+             "--scratch_dir", str(scratch), "--chains", "pipeline_transcriptome", "--chain_repeats", "1")
     assert set(find_leftovers()) == before, "the pipeline left cgroups behind"
     assert list(scratch.iterdir()) == [], "per-run scratch directories were not removed"
     ours = [d for d in emulate.all_states() if str(launch) in emulate.status_of(d)["mount"]]
@@ -95,6 +95,24 @@ def test_the_cachegrind_probe_is_kept_apart_from_the_timed_runs(result_set):
     assert len(table) == 6 and "probe" not in str(table["run_dir"].tolist())
     probes = resultset.probes(analysis.open_results([result_set]).rs)
     assert probes[["side", "tool", "outcome"]].values.tolist() == [["testhost-ssd", "samtools_sort", "ok"]]
+
+
+@pytest.mark.parametrize("storage", CLASSES)
+def test_the_chained_pipeline_ran_step_after_step_in_one_scratch(result_set, storage):
+    """Fig. 3: the transcriptome pipeline chained on each class: every step a complete run under
+    chains/, all in one scratch, each reading what the step before it wrote."""
+    from biossd import chain, resultset, analysis
+
+    c = chain.of(catalogue.get("pipeline_transcriptome"))
+    bodies = [manifest.read_manifest(result_set / layout.chain_relpath(
+        {"host": "testhost", "storage": storage, "chain": c.pipeline, "rep": 1, "step": s.name})) for s in c.steps]
+    assert [b["outcome"] for b in bodies] == ["ok"] * len(c.steps)
+    assert len({b["labels"]["scratch"] for b in bodies}) == 1
+    for step, body in zip(c.steps, bodies):
+        assert all(body["labels"]["scratch"] + "/" + rel in body["argv"] for rel in step.files.values())
+    steps = resultset.chains(analysis.open_results([result_set]).rs)
+    assert len(steps[steps["side"].eq(f"testhost-{storage}")]) == len(c.steps)
+    assert not any("chains" in r for r in features.read_table(result_set / "features.csv")["run_dir"])
 
 
 def test_features_rows_match_the_runs(result_set):
@@ -194,7 +212,7 @@ def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):
     outdir = tmp_path / "out"
     t0 = time.monotonic()
     nextflow(env, tmp_path, "-profile", "ssd", "-stub-run", "--tools", "all", "--scales", "1,16",
-             "--repeats", "2", "--outdir", str(outdir))
+             "--repeats", "2", "--chains", "all", "--chain_repeats", "1", "--outdir", str(outdir))
     elapsed = time.monotonic() - t0
     tools = [e.id for e in catalogue.load_all() if e.kind == "tool"]
     gatk = [t for t in tools if t.startswith("gatk_")]
@@ -205,6 +223,8 @@ def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):
     assert any("gatk_printreads ssd 32G x16 #2" in line for line in profiled)
     assert not any(line for line in profiled if "gatk_printreads ssd 1G " in line)
     assert all("COMPLETED" in line for line in profiled)
+    chained = [line for line in trace if ":CHAIN " in line]
+    assert len(chained) == sum(1 for e in catalogue.load_all() if e.kind == "pipeline" and e.data.get("chain"))
     print(f"stub-run of {len(profiled)} profiled tasks in {elapsed:.0f} s")
 
 

@@ -6,6 +6,7 @@ include { STORAGE_UP   } from '../modules/local/storage/main'
 include { CHARACTERIZE } from '../modules/local/characterize/main'
 include { SYNTH_INPUT } from '../modules/local/synth_input/main'
 include { PROFILE     } from '../modules/local/profile/main'
+include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
 
@@ -41,7 +42,7 @@ workflow BIOSSD {
     def tools  = plan.tools
     def classes = plan.classes
     def scales = plan.scales
-    log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats (scaling runs: ${plan.scaling_repeats}) x ${classes.join('/')}" + (plan.probes ? "; ${plan.probes.size()} cachegrind probes on ${classes[0]}" : '')
+    log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats (scaling runs: ${plan.scaling_repeats}) x ${classes.join('/')}" + (plan.probes ? "; ${plan.probes.size()} cachegrind probes on ${classes[0]}" : '') + (plan.chain_runs ? "; ${plan.chain_runs.size()} chained pipelines x ${classes.join('/')}" : '')
 
     // Each storage class resolved to its scratch directory ('' = the task directory).
     STORAGE_UP(classes.join(','))
@@ -79,16 +80,33 @@ workflow BIOSSD {
         .map { id, meta, scratch, device, key, dir -> [meta, dir, scratch, device] }
     PROFILE(ch_runs)
 
-    // Timed runs make the features table; the report also reads the probes (Fig. 10).
+    // Fig. 3: the chained pipelines on every class, once every profiled run is done (a chain's
+    // staging — copies, indexes — must not load the host under a measured run).
+    ch_runs_done = PROFILE.out.run_dir.collect().map { true }.ifEmpty(true)
+    ch_chains = Channel
+        .fromList(plan.chain_runs)
+        .combine(ch_classes)
+        .map { c, storage, scratch, device ->
+            [c.input, [host: host, storage: storage, pipeline: c.pipeline, rep: c.rep, steps: c.steps], scratch, device]
+        }
+        .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
+        .combine(ch_runs_done)
+        .map { id, meta, scratch, device, dir, done -> [meta, dir, scratch, device] }
+    CHAIN(ch_chains)
+    ch_step_dirs = CHAIN.out.step_dirs.flatMap { meta, dirs -> dirs instanceof List ? dirs : [dirs] }
+
+    // Timed runs make the features table; the report also reads the probes (Fig. 10) and the
+    // chained pipelines' steps (Fig. 3).
     ch_run_dirs = PROFILE.out.run_dir.filter { meta, dir -> !meta.probe }.map { meta, dir -> dir }.collect()
     FEATURES(ch_run_dirs)
     if( !params.skip_report )
-        REPORT(FEATURES.out.table, PROFILE.out.run_dir.map { meta, dir -> dir }.collect(),
+        REPORT(FEATURES.out.table, PROFILE.out.run_dir.map { meta, dir -> dir }.mix(ch_step_dirs).collect(),
                CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions
-        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, FEATURES.out.versions)
+        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, CHAIN.out.versions,
+             FEATURES.out.versions)
         .map { f -> f.text }
         .unique()
         .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true)

@@ -66,6 +66,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "data": (_STR, ("pipeline",), "the paper's input data for the pipeline"),
     "steps": (_LIST, ("pipeline",), "catalogue ids, in order"),
     "substitute_steps": (_MAP, (), "step id -> substitute id"),
+    "chain": (_MAP, (), "{input, prepare, steps, not_chained}: the steps run chained (biossd.chain)"),
     "note": (_STR, (), "free text"),
 }
 

@@ -207,6 +207,33 @@ def cmd_catalogue_stage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_chain_steps(args: argparse.Namespace) -> int:
+    from biossd import catalogue, chain
+
+    try:
+        steps = chain.of(catalogue.get(args.pipeline)).steps
+    except chain.ChainError as err:
+        print(f"biossd chain steps: {err}", file=sys.stderr)
+        return 2
+    for step in steps:
+        print(step.index, step.name, step.tool)
+    return 0
+
+
+def cmd_chain_stage(args: argparse.Namespace) -> int:
+    from biossd import catalogue, chain, staging
+
+    try:
+        argv = chain.stage_step(chain.of(catalogue.get(args.pipeline)), args.step,
+                                Path(args.input) if args.input else None, Path(args.scratch),
+                                _mem_bytes(args.mem), args.container)
+    except (chain.ChainError, staging.StageError) as err:
+        print(f"biossd chain stage: {err}", file=sys.stderr)
+        return 2
+    _print_argv(argv, args.print0)
+    return 0
+
+
 def cmd_catalogue_image(args: argparse.Namespace) -> int:
     from biossd import catalogue, containers
 
@@ -622,6 +649,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_data_synth_results)
 
     data_p.add_parser("manifests", help="list the data manifests").set_defaults(func=cmd_data_manifests)
+
+    chain_p = sub.add_parser("chain", help="a pipeline's steps run chained (Fig. 3)").add_subparsers(
+        dest="chain_cmd", required=True)
+    p = chain_p.add_parser("steps", help="the chain's steps: index, step name, tool")
+    p.add_argument("pipeline")
+    p.set_defaults(func=cmd_chain_steps)
+    p = chain_p.add_parser("stage", help="prepare one step in the chain's scratch and print its argv")
+    p.add_argument("pipeline")
+    p.add_argument("--step", type=int, required=True, help="1-based; step 1 copies --input into scratch first")
+    p.add_argument("--input", help="directory of the chain's input kind (step 1)")
+    p.add_argument("--scratch", required=True, help="the chain's scratch directory, on the device under study")
+    p.add_argument("--mem", help="the step's memory cap (sets the tool's memory option)")
+    p.add_argument("--container", choices=_ENGINES, help="run the step's tool in its container")
+    p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
+    p.set_defaults(func=cmd_chain_stage)
 
     cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
     p = cat_p.add_parser("command", help="print a tool's command line, shell-quoted")

@@ -310,11 +310,12 @@ def find_run_dirs(roots: Iterable[Path]) -> list[Path]:
     """Complete run directories at or below each root (a directory holding ``run.json``),
     following symbolic links (Nextflow stages inputs as links). A directory that looks like a
     run but has no manifest is incomplete: it is skipped with a warning. Probe runs (under
-    ``<side>/probes/``: cachegrind, not timed) are not runs of the features table."""
+    ``<side>/probes/``: cachegrind, not timed) and chained pipelines' steps (``<side>/chains/``,
+Fig. 3) are not runs of the features table."""
     found: list[Path] = []
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(Path(root), followlinks=True):
-            dirnames[:] = [d for d in dirnames if d != layout.PROBES_DIR]
+            dirnames[:] = [d for d in dirnames if d not in (layout.PROBES_DIR, layout.CHAINS_DIR)]
             here = Path(dirpath)
             if manifest.MANIFEST_NAME in filenames:
                 found.append(here)

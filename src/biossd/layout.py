@@ -3,6 +3,8 @@
 ``OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/run.json``,
 ``OUTDIR/<host>-<storage>/probes/<probe>/<tool>/run.json`` (a short run under a slow instrument,
 e.g. cachegrind for Fig. 10: not a timed run, never in ``features.csv``),
+``OUTDIR/<host>-<storage>/chains/<pipeline>/<rep>/<NN-tool>/run.json`` (a step of a chained
+pipeline, Fig. 3: a timed run, but of the chain, never in ``features.csv``),
 ``OUTDIR/<host>-<storage>/device.json`` (``biossd device characterize`` of the class's device),
 ``OUTDIR/features.csv`` and ``OUTDIR/report/{figures,tables,notebooks}/``.
 
@@ -22,6 +24,7 @@ DEVICE_RECORD = "device.json"
 #: How far a run directory is below its ``<host>-<storage>`` directory (runs/tool/mem/scale/rep).
 RUN_DEPTH = 5
 PROBES_DIR = "probes"
+CHAINS_DIR = "chains"
 REPORT_DIR = "report"
 FIGURES_DIR = PurePosixPath(REPORT_DIR) / "figures"
 
@@ -35,6 +38,8 @@ def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
     a single path component (``--host ../../x`` would place results elsewhere)."""
     if labels.get("probe"):
         return probe_relpath(labels)
+    if labels.get("chain"):
+        return chain_relpath(labels)
     missing = [k for k in RUN_PATH_LABELS if labels.get(k) in (None, "")]
     if missing:
         raise ValueError(f"run labels lack {missing}, needed for the result layout")
@@ -48,16 +53,27 @@ def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
     )
 
 
-def probe_relpath(labels: Mapping[str, object]) -> PurePosixPath:
-    """Where a probe run lives: ``<host>-<storage>/probes/<probe>/<tool>``."""
-    keys = ("host", "storage", "probe", "tool")
+def _checked(labels: Mapping[str, object], keys: tuple[str, ...], what: str) -> list[str]:
+    """The labels ``keys`` as path components, each present and a single component."""
     missing = [k for k in keys if labels.get(k) in (None, "")]
     if missing:
-        raise ValueError(f"probe labels lack {missing}, needed for the result layout")
+        raise ValueError(f"{what} labels lack {missing}, needed for the result layout")
     bad = [f"{k}={labels[k]!r}" for k in keys if not _COMPONENT_RE.match(str(labels[k]))]
     if bad:
-        raise ValueError(f"probe labels {', '.join(bad)} are not single path components; rename them")
-    return PurePosixPath(f"{labels['host']}-{labels['storage']}", PROBES_DIR, str(labels["probe"]), str(labels["tool"]))
+        raise ValueError(f"{what} labels {', '.join(bad)} are not single path components; rename them")
+    return [str(labels[k]) for k in keys]
+
+
+def probe_relpath(labels: Mapping[str, object]) -> PurePosixPath:
+    """Where a probe run lives: ``<host>-<storage>/probes/<probe>/<tool>``."""
+    host, storage, probe, tool = _checked(labels, ("host", "storage", "probe", "tool"), "probe")
+    return PurePosixPath(f"{host}-{storage}", PROBES_DIR, probe, tool)
+
+
+def chain_relpath(labels: Mapping[str, object]) -> PurePosixPath:
+    """Where a chained pipeline's step lives: ``<host>-<storage>/chains/<chain>/<rep>/<step>``."""
+    host, storage, chain, rep, step = _checked(labels, ("host", "storage", "chain", "rep", "step"), "chain step")
+    return PurePosixPath(f"{host}-{storage}", CHAINS_DIR, chain, rep, step)
 
 
 def assemble(dest: Path, run_dirs: list[Path], device_records: Mapping[str, Path] | None = None,

@@ -59,6 +59,12 @@ class Plan:
     #: Fig. 10 without a PMU: each tool once under cachegrind on the first class, at its kind's
     #: size divided by this (--cachegrind_divisor; 0: no probes).
     cachegrind_divisor: int = 0
+    #: Fig. 3: the pipelines run chained (--chains), ``chain_repeats`` times on every class, and
+    #: each chain step's cap (its tool's baseline cap by --tool_caps/--mem_caps) and input kind.
+    chains: list[str] = field(default_factory=list)
+    chain_repeats: int = 0
+    chain_steps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    chain_kinds: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
     classes: list[str] = field(default_factory=list)
     devices: dict[str, str] = field(default_factory=dict)
@@ -88,6 +94,12 @@ class Plan:
                  "input": probe_input_id(self.kinds[t], self.cachegrind_divisor)}
                 for t in self.tools if self.caps.get(t) and t in self.kinds]
 
+    def chain_runs(self) -> list[dict[str, Any]]:
+        """Every chained pipeline run of one storage class: the pipeline, the repeat, the id of
+        its input (its kind at scale 1, as the baseline runs read it) and its steps."""
+        return [{"pipeline": p, "rep": rep, "input": input_id(self.chain_kinds[p], 1), "steps": self.chain_steps[p]}
+                for p in self.chains for rep in range(1, self.chain_repeats + 1)]
+
     def inputs(self) -> list[dict[str, Any]]:
         """Every synthetic input the runs and probes read: id, kind, scale and baseline size."""
         seen: dict[str, dict[str, Any]] = {}
@@ -95,6 +107,9 @@ class Plan:
             kind = self.kinds.get(r["tool"], "")
             seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": r["scale"],
                                          "size": self.input_sizes.get(kind, "")})
+        for p, kind in self.chain_kinds.items():
+            seen.setdefault(input_id(kind, 1), {"id": input_id(kind, 1), "kind": kind, "scale": 1,
+                                                "size": self.input_sizes.get(kind, "")})
         for r in self.probes():
             kind = self.kinds[r["tool"]]
             size = max(parse_size(self.input_sizes[kind]) // self.cachegrind_divisor, MIN_PROBE_INPUT_BYTES)
@@ -103,14 +118,15 @@ class Plan:
 
     def n_runs(self) -> int:
         try:
-            return len(self.runs()) * len(self.classes)
+            return (len(self.runs()) + sum(len(c["steps"]) for c in self.chain_runs())) * len(self.classes)
         except ValueError:  # a cap that is not a size: named among the problems
             return 0
 
     def as_json(self) -> dict[str, Any]:
         ok = not self.problems
         return {**asdict(self), "n_runs": self.n_runs(), "runs": self.runs() if ok else [],
-                "probes": self.probes() if ok else [], "inputs": self.inputs() if ok else []}
+                "probes": self.probes() if ok else [], "chain_runs": self.chain_runs() if ok else [],
+                "inputs": self.inputs() if ok else []}
 
 
 def input_id(kind: str, scale: int) -> str:
@@ -278,6 +294,39 @@ def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) 
     return problems
 
 
+def _chains(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry], caps: list[str],
+            overrides: list[tuple[str, list[str]]], stub: bool, problems: list[str]
+            ) -> tuple[list[str], dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """--chains (``all``, or pipeline ids): the pipelines with a chain, each step's cap (its
+    tool's smallest by --tool_caps, else --mem_caps: the cap of its baseline runs) and the
+    chain's input kind. A step whose tool cannot run here is a problem (not in a stub-run)."""
+    from biossd import chain
+
+    given = csv_list(params.get("chains"))
+    with_chain = [e.id for e in entries.values() if e.kind == "pipeline" and e.data.get("chain")]
+    names = with_chain if given == ["all"] else given
+    problems += [f"Unknown pipeline '{n}' in --chains; pipelines with a chain: {', '.join(with_chain)}"
+                 for n in names if n not in with_chain]
+    steps: dict[str, list[dict[str, Any]]] = {}
+    kinds: dict[str, str] = {}
+    for name in (n for n in names if n in with_chain):
+        try:
+            c = chain.of(entries[name])
+        except (chain.ChainError, catalogue.CatalogueError) as err:
+            problems.append(str(err))
+            continue
+        kinds[name] = c.input_kind
+        steps[name] = []
+        for step in c.steps:
+            own = next((v for p, v in overrides if fnmatch.fnmatchcase(step.tool, p)), None)
+            mem = min(own if own is not None else caps, key=lambda t: parse_size(t) if _SIZE_RE.match(t) else 0)
+            steps[name].append({"index": step.index, "name": step.name, "tool": step.tool, "mem": mem})
+            if not stub and entries[step.tool].data.get("status") != "runnable":
+                problems.append(f"--chains {name}: step {step.name} needs {step.tool}, which is "
+                                f"{entries[step.tool].data.get('status')} here")
+    return [n for n in names if n in steps], steps, kinds
+
+
 def _input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str]) -> dict[str, str]:
     """Each kind's baseline input size: its entry in --input_sizes (KIND=SIZE,...), else --input_size."""
     named = parse_pairs(params.get("input_sizes"), "input_sizes", problems)
@@ -379,7 +428,11 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                                  if not _WHOLE_RE.match(s)) if p not in problems]
     scales_of = {t: sorted({int(s) for s in v if _WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
     kinds = {t: entries[t].data["input"] for t in known}
-    input_sizes = _input_sizes(params, sorted(set(kinds.values())), problems)
+    chains, chain_steps, chain_kinds = _chains(params, entries, caps, overrides, stub, problems)
+    input_sizes = _input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
+    chain_repeats = str(params.get("chain_repeats") or params.get("repeats", ""))
+    if chains and not _WHOLE_RE.match(chain_repeats):
+        problems.append(f"--chain_repeats {chain_repeats} is not a whole number >= 1")
     time_limit_s = None
     if params.get("time_limit"):
         try:
@@ -422,6 +475,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
                 input_sizes=input_sizes, time_limit_s=time_limit_s,
                 scaling_repeats=int(scaling_repeats) if _WHOLE_RE.match(scaling_repeats) else 0,
-                cachegrind_divisor=cachegrind_divisor,
+                cachegrind_divisor=cachegrind_divisor, chains=chains, chain_steps=chain_steps, chain_kinds=chain_kinds,
+                chain_repeats=int(chain_repeats) if chains and _WHOLE_RE.match(chain_repeats) else 0,
                 repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, devices=named,
                 skipped=skipped, problems=problems)

@@ -97,21 +97,46 @@ def probes(rs: ResultSet, probe: str = "cachegrind") -> pd.DataFrame:
     """The probe runs of every folder (``<side>/probes/<probe>/<tool>/run.json``), one row per
     (side, tool): outcome, why a collector did not run, and for cachegrind its simulated miss
     ratios (:data:`CACHEGRIND_COLUMNS`). Empty when the study made none."""
-    from biossd import manifest
-
     rows = []
+    for path, body in _manifests(rs, f"*/{layout.PROBES_DIR}/{probe}/*"):
+        record = (body.get("collectors") or {}).get(probe) or {}
+        row = {"side": path.parents[2].name, "tool": path.name, "outcome": body.get("outcome"),
+               "wall_s": body.get("wall_s"), "why": record.get("why") or ""}
+        row.update({name: record.get(key, float("nan")) for key, name in CACHEGRIND_COLUMNS.items()})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["side", "tool", "outcome", "wall_s", "why", *CACHEGRIND_COLUMNS.values()])
+
+
+CHAIN_COLUMNS = ["side", "pipeline", "rep", "step", "tool", "mem", "outcome", "runtime_s", "major_faults"]
+
+
+def chains(rs: ResultSet) -> pd.DataFrame:
+    """The steps of the chained pipelines of every folder
+    (``<side>/chains/<pipeline>/<rep>/<NN-tool>/run.json``, Fig. 3), one row per step run:
+    outcome, runtime (the manifest's wall time) and major faults. Empty when the study ran none."""
+    rows = []
+    for path, body in _manifests(rs, f"*/{layout.CHAINS_DIR}/*/*/*"):
+        labels = body.get("labels") or {}
+        try:
+            rusage = json.loads((path / "rusage.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            rusage = {}
+        rows.append({"side": path.parents[3].name, "pipeline": path.parents[1].name, "rep": path.parent.name,
+                     "step": path.name, "tool": labels.get("tool", ""), "mem": labels.get("mem", ""),
+                     "outcome": body.get("outcome"), "runtime_s": body.get("wall_s"),
+                     "major_faults": rusage.get("major_faults", float("nan"))})
+    return pd.DataFrame(rows, columns=CHAIN_COLUMNS)
+
+
+def _manifests(rs: ResultSet, pattern: str):
+    """(run directory, manifest) of every complete run matching ``pattern`` under each folder;
+    an unreadable manifest is an incomplete run, skipped."""
     for root in rs.roots:
-        for path in sorted(root.glob(f"*/{layout.PROBES_DIR}/{probe}/*/{manifest.MANIFEST_NAME}")):
+        for path in sorted(root.glob(f"{pattern}/{manifest.MANIFEST_NAME}")):
             try:
-                body = manifest.read_manifest(path.parent)
+                yield path.parent, manifest.read_manifest(path.parent)
             except manifest.ManifestError:
                 continue
-            record = (body.get("collectors") or {}).get(probe) or {}
-            row = {"side": path.parents[3].name, "tool": path.parent.name, "outcome": body.get("outcome"),
-                   "wall_s": body.get("wall_s"), "why": record.get("why") or ""}
-            row.update({name: record.get(key, float("nan")) for key, name in CACHEGRIND_COLUMNS.items()})
-            rows.append(row)
-    return pd.DataFrame(rows, columns=["side", "tool", "outcome", "wall_s", "why", *CACHEGRIND_COLUMNS.values()])
 
 
 def _cap_bytes(text: object) -> float:

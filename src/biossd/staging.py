@@ -24,6 +24,20 @@ class StageError(RuntimeError):
     pass
 
 
+def run_prepare(argvs: list[list[str]], scratch: Path, what: str) -> None:
+    """Run preparation commands (unprofiled setup: indexes, conversions) in ``scratch``; a
+    missing program or a failure raises :class:`StageError` naming ``what`` and the command."""
+    for argv in argvs:
+        try:
+            proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, errors="replace",
+                                  timeout=PREPARE_TIMEOUT_S)
+        except FileNotFoundError:
+            raise StageError(f"{what}: preparation step `{' '.join(argv)}`: {argv[0]} is not installed") from None
+        if proc.returncode != 0:
+            raise StageError(f"{what}: preparation step `{' '.join(argv)}` failed: "
+                             f"{(proc.stderr or proc.stdout).strip()[-400:]}")
+
+
 def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
           container: str | None = None) -> list[str]:
     """Copy ``input_dir`` into ``scratch``, run the preparation, and return the tool's argv."""
@@ -45,15 +59,7 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
     for path in sorted(Path(input_dir).iterdir()):
         if path.is_file() and path.name != SYNTH_RECORD:
             shutil.copyfile(path, scratch / path.name)  # a real copy: the tool's reads hit this device
-    for argv in block.get("prepare", []):
-        try:
-            proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, errors="replace",
-                                  timeout=PREPARE_TIMEOUT_S)
-        except FileNotFoundError:
-            raise StageError(f"{entry.id}: preparation step `{' '.join(argv)}`: {argv[0]} is not installed") from None
-        if proc.returncode != 0:
-            raise StageError(f"{entry.id}: preparation step `{' '.join(argv)}` failed: "
-                             f"{(proc.stderr or proc.stdout).strip()[-400:]}")
+    run_prepare(block.get("prepare", []), scratch, entry.id)
     values = {name: str(scratch / rel) for name, rel in block.get("files", {}).items()}
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
     if container is None:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from biossd import analysis, catalogue, layout, manifest, report
+from biossd import analysis, catalogue, layout, manifest, report, resultset
 from biossd.tables import latex_escape as esc
 
 PAPER_DIR = catalogue.REPO_ROOT / "paper"
@@ -181,6 +181,21 @@ def methods_tex(a: analysis.Analysis) -> str:
                    f"finished within {sizing.NATIVE_BUDGET_S:g}~s on the native disk under its cap "
                    r"(\texttt{benchmarks/sizing.py}); the run time limit stands for the 72 hours. No tool's "
                    "input or cap was chosen to land it in the paper's group.")
+
+    chained = resultset.chains(a.rs)
+    if len(chained):
+        reps_chain = int(chained["rep"].astype(int).max())
+        out.append(f"Fig.~3's pipelines ran chained ({_join([esc(p) for p in sorted(chained['pipeline'].unique())])}; "
+                   f"{reps_chain} repeat{'s' if reps_chain > 1 else ''} on each side): a pipeline's steps ran one after "
+                   "another in one scratch directory on the class's device, each step reading what the step before "
+                   "it wrote, each profiled as a run of its own under its tool's cap (\\texttt{biossd.chain}); a "
+                   "step that did not end ok ended its chain. The figure names each substitute step, each added "
+                   "conversion and each of the paper's steps that could not run, with why.")
+    probes = resultset.probes(a.rs)
+    if len(probes) and params.get("cachegrind_divisor"):
+        out.append(f"Fig.~10's simulated miss ratios come from one cachegrind run of each tool on the first side, "
+                   f"at its input kind's size divided by {esc(str(params['cachegrind_divisor']))} and without its "
+                   "memory cap (valgrind's own memory would exceed it); these are not timed runs.")
 
     out.append(r"\subsection*{Tools}")
     ran = set(runs["tool"])
