@@ -109,7 +109,7 @@ def test_the_chained_pipeline_ran_step_after_step_in_one_scratch(result_set, sto
     assert [b["outcome"] for b in bodies] == ["ok"] * len(c.steps)
     assert len({b["labels"]["scratch"] for b in bodies}) == 1
     for step, body in zip(c.steps, bodies):
-        assert all(body["labels"]["scratch"] + "/" + rel in body["argv"] for rel in step.files.values())
+        assert body["cwd"] == body["labels"]["scratch"] and all(rel in body["argv"] for rel in step.files.values())
     steps = resultset.chains(analysis.open_results([result_set]).rs)
     assert len(steps[steps["side"].eq(f"testhost-{storage}")]) == len(c.steps)
     assert not any("chains" in r for r in features.read_table(result_set / "features.csv")["run_dir"])

@@ -98,7 +98,9 @@ def of(entry: catalogue.Entry) -> Chain:
 
 def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, mem_bytes: int | None,
                container: str | None = None) -> list[str]:
-    """Prepare step ``index`` (1-based) in ``scratch`` and return its argv. The first step first
+    """Prepare step ``index`` (1-based) in ``scratch`` and return its argv, to be run with
+    ``scratch`` as its working directory (its paths are relative to it; in a container, the
+    container's paths). The first step first
     copies the chain's input into scratch (a real copy: the tools read it from the device under
     study) and runs the chain's preparation; a later step finds its inputs where the earlier
     steps wrote them."""
@@ -131,7 +133,9 @@ def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, 
     values: dict[str, Any] = {name: str(scratch / rel) for name, rel in files.items()}
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
     if container is None:
-        return entry.render(values, mem_bytes=mem_bytes)
+        # Relative to scratch, where the step runs: some tools' wrappers (HISAT2's) pass paths
+        # through a shell unquoted and fail on a scratch path with a space or a semicolon.
+        return entry.render({**values, **{name: str(rel) for name, rel in files.items()}}, mem_bytes=mem_bytes)
     inside = containers.inside_paths(values, scratch)
     return containers.wrap_argv(container, entry, scratch, entry.render(inside, mem_bytes=mem_bytes), mem_bytes)
 
