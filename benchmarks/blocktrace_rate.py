@@ -21,13 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd import profile
+from biossd.measure import profile
 
 DD_BLOCK = "4k"
 _RUN_ONE = """
 import json, resource, sys
 from pathlib import Path
-from biossd import profile
+from biossd.measure import profile
 argv, out = json.loads(sys.argv[1]), Path(sys.argv[2])
 body = profile.run(profile.ProfileRequest(argv=argv, out_dir=out, mem_bytes=None, overwrite=True))
 trace = body["collectors"]["blocktrace"]

@@ -3,6 +3,10 @@ memory-capped program's swap traffic, on the emulated disk and on the native dis
 
   .venv/bin/python benchmarks/emulated_hdd.py [--profile seagate-barracuda-7200] [--budget 60s]
                                               [--pairs 3] [--hog-mib 160] [--cap 64M]
+  .venv/bin/python benchmarks/emulated_hdd.py --records NATIVE/device.json EMULATED/device.json
+
+The second form only reads two device records (e.g. a study's ``<host>-ssd/device.json`` and
+``<host>-hdd/device.json``, measured side by side in one study) and prints the host-path table.
 
 Swap service times come from the block trace of the emulated disk's loop device. The disk serves
 one request at a time, so a request's service time is its completion minus the later of its
@@ -20,10 +24,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from biossd import characterize, emulate, profile
-from biossd.blocktrace import SECTOR_BYTES, read_blocktrace
-from biossd.diskmodel import MB, NEAR_BYTES, load_profile
-from biossd.units import parse_duration_s, parse_size
+from biossd.core.units import parse_duration_s, parse_size
+from biossd.host import characterize, emulate
+from biossd.host.devices import SECTOR_BYTES
+from biossd.host.diskmodel import MB, NEAR_BYTES, load_profile
+from biossd.measure import profile
+from biossd.measure.blocktrace import read_blocktrace
 
 HOG = Path(__file__).resolve().parents[1] / "tests" / "programs" / "memory_hog.py"
 BAND = 0.20
@@ -83,6 +89,26 @@ def buffered_write_disk_side(mount: Path, loop: str, work: Path, size_bytes: int
           f"{disk_mbs:.1f} MB/s (ratio {disk_mbs / spec_mbs:.2f})")
 
 
+def host_path_table(native: dict, emulated: dict, prof) -> None:
+    """fio's buffered sequential write is the host's page-cache fill, writeback and ``end_fsync``
+    as much as the disk: on the native device of the same host it runs far below that device's
+    direct rate. The host's share is the native device's buffered time less its direct time for
+    the same bytes; an ideal disk at the profile's rate, on this host, would take the profile's
+    time for those bytes plus that share. The emulated disk is compared with that ideal disk."""
+    n, e = native["results"], emulated["results"]
+    size_mb = native["file_bytes"] / MB
+    host_s = n["buffered_seq_write"]["runtime_s"] - size_mb / n["direct_seq_write"]["mb_per_s"]
+    ideal_mbs = emulated["file_bytes"] / MB / (emulated["file_bytes"] / MB / prof.seq_write_mbs + host_s)
+    measured = e["buffered_seq_write"]["mb_per_s"]
+    print(f"buffered seq write, host path: the native device {n['buffered_seq_write']['mb_per_s']:.1f} MB/s buffered "
+          f"against {n['direct_seq_write']['mb_per_s']:.1f} direct (ratio "
+          f"{n['buffered_seq_write']['mb_per_s'] / n['direct_seq_write']['mb_per_s']:.2f}): the host adds "
+          f"{host_s:.2f} s to {size_mb:.0f} MB")
+    print(f"  an ideal {prof.seq_write_mbs:.0f} MB/s disk on this host: {ideal_mbs:.1f} MB/s "
+          f"(ratio to the profile {ideal_mbs / prof.seq_write_mbs:.2f}); the emulated disk {measured:.1f} MB/s, "
+          f"ratio to the ideal disk {measured / ideal_mbs:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="seagate-barracuda-7200")
@@ -90,8 +116,16 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--hog-mib", type=int, default=160)
     ap.add_argument("--cap", default="64M")
+    ap.add_argument("--records", nargs=2, metavar=("NATIVE", "EMULATED"),
+                    help="only compare two device records of one characterize session")
     args = ap.parse_args()
     prof = load_profile(args.profile)
+    if args.records:
+        native, emulated = (json.loads(Path(r).read_text()) for r in args.records)
+        print(f"{args.records[1]} against the profile {prof.name}:")
+        spec_table(emulated, prof)
+        host_path_table(native, emulated, prof)
+        return
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         work = Path(tmp)
         mount = work / "hdd"

@@ -14,7 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd import report, synthresults
+from biossd.analysis import synthresults
+from biossd.outputs import report
 
 TARGET_S = 60.0
 

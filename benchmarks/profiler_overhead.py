@@ -2,8 +2,8 @@
 
   .venv/bin/python benchmarks/profiler_overhead.py [--pairs 5] [--size 64M] [--cap 64M]
 
-"Bare" runs the same command in a cgroup with the same cap (biossd.cgroups.MemoryCap) and no
-collectors; "profiled" runs it through biossd.profile.run with the default collectors (process
+"Bare" runs the same command in a cgroup with the same cap (biossd.host.cgroups.MemoryCap) and no
+collectors; "profiled" runs it through biossd.measure.profile.run with the default collectors (process
 accounting, the 1 Hz sampler, the block trace — tracefs here — and perf stat). Both start with
 the page cache dropped. Prints per-pair wall times, the median of each, and the
 median of the per-pair ratios (target: <= 1.02).
@@ -18,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd import catalogue, data, profile
-from biossd.cgroups import MemoryCap
-from biossd.units import parse_size
+from biossd.core.units import parse_size
+from biossd.host.cgroups import MemoryCap
+from biossd.measure import profile
+from biossd.study import catalogue, data
 
 
 def sort_argv(work: Path, bam: Path, cap: int) -> list[str]:

@@ -4,7 +4,7 @@ doubling ladder, until one of them takes longer than the per-run budget.
 
   .venv/bin/python benchmarks/sizing.py [--cap 256M] [--budget-s 15] [--max 64M] [--kinds reads,bam]
 
-The rule (written once in :mod:`biossd.sizing`, quoted in ``nextflow/conf/full.config``): each
+The rule (written once in :mod:`biossd.study.sizing`, quoted in ``nextflow/conf/full.config``): each
 kind's input is the largest size on the ladder at which every one of its tools that ends ``ok``
 finishes within the budget on the native disk — the paper's own criterion (§5.1: each input
 "of appropriate size that can be processed in a reasonable amount of time", there under 72 h),
@@ -22,8 +22,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from biossd import catalogue, data, sizing
-from biossd.units import format_size, parse_size
+from biossd.core.units import format_size, parse_size
+from biossd.study import catalogue, data, sizing
 
 
 def run_one(tool: str, kind_dir: Path, work: Path, cap: str, budget_s: float) -> dict:

@@ -54,7 +54,7 @@ def root_required():
 
 
 def own_cgroups() -> list[Path]:
-    from biossd.cgroups import find_leftovers
+    from biossd.host.cgroups import find_leftovers
 
     return find_leftovers()
 

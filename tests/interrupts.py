@@ -23,7 +23,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from biossd import cgroups, emulate, features, hostlock, layout, manifest, swap, tracefs
+from biossd.features import extract as features
+from biossd.host import cgroups, emulate, hostlock, swap, tracefs
+from biossd.measure import manifest
+from biossd.study import layout
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = Path(__file__).resolve().parent / "programs"

@@ -1,5 +1,5 @@
 """The analysis library behind the notebooks (issue 9): result sets, speedup, clustering and
-tables, on synthetic result sets whose truth is known (biossd.synthresults)."""
+tables, on synthetic result sets whose truth is known (biossd.analysis.synthresults)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biossd import analysis, catalogue, features, patterns, resultset, speedup, synthresults, tables
+from biossd import analysis
+from biossd.analysis import patterns, resultset, speedup, synthresults
+from biossd.features import extract as features
+from biossd.outputs import tables
+from biossd.study import catalogue
 
 CAPS, SCALES = ("1G", "4G"), (1, 2, 8)
 
@@ -147,8 +151,6 @@ def test_table_files_are_deterministic_and_escaped(tmp_path):
 
 def test_assemble_lays_staged_runs_out_as_a_result_set(fixture, tmp_path):
     """What the pipeline's REPORT does with the run directories it is handed."""
-    from biossd import layout
-
     truth, a = fixture
     rows = a.rs.runs.head(3)
     staged = []
@@ -159,12 +161,12 @@ def test_assemble_lays_staged_runs_out_as_a_result_set(fixture, tmp_path):
         staged.append(link)
     device = tmp_path / "d.json"
     device.write_text("{}")
-    made = layout.assemble(tmp_path / "out", staged, {"h-ssd": device}, {"features.csv": device})
+    made = resultset.assemble(tmp_path / "out", staged, {"h-ssd": device}, {"features.csv": device})
     assert [str(m) for m in made] == list(rows["run_dir"])
     assert all((tmp_path / "out" / m / "run.json").is_file() for m in made)
     assert (tmp_path / "out" / "h-ssd" / "device.json").read_text() == "{}"
     with pytest.raises(FileExistsError, match="two runs have the labels"):
-        layout.assemble(tmp_path / "out", staged[:1])
+        resultset.assemble(tmp_path / "out", staged[:1])
 
 
 @pytest.mark.parametrize("path", sorted((catalogue.REPO_ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
@@ -227,7 +229,7 @@ def test_a_slow_side_that_always_timed_out_gives_a_lower_bound():
 
 
 def test_the_answer_and_each_disagreement_come_from_the_features(fixture):
-    from biossd import verdict
+    from biossd.analysis import verdict
 
     a = fixture[1]
     table1 = tables.table1_tools(a)

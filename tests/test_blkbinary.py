@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biossd import blkbinary as b
-from biossd import blockstats
+from biossd.features import blockstats
+from biossd.measure import blkbinary as b
 
 DEV_A, DEV_B = (8 << 20) | 16, (8 << 20) | 32
 SCENARIOS = {

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from biossd import blocktrace
-from biossd.blocktrace import CanonicalWriter, Event, parse_blkparse_line, parse_tracefs_line
+from biossd.measure import blocktrace
+from biossd.measure.blocktrace import CanonicalWriter, Event, parse_blkparse_line, parse_tracefs_line
 
 ISSUE = "              dd-19446   [001] ..... 10944.322984: block_rq_issue: 254,0 WS 1048576 () 30988288 + 2048 be,0,4 [dd]"
 COMPLETE = "          <idle>-0       [001] ..s1. 10944.323772: block_rq_complete: 254,0 WS () 30988288 + 2048 be,0,4 [0]"

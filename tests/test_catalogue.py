@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from biossd import catalogue
+from biossd.study import catalogue
 
 
 def test_samtools_entry_renders_with_the_cap_derived_sort_memory():

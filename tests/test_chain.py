@@ -1,16 +1,16 @@
-"""Chained pipelines (Fig. 3, src/biossd/chain.py): the chain blocks of the catalogue, their
+"""Chained pipelines (Fig. 3, src/biossd/study/chain.py): the chain blocks of the catalogue, their
 wiring run for real on a small input, the plan's chain runs and where their steps land."""
 
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
-from biossd import catalogue, chain, data, features, layout, matrix
-from biossd.staging import StageError
+from biossd.features import extract as features
+from biossd.study import catalogue, chain, data, layout, matrix
+from biossd.study.staging import StageError
 
 PIPELINES = ("pipeline_gatk_variant_calling", "pipeline_transcriptome", "pipeline_assembly_annotation")
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from biossd import manifest, swap, tracefs
-from biossd.blocktrace import SECTOR_BYTES, read_blocktrace
-from biossd.cgroups import find_leftovers as cgroup_leftovers
+from biossd.host import swap, tracefs
+from biossd.host.cgroups import find_leftovers as cgroup_leftovers
+from biossd.measure import manifest
+from biossd.measure.blocktrace import SECTOR_BYTES, read_blocktrace
 
 pytestmark = pytest.mark.integration
 PROGRAMS = Path(__file__).parent / "programs"

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from biossd import catalogue
-from biossd.catalogue import REPO_ROOT
+from biossd.core.paths import REPO_ROOT
+from biossd.study import catalogue
 
 TOOLS = [e for e in catalogue.load_all() if e.kind == "tool"]
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from biossd import cgroups, counters, devices
+from biossd.host import cgroups, devices
+from biossd.measure import counters
 
 PERF = """# started on Sun Nov 22 01:04:24 2026
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from biossd import data, datasets
+from biossd.study import data, datasets
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 
@@ -155,7 +155,7 @@ def test_malformed_manifest_names_the_field(tmp_path, edit, field):
 
 
 def test_every_manifest_loads_and_names_real_tools_and_kinds():
-    from biossd import catalogue
+    from biossd.study import catalogue
 
     tools = {e.id for e in catalogue.load_all()}
     manifests = datasets.load_all()

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from biossd import emulate, manifest, swap
-from biossd.diskmodel import load_profile
+from biossd.host import emulate, swap
+from biossd.host.diskmodel import load_profile
+from biossd.measure import manifest
 
 pytestmark = pytest.mark.integration
 PROGRAMS = Path(__file__).parent / "programs"
@@ -25,7 +26,7 @@ BAND = 0.20
 def _host():
     return (swap.active_swaps(), subprocess.run(["losetup", "-l", "-n"], capture_output=True, text=True).stdout,
             Path("/proc/self/mountinfo").read_text().count("biossd"), emulate.all_states(),
-            subprocess.run(["pgrep", "-f", "biossd.hddserver"], capture_output=True, text=True).stdout)
+            subprocess.run(["pgrep", "-f", "biossd.host.hddserver"], capture_output=True, text=True).stdout)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from biossd import catalogue, cli, containers, staging
+from biossd import cli
+from biossd.study import catalogue, containers, staging
 
 ENTRY = catalogue.get("samtools_sort")
 

@@ -5,7 +5,6 @@ import re
 import xml.etree.ElementTree as ET
 
 import yaml
-
 from conftest import REPO
 
 

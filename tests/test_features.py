@@ -5,7 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biossd import blkbinary, blockstats, features, layout, manifest
+from biossd.features import blockstats
+from biossd.features import extract as features
+from biossd.measure import blkbinary, manifest
+from biossd.study import layout
 
 LABELS = {"host": "h", "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": "1", "rep": "1"}
 
@@ -109,7 +112,7 @@ def test_both_feeders_give_the_same_totals():
 
 
 def test_normalize_logs_wide_columns_and_records_the_rule():
-    from biossd import normalize
+    from biossd.features import normalize
 
     table = pd.DataFrame({"Riops": [1.0, 10.0, 10000.0], "CAR": [0.2, 0.5, 0.8], "Wiops": [0.0, 5.0, 5000.0],
                           "Rsize": [4.0, 4.0, 4.0]})

@@ -3,7 +3,6 @@ with a cap, swap and a block trace, `emulate-hdd up`/`down`, and the pipeline wi
 storage followed by -resume. Each kill point must leave nothing of biossd's on the host."""
 
 import pytest
-
 from interrupts import run_points, summary
 
 pytestmark = pytest.mark.integration

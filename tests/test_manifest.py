@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from biossd import manifest
+from biossd.core import files
+from biossd.measure import manifest
 
 
 def test_write_is_atomic_and_readable(tmp_path):
@@ -26,9 +27,9 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(manifest.os, "replace", boom)
+    monkeypatch.setattr(files.os, "replace", boom)
     with pytest.raises(OSError):
-        manifest.atomic_write_text(tmp_path / "run.json", "{}")
+        files.atomic_write_text(tmp_path / "run.json", "{}")
     assert list(tmp_path.iterdir()) == []
 
 

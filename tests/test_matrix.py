@@ -1,4 +1,4 @@
-"""The experiment matrix and its parameter checks (src/biossd/matrix.py), as `biossd study plan`
+"""The experiment matrix and its parameter checks (src/biossd/study/matrix.py), as `biossd study plan`
 gives them to the workflow."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from biossd import catalogue, devices, matrix
-from biossd.units import format_size
+from biossd.core.units import format_size
+from biossd.host import devices
+from biossd.study import catalogue, matrix
 
 BASE = {"tools": "samtools_sort", "mem_caps": "1G,4G", "scales": "1,2", "repeats": 3, "storage_classes": "ssd"}
 
@@ -137,9 +138,9 @@ def test_bad_sizing_parameters_are_named(changes, problem):
 
 
 def test_the_full_profile_follows_the_sizing_rule():
-    """nextflow/conf/full.config states the rule of src/biossd/sizing.py: one cap, GATK at four
+    """nextflow/conf/full.config states the rule of src/biossd/study/sizing.py: one cap, GATK at four
     times it, Fig. 9's caps the paper's divided the same way."""
-    from biossd import sizing
+    from biossd.study import sizing
 
     text = (catalogue.REPO_ROOT / "nextflow" / "conf" / "full.config").read_text()
     assert f"mem_caps        = '{sizing.CAP}'" in text
@@ -163,9 +164,41 @@ def test_cachegrind_probes_read_a_reduced_input_of_their_kind():
 
 
 def test_a_probe_lands_under_probes_not_runs():
-    from biossd import layout
+    from biossd.study import layout
 
     labels = {"host": "vm", "storage": "ssd", "tool": "bwa", "mem": "256M", "scale": 1, "rep": 1, "probe": "cachegrind"}
     assert str(layout.run_relpath(labels)) == "vm-ssd/probes/cachegrind/bwa"
     with pytest.raises(ValueError, match="single path components"):
         layout.run_relpath({**labels, "probe": "../x"})
+
+
+def test_the_plan_hands_each_task_its_whole_meta_in_the_order_they_start():
+    """The workflow's hand-off: every PROFILE task with its labels, cap in bytes, input and
+    publish path (the layout, computed here), the classes side by side and the first class
+    alternating with the repeat; probes on the first class only."""
+    p = plan(storage_classes="ssd,hdd", mem_caps="1G", scales="1", repeats=2, cachegrind_divisor=4, host="h1",
+             input_size="8M")
+    tasks = p.as_json()["tasks"]
+    assert [(t["storage"], t["rep"], t.get("probe")) for t in tasks] == [
+        ("ssd", 1, None), ("hdd", 1, None), ("hdd", 2, None), ("ssd", 2, None), ("ssd", 1, "cachegrind")]
+    assert [t["order"] for t in tasks] == list(range(len(tasks)))
+    first = tasks[0]
+    assert first["labels"] == {"host": "h1", "storage": "ssd", "tool": "samtools_sort", "mem": "1G", "scale": 1, "rep": 1}
+    assert first["mem_bytes"] == 1 << 30 and first["kind"] == "bam" and first["input"] == "bam_x1"
+    assert first["publish"] == "h1-ssd/runs/samtools_sort/1G/1/1"
+    assert tasks[-1]["publish"] == "h1-ssd/probes/cachegrind/samtools_sort"
+
+
+def test_chain_tasks_carry_each_step_s_cap_in_bytes_and_publish_path():
+    p = matrix.plan({**BASE, "mem_caps": "1G", "chains": "pipeline_transcriptome", "chain_repeats": 1,
+                     "storage_classes": "ssd,hdd", "host": "h1", "input_size": "8M"}, stub=True)
+    chained = p.chain_tasks()
+    assert [c["storage"] for c in chained] == ["ssd", "hdd"]
+    assert chained[0]["publish"] == "h1-ssd/chains/pipeline_transcriptome/1"
+    assert all(s["publish"].startswith(chained[0]["publish"] + "/") and s["mem_bytes"] == 1 << 30
+               for s in chained[0]["steps"])
+
+
+def test_without_a_host_the_plan_lists_no_tasks_and_a_bad_host_is_a_problem():
+    assert plan().as_json()["tasks"] == []
+    assert any("--host '../x' is not a single path component" in q for q in plan(host="../x").problems)

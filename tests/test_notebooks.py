@@ -9,15 +9,13 @@ import json
 import pandas as pd
 import pytest
 
-from biossd import catalogue, synthresults
+from biossd.analysis import synthresults
+from biossd.outputs import artefacts
+from biossd.study import catalogue
 
 pytestmark = pytest.mark.integration
 
-FIGURES = ("fig01_aligners", "fig02_speedup", "fig03_pipelines", "fig04_storage_features", "fig05_patterns",
-           "fig06_traces", "fig07_randomness", "fig08_input_size", "fig09_memory", "fig10_cpu_memory")
-TABLES = ("table1_tools", "table2_features", "table3_ssd_devices", "table4_hdd_devices", "table5_inputs",
-          "fig05c_pattern_means")
-NOTEBOOKS = ("01_speedup", "02_storage_features", "03_patterns", "04_scaling", "05_devices_inputs")
+NOTEBOOKS = tuple(sorted({x.notebook for x in artefacts.ARTEFACTS}))
 #: A figure file smaller than this is a blank page, not a figure.
 MIN_FIGURE_BYTES = 10_000
 
@@ -34,13 +32,18 @@ def rendered(biossd, tmp_path_factory):
 
 def test_every_figure_table_and_notebook_is_written(rendered):
     _, report, _ = rendered
-    for fig in FIGURES:
-        for fmt, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
-            data = (report / "figures" / f"{fig}.{fmt}").read_bytes()
-            assert data.startswith(magic) and len(data) > MIN_FIGURE_BYTES, (fig, fmt, len(data))
-    for table in TABLES:
-        assert (report / "tables" / f"{table}.csv").stat().st_size > 100
-        assert (report / "tables" / f"{table}.tex").read_text().startswith("\\begin{tabular}")
+    magic = {".png": b"\x89PNG", ".pdf": b"%PDF"}
+    for artefact in artefacts.ARTEFACTS:
+        for rel in artefact.files:
+            data = (report / rel).read_bytes()
+            if artefact.kind == artefacts.FIGURE:
+                assert data.startswith(magic[rel.suffix]) and len(data) > MIN_FIGURE_BYTES, (rel, len(data))
+            elif rel.suffix == ".csv":
+                assert len(data) > 100, rel
+            else:
+                assert data.startswith(b"\\begin{tabular}"), rel
+    made = {str(p.relative_to(report)) for sub in ("figures", "tables") for p in (report / sub).iterdir()}
+    assert made == {str(f) for x in artefacts.ARTEFACTS for f in x.files}, "the registry names every file made"
     for nb in NOTEBOOKS:
         executed = json.loads((report / "notebooks" / f"{nb}.ipynb").read_text())
         assert not [c for c in executed["cells"] if c.get("outputs") and any(o.get("output_type") == "error"
@@ -74,8 +77,6 @@ def test_dendrogram_cut_gives_the_planted_patterns(rendered):
 
 def test_the_same_raw_data_gives_byte_identical_files(rendered):
     _, first, second = rendered
-    for sub, names, suffixes in (("figures", FIGURES, ("png", "pdf")), ("tables", TABLES, ("csv", "tex"))):
-        for name in names:
-            for suffix in suffixes:
-                a, b = (r / sub / f"{name}.{suffix}" for r in (first, second))
-                assert a.read_bytes() == b.read_bytes(), f"{sub}/{name}.{suffix} differs between two runs"
+    for rel in (f for x in artefacts.ARTEFACTS for f in x.files):
+        a, b = (r / rel for r in (first, second))
+        assert a.read_bytes() == b.read_bytes(), f"{rel} differs between two runs"

@@ -10,9 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from biossd import crate, features, supplement, synthresults
 from conftest import REPO, pdf_text, squeezed
+
+from biossd.analysis import synthresults
+from biossd.features import extract as features
+from biossd.outputs import artefacts, crate, supplement
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +38,15 @@ def test_supplement_builds_with_every_caption_and_generated_methods(biossd, synt
     pdf = Path(biossd("paper", *synthetic["roots"], "--out", str(out), timeout=900).stdout.strip())
     assert pdf == out / "supplement.pdf" and pdf.read_bytes().startswith(b"%PDF")
     text = squeezed(pdf_text(pdf))
-    for kind, number, _, caption in supplement.ARTEFACTS:
-        label = f"Seed 000 {'Table' if kind == 'table' else 'Fig.'} {number}. {' '.join(caption.split()[:4])}"
+    printed = [x for x in artefacts.ARTEFACTS if x.in_supplement]
+    for artefact in printed:
+        label = f"Seed 000 {artefact.label}. {' '.join(artefact.caption.split()[:4])}"
         assert squeezed(label) in text, label
     for phrase in ("This result set is synthetic", "Not run:", "HISAT2 (substitute for Tophat)",
                    "Memory caps 1G and 4G; input scales (replication factors) 1 and 8; 2 repeats"):
         assert squeezed(phrase) in text, phrase
     pages = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
-    assert int(next(l.split()[-1] for l in pages.splitlines() if l.startswith("Pages:"))) >= 1 + len(supplement.ARTEFACTS)
+    assert int(next(l.split()[-1] for l in pages.splitlines() if l.startswith("Pages:"))) >= 1 + len(printed)
 
 
 def test_supplement_without_latex_says_how_to_get_it(monkeypatch, synthetic):
@@ -84,15 +87,16 @@ def test_crate_is_json_ld_and_lists_every_run_with_its_checksum(biossd, syntheti
 
 def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synthetic):
     """The one-machine study's methods: per-kind sizes, the time limit, swap and the sizing rule
-    from biossd.sizing; the results open with the answer. No Python escape (a tab from "\\t")
+    from biossd.study.sizing; the results open with the answer. No Python escape (a tab from "\\t")
     reaches the LaTeX."""
-    from biossd import analysis, sizing
+    from biossd import analysis
+    from biossd.study import sizing
 
     a = analysis.open_results(synthetic["roots"])
     a.rs.provenance[0].setdefault("params", {}).update(input_sizes="bam=64M,reads=8M", time_limit="120s", swap="1G")
     text = supplement.methods_tex(a)
     assert "\t" not in text and "\x07" not in text and "\x08" not in text
-    assert r"\texttt{biossd.sizing}" in text and r"\texttt{benchmarks/sizing.py}" in text
+    assert r"\texttt{biossd.study.sizing}" in text and r"\texttt{benchmarks/sizing.py}" in text
     assert "bam=64M, reads=8M" in text and "stopped after 120s" in text and "1G of swap" in text
     assert f"divided by {sizing.MEMORY_DIVISOR}" in text
     answer = supplement.answer_tex(a)

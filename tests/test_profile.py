@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from biossd import manifest, swap, tracefs
-from biossd.blocktrace import read_blocktrace
-from biossd.counters import parse_perf_csv
-from biossd.cgroups import find_leftovers
+from biossd.host import swap, tracefs
+from biossd.host.cgroups import find_leftovers
+from biossd.measure import manifest
+from biossd.measure.blocktrace import read_blocktrace
+from biossd.measure.counters import parse_perf_csv
 
 pytestmark = pytest.mark.integration
 
@@ -186,7 +187,7 @@ def test_host_lock_serializes_runs_and_no_wait_refuses(biossd, env, tmp_path):
 
 
 def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace_period(env, tmp_path, root_required):
-    from biossd.profile import TERM_GRACE_S
+    from biossd.measure.profile import TERM_GRACE_S
 
     proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "64M", "--no-drop-caches",
                              "--out", str(tmp_path / "run"), "--", "sh", "-c",
@@ -210,7 +211,7 @@ def test_dirty_data_is_flushed_inside_the_traced_window(biossd, tmp_path, root_r
     traced but outside wall_s, so its writes are in the run's window and counted (Wsize)."""
     import math
 
-    from biossd import features
+    from biossd.features import extract as features
 
     run = tmp_path / "run"
     biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(run), "--", "dd", "if=/dev/zero",

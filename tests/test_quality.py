@@ -1,4 +1,4 @@
-"""Aligner quality against the synthetic truth (biossd.quality, Fig. 1(b)): the measures on
+"""Aligner quality against the synthetic truth (biossd.features.quality, Fig. 1(b)): the measures on
 hand-made alignments, then each real aligner of Fig. 1 run on synthetic reads and scored."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from biossd import catalogue, quality, staging
+from biossd.features import quality
+from biossd.study import catalogue, staging
 
 TRUTH = pd.DataFrame({"contig": ["chr1", "chr1", "chr2", "chr1"], "pos1": [100, 500, 40, 900]},
                      index=pd.Index(["r1", "r2", "r3", "r4"], name="read"))
@@ -59,7 +60,7 @@ def test_real_aligners_are_scored_against_the_truth(biossd, tool, tmp_path):
     n_reads = sum(1 for _ in open(reads / "truth.tsv")) - 1
     assert body["reads"] == n_reads and body["tp"] + body["fp"] + body["fn"] == n_reads
     assert body["sensitivity"] > 0.9 and body["precision"] > 0.95, body
-    from biossd import features
+    from biossd.features import extract as features
 
     row = features.run_features(run)
     assert row["sensitivity"] == pytest.approx(body["sensitivity"])

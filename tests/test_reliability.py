@@ -13,10 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from biossd import emulate, features, manifest, matrix, storage
-from biossd.owners import ProcessRef
 from test_emulate import loop_filesystem
+
+from biossd.core.owners import ProcessRef
+from biossd.features import extract as features
+from biossd.host import emulate
+from biossd.measure import manifest, storage
+from biossd.study import matrix
 
 pytestmark = pytest.mark.integration
 PROFILE = "seagate-barracuda-7200"
@@ -264,7 +267,7 @@ def test_install_never_rebuilds_a_directory_it_did_not_make(tmp_path, repo):
 
 
 def test_the_supplement_replaces_only_its_own_report_copy(tmp_path):
-    from biossd import supplement
+    from biossd.outputs import supplement
 
     report = tmp_path / "report"
     for sub in ("figures", "tables"):
@@ -283,7 +286,7 @@ def test_the_supplement_replaces_only_its_own_report_copy(tmp_path):
 
 
 def test_layout_labels_must_be_path_components():
-    from biossd import layout
+    from biossd.study import layout
 
     good = {"host": "vm", "storage": "ssd", "tool": "bwa", "mem": "1G", "scale": 1, "rep": 1}
     assert str(layout.run_relpath(good)) == "vm-ssd/runs/bwa/1G/1/1"

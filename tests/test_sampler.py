@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from biossd import devices, manifest, sampler
+from biossd.host import devices
+from biossd.measure import manifest, sampler
 
 
 def test_parsers_read_the_kernel_formats(tmp_path):

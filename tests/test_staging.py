@@ -3,10 +3,10 @@ run takes (issue 8), natively here; the output the entry declares is written."""
 
 from __future__ import annotations
 
-
 import pytest
 
-from biossd import catalogue, manifest
+from biossd.measure import manifest
+from biossd.study import catalogue
 
 pytestmark = pytest.mark.integration
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")

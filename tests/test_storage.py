@@ -2,7 +2,8 @@
 
 import pytest
 
-from biossd import emulate, storage
+from biossd.host import emulate
+from biossd.measure import storage
 
 
 def test_parse_emulate():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from biossd import data
+from biossd.study import data
 
 pytestmark = pytest.mark.integration
 SIZE = "256K"

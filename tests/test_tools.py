@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from biossd import catalogue, containers, smoke, toolstatus
+from biossd.study import catalogue, containers, smoke, toolstatus
 
 pytestmark = pytest.mark.integration
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")

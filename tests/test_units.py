@@ -1,6 +1,6 @@
 import pytest
 
-from biossd.units import format_size, parse_size
+from biossd.core.units import format_size, parse_size
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,13 @@ include { REPORT      } from '../modules/local/report/main'
 
 /*
  * The experiment matrix and every problem with the parameters, from `biossd study plan`
- * (src/biossd/matrix.py, where the rules live and are tested): tools (--tools all: the runnable
+ * (src/biossd/study/matrix.py, where the rules live and are tested): tools (--tools all: the runnable
  * ones, the rest listed as skipped), each tool's caps (--tool_caps overrides --mem_caps; a cap
  * below the catalogue's min_mem is a problem), scales, repeats, classes, and the devices named
  * for them (a missing device, or a scratch directory not on it, is a problem).
  */
-def studyPlan() {
-    def given = params.collectEntries { k, v -> [k, v == null ? null : (v instanceof Number || v instanceof Boolean ? v : v.toString())] }
+def studyPlan(String host) {
+    def given = params.collectEntries { k, v -> [k, v == null ? null : (v instanceof Number || v instanceof Boolean ? v : v.toString())] } + [host: host]
     def argv = ['biossd', 'study', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
     if( workflow.stubRun )
         argv << '--stub'
@@ -38,7 +38,7 @@ def studyPlan() {
 workflow BIOSSD {
     main:
     def host   = params.host ?: java.net.InetAddress.localHost.hostName
-    def plan   = studyPlan()
+    def plan   = studyPlan(host)
     def tools  = plan.tools
     def classes = plan.classes
     def scales = plan.scales
@@ -59,36 +59,28 @@ workflow BIOSSD {
         .map { i -> [[kind: i.kind, scale: i.scale, id: i.id], i.size, params.seed] }
     SYNTH_INPUT(ch_inputs)
 
-    // Every run of the plan on every class; the cachegrind probes (Fig. 10) on the first class only.
-    // Runs start in the plan's order with the classes side by side (a run on one class, the same
-    // run on the other; the first class alternating with the repeat), so that a drift of the
-    // host's load over the study falls on both classes alike rather than on one.
-    def planned = (plan.runs + plan.probes).withIndex().collect { r, i -> r + [order: i] }
+    // Every profiled task of the plan, with its whole meta (labels, cap in bytes, input, publish
+    // path), in the plan's order: the classes side by side, so that a drift of the host's load
+    // falls on both alike. Each is joined to its class's scratch and device record and its input.
     ch_runs = Channel
-        .fromList(planned)
-        .combine(ch_classes)
-        .filter { r, storage, scratch, device -> !r.probe || storage == classes[0] }
-        .map { r, storage, scratch, device ->
-            def meta = [host: host, storage: storage, tool: r.tool, mem: r.mem, scale: r.scale, rep: r.rep]
-            def slot = classes.indexOf(storage)
-            def key = r.order * classes.size() + ((r.rep as int) % 2 ? slot : classes.size() - 1 - slot)
-            [r.input, r.probe ? meta + [probe: r.probe] : meta, scratch, device, key]
-        }
+        .fromList(plan.tasks)
+        .map { meta -> [meta.storage, meta] }
+        .combine(ch_classes, by: 0)
+        .map { storage, meta, scratch, device -> [meta.input, meta, scratch, device] }
         .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
-        .toSortedList { a, b -> a[4] <=> b[4] }
+        .toSortedList { a, b -> a[1].order <=> b[1].order }
         .flatMap { it }
-        .map { id, meta, scratch, device, key, dir -> [meta, dir, scratch, device] }
+        .map { id, meta, scratch, device, dir -> [meta, dir, scratch, device] }
     PROFILE(ch_runs)
 
     // Fig. 3: the chained pipelines on every class, once every profiled run is done (a chain's
     // staging — copies, indexes — must not load the host under a measured run).
     ch_runs_done = PROFILE.out.run_dir.collect().map { true }.ifEmpty(true)
     ch_chains = Channel
-        .fromList(plan.chain_runs)
-        .combine(ch_classes)
-        .map { c, storage, scratch, device ->
-            [c.input, [host: host, storage: storage, pipeline: c.pipeline, rep: c.rep, steps: c.steps], scratch, device]
-        }
+        .fromList(plan.chain_tasks)
+        .map { meta -> [meta.storage, meta] }
+        .combine(ch_classes, by: 0)
+        .map { storage, meta, scratch, device -> [meta.input, meta, scratch, device] }
         .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
         .combine(ch_runs_done)
         .map { id, meta, scratch, device, dir, done -> [meta, dir, scratch, device] }
@@ -106,7 +98,7 @@ workflow BIOSSD {
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions
         .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, CHAIN.out.versions,
-             FEATURES.out.versions)
+             FEATURES.out.versions, params.skip_report ? Channel.empty() : REPORT.out.versions)
         .map { f -> f.text }
         .unique()
         .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true)

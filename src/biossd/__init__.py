@@ -2,10 +2,10 @@
 
 A reproducible re-run of Lee, Min & Yoon's SSD/HDD profiling study of 23 bioinformatics
 programs. The library holds the logic the pipeline and the notebooks call: the profiler
-(:mod:`biossd.profile`), memory caps (:mod:`biossd.cgroups`), run manifests
-(:mod:`biossd.manifest`), features (:mod:`biossd.features`), synthetic data
-(:mod:`biossd.data`), the tool catalogue (:mod:`biossd.catalogue`) and the report
-(:mod:`biossd.report`).
+(:mod:`biossd.measure.profile`), memory caps (:mod:`biossd.host.cgroups`), run manifests
+(:mod:`biossd.measure.manifest`), features (:mod:`biossd.features.extract`), synthetic data
+(:mod:`biossd.study.data`), the tool catalogue (:mod:`biossd.study.catalogue`) and the report
+(:mod:`biossd.outputs.report`).
 """
 
 __version__ = "0.1.0"

@@ -23,8 +23,14 @@ import logging  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from biossd import __version__
+from biossd.core.errors import BiossdError
 
-#: Container engines (biossd.containers.ENGINES, not imported here: the CLI starts fast).
+
+class UsageError(BiossdError):
+    """A command given what it cannot use (a missing option, a malformed value)."""
+
+
+#: Container engines (biossd.study.containers.ENGINES, not imported here: the CLI starts fast).
 _ENGINES = ("charliecloud", "apptainer", "docker")
 
 
@@ -33,26 +39,21 @@ def _labels(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"biossd: expected KEY=VALUE (as --label, --device and --file take), got {pair!r}")
+            raise UsageError(f"expected KEY=VALUE (as --label, --device and --file take), got {pair!r}")
         labels[key] = value
     return labels
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from biossd import profile
-    from biossd.cgroups import CapError
-    from biossd.swap import SwapError
-    from biossd.units import parse_size
-
-    from biossd.hostlock import EXIT_BUSY
-    from biossd.owners import ProcessRef
+    from biossd.core.owners import ProcessRef
+    from biossd.core.units import parse_size
+    from biossd.measure import profile
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     mem = None if args.mem.lower() == "none" else parse_size(args.mem)
     owner = ProcessRef.of(args.owner_pid, args.owner_label or "") if args.owner_pid else None
     if owner is not None and owner.start_ticks is None:
-        print(f"biossd profile: --owner-pid {args.owner_pid}: no such process; nothing was run", file=sys.stderr)
-        return 2
+        raise UsageError(f"--owner-pid {args.owner_pid}: no such process; nothing was run")
     request = profile.ProfileRequest(
         argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=_labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
@@ -66,12 +67,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
     )
     try:
         body = profile.run(request)
-    except profile.Busy as err:
-        print(f"biossd profile: {err}", file=sys.stderr)
-        return EXIT_BUSY
-    except (profile.ProfileError, CapError, SwapError) as err:
-        print(f"biossd profile: {err}", file=sys.stderr)
-        return 2
     except profile.Interrupted as intr:
         why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
         print(f"biossd profile: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
@@ -82,18 +77,16 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_features(args: argparse.Namespace) -> int:
-    from biossd import features, manifest, normalize
+    from biossd.features import extract as features
+    from biossd.features import normalize
+    from biossd.measure import manifest
 
     run_dirs = features.find_run_dirs(Path(p) for p in args.run_dirs)
     if not run_dirs:
         print("biossd features: no complete run directory (with run.json) found", file=sys.stderr)
         return 1
     failures: list[tuple[Path, str]] = []
-    try:
-        table = features.features_table(run_dirs, keep_going=args.keep_going, failures=failures)
-    except features.FeatureError as err:
-        print(f"biossd features: {err}", file=sys.stderr)
-        return 2
+    table = features.features_table(run_dirs, keep_going=args.keep_going, failures=failures)
     for run_dir, why in failures:
         print(f"biossd features: skipped {run_dir}: {why}", file=sys.stderr)
     if args.skipped:
@@ -114,38 +107,30 @@ def cmd_features(args: argparse.Namespace) -> int:
 
 
 def cmd_data_synth(args: argparse.Namespace) -> int:
-    from biossd import data
-    from biossd.units import parse_size
+    from biossd.core.units import parse_size
+    from biossd.study import data
 
     if args.list:
         for kind in data.KINDS.values():
             print(f"{kind.name}\t{kind.description}")
         return 0
     if not args.kind or not args.output:
-        raise SystemExit("biossd data synth: give KIND and -o DIR (or --list)")
-    try:
-        record = data.synth(args.kind, Path(args.output), parse_size(args.size), args.seed, args.scale)
-    except data.SynthError as err:
-        print(f"biossd data synth: {err}", file=sys.stderr)
-        return 2
+        raise UsageError("give KIND and -o DIR (or --list)")
+    record = data.synth(args.kind, Path(args.output), parse_size(args.size), args.seed, args.scale)
     print(json.dumps(record, indent=2, sort_keys=True))
     return 0
 
 
 def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from biossd import datasets
+    from biossd.study import datasets
 
-    try:
-        record = datasets.fetch(args.dataset, Path(args.output or f"data/{args.dataset}"), args.accept_unverified)
-    except datasets.DatasetError as err:
-        print(f"biossd data fetch: {err}", file=sys.stderr)
-        return 2
+    record = datasets.fetch(args.dataset, Path(args.output or f"data/{args.dataset}"), args.accept_unverified)
     print(json.dumps(record, indent=2))
     return 0
 
 
 def cmd_data_manifests(args: argparse.Namespace) -> int:
-    from biossd import datasets
+    from biossd.study import datasets
 
     for m in datasets.load_all():
         pinned = sum(1 for f in m["files"] if f.get("sha256"))
@@ -156,14 +141,14 @@ def cmd_data_manifests(args: argparse.Namespace) -> int:
 
 def _mem_bytes(text: str | None) -> int | None:
     """A --mem value: ``None`` for none or absent, else bytes."""
-    from biossd.units import parse_size
+    from biossd.core.units import parse_size
 
     return None if text is None or text.lower() == "none" else parse_size(text)
 
 
 def _print_argv(argv: list[str], print0: bool) -> None:
     """An argv for a script: NUL-separated (``mapfile -d ''``), or one shell-quoted line."""
-    from biossd import catalogue
+    from biossd.study import catalogue
 
     if print0:
         sys.stdout.write("".join(f"{arg}\0" for arg in argv))
@@ -172,70 +157,47 @@ def _print_argv(argv: list[str], print0: bool) -> None:
 
 
 def cmd_catalogue_command(args: argparse.Namespace) -> int:
-    from biossd import catalogue
+    from biossd.study import catalogue, staging
 
-    entry = catalogue.get(args.tool)
-    mem = _mem_bytes(args.mem)
-    values = _labels(args.values)
-    if args.container:
-        from biossd import containers
-
-        if not args.bind:
-            raise SystemExit("biossd catalogue command: --container needs --bind DIR (the run's scratch)")
-        if not containers.built(entry, args.container):
-            raise SystemExit(f"biossd catalogue command: {entry.id}'s {args.container} image is not built here; "
-                             f"run `biossd catalogue build --engine {args.container} {entry.id}`")
-        values = containers.inside_paths(values, Path(args.bind))
-        argv = containers.wrap_argv(args.container, entry, Path(args.bind), entry.render(values, mem_bytes=mem), mem)
-    else:
-        argv = entry.render(values, mem_bytes=mem)
+    if args.container and not args.bind:
+        raise UsageError("--container needs --bind DIR (the run's scratch)")
+    argv = staging.command_argv(catalogue.get(args.tool), _labels(args.values), Path(args.bind or "."),
+                                _mem_bytes(args.mem), args.container)
     _print_argv(argv, args.print0)
     return 0
 
 
 def cmd_catalogue_stage(args: argparse.Namespace) -> int:
-    from biossd import catalogue, staging
+    from biossd.study import catalogue, staging
 
     entry = catalogue.get(args.tool)
     mem = _mem_bytes(args.mem)
-    try:
-        argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container)
-    except staging.StageError as err:
-        print(f"biossd catalogue stage: {err}", file=sys.stderr)
-        return 2
+    argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container)
     _print_argv(argv, args.print0)
     return 0
 
 
 def cmd_chain_steps(args: argparse.Namespace) -> int:
-    from biossd import catalogue, chain
+    from biossd.study import catalogue, chain
 
-    try:
-        steps = chain.of(catalogue.get(args.pipeline)).steps
-    except chain.ChainError as err:
-        print(f"biossd chain steps: {err}", file=sys.stderr)
-        return 2
+    steps = chain.of(catalogue.get(args.pipeline)).steps
     for step in steps:
         print(step.index, step.name, step.tool)
     return 0
 
 
 def cmd_chain_stage(args: argparse.Namespace) -> int:
-    from biossd import catalogue, chain, staging
+    from biossd.study import catalogue, chain
 
-    try:
-        argv = chain.stage_step(chain.of(catalogue.get(args.pipeline)), args.step,
-                                Path(args.input) if args.input else None, Path(args.scratch),
-                                _mem_bytes(args.mem), args.container)
-    except (chain.ChainError, staging.StageError) as err:
-        print(f"biossd chain stage: {err}", file=sys.stderr)
-        return 2
+    argv = chain.stage_step(chain.of(catalogue.get(args.pipeline)), args.step,
+                            Path(args.input) if args.input else None, Path(args.scratch),
+                            _mem_bytes(args.mem), args.container)
     _print_argv(argv, args.print0)
     return 0
 
 
 def cmd_catalogue_image(args: argparse.Namespace) -> int:
-    from biossd import catalogue, containers
+    from biossd.study import catalogue, containers
 
     entry = catalogue.get(args.tool)
     if not containers.built(entry, args.engine):
@@ -246,14 +208,14 @@ def cmd_catalogue_image(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_version(args: argparse.Namespace) -> int:
-    from biossd import catalogue
+    from biossd.study import catalogue
 
     entry = catalogue.get(args.tool)
     prefix: list[str] = []
     if args.container:
         import tempfile
 
-        from biossd import containers
+        from biossd.study import containers
 
         if not containers.built(entry, args.container):
             print(f"biossd catalogue version: {args.tool}'s {args.container} image is not built here", file=sys.stderr)
@@ -272,7 +234,7 @@ def cmd_catalogue_version(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_status(args: argparse.Namespace) -> int:
-    from biossd import toolstatus
+    from biossd.study import toolstatus
 
     rows = toolstatus.status_table(run_smoke=not args.no_smoke)
     if args.json:
@@ -283,14 +245,10 @@ def cmd_catalogue_status(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_install(args: argparse.Namespace) -> int:
-    from biossd import catalogue, toolinstall
+    from biossd.study import catalogue, toolinstall
 
     entries = catalogue.load_all() if not args.tools else [catalogue.get(t) for t in args.tools]
-    try:
-        result = toolinstall.install(entries)
-    except toolinstall.InstallError as err:
-        print(f"biossd catalogue install: {err}", file=sys.stderr)
-        return 2
+    result = toolinstall.install(entries)
     print(f"installed: {', '.join(result['installed']) or 'nothing new'}")
     for line in result["skipped"]:
         print(f"not installable here: {line}", file=sys.stderr)
@@ -298,7 +256,7 @@ def cmd_catalogue_install(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_build(args: argparse.Namespace) -> int:
-    from biossd import catalogue, containers
+    from biossd.study import catalogue, containers
 
     entries = [catalogue.get(t) for t in args.tools] if args.tools else [
         e for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"]
@@ -314,7 +272,7 @@ def cmd_catalogue_build(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from biossd import report
+    from biossd.outputs import report
 
     params = {"fast": args.fast, "slow": args.slow}
     done = report.render([Path(r) for r in args.results], Path(args.out) if args.out else None, parameters=params,
@@ -324,43 +282,34 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_result(command: str, make, error: type[Exception]) -> int:
-    """Print what ``make()`` returns (a path), or the command's error and exit 2."""
-    try:
-        print(make())
-    except error as err:
-        print(f"biossd {command}: {err}", file=sys.stderr)
-        return 2
+def cmd_paper(args: argparse.Namespace) -> int:
+    from biossd.outputs import supplement
+
+    print(supplement.build([Path(r) for r in args.results], Path(args.out), render=not args.no_render,
+                           fast=args.fast, slow=args.slow))
     return 0
 
 
-def cmd_paper(args: argparse.Namespace) -> int:
-    from biossd import supplement
-
-    return _print_result("paper", lambda: supplement.build(
-        [Path(r) for r in args.results], Path(args.out), render=not args.no_render, fast=args.fast, slow=args.slow),
-        supplement.SupplementError)
-
-
 def cmd_crate(args: argparse.Namespace) -> int:
-    from biossd import crate
+    from biossd.outputs import crate
 
-    return _print_result("crate", lambda: crate.write(Path(args.results)), crate.CrateError)
+    print(crate.write(Path(args.results)))
+    return 0
 
 
 def cmd_layout_assemble(args: argparse.Namespace) -> int:
-    from biossd import layout
+    from biossd.analysis import resultset
 
     devices = dict(_labels(args.device))
     extra = dict(_labels(args.file))
-    made = layout.assemble(Path(args.dest), [Path(r) for r in args.runs], {k: Path(v) for k, v in devices.items()},
-                           {k: Path(v) for k, v in extra.items()})
+    made = resultset.assemble(Path(args.dest), [Path(r) for r in args.runs], {k: Path(v) for k, v in devices.items()},
+                              {k: Path(v) for k, v in extra.items()})
     print(f"{len(made)} runs laid out under {args.dest}")
     return 0
 
 
 def cmd_data_synth_results(args: argparse.Namespace) -> int:
-    from biossd import synthresults
+    from biossd.analysis import synthresults
 
     truth = synthresults.write(Path(args.output), caps=tuple(args.caps.split(",")),
                                scales=tuple(int(s) for s in args.scales.split(",")), repeats=args.repeats,
@@ -370,7 +319,7 @@ def cmd_data_synth_results(args: argparse.Namespace) -> int:
 
 
 def _duration(text: str) -> float:
-    from biossd.units import parse_duration_s
+    from biossd.core.units import parse_duration_s
 
     try:
         return parse_duration_s(text)
@@ -378,24 +327,20 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _need_root(command: str) -> int | None:
-    """Exit 2 with what ``command`` needs when not run as root (cgroups, tracefs, loop devices
-    and /run/biossd are root's to see and change)."""
+def _need_root(command: str) -> None:
+    """Refuse ``command`` when not run as root (cgroups, tracefs, loop devices and /run/biossd
+    are root's to see and change)."""
     import os
 
     if os.geteuid() != 0:
-        print(f"biossd {command}: needs root to see and remove cgroups, tracefs instances, loop devices, "
-              f"swap areas and emulated disks; run `sudo biossd {command}`", file=sys.stderr)
-        return 2
-    return None
+        raise UsageError("needs root to see and remove cgroups, tracefs instances, loop devices, "
+                         f"swap areas and emulated disks; run `sudo biossd {command}`")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from biossd import leftovers
+    from biossd.measure import leftovers
 
-    refused = _need_root("doctor")
-    if refused is not None:
-        return refused
+    _need_root("doctor")
     for line in leftovers.in_use():
         print(f"in use: {line}")
     found = leftovers.find_all()
@@ -409,11 +354,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from biossd import leftovers
+    from biossd.measure import leftovers
 
-    refused = _need_root("cleanup")
-    if refused is not None:
-        return refused
+    _need_root("cleanup")
     failed = 0
     for line in leftovers.stop_orphans():
         print(line)
@@ -428,14 +371,11 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_device_characterize(args: argparse.Namespace) -> int:
-    from biossd import characterize, manifest
-    from biossd.units import parse_duration_s
+    from biossd.core.units import parse_duration_s
+    from biossd.host import characterize
+    from biossd.measure import manifest
 
-    try:
-        record = characterize.characterize(Path(args.path), parse_duration_s(args.budget))
-    except characterize.CharacterizeError as err:
-        print(f"biossd device characterize: {err}", file=sys.stderr)
-        return 2
+    record = characterize.characterize(Path(args.path), parse_duration_s(args.budget))
     text = json.dumps(record, indent=2) + "\n"
     if args.output:
         manifest.atomic_write_text(Path(args.output), text)
@@ -444,7 +384,7 @@ def cmd_device_characterize(args: argparse.Namespace) -> int:
 
 
 def cmd_device_profiles(args: argparse.Namespace) -> int:
-    from biossd import diskmodel
+    from biossd.host import diskmodel
 
     for path in sorted(diskmodel.profiles_dir().glob("*.yaml")):
         p = diskmodel.DiskProfile.load(path)
@@ -454,81 +394,71 @@ def cmd_device_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_emulate_hdd(args: argparse.Namespace) -> int:
-    from biossd import emulate
-    from biossd.diskmodel import ProfileError
-    from biossd.units import parse_size
+    from biossd.core.units import parse_size
+    from biossd.host import emulate
 
-    try:
-        if args.action == "up":
-            if not args.mount or not args.size:
-                raise SystemExit("biossd device emulate-hdd up: give --mount DIR and --size SIZE")
-            state = emulate.up(Path(args.mount), args.profile, parse_size(args.size),
-                               parse_size(args.swap) if args.swap else None, Path(args.backing_dir))
-            print(f"emulated HDD ({state['profile_name']}) up at {state['mount']} on {state['loop_device']}"
-                  + (f", swap {state['swap_file']}" if state.get("swap_file") else ""))
-        elif args.action == "down":
-            if not args.mount:
-                raise SystemExit("biossd device emulate-hdd down: give --mount DIR")
-            done = emulate.down(Path(args.mount))
-            print(f"no emulated HDD at {args.mount}" if done is None else "; ".join(done) or "removed")
-        else:
-            states = emulate.all_states()
-            if not states:
-                print("no emulated HDD is up", file=sys.stderr)
-            print(json.dumps([emulate.status_of(d) for d in states], indent=2))
-    except (emulate.EmulateError, ProfileError) as err:
-        print(f"biossd device emulate-hdd {args.action}: {err}", file=sys.stderr)
-        return 2
+    if args.action == "up":
+        if not args.mount or not args.size:
+            raise UsageError("give --mount DIR and --size SIZE")
+        state = emulate.up(Path(args.mount), args.profile, parse_size(args.size),
+                           parse_size(args.swap) if args.swap else None, Path(args.backing_dir))
+        print(f"emulated HDD ({state['profile_name']}) up at {state['mount']} on {state['loop_device']}"
+              + (f", swap {state['swap_file']}" if state.get("swap_file") else ""))
+    elif args.action == "down":
+        if not args.mount:
+            raise UsageError("give --mount DIR")
+        done = emulate.down(Path(args.mount))
+        print(f"no emulated HDD at {args.mount}" if done is None else "; ".join(done) or "removed")
+    else:
+        states = emulate.all_states()
+        if not states:
+            print("no emulated HDD is up", file=sys.stderr)
+        print(json.dumps([emulate.status_of(d) for d in states], indent=2))
     return 0
 
 
 def cmd_storage(args: argparse.Namespace) -> int:
-    from biossd import characterize, emulate, storage
-    from biossd.diskmodel import ProfileError
-    from biossd.units import parse_size
+    from biossd.core.units import parse_size
+    from biossd.measure import storage
 
-    try:
-        if args.action in ("up", "down") and not args.root:
-            raise SystemExit(f"biossd storage {args.action}: give --root DIR")
-        owner = None
-        if args.owner_pid:
-            from biossd.owners import ProcessRef
+    if args.action in ("up", "down") and not args.root:
+        raise UsageError("give --root DIR")
+    owner = None
+    if args.owner_pid:
+        from biossd.core.owners import ProcessRef
 
-            owner = ProcessRef.of(args.owner_pid, args.owner_label or "")
-            if owner.start_ticks is None:
-                raise storage.StorageError(f"--owner-pid {args.owner_pid}: no such process")
-        if args.action == "up":
-            for line in storage.reconcile():
-                print(f"biossd storage up: reconciled: {line}", file=sys.stderr)
-            classes = [c.strip() for c in args.classes.split(",") if c.strip()]
-            resolved = storage.up(classes, Path(args.root), storage.parse_emulate(args.emulate),
-                                  parse_size(args.size), Path(args.scratch_dir) if args.scratch_dir else None,
-                                  owner=owner)
-            if args.output:
-                storage.write(resolved, Path(args.output))
-            print(json.dumps(resolved, indent=2))
-        elif args.action == "characterize":
-            from biossd.units import parse_duration_s
+        owner = ProcessRef.of(args.owner_pid, args.owner_label or "")
+        if owner.start_ticks is None:
+            raise storage.StorageError(f"--owner-pid {args.owner_pid}: no such process")
+    if args.action == "up":
+        for line in storage.reconcile():
+            print(f"biossd storage up: reconciled: {line}", file=sys.stderr)
+        classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+        resolved = storage.up(classes, Path(args.root), storage.parse_emulate(args.emulate),
+                              parse_size(args.size), Path(args.scratch_dir) if args.scratch_dir else None,
+                              owner=owner)
+        if args.output:
+            storage.write(resolved, Path(args.output))
+        print(json.dumps(resolved, indent=2))
+    elif args.action == "characterize":
+        from biossd.core.units import parse_duration_s
 
-            if not args.input or not args.output:
-                raise SystemExit("biossd storage characterize: give --input storage.json and -o DIR")
-            resolved = json.loads(Path(args.input).read_text())
-            written = storage.characterize_all(resolved, parse_duration_s(args.budget), Path(args.output),
-                                               Path.cwd() / "scratch", owner)
-            for name, path in written.items():
-                print(f"{name}: {path}")
-        else:
-            done = storage.down(Path(args.root), owner)
-            print("; ".join(done) if done else f"no emulated storage under {args.root}")
-    except (storage.StorageError, emulate.EmulateError, ProfileError, characterize.CharacterizeError) as err:
-        print(f"biossd storage {args.action}: {err}", file=sys.stderr)
-        return 2
+        if not args.input or not args.output:
+            raise UsageError("give --input storage.json and -o DIR")
+        resolved = json.loads(Path(args.input).read_text())
+        written = storage.characterize_all(resolved, parse_duration_s(args.budget), Path(args.output),
+                                           Path.cwd() / "scratch", owner)
+        for name, path in written.items():
+            print(f"{name}: {path}")
+    else:
+        done = storage.down(Path(args.root), owner)
+        print("; ".join(done) if done else f"no emulated storage under {args.root}")
     return 0
 
 
 def cmd_host(args: argparse.Namespace) -> int:
-    from biossd.hostfacts import host_facts
-    from biossd.manifest import atomic_write_text
+    from biossd.core.files import atomic_write_text
+    from biossd.host.hostfacts import host_facts
 
     text = json.dumps(host_facts(), indent=2) + "\n"
     if args.output:
@@ -538,7 +468,9 @@ def cmd_host(args: argparse.Namespace) -> int:
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
-    from biossd import catalogue, manifest, quality
+    from biossd.features import quality
+    from biossd.measure import manifest
+    from biossd.study import catalogue
 
     entry = catalogue.get(args.tool)
     if not entry.data.get("quality"):
@@ -559,13 +491,12 @@ def cmd_quality(args: argparse.Namespace) -> int:
 
 
 def cmd_study_plan(args: argparse.Namespace) -> int:
-    from biossd import matrix
+    from biossd.study import matrix
 
     try:
         params = json.loads(args.params)
     except json.JSONDecodeError as err:
-        print(f"biossd study plan: --params is not JSON ({err})", file=sys.stderr)
-        return 2
+        raise UsageError(f"--params is not JSON ({err})") from None
     result = matrix.plan(params, stub=args.stub)
     print(json.dumps(result.as_json(), indent=2))
     return 1 if result.problems else 0
@@ -788,26 +719,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Give every (sub)command its full name (``biossd data synth``) for its messages."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(command_name=sub.prog)
+                _name_commands(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Every error a user can act on (:class:`biossd.core.errors.BiossdError`,
+    or a bad value — a size, a path — that the library refuses with ``ValueError`` or
+    ``FileNotFoundError``) ends here: its message, prefixed by the command's name, on stderr,
+    and the error's exit status (2; 75 for a busy host); anything else is a bug and keeps its
+    traceback."""
     logging.basicConfig(level=logging.WARNING, format="biossd: %(message)s")
+    parser = build_parser()
+    _name_commands(parser)
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except KeyboardInterrupt as intr:
         return 128 + (intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT)
+    name = getattr(args, "command_name", "biossd")
     try:
         return args.func(args)
     except KeyboardInterrupt as intr:
         signum = intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT
-        print(f"biossd {args.cmd}: interrupted by signal {signum}; what it had made was removed", file=sys.stderr)
+        print(f"{name}: interrupted by signal {signum}; what it had made was removed", file=sys.stderr)
         return 128 + signum
-    except Exception as err:  # a clean message, not a traceback, for expected errors
-        from biossd.catalogue import CatalogueError
-        from biossd.manifest import ManifestError
-
-        if isinstance(err, (CatalogueError, ManifestError, ValueError, FileNotFoundError)):
-            print(f"biossd {args.cmd}: {err}", file=sys.stderr)
-            return 2
-        raise
+    except (BiossdError, ValueError, FileNotFoundError) as err:
+        print(f"{name}: {err}", file=sys.stderr)
+        return getattr(err, "exit_status", 2)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,16 @@
 /*
  * CHAIN — one chained pipeline (seed 000 Fig. 3) on one storage class: its steps run one after
  * another in one scratch on the class's device, each step's output the next step's input
- * (`biossd chain stage`, src/biossd/chain.py), each step profiled by `biossd profile` under its
+ * (`biossd chain stage`, src/biossd/study/chain.py), each step profiled by `biossd profile` under its
  * tool's cap, with the same swap, time limit and device record as PROFILE's runs. A step that
  * does not end ok ends the chain: the steps after it are not run (their inputs do not exist).
- * Published to OUTDIR/<host>-<storage>/chains/<pipeline>/<rep>/<NN-tool>/ (src/biossd/layout.py).
+ * Published to meta.publish/<NN-tool>/, OUTDIR/<host>-<storage>/chains/<pipeline>/<rep>/<NN-tool>/ (the study
+ * plan computes it: src/biossd/study/layout.py; conf/modules.config publishes it).
  */
 process CHAIN {
     tag "${meta.pipeline} ${meta.storage} #${meta.rep}"
     label 'profiled'
     maxForks workflow.stubRun ? 64 : 1
-    publishDir { "${params.outdir}/${meta.host}-${meta.storage}/chains/${meta.pipeline}/${meta.rep}" },
-        mode: 'copy', saveAs: { name -> name.startsWith('steps/') ? name - 'steps/' : null }
 
     input:
     tuple val(meta), path(input_dir), val(scratch_root), path(device_record, stageAs: 'device.json')
@@ -23,13 +22,10 @@ process CHAIN {
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
-    def caches  = params.drop_caches ? '' : '--no-drop-caches'
-    def limit   = params.time_limit ? "--timeout ${q(params.time_limit)}" : ''
-    def swap    = params.swap ? "--swap ${q(params.swap)}" + (params.swap_dir ? " --swap-dir ${q(params.swap_dir)}" : '') : ''
-    def engine  = params.container_engine ? "--container ${q(params.container_engine)}" : ''
+    def args    = task.ext.args ?: ''
+    def engine  = task.ext.engine ? "--container ${q(task.ext.engine)}" : ''
     def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
-    def labels  = [host: meta.host, storage: meta.storage, chain: meta.pipeline, rep: meta.rep, scale: 1]
-        .collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
+    def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     // One line per step: index, step name, tool, cap (from the study plan).
     def steps   = meta.steps.collect { s -> "${s.index} ${s.name} ${s.tool} ${s.mem}" }.join('\n')
     """
@@ -50,7 +46,7 @@ process CHAIN {
             --step "\$index" --input ${q(input_dir)} --scratch "\$scratch")
         [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd chain stage ${meta.pipeline} step \$name gave no command" >&2; exit 1; }
         cd "\$scratch"
-        biossd profile --mem "\$mem" --cap-backend ${q(params.cap_backend)} --out "\$workdir/steps/\$name" ${caches} ${swap} ${limit} ${owner} \\
+        biossd profile --mem "\$mem" --out "\$workdir/steps/\$name" ${args} ${owner} \\
             ${labels} --label "tool=\$tool" --label "mem=\$mem" --label "step=\$name" --label "tool_version=\$version" \\
             --label "scratch=\$scratch" --tool-version "\$version" --device-record "\$workdir/device.json" \\
             -- "\${tool_argv[@]}"

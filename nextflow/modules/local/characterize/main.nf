@@ -1,16 +1,12 @@
 /*
- * CHARACTERIZE — measure every storage class's device with fio (src/biossd/characterize.py),
+ * CHARACTERIZE — measure every storage class's device with fio (src/biossd/host/characterize.py),
  * one class after another and before any profiled run, so nothing else loads the devices.
  * Publishes OUTDIR/<host>-<class>/device.json, the bandwidth Butil divides by, and the host's
  * facts (kernel, OS, CPU, memory) as OUTDIR/pipeline_info/host-<host>.json.
  */
 process CHARACTERIZE {
-    tag "${params.storage_classes}"
+    tag "${host}"
     label 'host_setup'
-
-    publishDir { "${params.outdir}" }, mode: 'copy',
-        saveAs: { name -> name.startsWith('devices/') ? "${host}-${file(name).baseName}/device.json"
-                        : name == 'host.json' ? "pipeline_info/host-${host}.json" : null }
 
     input:
     path storage_json
@@ -23,10 +19,11 @@ process CHARACTERIZE {
 
     script:
     def q     = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def args  = task.ext.args ?: ''
     // Stops if this Nextflow dies (a cluster node cannot see its pid).
     def owner = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     """
-    biossd storage characterize --input ${q(storage_json)} --budget ${q(params.characterize_budget)} ${owner} -o devices
+    biossd storage characterize --input ${q(storage_json)} ${args} ${owner} -o devices
     biossd host -o host.json > /dev/null
     rm -rf scratch  # fio's directory for classes without a scratch, made by the line above in this task directory
 
@@ -38,11 +35,10 @@ process CHARACTERIZE {
     """
 
     stub:
-    def classes = params.storage_classes.toString().tokenize(',')*.trim()
     """
     mkdir devices
     echo '{"stub": true}' > host.json
-    for c in ${classes.join(' ')}; do
+    for c in \$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' ${storage_json}); do
         echo '{"stub": true, "spec_row": {"seq_read_mbs": 1, "seq_write_mbs": 1}}' > devices/\$c.json
     done
     echo '"${task.process}": {biossd: stub}' > versions.yml

@@ -6,7 +6,6 @@
 process FEATURES {
     tag "${run_dirs instanceof List ? run_dirs.size() : 1} runs"
     label 'process_single'
-    publishDir "${params.outdir}", mode: 'copy', pattern: 'features*.{csv,tsv}'
 
     input:
     path run_dirs, stageAs: 'runs/run?'

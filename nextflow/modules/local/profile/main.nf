@@ -1,10 +1,12 @@
 /*
  * PROFILE — one profiled tool run: the catalogue renders the tool's command, `biossd profile`
  * runs it under the memory cap with caches dropped, and the run directory is published to
- *   OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/
- * (the layout of src/biossd/layout.py). `biossd catalogue stage` copies the tool's input into
- * scratch on the storage class's device and prepares it (unprofiled), and the tool runs there, so its reads and writes hit the device under
- * study and that device is the one traced (plus the run's swap area, when params.swap is set).
+ * meta.publish, OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/ (the study plan
+ * computes it, src/biossd/study/layout.py; conf/modules.config publishes it). The meta is the
+ * plan's task (`biossd study plan`): labels, cap in bytes, input, publish path.
+ * `biossd catalogue stage` copies the tool's input into scratch on the storage class's device
+ * and prepares it (unprofiled), and the tool runs there, so its reads and writes hit the device
+ * under study and that device is the one traced (plus the run's swap area, when --swap is set).
  */
 process PROFILE {
     tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}${meta.probe ? ' ' + meta.probe : ''}"
@@ -12,10 +14,6 @@ process PROFILE {
     // One profiled run at a time on a host, like the paper; a -stub-run only checks the
     // workflow's shape, so its stub tasks may run side by side.
     maxForks workflow.stubRun ? 64 : 1
-    // The layout of src/biossd/layout.py: runs/<tool>/<mem>/<scale>/<rep>, or probes/<probe>/<tool>.
-    publishDir { meta.probe ? "${params.outdir}/${meta.host}-${meta.storage}/probes/${meta.probe}"
-                            : "${params.outdir}/${meta.host}-${meta.storage}/runs/${meta.tool}/${meta.mem}/${meta.scale}" },
-        mode: 'copy', saveAs: { name -> name == 'run' ? (meta.probe ? "${meta.tool}" : "${meta.rep}") : null }
 
     input:
     tuple val(meta), path(input_dir), val(scratch_root), path(device_record, stageAs: 'device.json')
@@ -27,15 +25,13 @@ process PROFILE {
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
-    def caches  = params.drop_caches ? '' : '--no-drop-caches'
-    def labels  = meta.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
+    def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     // A cachegrind probe (Fig. 10 without a PMU) runs the tool under valgrind's cache simulation.
     def args    = [task.ext.args ?: '', meta.probe == 'cachegrind' ? '--cachegrind' : ''].findAll().join(' ')
-    def limit   = params.time_limit ? "--timeout ${q(params.time_limit)}" : ''
-    def swap    = params.swap ? "--swap ${q(params.swap)}" + (params.swap_dir ? " --swap-dir ${q(params.swap_dir)}" : '') : ''
     // In a container (-profile ...,charliecloud|apptainer|docker) the tool sees scratch at /mnt/0.
-    def engine  = params.container_engine ? "--container ${q(params.container_engine)}" : ''
-    def engineLabel = params.container_engine ? "--label ${q("container_engine=${params.container_engine}")}" : ''
+    def engine_name = task.ext.engine ?: ''
+    def engine  = engine_name ? "--container ${q(engine_name)}" : ''
+    def engineLabel = engine_name ? "--label ${q("container_engine=${engine_name}")}" : ''
     // On this host the run works for this Nextflow process: if Nextflow dies (even by SIGKILL)
     // the run stops and cleans up. On a cluster node that pid means nothing.
     def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
@@ -56,8 +52,8 @@ process PROFILE {
     version=\$(biossd catalogue version ${engine} ${tool})
     image=()
     image_ref=native
-    if [ -n "${params.container_engine ?: ''}" ]; then
-        image_ref=\$(biossd catalogue image --engine ${q(params.container_engine ?: '')} ${tool})
+    if [ -n ${q(engine_name)} ]; then
+        image_ref=\$(biossd catalogue image --engine ${q(engine_name)} ${tool})
         image=(--image "\$image_ref")
     fi
     # The input is copied into scratch and prepared there (indexes etc., not profiled).
@@ -66,7 +62,7 @@ process PROFILE {
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
     cd "\$scratch"
-    biossd profile --mem ${cap} --cap-backend ${q(params.cap_backend)} --out "\$workdir/run" ${caches} ${swap} ${limit} ${owner} ${args} \\
+    biossd profile --mem ${cap} --out "\$workdir/run" ${args} ${owner} \\
         ${labels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"

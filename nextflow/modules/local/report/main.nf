@@ -8,7 +8,6 @@
 process REPORT {
     tag "${host}"
     label 'process_single'
-    publishDir "${params.outdir}", mode: 'copy', saveAs: { name -> name.startsWith('results/report/') ? name - 'results/' : null }
 
     input:
     path features_csv

@@ -1,5 +1,5 @@
 /*
- * STORAGE_UP — resolve the run's storage classes (src/biossd/storage.py): a real class keeps
+ * STORAGE_UP — resolve the run's storage classes (src/biossd/measure/storage.py): a real class keeps
  * params.scratch_dir (or the task directory); an emulated one gets an emulated HDD mounted
  * under the storage root. Emits storage.json: {class: {scratch, emulated, profile, ...}}.
  * The emulations stay up for the PROFILE tasks; study/main.nf takes them down on completion.
@@ -22,12 +22,10 @@ process STORAGE_UP {
 
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
-    def emulate = params.emulate ? params.emulate.toString().tokenize(',').collect { "--emulate ${q(it.trim())}" }.join(' ') : ''
-    def scratch = params.scratch_dir ? "--scratch-dir ${q(params.scratch_dir)}" : ''
+    def args    = task.ext.args ?: ''
     def owner   = "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}"
     """
-    biossd storage up --root ${q(params.storage_root)} --classes ${q(classes)} ${emulate} \\
-        --size ${q(params.emulate_size)} ${scratch} ${owner} -o storage.json
+    biossd storage up --classes ${q(classes)} ${args} ${owner} -o storage.json
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

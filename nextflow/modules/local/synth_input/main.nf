@@ -5,9 +5,8 @@
 process SYNTH_INPUT {
     tag "${meta.id}"
     label 'process_single'
-    // The input's record (kind, seed, size, sha256 of every file) is kept with the results. (A
-    // copy beside input/: Nextflow publishes an output inside another output only as part of it.)
-    publishDir "${params.outdir}/inputs/${meta.id}", mode: 'copy', saveAs: { name -> name == 'synth.json' ? name : null }
+    // synth.json, the input's record, is published (conf/modules.config): a copy beside input/,
+    // as Nextflow publishes an output inside another output only as part of it.
 
     input:
     tuple val(meta), val(size), val(seed)

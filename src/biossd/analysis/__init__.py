@@ -1,0 +1,119 @@
+"""Analysis of result sets (seed 000 §2.2, §3.2): reading them (:mod:`.resultset`), speedups
+(:mod:`.speedup`), I/O patterns by clustering (:mod:`.patterns`) and the answer to the paper's
+question (:mod:`.verdict`). Reads ``features.csv`` and the run manifests of a result set.
+
+:class:`Analysis` is one analysis of one or more result sets, shared by every notebook (issue 9): which sides
+form the speedup pair, the speedups, the clustering and what differs between the two sides
+other than the drive. The notebooks open it from their ``parameters`` cell and hand it to
+:mod:`biossd.outputs.tables` and :mod:`biossd.outputs.figures`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from biossd.analysis import patterns, resultset, speedup
+
+
+@dataclass
+class Analysis:
+    """``fast`` and ``slow`` name sides (``host-ssd``) or storage classes (``ssd``); the first
+    pair found is the primary one (Table 1, Figs. 3–10), every pair is drawn in Fig. 2.
+    Features (Figs. 4–7, 10) are taken from ``feature_side`` (default: the primary fast side,
+    where a tool's I/O demand is least hidden by the device)."""
+
+    rs: resultset.ResultSet
+    fast: str = "ssd"
+    slow: str = "hdd"
+    threshold: float = speedup.SPEEDUP_THRESHOLD
+    n_patterns: int = patterns.N_PATTERNS
+    feature_side: str | None = None
+
+    @cached_property
+    def pairs(self) -> list[tuple[str, str]]:
+        return speedup.pairs(self.rs.runs, self.fast, self.slow)
+
+    @property
+    def pair(self) -> tuple[str, str] | None:
+        return self.pairs[0] if self.pairs else None
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        """The primary pair, or the parameters' names when the result set has no such pair (the
+        tables then say ``not run on <slow>``)."""
+        return self.pair or (self.fast, self.slow)
+
+    @cached_property
+    def speedups(self) -> pd.DataFrame:
+        """Every configuration of the primary pair (tool, mem, scale) with its speedup and status."""
+        return speedup.speedup_table(self.rs.runs, *self.sides)
+
+    @cached_property
+    def baseline_runs(self) -> pd.DataFrame:
+        return speedup.baseline(self.rs.runs)
+
+    @cached_property
+    def baseline(self) -> pd.DataFrame:
+        """One row per tool (indexed by tool): its baseline configuration's speedup, status and
+        group (G+ at ``threshold`` or more)."""
+        table = speedup.speedup_table(self.baseline_runs, *self.sides)
+        table["group"] = speedup.group_of(table["speedup"], self.threshold, table["speedup_is_lower_bound"])
+        return table.set_index("tool", drop=False)
+
+    @property
+    def features_side(self) -> str:
+        return self.feature_side or (self.pair[0] if self.pair else self.fast)
+
+    @cached_property
+    def feature_means(self) -> pd.DataFrame:
+        """Baseline storage-feature means per tool on the feature side."""
+        return patterns.feature_means(speedup.side_rows(self.baseline_runs, self.features_side))
+
+    @cached_property
+    def clustering(self) -> patterns.Clustering | None:
+        """The clustering, or None when the result set cannot be clustered (fewer than two tools
+        with features); :attr:`clustering_note` then says why."""
+        try:
+            return patterns.cluster(self.feature_means, self.baseline["speedup"], n_patterns=self.n_patterns)
+        except ValueError as err:
+            self.clustering_note = str(err)
+            return None
+
+    clustering_note: str = ""
+
+    @cached_property
+    def differences(self) -> list[str]:
+        """What differs between the primary pair's sides besides the drive (host facts, tool
+        versions); empty when nothing does or there is no pair."""
+        if self.pair is None:
+            return []
+        facts = resultset.run_facts(self.rs, self.baseline_runs)
+        return resultset.differences(facts, *self.pair)
+
+    def describe(self) -> str:
+        """A paragraph for the top of a notebook: the folders, the sides, the pair, the notes."""
+        runs = self.rs.runs
+        lines = [f"{len(runs)} runs from {', '.join(str(r) for r in self.rs.roots)}",
+                 f"sides: {', '.join(self.rs.sides())}; outcomes: "
+                 + ", ".join(f"{k} {v}" for k, v in sorted(runs['outcome'].value_counts().items()))]
+        if self.pair:
+            lines.append(f"speedup pair: {self.pair[1]} / {self.pair[0]} (slow over fast); "
+                         f"{len(self.pairs)} pair(s) in all")
+        else:
+            lines.append(f"no speedup pair: no side of class '{self.fast}' and one of '{self.slow}'")
+        lines += [f"NOTE: {n}" for n in self.differences]
+        return "\n".join(lines)
+
+
+def open_results(results_dirs: Sequence[str | Path] | str | Path, fast: str = "ssd", slow: str = "hdd",
+                 threshold: float = speedup.SPEEDUP_THRESHOLD, n_patterns: int = patterns.N_PATTERNS,
+                 feature_side: str | None = None) -> Analysis:
+    """The analysis of the result folders a notebook's parameters name."""
+    dirs = [results_dirs] if isinstance(results_dirs, (str, Path)) else list(results_dirs)
+    return Analysis(resultset.load(dirs), fast=fast, slow=slow, threshold=threshold, n_patterns=n_patterns,
+                    feature_side=feature_side)

@@ -1,0 +1,217 @@
+"""Reading one or more result sets (``OUTDIR`` of ``nextflow run study``) for the analysis:
+the features tables joined, each storage class's device record, each host's facts and each
+invocation's provenance (issue 9).
+
+A *side* is one storage class on one host, ``<host>-<storage>`` — the directory the layout puts
+its runs in (:mod:`biossd.study.layout`). A speedup compares two sides (:mod:`biossd.analysis.speedup`); the
+paper's matched-twin setup gives one result set per host, so the sides of a pair often come
+from different result folders.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from biossd.core.errors import BiossdError
+from biossd.features import extract as features
+from biossd.measure import manifest
+from biossd.study import layout
+
+PIPELINE_INFO = "pipeline_info"
+PROVENANCE_FILE = "provenance.json"
+HOST_FILE_GLOB = "host-*.json"
+#: Host facts that make two sides' runtimes incomparable when they differ (seed 000 §5.1 kept
+#: one machine and swapped only the drive).
+COMPARED_HOST_FACTS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
+
+
+class ResultSetError(BiossdError, ValueError):
+    """A result folder that cannot be read; the message names the file."""
+
+
+@dataclass
+class ResultSet:
+    """Everything the notebooks read. ``runs`` is the features table of every folder with two
+    more columns: ``side`` (``<host>-<storage>``) and ``root`` (the folder it came from)."""
+
+    roots: list[Path]
+    runs: pd.DataFrame
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+
+    def run_dir(self, row: pd.Series) -> Path:
+        """The directory of one run (a row of ``runs``)."""
+        return Path(row["root"]) / str(row["run_dir"])
+
+    def sides(self) -> list[str]:
+        return sorted(self.runs["side"].unique())
+
+
+def side_key(host: object, storage: object) -> str:
+    return f"{host}-{storage}"
+
+
+def load(roots: Iterable[Path | str]) -> ResultSet:
+    """Read every result folder in ``roots``. A folder without ``features.csv`` is an error that
+    names it; the same run labels in two folders are too (they would be counted twice)."""
+    roots = [Path(r).resolve() for r in roots]
+    if not roots:
+        raise ResultSetError("no result folders given")
+    tables, devices, hosts, provenance = [], {}, {}, []
+    for root in roots:
+        path = root / layout.FEATURES_FILE
+        if not path.is_file():
+            raise ResultSetError(f"{path}: no features table; is {root} the --outdir of a study run?")
+        table = features.read_table(path)
+        table["root"] = str(root)
+        tables.append(table)
+        for record in sorted(root.glob(f"*/{layout.DEVICE_RECORD}")):
+            devices[record.parent.name] = _json(record)
+        info = root / PIPELINE_INFO
+        for record in sorted(info.glob(HOST_FILE_GLOB)):
+            hosts[record.stem.removeprefix("host-")] = _json(record)
+        if (info / PROVENANCE_FILE).is_file():
+            provenance.append({"root": str(root), **_json(info / PROVENANCE_FILE)})
+    runs = pd.concat(tables, ignore_index=True)
+    runs["side"] = runs["host"].astype(str) + "-" + runs["storage"].astype(str)
+    dup = runs.duplicated(list(features.LABEL_COLUMNS), keep=False)
+    if dup.any():
+        first = runs.loc[dup, list(features.LABEL_COLUMNS)].iloc[0].to_dict()
+        raise ResultSetError(f"run {first} appears in more than one of {', '.join(map(str, roots))}; "
+                             "give each result folder once")
+    runs["mem_bytes"] = runs["mem"].map(_cap_bytes)
+    runs["scale"] = runs["scale"].astype(int)
+    return ResultSet(roots=roots, runs=runs, devices=devices, hosts=hosts, provenance=provenance)
+
+
+#: What Fig. 10 takes from a cachegrind probe: the simulated miss ratios of cachegrind's record
+#: (``counters.cachegrind_record``), named as the figure shows them.
+CACHEGRIND_COLUMNS = {"D1_miss_ratio": "D1 miss ratio (simulated)", "LL_miss_ratio": "LL miss ratio (simulated)",
+                      "I1_miss_ratio": "I1 miss ratio (simulated)"}
+
+
+def probes(rs: ResultSet, probe: str = "cachegrind") -> pd.DataFrame:
+    """The probe runs of every folder (``<side>/probes/<probe>/<tool>/run.json``), one row per
+    (side, tool): outcome, why a collector did not run, and for cachegrind its simulated miss
+    ratios (:data:`CACHEGRIND_COLUMNS`). Empty when the study made none."""
+    rows = []
+    for path, body in _manifests(rs, f"*/{layout.PROBES_DIR}/{probe}/*"):
+        record = (body.get("collectors") or {}).get(probe) or {}
+        row = {"side": path.parents[2].name, "tool": path.name, "outcome": body.get("outcome"),
+               "wall_s": body.get("wall_s"), "why": record.get("why") or ""}
+        row.update({name: record.get(key, float("nan")) for key, name in CACHEGRIND_COLUMNS.items()})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["side", "tool", "outcome", "wall_s", "why", *CACHEGRIND_COLUMNS.values()])
+
+
+CHAIN_COLUMNS = ["side", "pipeline", "rep", "step", "tool", "mem", "outcome", "runtime_s", "major_faults"]
+
+
+def chains(rs: ResultSet) -> pd.DataFrame:
+    """The steps of the chained pipelines of every folder
+    (``<side>/chains/<pipeline>/<rep>/<NN-tool>/run.json``, Fig. 3), one row per step run:
+    outcome, runtime (the manifest's wall time) and major faults. Empty when the study ran none."""
+    rows = []
+    for path, body in _manifests(rs, f"*/{layout.CHAINS_DIR}/*/*/*"):
+        labels = body.get("labels") or {}
+        try:
+            rusage = json.loads((path / "rusage.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            rusage = {}
+        rows.append({"side": path.parents[3].name, "pipeline": path.parents[1].name, "rep": path.parent.name,
+                     "step": path.name, "tool": labels.get("tool", ""), "mem": labels.get("mem", ""),
+                     "outcome": body.get("outcome"), "runtime_s": body.get("wall_s"),
+                     "major_faults": rusage.get("major_faults", float("nan"))})
+    return pd.DataFrame(rows, columns=CHAIN_COLUMNS)
+
+
+def _manifests(rs: ResultSet, pattern: str):
+    """(run directory, manifest) of every complete run matching ``pattern`` under each folder;
+    an unreadable manifest is an incomplete run, skipped."""
+    for root in rs.roots:
+        for path in sorted(root.glob(f"{pattern}/{manifest.MANIFEST_NAME}")):
+            try:
+                yield path.parent, manifest.read_manifest(path.parent)
+            except manifest.ManifestError:
+                continue
+
+
+def _cap_bytes(text: object) -> float:
+    from biossd.core.units import parse_size
+
+    try:
+        return float(parse_size(str(text)))
+    except ValueError:
+        return float("nan")  # 'none': an uncapped run sorts last
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ResultSetError(f"{path}: cannot read ({err})") from None
+
+
+def run_facts(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame:
+    """Per side: the host facts and tool versions its runs' manifests recorded (one manifest
+    per side and tool is read: the first run)."""
+    out = []
+    for (side, tool), group in rows.groupby(["side", "tool"], sort=True):
+        row = group.iloc[0]
+        try:
+            body = manifest.read_manifest(rs.run_dir(row))
+        except manifest.ManifestError:
+            continue
+        host = body.get("host") or {}
+        out.append({"side": side, "tool": tool, "tool_version": body.get("tool_version"),
+                    **{k: host.get(k) for k in COMPARED_HOST_FACTS}})
+    return pd.DataFrame(out, columns=["side", "tool", "tool_version", *COMPARED_HOST_FACTS])
+
+
+def differences(facts: pd.DataFrame, fast: str, slow: str) -> list[str]:
+    """What differs between two sides other than the drive: host facts and tool versions. The
+    notebooks print these above every figure of the pair (issue 9: "the notebooks say so")."""
+    a, b = facts[facts["side"] == fast], facts[facts["side"] == slow]
+    if a.empty or b.empty:
+        return []
+    notes = []
+    for fact in COMPARED_HOST_FACTS:
+        va, vb = sorted(set(a[fact].dropna().astype(str))), sorted(set(b[fact].dropna().astype(str)))
+        if va and vb and va != vb:
+            notes.append(f"{fact} differs: {fast} {', '.join(va)}; {slow} {', '.join(vb)}")
+    versions = a.merge(b, on="tool", suffixes=("_fast", "_slow"))
+    for _, row in versions[versions["tool_version_fast"] != versions["tool_version_slow"]].iterrows():
+        notes.append(f"{row['tool']} version differs: {fast} {row['tool_version_fast']}; "
+                     f"{slow} {row['tool_version_slow']}")
+    return notes
+
+
+def assemble(dest: Path, run_dirs: list[Path], device_records: Mapping[str, Path] | None = None,
+             extra_files: Mapping[str, Path] | None = None) -> list[PurePosixPath]:
+    """Lay run directories out under ``dest`` as a result set (symbolic links at their layout
+    paths, from each run's manifest labels), with ``device_records`` (``<host>-<storage>`` →
+    file) and ``extra_files`` (relative path → file); for a step that sees the runs only as
+    staged inputs (the pipeline's REPORT). Returns the run paths made."""
+    dest = Path(dest)
+    made = []
+    for run in run_dirs:
+        rel = layout.run_relpath(manifest.read_manifest(Path(run)).get("labels", {}))
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.exists():
+            raise FileExistsError(f"{target}: two runs have the labels {rel}")
+        target.symlink_to(Path(run).resolve(), target_is_directory=True)
+        made.append(rel)
+    for side, record in (device_records or {}).items():
+        (dest / side).mkdir(parents=True, exist_ok=True)
+        (dest / side / layout.DEVICE_RECORD).write_bytes(Path(record).read_bytes())
+    for rel_path, source in (extra_files or {}).items():
+        (dest / rel_path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel_path).write_bytes(Path(source).read_bytes())
+    return made

@@ -1,0 +1,103 @@
+"""Who owns what biossd makes on a host: a process, named by its pid *and* its start time.
+
+A pid alone is not an identity: after a crash or a reboot the number is reused, and a record
+that trusted it would call a stranger's process the owner (or kill it). The start time in
+clock ticks since boot (field 22 of ``/proc/PID/stat``) makes the pair unique for the life of
+the host, so :meth:`ProcessRef.alive` is false for a dead owner whose pid was reused.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+#: ``/proc/PID/stat``: the fields after the command name (which may hold spaces and parentheses)
+#: start at field 3; the start time is field 22.
+_STAT_FIRST_FIELD_AFTER_COMM = 3
+_STAT_STATE_FIELD = 3
+_STAT_START_TIME_FIELD = 22
+#: Process states of a process that has ended but is not yet reaped by its parent.
+_ENDED_STATES = ("Z", "X")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot; ``None`` if there is no such process
+    or it has ended (a zombie waiting for its parent runs no more)."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] in _ENDED_STATES:
+        return None
+    return int(fields[_STAT_START_TIME_FIELD - _STAT_FIRST_FIELD_AFTER_COMM])
+
+
+@dataclass(frozen=True)
+class ProcessRef:
+    """One process: ``pid`` and its ``start_ticks``; ``label`` says what it is to a reader
+    (e.g. ``nextflow session 1b2c…``)."""
+
+    pid: int
+    start_ticks: int | None
+    label: str = ""
+
+    @classmethod
+    def of(cls, pid: int, label: str = "") -> "ProcessRef":
+        return cls(pid, start_ticks(pid), label)
+
+    @classmethod
+    def current(cls, label: str = "") -> "ProcessRef":
+        return cls.of(os.getpid(), label)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any] | None) -> "ProcessRef | None":
+        if not record or record.get("pid") is None:
+            return None
+        return cls(int(record["pid"]), record.get("start_ticks"), str(record.get("label", "")))
+
+    def alive(self) -> bool:
+        """Whether this very process still runs (a reused pid is not it)."""
+        now = start_ticks(self.pid)
+        return now is not None and (self.start_ticks is None or now == self.start_ticks)
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        return f"{self.label + ' ' if self.label else ''}(pid {self.pid})"
+
+
+class HostObject:
+    """Something a run makes on the host (a swap area, a tracefs instance): ``_setup`` makes it,
+    ``close`` undoes whatever part of it exists. As a context manager it is closed on exit and
+    also when ``_setup`` fails half-way."""
+
+    def _setup(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def owner_alive(name: str, prefix: str) -> bool:
+    """Whether the process whose pid follows ``prefix`` in ``name`` still runs."""
+    pid = name[len(prefix):].split("-", 1)[0]
+    return pid.isdigit() and start_ticks(int(pid)) is not None

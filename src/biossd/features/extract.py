@@ -1,0 +1,398 @@
+"""Per-run features: the paper's storage features and its CPU/memory features (seed 000, §3.1,
+§5.2, Table 2), computed from a run directory's raw measurements.
+
+Every definition lives here once. A value that could not be measured is NaN and the reason is
+given in the ``missing_reason`` column — never 0. Column names carry units (``runtime_s``,
+``max_rss_kib``) or are the paper's acronyms with the units documented below.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+import pyarrow as pa
+
+from biossd.core.errors import BiossdError
+from biossd.features import blockstats, quality
+from biossd.features.quality import QUALITY_COLUMNS
+from biossd.host import diskmodel
+from biossd.measure import blkbinary, blocktrace, counters, manifest
+from biossd.study import layout
+
+log = logging.getLogger(__name__)
+
+#: Labels every run carries; they identify a row of the features table.
+LABEL_COLUMNS = ("host", "storage", "tool", "mem", "scale", "rep")
+
+#: The eight storage features of Table 2, in the paper's order. Units: Butil fraction 0–1;
+#: Riops, Wiops requests/s; Pfault major faults/s; CAR fraction 0–1; Rsize, Wsize KiB/request;
+#: WBlen requests.
+STORAGE_FEATURES = ("Butil", "Riops", "Wiops", "Pfault", "CAR", "Rsize", "Wsize", "WBlen")
+
+#: Features that need a block-request trace (§5.2: measured with blktrace in the paper).
+BLOCK_TRACE_FEATURES = ("Butil", "Riops", "Wiops", "CAR", "Rsize", "Wsize", "WBlen")
+
+RUSAGE_COLUMNS = (
+    "runtime_s", "user_s", "sys_s", "cpu_cores_used", "max_rss_kib",
+    "major_faults", "minor_faults", "read_bytes", "write_bytes",
+)
+
+
+def pfault_per_s(major_faults: float, runtime_s: float) -> float:
+    """**Pfault** — page faults per second (seed 000, Table 2 and §5.2: "the number of page
+    swaps per second"). Counted as *major* faults (those that needed a read from storage, i.e.
+    the swaps and file-backed misses that cost an HDD a seek) of the whole process tree, divided
+    by the run's wall-clock time. Units: major faults/s."""
+    if not runtime_s or runtime_s <= 0:
+        return math.nan
+    return major_faults / runtime_s
+
+
+def cpu_cores_used(user_s: float, sys_s: float, runtime_s: float) -> float:
+    """CPU utilisation (seed 000, §3.6, Fig. 10): CPU time (user + system) over wall time.
+    Units: cores (1.0 = one core busy for the whole run)."""
+    if not runtime_s or runtime_s <= 0:
+        return math.nan
+    return (user_s + sys_s) / runtime_s
+
+
+KIB = 1024
+
+
+def riops(n_reads: int, runtime_s: float) -> float:
+    """**Riops** — read requests issued to the device per second of runtime (seed 000, §5.2:
+    "how many read ... requests are made per second"). Units: requests/s."""
+    return n_reads / runtime_s if runtime_s > 0 else math.nan
+
+
+def wiops(n_writes: int, runtime_s: float) -> float:
+    """**Wiops** — write requests issued per second of runtime (seed 000, §5.2). Units:
+    requests/s."""
+    return n_writes / runtime_s if runtime_s > 0 else math.nan
+
+
+def rsize_kib(read_bytes: int, n_reads: int) -> float:
+    """**Rsize** — mean size of a read request (seed 000, §5.2, "read size per request" after
+    ref. 41). Units: KiB/request; NaN when the run issued no reads."""
+    return read_bytes / n_reads / KIB if n_reads else math.nan
+
+
+def wsize_kib(write_bytes: int, n_writes: int) -> float:
+    """**Wsize** — mean size of a write request (seed 000, §5.2). Units: KiB/request; NaN when
+    the run issued no writes."""
+    return write_bytes / n_writes / KIB if n_writes else math.nan
+
+
+def car(n_consecutive: int, n_requests: int) -> float:
+    """**CAR** — consecutive access ratio (seed 000, §5.2, after Traeger et al. 2008, ref. 42):
+    the fraction of requests whose start sector equals the end sector of the previous request
+    issued to the same device (counted by :class:`biossd.features.blockstats.BlockTally`). The first request on a
+    device has no previous one and is not consecutive; the denominator is every request. This
+    equals the share of zero-distance seeks in btt's D2D seek analysis, where the first request
+    counts as a seek from sector 0 (the two differ only when a device's first request starts at
+    sector 0). Units: fraction 0–1; NaN without requests."""
+    return n_consecutive / n_requests if n_requests else math.nan
+
+
+def wblen(write_queue_integral: float, span: float) -> float:
+    """**WBlen** — time-weighted mean number of write requests outstanding at the device
+    (seed 000, §5.2: "the number of write requests waiting in the write buffer of a storage
+    device") over the run's window: the integral over time of the number of writes issued and
+    not yet completed, over the window's length (both in one time unit). A write never seen to
+    complete is outstanding until the window's end; a completion with nothing outstanding
+    (issued before the trace began) is ignored. Units: requests."""
+    return write_queue_integral / span if span > 0 else math.nan
+
+
+def butil(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps: float,
+          seq_write_bps: float) -> float:
+    """**Butil** — interface bandwidth utilisation (seed 000, §5.2: "how much bandwidths of the
+    interface between the host computer and the storage device are used"): the share of the
+    runtime the device would need to move the run's bytes at its measured sequential rates,
+    ``(read_bytes / seq_read + write_bytes / seq_write) / runtime``. The paper leaves the
+    bandwidth open; biossd divides by what ``biossd device characterize`` measured on the same
+    device (1 MiB direct I/O), reads and writes each by their own rate. Units: fraction (0–1 for
+    sequential transfers; random transfers cannot reach 1)."""
+    if runtime_s <= 0 or seq_read_bps <= 0 or seq_write_bps <= 0:
+        return math.nan
+    return (read_bytes / seq_read_bps + write_bytes / seq_write_bps) / runtime_s
+
+
+#: Each storage feature's defining function: its docstring is the definition (Table 2 is made
+#: from these, so a definition is written once).
+DEFINITIONS = {"Butil": butil, "Riops": riops, "Wiops": wiops, "Pfault": pfault_per_s, "CAR": car,
+               "Rsize": rsize_kib, "Wsize": wsize_kib, "WBlen": wblen}
+
+
+def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
+                   bandwidth_bps: tuple[float, float] | None, runtime_s: float | None = None) -> dict[str, float]:
+    """The seven block-trace features from a run's totals (:mod:`biossd.features.blockstats`) over its
+    window; ``seconds_per_unit`` converts the tally's time unit (1 for seconds, 1e-9 for ns).
+    Reads and writes are the requests' data direction; discards and flush-only requests count
+    in neither. Rates (Riops, Wiops, Butil) are per second of ``runtime_s`` — the run's
+    runtime, when the window also holds the flush after it (:func:`biossd.measure.profile.flush_filesystem`)
+    — and per second of the window when it is not given; WBlen is averaged over the window."""
+    span = tally.t1 - tally.t0
+    runtime_s = span * seconds_per_unit if runtime_s is None else runtime_s
+    out = {
+        "Riops": riops(tally.n_reads, runtime_s),
+        "Wiops": wiops(tally.n_writes, runtime_s),
+        "Rsize": rsize_kib(tally.read_bytes, tally.n_reads),
+        "Wsize": wsize_kib(tally.write_bytes, tally.n_writes),
+        "CAR": car(tally.n_consecutive, tally.n_requests),
+        "WBlen": wblen(tally.write_queue_integral, span),
+        "Butil": math.nan,
+    }
+    if bandwidth_bps is not None:
+        out["Butil"] = butil(tally.read_bytes, tally.write_bytes, runtime_s, *bandwidth_bps)
+    return out
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float:
+    if numerator is None or denominator is None or denominator == 0:
+        return math.nan
+    return numerator / denominator
+
+
+#: CPU and memory features of the paper's Fig. 10, from perf counters: (column, numerator event,
+#: denominator event). IPC: instructions per cycle; the others are miss ratios (fraction 0–1).
+PERF_RATIOS = (
+    ("ipc", "instructions", "cycles"),
+    ("cache_miss_ratio", "cache-misses", "cache-references"),
+    ("llc_miss_ratio", "LLC-load-misses", "LLC-loads"),
+    ("dtlb_miss_ratio", "dTLB-load-misses", "dTLB-loads"),
+)
+CPU_MEMORY_COLUMNS = ("ipc", "cache_miss_ratio", "llc_miss_ratio", "dtlb_miss_ratio", "page_faults_per_s")
+
+
+def cpu_memory_features(counts: dict[str, dict[str, Any]], runtime_s: float) -> tuple[dict[str, float], dict[str, str]]:
+    """Fig. 10's CPU/memory features (seed 000, §3.6) from ``perf stat`` counts: IPC, cache, LLC
+    and dTLB miss ratios (fractions), and page faults per second (all faults, minor and major).
+    Returns the values and, for each one that could not be computed, why."""
+    values, missing = {}, {}
+    for column, num, den in PERF_RATIOS:
+        a, b = counts.get(num, {}).get("value"), counts.get(den, {}).get("value")
+        values[column] = ratio(a, b)
+        if math.isnan(values[column]):
+            missing[column] = f"perf could not count {num}/{den} here (no hardware PMU?)"
+    faults = counts.get("page-faults", {}).get("value")
+    values["page_faults_per_s"] = ratio(faults, runtime_s)
+    if math.isnan(values["page_faults_per_s"]):
+        missing["page_faults_per_s"] = "perf did not count page-faults"
+    return values, missing
+
+
+def run_features(run_dir: Path) -> dict[str, Any]:
+    """One row of the features table from one complete run directory."""
+    run_dir = Path(run_dir)
+    body = manifest.read_manifest(run_dir)
+    damaged = manifest.verify(run_dir, body)
+    if damaged:
+        raise FeatureError("; ".join(damaged) + " — the run is not counted; re-run it")
+    labels = body.get("labels", {})
+    row: dict[str, Any] = {col: labels.get(col) for col in LABEL_COLUMNS}
+    row["outcome"] = body["outcome"]
+    try:
+        row["run_dir"] = str(layout.run_relpath(labels))
+    except ValueError:
+        row["run_dir"] = str(run_dir)
+    missing: dict[str, str] = {}
+
+    rusage_info = body["collectors"].get("rusage", {})
+    if rusage_info.get("ran"):
+        acct = json.loads((run_dir / "rusage.json").read_text())
+        row.update(
+            runtime_s=acct["wall_s"], user_s=acct["user_s"], sys_s=acct["sys_s"],
+            cpu_cores_used=cpu_cores_used(acct["user_s"], acct["sys_s"], acct["wall_s"]),
+            max_rss_kib=acct["max_rss_kib"], major_faults=acct["major_faults"],
+            minor_faults=acct["minor_faults"], read_bytes=acct["read_bytes"],
+            write_bytes=acct["write_bytes"],
+            Pfault=pfault_per_s(acct["major_faults"], acct["wall_s"]),
+        )
+    else:
+        why = rusage_info.get("why") or "process accounting did not run"
+        row.update({col: math.nan for col in RUSAGE_COLUMNS})
+        row["Pfault"] = math.nan
+        missing.update({col: why for col in (*RUSAGE_COLUMNS, "Pfault")})
+
+    row.update(_trace_columns(run_dir, body, missing))
+    row.update(_perf_columns(run_dir, body, row.get("runtime_s", math.nan), missing))
+    row.update(quality.read_columns(run_dir))
+    row["missing_reason"] = format_missing(missing)
+    return row
+
+
+def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str]) -> dict[str, float]:
+    out = {feature: math.nan for feature in BLOCK_TRACE_FEATURES}
+    info = body["collectors"].get("blocktrace", {})
+    if not info.get("ran"):
+        missing.update({f: info.get("why") or "no block trace" for f in BLOCK_TRACE_FEATURES})
+        return out
+    if body.get("command_started_s") is None:
+        missing.update({f: "the manifest does not say when the command started" for f in BLOCK_TRACE_FEATURES})
+        return out
+    trace_path = run_dir / blocktrace.BLOCKTRACE_FILE
+    try:
+        requests = blocktrace.request_arrays(trace_path)
+    except (OSError, pa.ArrowException) as err:
+        raise FeatureError(f"{trace_path}: cannot read the block trace ({err}); re-run the "
+                           "profile or pass --keep-going to skip this run") from None
+    t0 = body["command_started_s"]
+    bandwidth, why = device_bandwidth_bps(run_dir, body)
+    # The window ends after the scratch was flushed (profile.flush_filesystem): the run's dirty
+    # data is the run's I/O, though its time is not in the runtime the rates divide by.
+    tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"] + (body.get("flush_s") or 0.0))
+    out.update(block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
+    if bandwidth is None:
+        missing["Butil"] = why
+    for feature, value in out.items():
+        if math.isnan(value) and feature not in missing:
+            missing[feature] = "no such requests in the run" if feature in ("Rsize", "Wsize", "CAR") else "zero runtime"
+    return out
+
+
+def device_bandwidth_bps(run_dir: Path, body: dict[str, Any]) -> tuple[tuple[float, float] | None, str]:
+    """Sequential (read, write) bandwidth of the run's device in bytes/s, for Butil, from the
+    first of: the run's own ``device.json`` (``biossd profile --device-record``), the one in
+    the run's ``<host>-<storage>`` directory (``biossd device characterize -o``), and, for
+    emulated storage, the profile's spec (the emulation is calibrated to it). ``None`` and the
+    reason when there is none."""
+    class_dir = run_dir.parents[layout.RUN_DEPTH - 1] if len(run_dir.parents) >= layout.RUN_DEPTH else run_dir
+    record_path = class_dir / layout.DEVICE_RECORD
+    for candidate in (run_dir / layout.DEVICE_RECORD, record_path):
+        if candidate.is_file():
+            row = json.loads(candidate.read_text())["spec_row"]
+            return (row["seq_read_mbs"] * diskmodel.MB, row["seq_write_mbs"] * diskmodel.MB), ""
+    emulated = (body.get("emulated_storage") or {}).get("cwd")
+    if emulated:
+        spec = diskmodel.load_profile(emulated["profile"])
+        return (spec.seq_read_mbs * diskmodel.MB, spec.seq_write_mbs * diskmodel.MB), ""
+    return None, (f"no device characterization {record_path} (write one with `biossd device "
+                  f"characterize SCRATCH -o {record_path}`)")
+
+
+def _perf_columns(run_dir: Path, body: dict[str, Any], runtime_s: float, missing: dict[str, str]) -> dict[str, float]:
+    info = body["collectors"].get("perf", {})
+    if not info.get("ran"):
+        missing.update({c: info.get("why") or "perf did not run" for c in CPU_MEMORY_COLUMNS})
+        return {c: math.nan for c in CPU_MEMORY_COLUMNS}
+    counts = counters.parse_perf_csv((run_dir / counters.PERF_FILE).read_text())
+    values, why = cpu_memory_features(counts, runtime_s)
+    missing.update(why)
+    return values
+
+
+def format_missing(missing: dict[str, str]) -> str:
+    """``{"Butil": why, "CAR": why}`` → ``"Butil, CAR: why"`` (features grouped by reason)."""
+    by_reason: dict[str, list[str]] = {}
+    for feature, why in missing.items():
+        by_reason.setdefault(why, []).append(feature)
+    return "; ".join(f"{', '.join(feats)}: {why}" for why, feats in by_reason.items())
+
+
+def parse_missing(text: object) -> dict[str, str]:
+    """Inverse of :func:`format_missing`: the reason recorded for each missing feature."""
+    out: dict[str, str] = {}
+    if not isinstance(text, str):
+        return out
+    for part in text.split("; "):
+        names, _, why = part.partition(": ")
+        for name in names.split(", "):
+            out[name] = why
+    return out
+
+
+def find_run_dirs(roots: Iterable[Path]) -> list[Path]:
+    """Complete run directories at or below each root (a directory holding ``run.json``),
+    following symbolic links (Nextflow stages inputs as links). A directory that looks like a
+    run but has no manifest is incomplete: it is skipped with a warning. Probe runs (under
+    ``<side>/probes/``: cachegrind, not timed) and chained pipelines' steps (``<side>/chains/``,
+Fig. 3) are not runs of the features table."""
+    found: list[Path] = []
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(Path(root), followlinks=True):
+            dirnames[:] = [d for d in dirnames if d not in (layout.PROBES_DIR, layout.CHAINS_DIR)]
+            here = Path(dirpath)
+            if manifest.MANIFEST_NAME in filenames:
+                found.append(here)
+                dirnames.clear()
+            elif "rusage.json" in filenames or "stderr.log" in filenames:
+                log.warning("skipping %s: no %s (incomplete run)", here, manifest.MANIFEST_NAME)
+    return sorted(set(found))
+
+
+class FeatureError(BiossdError, ValueError):
+    """A run whose raw traces cannot be read; the message names the file (and byte offset)."""
+
+
+def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
+                   failures: list[tuple[Path, str]] | None = None) -> pd.DataFrame:
+    """The features table: one row per run, labels first, then features, in a stable order.
+
+    A run whose traces cannot be read raises :class:`FeatureError`; with ``keep_going`` it is
+    left out and ``(run_dir, reason)`` is appended to ``failures``."""
+    rows = []
+    for run_dir in run_dirs:
+        try:
+            rows.append(run_features(run_dir))
+        except (FeatureError, blkbinary.TraceFormatError, manifest.ManifestError, quality.QualityError) as err:
+            if not keep_going:
+                raise FeatureError(f"{err}; pass --keep-going to skip this run") from err
+            if failures is not None:
+                failures.append((Path(run_dir), str(err)))
+        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as err:
+            # A per-run file that parses but is not what its writer writes: named by the run.
+            if not keep_going:
+                raise FeatureError(f"{run_dir}: a run file is damaged ({type(err).__name__}: {err}); "
+                                   "pass --keep-going to skip this run") from err
+            if failures is not None:
+                failures.append((Path(run_dir), f"a run file is damaged ({type(err).__name__}: {err})"))
+    columns = [*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
+               *QUALITY_COLUMNS, "missing_reason", "run_dir"]
+    table = _typed(pd.DataFrame(rows, columns=columns))
+    return table.sort_values(list(LABEL_COLUMNS), kind="stable").reset_index(drop=True)
+
+
+def write_table(table: pd.DataFrame, path: Path) -> Path:
+    """Write CSV or Parquet (by suffix) atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if path.suffix == ".parquet":
+        table.to_parquet(tmp, index=False)
+    elif path.suffix == ".csv":
+        table.to_csv(tmp, index=False, float_format="%.6g")
+    else:
+        raise ValueError(f"{path}: the features table is written as .csv or .parquet")
+    tmp.replace(path)
+    return path
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read a features table and check it has the columns this version writes."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        table = pd.read_parquet(path)
+    else:
+        table = pd.read_csv(path, dtype={c: str for c in LABEL_COLUMNS})
+    absent = [c for c in (*LABEL_COLUMNS, "outcome", "runtime_s", *STORAGE_FEATURES) if c not in table]
+    if absent:
+        raise ValueError(f"{path}: not a biossd features table, missing columns {absent}")
+    return _typed(table)
+
+
+def _typed(table: pd.DataFrame) -> pd.DataFrame:
+    """Labels as strings, measured values as floats (NaN where missing)."""
+    table = table.copy()
+    for col in LABEL_COLUMNS:
+        table[col] = table[col].astype("string").astype(object)
+    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS):
+        if col in table:
+            table[col] = pd.to_numeric(table[col], errors="raise").astype(float)
+    return table

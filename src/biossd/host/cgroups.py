@@ -1,0 +1,317 @@
+"""Memory caps for profiled runs: cgroup v1, cgroup v2, an external cap, or none.
+
+The paper ran each program on a machine with 1 GB (4 GB for GATK) of RAM (seed 000, §5.1).
+biossd reproduces that with a cgroup memory limit on *RAM only*: swap stays allowed, so an
+over-sized program pages as it would on a small machine instead of being killed at the cap.
+
+Backends
+--------
+``cgroup-v1``  writes ``memory.limit_in_bytes`` in a child of the caller's v1 memory cgroup
+               (``memory.memsw.*`` untouched, so swap is not capped).
+``cgroup-v2``  writes ``memory.max`` (and ``memory.swap.max = max``) in a cgroup below the
+               unified root; needs root. Built for users' hosts — not testable on this VM, whose
+               memory controller is bound to the v1 hierarchy.
+``systemd``    cgroup v2 without root: the command runs under ``systemd-run --user --scope
+               -p MemoryMax=<cap> -p MemorySwapMax=infinity`` (systemd makes and removes the
+               scope). OOM kills are read from the enclosing slice's ``memory.events``, before
+               and after, so a kill elsewhere in that slice during the run is counted too (the
+               manifest says so). Not testable on this VM (no systemd user manager).
+``external``   the cap is already enforced by SLURM or a container engine: it is recorded, no
+               second cap is added.
+``none``       no cap (``--mem none``).
+
+Every cgroup made here is removed on exit from the context manager, whatever happened; leftovers
+of killed runs are named ``biossd-*`` and found by :func:`find_leftovers`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from biossd.core.errors import BiossdError
+from biossd.core.owners import owner_alive
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+V1_MEMORY_ROOT = CGROUP_ROOT / "memory"
+CGROUP_PREFIX = "biossd-"
+BACKENDS = ("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none")
+SYSTEMD_SLICE = "app.slice"
+_EMPTY_WAIT_S = 5.0
+_POLL_S = 0.05
+
+
+class CapError(BiossdError, RuntimeError):
+    """A memory cap that cannot be set up; the message names what is missing."""
+
+
+def _v1_self_path() -> Path | None:
+    """The caller's cgroup in the v1 memory hierarchy, or ``None`` if there is none."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return V1_MEMORY_ROOT / rel.lstrip("/")
+    return None
+
+
+def _v2_root() -> Path | None:
+    """The unified hierarchy if it has the memory controller (pure v2 hosts), else ``None``."""
+    controllers = CGROUP_ROOT / "cgroup.controllers"
+    if controllers.is_file() and "memory" in controllers.read_text().split():
+        return CGROUP_ROOT
+    return None
+
+
+def detect_backend() -> str:
+    """The backend ``auto`` resolves to on this host."""
+    if _v2_root() is not None:
+        if os.geteuid() == 0:
+            return "cgroup-v2"
+        if shutil.which("systemd-run"):
+            return "systemd"
+        raise CapError(
+            "cgroup v2 caps without root need systemd-run (a systemd user manager with the memory "
+            "controller delegated); run as root, with --mem none, or --cap-backend external"
+        )
+    v1 = _v1_self_path()
+    if v1 is not None and (v1 / "memory.limit_in_bytes").exists():
+        return "cgroup-v1"
+    raise CapError(
+        "no usable memory cgroup: neither a cgroup v2 hierarchy with the memory controller at "
+        f"{CGROUP_ROOT} nor a cgroup v1 memory hierarchy at {V1_MEMORY_ROOT}; run with --mem none "
+        "or --cap-backend external if a scheduler already caps memory"
+    )
+
+
+@dataclass
+class MemoryCap:
+    """A memory cap around one profiled run; use as a context manager.
+
+    ``limit_bytes`` is ``None`` for no cap. After the run, :meth:`stats` reads the OOM-kill
+    count and peak usage that the backend saw.
+    """
+
+    limit_bytes: int | None
+    backend: str = "auto"
+    #: Forbid swap too (memory + swap capped at ``limit_bytes``): an over-sized program is
+    #: killed at the cap even on a host that has swap. Default: swap allowed, as the paper's
+    #: machines paged.
+    no_swap: bool = False
+    path: Path | None = field(default=None, init=False)
+    unit: str | None = field(default=None, init=False)
+    _slice_ooms_before: int | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise CapError(f"unknown cap backend {self.backend!r}; choose one of {BACKENDS}")
+        if self.limit_bytes is None:
+            self.backend = "none"
+        elif self.backend == "auto":
+            self.backend = detect_backend()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> "MemoryCap":
+        name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        if self.backend == "cgroup-v1":
+            parent = _v1_self_path()
+            if parent is None:
+                raise CapError(f"no cgroup v1 memory hierarchy at {V1_MEMORY_ROOT}")
+            self.path = parent / name
+            self._mkdir()
+            try:
+                (self.path / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
+                if self.no_swap:
+                    memsw = self.path / "memory.memsw.limit_in_bytes"
+                    if not memsw.exists():
+                        raise CapError("--no-swap needs swap accounting in the v1 memory cgroup "
+                                       "(memory.memsw.*; boot with swapaccount=1)")
+                    memsw.write_text(str(self.limit_bytes))
+            except BaseException:
+                self._remove()
+                raise
+        elif self.backend == "systemd":
+            if shutil.which("systemd-run") is None:
+                raise CapError("the systemd backend needs systemd-run, which is not installed")
+            self.unit = f"{name}.scope"
+            self._slice_ooms_before = _keyed(self._slice_events()).get("oom_kill")
+        elif self.backend == "cgroup-v2":
+            root = _v2_root()
+            if root is None:
+                raise CapError(f"no cgroup v2 memory controller at {CGROUP_ROOT}")
+            if os.geteuid() != 0:
+                raise CapError(
+                    "cgroup v2 caps need root (or run under `systemd-run --scope -p MemoryMax=` "
+                    "and pass --cap-backend external)"
+                )
+            self.path = root / name
+            self._mkdir()
+            try:
+                (self.path / "memory.max").write_text(str(self.limit_bytes))
+                swap_max = self.path / "memory.swap.max"
+                if swap_max.exists():
+                    swap_max.write_text("0" if self.no_swap else "max")
+                elif self.no_swap:
+                    raise CapError(f"--no-swap needs memory.swap.max in {self.path} (swap accounting)")
+            except BaseException:
+                self._remove()
+                raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._remove()
+
+    def _mkdir(self) -> None:
+        assert self.path is not None
+        try:
+            self.path.mkdir()
+        except PermissionError:
+            raise CapError(
+                f"cannot create cgroup {self.path}: permission denied — run as root, or use "
+                "--mem none"
+            ) from None
+
+    def _remove(self) -> None:
+        if self.path is not None:
+            remove_cgroup(self.path)
+
+    # -- use -----------------------------------------------------------------------------------
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The command line that runs ``argv`` under this cap (changed only by ``systemd``)."""
+        if self.backend != "systemd":
+            return list(argv)
+        assert self.unit is not None and self.limit_bytes is not None
+        return systemd_run_argv(self.limit_bytes, self.unit, user=os.geteuid() != 0) + list(argv)
+
+    def _slice_events(self) -> Path:
+        user = "" if os.geteuid() == 0 else f"user.slice/user-{os.getuid()}.slice/user@{os.getuid()}.service/"
+        return CGROUP_ROOT / f"{user}{SYSTEMD_SLICE}" / "memory.events"
+
+    def join(self) -> None:
+        """Move the calling process into the cap (called in the child before exec)."""
+        if self.path is not None:
+            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def usage_bytes(self) -> int | None:
+        """Current memory usage of the cgroup (``None`` when there is no cgroup)."""
+        if self.path is None:
+            return None
+        name = "memory.usage_in_bytes" if self.backend == "cgroup-v1" else "memory.current"
+        return _read_int(self.path / name)
+
+    def stats(self) -> dict[str, int | None]:
+        """OOM kills and peak memory usage seen by the cgroup (``None`` when not known)."""
+        if self.backend == "systemd":
+            after = _keyed(self._slice_events()).get("oom_kill")
+            before = self._slice_ooms_before
+            kills = None if after is None or before is None else after - before
+            return {"oom_kills": kills, "peak_usage_bytes": None}
+        if self.path is None:
+            return {"oom_kills": None, "peak_usage_bytes": None}
+        if self.backend == "cgroup-v1":
+            control = _keyed(self.path / "memory.oom_control")
+            peak = _read_int(self.path / "memory.max_usage_in_bytes")
+            return {"oom_kills": control.get("oom_kill"), "peak_usage_bytes": peak}
+        events = _keyed(self.path / "memory.events")
+        return {"oom_kills": events.get("oom_kill"), "peak_usage_bytes": _read_int(self.path / "memory.peak")}
+
+    def record(self) -> dict[str, object]:
+        """What the run's manifest says about its cap."""
+        return {
+            "backend": self.backend,
+            "limit_bytes": self.limit_bytes,
+            "cgroup": str(self.path) if self.path else None,
+            "systemd_unit": self.unit,
+            "oom_source": f"{self._slice_events()} (whole slice)" if self.backend == "systemd" else None,
+            "swap_capped": self.no_swap,
+            **self.stats(),
+        }
+
+
+def systemd_run_argv(limit_bytes: int, unit: str, user: bool) -> list[str]:
+    """``systemd-run`` arguments that run a command in a transient scope capped at
+    ``limit_bytes`` of RAM with swap uncapped; the command follows."""
+    return [
+        "systemd-run", *(["--user"] if user else []), "--scope", "--quiet", "--collect",
+        f"--unit={unit}", f"--slice={SYSTEMD_SLICE}", f"--property=MemoryMax={limit_bytes}",
+        "--property=MemorySwapMax=infinity", "--",
+    ]
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _keyed(path: Path) -> dict[str, int]:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def _cgroup_pids(path: Path) -> list[int]:
+    try:
+        return [int(p) for p in (path / "cgroup.procs").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def remove_cgroup(path: Path) -> None:
+    """Kill every process still in the cgroup at ``path``, then remove it (no-op if gone)."""
+    if not path.exists():
+        return
+    deadline = time.monotonic() + _EMPTY_WAIT_S
+    while True:
+        pids = _cgroup_pids(path)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            break
+        time.sleep(_POLL_S)
+    try:
+        path.rmdir()
+    except OSError as err:
+        if err.errno != errno.ENOENT:
+            raise CapError(f"could not remove cgroup {path}: {err}") from err
+
+
+def find_leftovers(include_live: bool = False) -> list[Path]:
+    """Cgroups named ``biossd-*`` anywhere in the v1 memory or unified hierarchy whose process
+    is gone (with ``include_live``, also those of runs still going)."""
+    found: list[Path] = []
+    for root in (V1_MEMORY_ROOT, CGROUP_ROOT / "unified", CGROUP_ROOT):
+        if not root.is_dir():
+            continue
+        for dirpath, dirnames, _ in os.walk(root):
+            for name in list(dirnames):
+                if name.startswith(CGROUP_PREFIX):
+                    if include_live or not owner_alive(name, CGROUP_PREFIX):
+                        found.append(Path(dirpath) / name)
+                    dirnames.remove(name)
+            if Path(dirpath) == CGROUP_ROOT:
+                # Only descend into the unified tree itself, not into the v1 mounts below it.
+                dirnames[:] = [d for d in dirnames if not (CGROUP_ROOT / d).is_mount()]
+    return sorted(set(found))

@@ -1,0 +1,115 @@
+"""Block devices: resolving a path or a device node to the kernel's device name, as used by
+``/proc/diskstats`` and the block tracepoints."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from biossd.core.errors import BiossdError
+
+SYS_DEV_BLOCK = Path("/sys/dev/block")
+
+
+class DeviceError(BiossdError, ValueError):
+    pass
+
+
+def _name_of(major: int, minor: int) -> str:
+    uevent = SYS_DEV_BLOCK / f"{major}:{minor}" / "uevent"
+    try:
+        for line in uevent.read_text().splitlines():
+            if line.startswith("DEVNAME="):
+                return line.split("=", 1)[1]
+    except OSError:
+        pass
+    raise DeviceError(f"device {major}:{minor} is not a block device known to the kernel ({uevent})")
+
+
+def device_of_path(path: Path) -> str:
+    """Kernel name (``vda``, ``nvme0n1p2``, ``loop3``) of the block device holding ``path``."""
+    dev = os.stat(path).st_dev
+    return _name_of(os.major(dev), os.minor(dev))
+
+
+def resolve(device: str) -> str:
+    """Kernel name for ``/dev/vda``, ``vda`` or ``254:0``; raises :class:`DeviceError`."""
+    if ":" in device and device.replace(":", "").isdigit():
+        major, minor = (int(x) for x in device.split(":"))
+        return _name_of(major, minor)
+    node = Path(device) if device.startswith("/") else Path("/dev") / device
+    try:
+        st = os.stat(node)
+    except FileNotFoundError:
+        raise DeviceError(f"{device}: no such device") from None
+    if not stat.S_ISBLK(st.st_mode):
+        raise DeviceError(f"{device}: not a block device")
+    return _name_of(os.major(st.st_rdev), os.minor(st.st_rdev))
+
+
+SYS_BLOCK = Path("/sys/block")
+#: Queue settings recorded for each traced device (``/sys/block/<dev>/queue/<name>``).
+QUEUE_FACTS = ("rotational", "scheduler", "nr_requests", "logical_block_size", "physical_block_size",
+               "max_sectors_kb", "read_ahead_kb", "write_cache")
+#: The kernel's sector: block traces (blktrace, tracefs) count offsets and lengths in 512-byte
+#: units whatever the device's logical block size. Defined here once; every reader imports it.
+SECTOR_BYTES = 512
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def whole_disk(name: str) -> str:
+    """The disk a partition belongs to (``vda1`` → ``vda``); a whole disk is its own."""
+    if (SYS_BLOCK / name).is_dir():
+        return name
+    for disk in SYS_BLOCK.iterdir():
+        if (disk / name).is_dir():
+            return disk.name
+    return name
+
+
+def device_facts(name: str) -> dict[str, object]:
+    """What the paper's spec tables say of a disk (seed 000, §5.1), as the kernel reports it:
+    model, rotational flag, I/O scheduler, queue depth and sizes."""
+    disk = whole_disk(name)
+    base = SYS_BLOCK / disk
+    facts: dict[str, object] = {"name": name, "disk": disk}
+    size = _read(SYS_BLOCK / disk / name / "size") if disk != name else _read(base / "size")
+    facts["size_bytes"] = int(size) * SECTOR_BYTES if size and size.isdigit() else None
+    model = _read(base / "device" / "model")
+    vendor = _read(base / "device" / "vendor")
+    facts["model"] = " ".join(x for x in (vendor, model) if x) or None
+    facts["serial"] = _read(base / "serial") or _read(base / "device" / "serial")
+    facts["backing_file"] = _read(base / "loop" / "backing_file")
+    for key in QUEUE_FACTS:
+        value = _read(base / "queue" / key)
+        if key == "scheduler" and value and "[" in value:
+            value = value[value.index("[") + 1 : value.index("]")]
+        facts[key] = int(value) if value is not None and value.isdigit() else value
+    facts["rotational"] = None if facts["rotational"] is None else bool(facts["rotational"])
+    facts["queue_depth"] = _read(base / "device" / "queue_depth") or _read(base / "mq" / "0" / "nr_tags")
+    if isinstance(facts["queue_depth"], str) and facts["queue_depth"].isdigit():
+        facts["queue_depth"] = int(facts["queue_depth"])
+    return facts
+
+
+def mount_facts(path: Path) -> dict[str, object]:
+    """The mount holding ``path``: mount point, filesystem type, source and options."""
+    target = os.path.realpath(path)
+    best: dict[str, object] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        point = fields[4].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(str(best.get("mount_point", ""))):
+            fstype, source, super_opts = (right.split() + ["", "", ""])[:3]
+            best = {"mount_point": point, "fstype": fstype, "source": source,
+                    "mount_options": fields[5], "super_options": super_opts}
+    return best

@@ -1,0 +1,218 @@
+"""One measured run per host at a time: the host lock.
+
+The paper ran one program at a time on a machine (seed 000, §5.1), and a measurement needs
+that: two profiled runs at once would both give their swap areas the top priority, drop each
+other's page cache and appear in each other's block traces. Every measuring command
+(``biossd profile``, ``biossd device characterize``) therefore holds an exclusive ``flock`` on
+``/run/biossd/host.lock`` for its whole run; another one waits, saying whom it waits for, or
+refuses (``--no-wait``). Work that measures nothing (stub-runs, ``features``, ``report``) takes
+no lock.
+
+The holder describes itself in ``host.holder.json`` beside the lock (pid with start time, what
+it runs, its owner — e.g. the Nextflow session — and its partial run directory), which
+``biossd doctor`` shows. The kernel releases a ``flock`` when its process dies, even by
+SIGKILL; the record such a process leaves behind is moved to ``stale/`` by the next holder, and
+``biossd cleanup`` removes what it names (see :func:`stale_records`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from biossd.core.errors import BiossdError
+from biossd.core.files import atomic_write_text
+from biossd.core.owners import ProcessRef
+
+RUN_ROOT = Path("/run/biossd")
+LOCK_NAME = "host.lock"
+HOLDER_NAME = "host.holder.json"
+STALE_DIR = "stale"
+#: How often a waiting run retries the lock (and checks whether it was interrupted).
+POLL_S = 0.2
+#: Exit status of a measuring command refused with ``--no-wait`` (sysexits' EX_TEMPFAIL).
+EXIT_BUSY = 75
+
+
+class HostBusy(BiossdError, RuntimeError):
+    """Another measured run holds the lock and this one was told not to wait."""
+
+
+class WaitInterrupted(Exception):
+    """A signal arrived while waiting for the lock."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum} while waiting for the host lock")
+        self.signum = signum
+
+
+def runtime_dir() -> Path:
+    """``/run/biossd`` for root; a per-user directory otherwise (which serializes only that
+    user's runs: without root there are no caps, swap or block traces to collide)."""
+    if os.geteuid() == 0:
+        return RUN_ROOT
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"biossd-{os.getuid()}"
+
+
+def lock_path() -> Path:
+    return runtime_dir() / LOCK_NAME
+
+
+def holder_path() -> Path:
+    return runtime_dir() / HOLDER_NAME
+
+
+def read_holder(path: Path | None = None) -> dict[str, Any] | None:
+    """The holder record, or ``None`` when there is none (or it is unreadable)."""
+    try:
+        return json.loads((path or holder_path()).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def describe(holder: dict[str, Any] | None) -> str:
+    if not holder:
+        return "a process that has not described itself yet"
+    ref = ProcessRef.from_record(holder)
+    owner = ProcessRef.from_record(holder.get("owner"))
+    text = f"{holder.get('what', 'a measured run')} (pid {ref.pid if ref else '?'}, since {holder.get('since', '?')})"
+    if holder.get("out"):
+        text += f" writing {holder['out']}"
+    if owner:
+        text += f", for {owner.describe()}"
+    return text
+
+
+def held_by() -> dict[str, Any] | None:
+    """The live holder's record, or ``None`` when the lock is free."""
+    path = lock_path()
+    if not path.exists():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return read_holder() or {}
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def stale_records() -> list[Path]:
+    """Holder records of measured runs that died without releasing their work (SIGKILL): those
+    moved aside by later holders, and the holder record of a free lock (moved aside here, under
+    the lock, so a run starting meanwhile keeps its own)."""
+    path = lock_path()
+    if holder_path().exists() and path.exists():
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _move_aside(read_holder())
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+    stale = runtime_dir() / STALE_DIR
+    return sorted(stale.glob("*.json")) if stale.is_dir() else []
+
+
+def _move_aside(old: dict[str, Any] | None) -> None:
+    """Keep a dead holder's record in ``stale/`` for ``cleanup`` (call with the lock held)."""
+    if old is None:
+        return
+    stale = runtime_dir() / STALE_DIR
+    stale.mkdir(exist_ok=True)
+    name = f"{old.get('pid', 'unknown')}-{old.get('start_ticks', 0)}.json"
+    with contextlib.suppress(OSError):
+        os.replace(holder_path(), stale / name)
+
+
+class HostLock:
+    """Hold the host lock for ``what`` (a context manager).
+
+    ``wait=False`` raises :class:`HostBusy` at once when another run holds it; otherwise the
+    wait is announced once through ``notify``, and ``interrupted()`` (a signal number or
+    ``None``) is polled so a signal ends the wait (:class:`WaitInterrupted`).
+    """
+
+    def __init__(self, what: str, *, wait: bool = True, owner: ProcessRef | None = None,
+                 interrupted: Callable[[], int | None] = lambda: None,
+                 notify: Callable[[str], None] | None = None, **details: Any) -> None:
+        self.what = what
+        self.wait = wait
+        self.owner = owner
+        self.interrupted = interrupted
+        self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.details = details
+        self.fd: int | None = None
+        self.waited_s = 0.0
+
+    def __enter__(self) -> "HostLock":
+        directory = runtime_dir()
+        directory.mkdir(parents=True, exist_ok=True, mode=0o755)
+        self.fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        t0 = time.monotonic()
+        announced = False
+        try:
+            while True:
+                try:
+                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    holder = read_holder()
+                    if not self.wait:
+                        raise HostBusy(f"another measured run holds the host lock {lock_path()}: "
+                                       f"{describe(holder)}; wait for it, or run without --no-wait "
+                                       "to wait") from None
+                    if not announced:
+                        self.notify(f"biossd: waiting for the host lock {lock_path()}, held by {describe(holder)}")
+                        announced = True
+                    signum = self.interrupted()
+                    if signum:
+                        raise WaitInterrupted(signum) from None
+                    time.sleep(POLL_S)
+        except BaseException:
+            os.close(self.fd)
+            self.fd = None
+            raise
+        self.waited_s = time.monotonic() - t0
+        _move_aside(read_holder())  # left by a run killed with the lock held
+        self._write()
+        return self
+
+    def _write(self) -> None:
+        me = ProcessRef.current(self.what)
+        record = {**me.record(), "what": self.what,
+                  "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                  "owner": self.owner.record() if self.owner else None, **self.details}
+        atomic_write_text(holder_path(), json.dumps(record, indent=2) + "\n")
+
+    def update(self, **details: Any) -> None:
+        """Add to the holder record (e.g. the partial run directory, for cleanup after SIGKILL)."""
+        self.details.update(details)
+        self._write()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            holder_path().unlink()
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        self.fd = None

@@ -1,0 +1,122 @@
+"""Swap on a loop device backed by a file, for the length of one profiled run.
+
+The paper's 1 GB and 4 GB machines paged when a program outgrew RAM (seed 000, §5.1, the
+``Pfault`` feature). A cgroup cap limits RAM only, so with swap available an over-sized
+program pages instead of being killed. This module makes that swap: a file
+``DIR/biossd-swap-<pid>-<hex>.img`` (``DIR`` on the storage under test), attached to a loop
+device so swap traffic is a block device of its own that the tracer can follow, ``mkswap``-ed
+and enabled at :data:`SWAP_PRIORITY` (above any host swap, so the run uses this one).
+
+Everything is undone on exit (swapoff, detach, delete); :func:`find_leftovers` finds what a
+killed process left and :func:`remove_leftover` removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from biossd.core.commands import run_checked
+from biossd.core.errors import BiossdError
+from biossd.core.owners import HostObject, owner_alive
+
+FILE_PREFIX = "biossd-swap-"
+#: Higher than the kernel's default negative priorities, so this area is used first.
+SWAP_PRIORITY = 32767
+PROC_SWAPS = Path("/proc/swaps")
+
+
+class SwapError(BiossdError, RuntimeError):
+    """Swap cannot be set up; the message names the step and what to do."""
+
+
+def _run(argv: list[str]) -> str:
+    return run_checked(argv, SwapError)
+
+
+def active_swaps() -> list[str]:
+    """Device or file names of the swap areas in use (``/proc/swaps``)."""
+    lines = PROC_SWAPS.read_text().splitlines()[1:]
+    return [line.split()[0] for line in lines if line.strip()]
+
+
+@dataclass
+class LoopSwap(HostObject):
+    """``size_bytes`` of swap on a loop device over a file in ``directory``."""
+
+    size_bytes: int
+    directory: Path
+    backing_file: Path | None = field(default=None, init=False)
+    loop_device: str | None = field(default=None, init=False)
+    enabled: bool = field(default=False, init=False)
+
+    def _setup(self) -> None:
+        if os.geteuid() != 0:
+            raise SwapError("swap on a loop device needs root")
+        directory = Path(self.directory)
+        if not directory.is_dir():
+            raise SwapError(f"swap directory {directory} does not exist")
+        self.backing_file = directory / f"{FILE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}.img"
+        fd = os.open(self.backing_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, self.size_bytes)  # no holes: swap refuses sparse files
+        except OSError as err:
+            raise SwapError(f"cannot allocate {self.size_bytes} bytes for swap in {directory}: "
+                            f"{err.strerror}") from None
+        finally:
+            os.close(fd)
+        self.loop_device = _run(["losetup", "--find", "--show", "--direct-io=on", str(self.backing_file)]).strip()
+        _run(["mkswap", self.loop_device])
+        _run(["swapon", "--priority", str(SWAP_PRIORITY), self.loop_device])
+        self.enabled = True
+
+    @property
+    def device_name(self) -> str | None:
+        return Path(self.loop_device).name if self.loop_device else None
+
+    def record(self) -> dict[str, object]:
+        return {"size_bytes": self.size_bytes, "loop_device": self.loop_device,
+                "backing_file": str(self.backing_file) if self.backing_file else None,
+                "priority": SWAP_PRIORITY}
+
+    def close(self) -> None:
+        if self.enabled and self.loop_device:
+            _run(["swapoff", self.loop_device])
+            self.enabled = False
+        if self.loop_device:
+            _run(["losetup", "--detach", self.loop_device])
+            self.loop_device = None
+        if self.backing_file is not None:
+            self.backing_file.unlink(missing_ok=True)
+            self.backing_file = None
+
+
+def _loops() -> list[dict[str, str]]:
+    try:
+        out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"])
+    except SwapError:
+        return []
+    return json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
+
+
+def find_leftovers() -> list[str]:
+    """Loop devices over ``biossd-swap-*`` files whose owning process is gone (by device name)."""
+    found = []
+    for loop in _loops():
+        back = (loop.get("back-file") or "").replace(" (deleted)", "")
+        name = Path(back).name
+        if name.startswith(FILE_PREFIX) and not owner_alive(name, FILE_PREFIX):
+            found.append(f"{loop['name']} ({back})")
+    return found
+
+
+def remove_leftover(entry: str) -> None:
+    device, _, rest = entry.partition(" (")
+    back = Path(rest.rstrip(")"))
+    if device in active_swaps():
+        _run(["swapoff", device])
+    _run(["losetup", "--detach", device])
+    back.unlink(missing_ok=True)

@@ -1,0 +1,468 @@
+"""Block-request traces of the traced devices, in one canonical columnar file (seed 000, §5.1).
+
+The paper ran blktrace and derived its I/O features from the requests it saw. biossd uses
+blktrace where the kernel allows it and otherwise the ``block_rq_issue``/``block_rq_complete``
+tracepoints (:mod:`biossd.host.tracefs`); both end in ``blocktrace.parquet``, one row per request,
+written in row groups of :data:`ROWS_PER_GROUP` as requests complete, so millions of requests
+never sit in memory:
+
+=============  ========  ==================================================================
+``issue_s``    float64   when the request was issued to the device, seconds since run start
+``complete_s`` float64   when it completed (null: not seen before the trace ended)
+``device``     string    kernel device name (``vda``, ``loop3``)
+``op``         string    ``R`` read, ``W`` write, ``D`` discard, ``F`` flush only, ``N`` other
+``rwbs``       string    the kernel's full operation flags (``WS``: synchronous write, ...)
+``sector``     int64     first sector, 512-byte units
+``bytes``      int64     request size in bytes
+``pid``        int32     the task that issued it (null when unknown)
+``comm``       string    that task's name (null when unknown)
+``error``      int32     completion status (0 = success; null when not completed)
+=============  ========  ==================================================================
+
+Times use the monotonic clock of :func:`time.monotonic` (tracefs ``mono`` clock), so they line
+up with the sampler's ``t_s``. Events the kernel lost are counted, never silently dropped:
+``lost`` in the collector record holds the ring buffer's overrun/dropped counts, and
+``unmatched_completions``/``incomplete_requests`` count requests seen on one side only. A
+request the driver requeued is kept once, with the time of its last issue (``requeues``
+counts them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from biossd.core.errors import BiossdError
+from biossd.host import tracefs
+from biossd.host.devices import SECTOR_BYTES
+
+BLOCKTRACE_FILE = "blocktrace.parquet"
+ROWS_PER_GROUP = 16_384
+POLL_S = 0.25
+READ_CHUNK_BYTES = 1 << 20
+MODES = ("auto", "blktrace", "tracefs", "off")
+#: blktrace is given this long to fail (it fails at once when the kernel refuses it).
+BLKTRACE_PROBE_S = 0.3
+DEBUGFS_BLOCK = Path("/sys/kernel/debug/block")
+
+SCHEMA = pa.schema([
+    ("issue_s", pa.float64()), ("complete_s", pa.float64()), ("device", pa.string()),
+    ("op", pa.string()), ("rwbs", pa.string()), ("sector", pa.int64()), ("bytes", pa.int64()),
+    ("pid", pa.int32()), ("comm", pa.string()), ("error", pa.int32()),
+])
+
+
+def op_of(rwbs: str) -> str:
+    """The request's data direction from the kernel's RWBS flags."""
+    for letter in "RWD":
+        if letter in rwbs:
+            return letter
+    return "F" if "F" in rwbs else "N"
+
+
+@dataclass
+class Event:
+    """One issue (``kind == "issue"``) or completion of a request, from either source."""
+
+    kind: str
+    time_s: float
+    dev: tuple[int, int]
+    rwbs: str
+    sector: int
+    nr_sectors: int
+    bytes: int | None = None
+    pid: int | None = None
+    comm: str | None = None
+    error: int | None = None
+
+
+# -- parsing -----------------------------------------------------------------------------------
+_TRACEFS_LINE = re.compile(
+    r"^\s*(?P<task>.*)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
+    r"(?P<ts>\d+\.\d+): (?P<event>block_rq_\w+): (?P<payload>.*)$"
+)
+_TRACEFS_PAYLOAD = re.compile(
+    r"^(?P<major>\d+),(?P<minor>\d+) (?P<rwbs>\S*) (?:(?P<bytes>\d+) )?\((?P<cmd>.*?)\) "
+    r"(?P<sector>\d+) \+ (?P<nr>\d+)(?: \S+)? \[(?P<last>.*)\]$"
+)
+_TRACEFS_KINDS = {"block_rq_issue": "issue", "block_rq_complete": "complete",
+                  "block_rq_requeue": "requeue"}
+
+
+def parse_tracefs_line(line: str) -> Event | None:
+    """One ``trace_pipe`` line of ``block_rq_issue``/``block_rq_complete``; ``None`` for other
+    lines. Raises ``ValueError`` for a block line this parser does not understand."""
+    head = _TRACEFS_LINE.match(line)
+    if head is None or head["event"] not in _TRACEFS_KINDS:
+        return None
+    body = _TRACEFS_PAYLOAD.match(head["payload"])
+    if body is None:
+        raise ValueError(f"unrecognised {head['event']} payload: {head['payload']!r}")
+    kind = _TRACEFS_KINDS[head["event"]]
+    event = Event(kind=kind, time_s=float(head["ts"]), dev=(int(body["major"]), int(body["minor"])),
+                  rwbs=body["rwbs"], sector=int(body["sector"]), nr_sectors=int(body["nr"]))
+    if kind == "issue":
+        event.bytes = int(body["bytes"]) if body["bytes"] is not None else event.nr_sectors * SECTOR_BYTES
+        event.pid = int(head["pid"])
+        event.comm = body["last"]
+    elif kind == "complete":
+        event.error = int(body["last"])
+    return event
+
+
+#: ``blkparse -f`` format giving the fields :func:`parse_blkparse_line` reads.
+BLKPARSE_FORMAT = "%a %M %m %d %S %n %N %T.%9t %p %C\\n"
+_BLKPARSE_KINDS = {"D": "issue", "C": "complete", "R": "requeue"}
+
+
+def parse_blkparse_line(line: str) -> Event | None:
+    """One line of ``blkparse -f BLKPARSE_FORMAT``; ``None`` for actions other than D and C."""
+    parts = line.rstrip("\n").split(" ", 9)
+    if len(parts) < 9 or parts[0] not in _BLKPARSE_KINDS:
+        return None
+    action, major, minor, rwbs, sector, nr, nbytes, ts, pid = parts[:9]
+    kind = _BLKPARSE_KINDS[action]
+    event = Event(kind=kind, time_s=float(ts), dev=(int(major), int(minor)), rwbs=rwbs,
+                  sector=int(sector), nr_sectors=int(nr), bytes=int(nbytes))
+    if kind == "issue":
+        event.pid = int(pid)
+        event.comm = parts[9] if len(parts) > 9 else None
+    elif kind == "complete":
+        event.error = 0
+    return event
+
+
+# -- pairing and writing -----------------------------------------------------------------------
+class CanonicalWriter:
+    """Pairs issues with completions and writes ``blocktrace.parquet`` incrementally.
+
+    The file is written under a temporary name and renamed on :meth:`close`."""
+
+    def __init__(self, path: Path, device_names: dict[tuple[int, int], str], t0_s: float) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".part")
+        self.names = device_names
+        self.t0_s = t0_s
+        self.rows = 0
+        self.unmatched_completions = 0
+        self.requeues = 0
+        self.incomplete_requests = 0
+        self._pending: dict[tuple[tuple[int, int], int], deque[list[Any]]] = {}
+        self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+        self._writer = pq.ParquetWriter(self.tmp, SCHEMA)
+
+    def add(self, event: Event) -> None:
+        key = (event.dev, event.sector)
+        if event.kind == "issue":
+            # [issue_s, dev, rwbs, sector, bytes, pid, comm, sectors still to complete]
+            row = [event.time_s - self.t0_s, event.dev, event.rwbs, event.sector,
+                   event.bytes, event.pid, event.comm, event.nr_sectors]
+            self._pending.setdefault(key, deque()).append(row)
+            return
+        queue = self._pending.get(key)
+        if event.kind == "requeue":
+            # The driver handed the request back; its next issue is the one that counts.
+            self.requeues += 1
+            if queue:
+                queue.pop()
+                if not queue:
+                    del self._pending[key]
+            return
+        if not queue:
+            self.unmatched_completions += 1
+            return
+        row = queue.popleft()
+        if not queue:
+            del self._pending[key]
+        remaining = row[7] - event.nr_sectors
+        if event.nr_sectors and remaining > 0:  # a partial completion: wait for the rest
+            row[7] = remaining
+            self._pending.setdefault((event.dev, event.sector + event.nr_sectors), deque()).append(row)
+            return
+        self._emit(row, event.time_s - self.t0_s, event.error)
+
+    def _emit(self, row: list[Any], complete_s: float | None, error: int | None) -> None:
+        issue_s, dev, rwbs, sector, nbytes, pid, comm, _ = row
+        c = self._columns
+        c["issue_s"].append(issue_s)
+        c["complete_s"].append(complete_s)
+        c["device"].append(self.names.get(dev, f"{dev[0]}:{dev[1]}"))
+        c["op"].append(op_of(rwbs))
+        c["rwbs"].append(rwbs)
+        c["sector"].append(sector)
+        c["bytes"].append(nbytes)
+        c["pid"].append(pid)
+        c["comm"].append(comm)
+        c["error"].append(error)
+        self.rows += 1
+        if len(c["issue_s"]) >= ROWS_PER_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._columns["issue_s"]:
+            self._writer.write_table(pa.table(self._columns, schema=SCHEMA))
+            self._columns = {name: [] for name in SCHEMA.names}
+
+    def close(self) -> None:
+        """Write requests never completed (``complete_s`` null), close, and rename."""
+        for queue in self._pending.values():
+            for row in queue:
+                self.incomplete_requests += 1
+                self._emit(row, None, None)
+        self._pending.clear()
+        self._flush()
+        self._writer.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
+def request_arrays(path: Path) -> dict[str, Any]:
+    """The canonical trace as NumPy arrays in issue order, for the features: ``issue_s``,
+    ``complete_s`` (NaN when not seen), ``device`` (integer codes), ``op`` (``R``/``W``/...),
+    ``sector``, ``bytes``."""
+    table = pq.read_table(path, columns=["issue_s", "complete_s", "device", "op", "sector", "bytes"])
+    order = np.argsort(table.column("issue_s").to_numpy(), kind="stable")
+    device = table.column("device").dictionary_encode().combine_chunks().indices.to_numpy(zero_copy_only=False)
+    return {
+        "issue_s": table.column("issue_s").to_numpy()[order],
+        "complete_s": table.column("complete_s").to_numpy(zero_copy_only=False).astype(float)[order],
+        "device": device[order],
+        "op": table.column("op").to_numpy(zero_copy_only=False).astype(str)[order],
+        "sector": table.column("sector").to_numpy()[order],
+        "bytes": table.column("bytes").to_numpy()[order],
+    }
+
+
+def read_blocktrace(path: Path):
+    """The canonical trace as a pandas DataFrame, in issue order."""
+    table = pq.read_table(path)
+    return table.to_pandas().sort_values("issue_s", kind="stable").reset_index(drop=True)
+
+
+# -- collectors ----------------------------------------------------------------------------------
+class BlockTraceUnavailable(BiossdError, RuntimeError):
+    pass
+
+
+class TracefsBlockTrace:
+    """Reads the tracefs instance's ``trace_pipe`` on a thread into a :class:`CanonicalWriter`."""
+
+    source = "tracefs"
+
+    def __init__(self, out_dir: Path, devices: dict[tuple[int, int], str]) -> None:
+        self.out_dir = out_dir
+        self.devices = devices
+        self.instance = tracefs.BlockTraceInstance(list(devices))
+        self.writer: CanonicalWriter | None = None
+        self.error: str | None = None
+        self.parse_errors = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._fd: int | None = None
+
+    def start(self, t0_s: float) -> None:
+        try:
+            self.instance.__enter__()
+        except tracefs.TracefsError as err:
+            raise BlockTraceUnavailable(str(err)) from None
+        self.writer = CanonicalWriter(self.out_dir / BLOCKTRACE_FILE, self.devices, t0_s)
+        self._fd = os.open(self.instance.pipe, os.O_RDONLY | os.O_NONBLOCK)
+        self.instance.start()
+        self._thread = threading.Thread(target=self._loop, name="biossd-blocktrace", daemon=True)
+        self._thread.start()
+
+    def _lines(self, chunk: bytes, tail: bytes) -> tuple[Iterable[str], bytes]:
+        data = tail + chunk
+        cut = data.rfind(b"\n") + 1
+        return data[:cut].decode("utf-8", "replace").splitlines(), data[cut:]
+
+    def _read_available(self, tail: bytes) -> tuple[bytes, bool]:
+        """Read and parse all that is buffered; returns the partial last line and whether the
+        pipe had anything."""
+        assert self._fd is not None and self.writer is not None
+        got = False
+        while True:
+            try:
+                chunk = os.read(self._fd, READ_CHUNK_BYTES)
+            except BlockingIOError:
+                return tail, got
+            if not chunk:
+                return tail, got
+            got = True
+            lines, tail = self._lines(chunk, tail)
+            for line in lines:
+                try:
+                    event = parse_tracefs_line(line)
+                except ValueError:
+                    self.parse_errors += 1
+                    continue
+                if event is not None:
+                    self.writer.add(event)
+
+    def _loop(self) -> None:
+        tail = b""
+        try:
+            while not self._stop.is_set():
+                select.select([self._fd], [], [], POLL_S)
+                tail, _ = self._read_available(tail)
+            # Recording is off: drain what the ring buffer still holds.
+            while True:
+                tail, got = self._read_available(tail)
+                if not got:
+                    break
+        except Exception as err:  # recorded in the manifest; the run itself goes on
+            self.error = f"{type(err).__name__}: {err}"
+
+    def stop(self) -> dict[str, Any]:
+        """Stop tracing, drain, close the file and tear the instance down; returns the record."""
+        lost: dict[str, int] = {}
+        try:
+            self.instance.stop()
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join()
+            lost = self.instance.lost_events()
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            self.instance.close()
+        assert self.writer is not None
+        if self.error is not None:
+            self.writer.abort()
+            raise RuntimeError(self.error)
+        self.writer.close()
+        return _record(self.source, self.writer, lost, self.parse_errors)
+
+    def abort(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.instance.close()
+        if self.writer is not None:
+            self.writer.abort()
+
+
+class BlktraceBlockTrace:
+    """blktrace's binary per-CPU files, converted with blkparse after the run."""
+
+    source = "blktrace"
+
+    def __init__(self, out_dir: Path, devices: dict[tuple[int, int], str]) -> None:
+        self.out_dir = out_dir
+        self.devices = devices
+        self.proc: subprocess.Popen[str] | None = None
+        self.t_start = 0.0
+        self.t0_s = 0.0
+
+    def start(self, t0_s: float) -> None:
+        if shutil.which("blktrace") is None or shutil.which("blkparse") is None:
+            raise BlockTraceUnavailable("blktrace/blkparse are not installed")
+        if not DEBUGFS_BLOCK.is_dir():
+            raise BlockTraceUnavailable(f"debugfs is not mounted ({DEBUGFS_BLOCK} is missing)")
+        argv = ["blktrace", "-o", "blktrace", "-D", str(self.out_dir)]
+        for name in self.devices.values():
+            argv += ["-d", f"/dev/{name}"]
+        self.t0_s = t0_s
+        self.t_start = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True)
+        try:
+            self.proc.wait(timeout=BLKTRACE_PROBE_S)
+        except subprocess.TimeoutExpired:
+            return  # still running: tracing
+        out = (self.proc.stdout.read() if self.proc.stdout else "").strip()
+        self.proc = None
+        for leftover in self.out_dir.glob("blktrace.*"):
+            leftover.unlink()
+        raise BlockTraceUnavailable(f"blktrace refused: {out or 'exited at once'}")
+
+    def stop(self) -> dict[str, Any]:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        summary, _ = self.proc.communicate(timeout=60)
+        dropped = sum(int(n) for n in re.findall(r"dropped (\d+)", summary or ""))
+        # blkparse times count from the first traced event, which came after t_start.
+        writer = CanonicalWriter(self.out_dir / BLOCKTRACE_FILE, self.devices, self.t0_s - self.t_start)
+        parse = subprocess.Popen(
+            ["blkparse", "-i", "blktrace", "-D", str(self.out_dir), "-q", "-f", BLKPARSE_FORMAT],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        assert parse.stdout is not None
+        try:
+            for line in parse.stdout:
+                event = parse_blkparse_line(line)
+                if event is not None:
+                    writer.add(event)
+        except BaseException:
+            parse.kill()
+            writer.abort()
+            raise
+        if parse.wait() != 0:
+            writer.abort()
+            raise RuntimeError("blkparse failed on blktrace's output")
+        writer.close()
+        record = _record(self.source, writer, {"dropped": dropped}, 0)
+        record["files"] += sorted(p.name for p in self.out_dir.glob("blktrace.blktrace.*"))
+        record["time_base"] = "blktrace start (approximate: blkparse counts from the first event)"
+        return record
+
+    def abort(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _record(source: str, writer: CanonicalWriter, lost: dict[str, int], parse_errors: int) -> dict[str, Any]:
+    return {
+        "ran": True, "why": None, "source": source, "files": [BLOCKTRACE_FILE],
+        "requests": writer.rows, "lost": lost, "lost_total": sum(lost.values()),
+        "unmatched_completions": writer.unmatched_completions,
+        "incomplete_requests": writer.incomplete_requests, "requeues": writer.requeues,
+        "parse_errors": parse_errors,
+    }
+
+
+def start(mode: str, out_dir: Path, devices: dict[tuple[int, int], str], t0_s: float):
+    """Start the first block tracer that works for ``mode``; returns ``(tracer, notes)`` where
+    ``tracer`` is ``None`` when none could start and ``notes`` says why each was passed over."""
+    if mode not in MODES:
+        raise ValueError(f"unknown block-trace mode {mode!r}; choose one of {MODES}")
+    notes: list[str] = []
+    if mode == "off":
+        return None, ["disabled (--blocktrace off)"]
+    if not devices:
+        return None, ["no device to trace"]
+    kinds = {"auto": (BlktraceBlockTrace, TracefsBlockTrace), "blktrace": (BlktraceBlockTrace,),
+             "tracefs": (TracefsBlockTrace,)}[mode]
+    for kind in kinds:
+        tracer = kind(out_dir, devices)
+        try:
+            tracer.start(t0_s)
+        except BlockTraceUnavailable as err:
+            notes.append(f"{kind.source}: {err}")
+            continue
+        return tracer, notes
+    return None, notes

@@ -1,0 +1,124 @@
+"""Leftovers of profiled runs that were killed before they could clean up: cgroups, tracefs
+instances and mounts, loop-device swap areas, the partial run directories named by stale
+host-lock records, and emulated HDDs whose owner is gone (or that broke, if brought up by hand).
+``biossd doctor`` lists them and ``biossd cleanup`` removes them — and nothing that is in use.
+
+Every such object is named ``<prefix><pid>-<hex>`` after the process that made it; one whose
+process is still running belongs to a live run and is not a leftover. A profiled run whose
+owner (the Nextflow session it worked for) is dead is an *orphan*: :func:`stop_orphans` ends
+it, which is what a resumed study does first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from biossd.core.owners import ProcessRef
+
+
+def find_all() -> list[tuple[str, str, Callable[[], None]]]:
+    """``(kind, what, remove)`` for every leftover on this host."""
+    from biossd.host import cgroups, emulate, hostlock, swap, tracefs
+
+    found: list[tuple[str, str, Callable[[], None]]] = []
+    for record in hostlock.stale_records():
+        found.append(("killed run", _describe_stale(record), lambda r=record: _remove_stale(r)))
+    for path in cgroups.find_leftovers():
+        found.append(("cgroup", str(path), lambda p=path: cgroups.remove_cgroup(p)))
+    for path in tracefs.find_leftovers():
+        found.append(("tracefs", str(path), lambda p=path: tracefs.remove_leftover(p)))
+    for entry in swap.find_leftovers():
+        found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
+    for state_dir in emulate.all_states():
+        if emulate.in_use(state_dir):
+            continue
+        status = emulate.status_of(state_dir)
+        owner = emulate.owner_of(status)
+        why = f"its owner {owner.describe()} is gone" if owner else "brought up by hand, and broken"
+        what = f"{status['mount']} ({'healthy' if status['healthy'] else 'broken'}; {why}; {state_dir})"
+        found.append(("emulated-hdd", what, lambda d=state_dir: emulate.down_state(d)))
+    return found
+
+
+def in_use() -> list[str]:
+    """What biossd has on this host that is in use (not leftovers): the host lock's holder and
+    owned emulations, for ``biossd doctor``."""
+    from biossd.host import emulate, hostlock
+
+    lines = []
+    holder = hostlock.held_by()
+    if holder is not None:
+        lines.append(f"host lock {hostlock.lock_path()}: held by {hostlock.describe(holder)}")
+    for state_dir in emulate.all_states():
+        if emulate.in_use(state_dir):
+            status = emulate.status_of(state_dir)
+            owner = emulate.owner_of(status)
+            lines.append(f"emulated HDD {status['mount']} ({status['profile_name']}, {status.get('loop_device')}): "
+                         + (f"in use by {owner.describe()}" if owner else "brought up by hand; "
+                            "`biossd device emulate-hdd down --mount` takes it down"))
+    return lines
+
+
+def _describe_stale(record: Path) -> str:
+    import json
+
+    try:
+        body = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return f"{record} (unreadable)"
+    return f"{body.get('what', 'a run')} (pid {body.get('pid')}) partial run {body.get('partial')} ({record})"
+
+
+def _remove_stale(record: Path) -> None:
+    """Remove what a killed run's host-lock record names (its partial run directory, which
+    carries biossd's marker), then the record."""
+    import json
+
+    from biossd.measure import rundir
+
+    try:
+        body = json.loads(record.read_text())
+    except (OSError, ValueError):
+        body = {}
+    if body.get("partial"):
+        rundir.remove(Path(body["partial"]))
+    record.unlink(missing_ok=True)
+
+
+def stop_orphans(owner: "ProcessRef | None" = None, grace_s: float | None = None) -> list[str]:
+    """End the measured run holding the host lock if the owner it works for is dead (e.g.
+    Nextflow was SIGKILLed) — or, given ``owner``, if it works for that owner (which is taking
+    its storage down, so its runs are over): SIGTERM, so it cleans up after itself, then SIGKILL
+    after the profiler's own grace period plus its teardown. Returns what was done."""
+    import os
+    import signal
+    import time
+
+    from biossd.core.owners import ProcessRef
+    from biossd.host import hostlock
+    from biossd.measure import profile
+
+    holder = hostlock.held_by()
+    if not holder:
+        return []
+    run = ProcessRef.from_record(holder)
+    theirs = ProcessRef.from_record(holder.get("owner"))
+    if run is None or theirs is None or not run.alive():
+        return []
+    ours = owner is not None and (theirs.pid, theirs.start_ticks) == (owner.pid, owner.start_ticks)
+    if not ours and theirs.alive():
+        return []
+    os.kill(run.pid, signal.SIGTERM)
+    deadline = time.monotonic() + (profile.TERM_GRACE_S + ORPHAN_TEARDOWN_S if grace_s is None else grace_s)
+    while run.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    what = "orphaned" if not ours else "interrupted"
+    if run.alive():
+        os.kill(run.pid, signal.SIGKILL)
+        return [f"killed {what} run {hostlock.describe(holder)} (SIGKILL)"]
+    return [f"stopped {what} run {hostlock.describe(holder)}"]
+
+
+#: Time an orphaned run is given, beyond the profiler's grace for its tool, to tear down.
+ORPHAN_TEARDOWN_S = 20.0

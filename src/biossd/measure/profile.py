@@ -1,0 +1,530 @@
+"""Run one command under a memory cap and keep its raw measurements (seed 000, §5.1).
+
+The paper measured each program with ``time -eUSKFW``, SAR, blktrace and VTune. This module
+runs the command, applies the memory cap (:mod:`biossd.host.cgroups`), optionally gives it swap on a
+loop device (:mod:`biossd.host.swap`), and writes one run directory:
+
+``RUN_DIR/``
+    ``stdout.log``, ``stderr.log``   the command's own output
+    ``rusage.json``                  process accounting of the whole process tree (``time``'s job)
+    ``sampler.csv``                  1 Hz system counters, like SAR (:mod:`biossd.measure.sampler`)
+    ``blocktrace.parquet``           one row per block request (:mod:`biossd.measure.blocktrace`)
+    ``perf_stat.csv``                CPU/memory counters (:mod:`biossd.measure.counters`)
+    ``cachegrind.*``                 simulated cache misses, opt-in (:mod:`biossd.measure.counters`)
+    ``run.json``                     the manifest, written last (see :mod:`biossd.measure.manifest`)
+
+The command is started behind a *gate* — ``sh`` waiting on a pipe, then ``exec``-ing the
+command in the same process — so the cap, the block trace, the sampler and perf are all in
+place before the command's first instruction, and ``wall_s`` counts from the gate's release.
+Each collector records whether it ran and, if not, why; one that fails does not stop the others
+or the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime as dt
+import errno
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from biossd.core.errors import BiossdError
+from biossd.core.owners import ProcessRef
+from biossd.host import devices as block_devices
+from biossd.host import emulate, hostfacts, hostlock
+from biossd.host.cgroups import MemoryCap
+from biossd.host.swap import LoopSwap
+from biossd.measure import blocktrace, counters, manifest, rundir
+from biossd.measure.sampler import DEFAULT_INTERVAL_S, Sampler
+
+#: ``ru_inblock``/``ru_oublock`` count 512-byte units on Linux (getrusage(2)).
+RUSAGE_BLOCK_BYTES = 512
+EXIT_COMMAND_NOT_FOUND = 127
+EXIT_NOT_EXECUTABLE = 126
+_SIGNAL_EXIT_BASE = 128
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+_DROP_ALL = "3"
+#: Holds the command until the collectors are ready: reads one line from stdin (a pipe from
+#: the profiler), then execs the command, in the same process, with stdin from /dev/null.
+GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
+PERF_MODES = ("auto", "off")
+DEVICE_RECORD = "device.json"
+#: After SIGINT/SIGTERM (or its owner's death) the command's process group gets SIGTERM, and
+#: SIGKILL if it is still running this many seconds later (a tool that ignores SIGTERM).
+TERM_GRACE_S = 10.0
+#: How often the wait for the command wakes to check signals, the timeout and the owner.
+_WAIT_POLL_MS = 200
+
+
+class ProfileError(BiossdError, RuntimeError):
+    """The run could not be started; the message says what to fix."""
+
+
+class Busy(ProfileError):
+    """Another measured run holds the host lock and the run was told not to wait."""
+
+    exit_status = hostlock.EXIT_BUSY
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum}")
+        self.signum = signum
+
+
+@dataclass
+class ProfileRequest:
+    argv: Sequence[str]
+    out_dir: Path
+    mem_bytes: int | None
+    labels: dict[str, str] = field(default_factory=dict)
+    cap_backend: str = "auto"
+    drop_caches: bool = True
+    overwrite: bool = False
+    #: Block devices to trace (``/dev/vda``, ``vda`` or ``254:0``); default: the one holding
+    #: the current directory. A swap area made for the run is traced too.
+    devices: Sequence[str] = ()
+    sample_interval_s: float = DEFAULT_INTERVAL_S
+    #: Swap for the run: this many bytes on a loop device over a file in ``swap_dir``.
+    swap_bytes: int | None = None
+    swap_dir: Path | None = None
+    blocktrace: str = "auto"
+    perf: str = "auto"
+    cachegrind: bool = False
+    #: Kill the command after this many seconds (outcome ``timeout``).
+    timeout_s: float | None = None
+    #: Provenance recorded as given: the tool's version and its container image reference.
+    tool_version: str | None = None
+    image: str | None = None
+    #: ``biossd device characterize`` record of the storage's device, copied into the run as
+    #: ``device.json`` (Butil divides by its bandwidth).
+    device_record: Path | None = None
+    #: Cap memory + swap at the cap (the run may not swap; see :class:`MemoryCap`).
+    no_swap: bool = False
+    #: Wait for the host lock (``False``: refuse at once when another measured run holds it).
+    wait_for_lock: bool = True
+    #: The process this run works for (e.g. the Nextflow session): if it dies, the run stops
+    #: as if interrupted, and its record names it.
+    owner: ProcessRef | None = None
+    #: Notes on waiting for the host lock go here (default: stderr).
+    notify: Any = None
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def drop_page_cache() -> dict[str, Any]:
+    """``sync`` and drop the page cache, dentries and inodes so the run starts cold."""
+    os.sync()
+    try:
+        DROP_CACHES.write_text(_DROP_ALL)
+    except OSError as err:
+        return {"dropped": False, "why": f"cannot write {DROP_CACHES}: {err.strerror} (needs root)"}
+    return {"dropped": True, "why": None}
+
+
+def rusage_record(ru: resource.struct_rusage, wall_s: float) -> dict[str, float | int]:
+    """Process accounting in the fields of GNU ``time -eUSKFW`` (wall, user, sys, RSS, faults,
+    file-system I/O, context switches), with units in the names."""
+    return {
+        "wall_s": wall_s,
+        "user_s": ru.ru_utime,
+        "sys_s": ru.ru_stime,
+        "max_rss_kib": ru.ru_maxrss,
+        "major_faults": ru.ru_majflt,
+        "minor_faults": ru.ru_minflt,
+        "fs_input_blocks": ru.ru_inblock,
+        "fs_output_blocks": ru.ru_oublock,
+        "read_bytes": ru.ru_inblock * RUSAGE_BLOCK_BYTES,
+        "write_bytes": ru.ru_oublock * RUSAGE_BLOCK_BYTES,
+        "voluntary_ctx_switches": ru.ru_nvcsw,
+        "involuntary_ctx_switches": ru.ru_nivcsw,
+    }
+
+
+def _outcome(status: int, oom_kills: int | None, timed_out: bool) -> tuple[str, int | None, int | None]:
+    """(outcome, exit code, terminating signal) from a wait status and the cap's OOM count."""
+    exit_code = os.waitstatus_to_exitcode(status)
+    sig = -exit_code if exit_code < 0 else None
+    code = exit_code if exit_code >= 0 else None
+    if oom_kills:
+        return "oom", code, sig
+    if timed_out:
+        return "timeout", code, sig
+    return ("ok" if exit_code == 0 else "failed"), code, sig
+
+
+def _launch_problem(argv: Sequence[str]) -> tuple[int, str] | None:
+    """Exit code and message if the command cannot be executed (checked before the gate, so
+    the error names the command rather than the gate's shell)."""
+    name = argv[0]
+    path = name if "/" in name else shutil.which(name)
+    if path is None or not os.path.exists(path):
+        return EXIT_COMMAND_NOT_FOUND, f"command not found: {name}"
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        return EXIT_NOT_EXECUTABLE, f"command not executable: {name}"
+    return None
+
+
+def _not_run(why: str) -> dict[str, Any]:
+    return {"ran": False, "why": why, "files": []}
+
+
+def _traced_devices(names: Sequence[str]) -> dict[tuple[int, int], str]:
+    out = {}
+    for name in names:
+        major, minor = (int(x) for x in Path(f"/sys/class/block/{name}/dev").read_text().split(":"))
+        out[(major, minor)] = name
+    return out
+
+
+def run(request: ProfileRequest) -> dict[str, Any]:
+    """Profile one command; returns the manifest written to ``RUN_DIR/run.json``.
+
+    On SIGINT/SIGTERM the command's process group is terminated, every collector and the cap
+    and swap are removed, no manifest is written, and :class:`Interrupted` is raised.
+    """
+    if not request.argv:
+        raise ProfileError("no command given: put it after `--`")
+    if request.perf not in PERF_MODES:
+        raise ProfileError(f"unknown perf mode {request.perf!r}; choose one of {PERF_MODES}")
+    if request.blocktrace not in blocktrace.MODES:
+        raise ProfileError(f"unknown block-trace mode {request.blocktrace!r}; choose one of {blocktrace.MODES}")
+    try:
+        traced = [block_devices.resolve(d) for d in request.devices]
+    except block_devices.DeviceError as err:
+        raise ProfileError(f"{err}; nothing was run") from None
+    devices_note = None
+    if not traced:
+        try:
+            traced = [block_devices.device_of_path(Path.cwd())]
+        except block_devices.DeviceError as err:
+            # tmpfs, overlayfs and the like: run anyway, with no device counters, and say why.
+            devices_note = f"no device traced: the current directory is on no block device ({err})"
+    if request.swap_bytes and request.swap_dir is not None and not Path(request.swap_dir).is_dir():
+        raise ProfileError(f"--swap-dir {request.swap_dir} is not a directory; nothing was run")
+    if request.device_record is not None and not Path(request.device_record).is_file():
+        raise ProfileError(f"--device-record {request.device_record}: no such file; nothing was run")
+    try:
+        target = rundir.check_target(Path(request.out_dir), request.overwrite)
+    except rundir.RunDirError as err:
+        raise ProfileError(f"{err}; nothing was run") from None
+    launch_problem = _launch_problem(request.argv)
+
+    received: list[int] = []
+    child: list[subprocess.Popen[bytes]] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        if child and child[0].returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child[0].pid, signal.SIGTERM)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    partial: Path | None = None
+    try:
+        with hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
+                               interrupted=lambda: received[0] if received else None,
+                               notify=request.notify, out=str(target)) as lock:
+            named = rundir.partial_path(target)
+            lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
+            partial = rundir.make_partial(target, named)
+            body = _measure(request, partial, traced, devices_note, launch_problem, received, child)
+            if received:
+                raise Interrupted(received[0])
+            body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
+            manifest.write_manifest(partial, body)
+            try:
+                rundir.publish(partial, target)
+            except rundir.RunDirError as err:
+                partial = None  # the complete run stays where the message says
+                raise ProfileError(str(err)) from None
+            partial = None
+    except hostlock.WaitInterrupted as intr:
+        raise Interrupted(intr.signum) from None
+    except hostlock.HostBusy as err:
+        raise Busy(str(err)) from None
+    finally:
+        # An interrupted or failed run leaves nothing: its partial directory carries biossd's
+        # marker and is removed; a second signal meanwhile is only recorded.
+        if partial is not None:
+            rundir.remove(partial)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return manifest.read_manifest(target)
+
+
+def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_note: str | None,
+             launch_problem: tuple[int, str] | None, received: list[int],
+             child_box: list[subprocess.Popen[bytes]]) -> dict[str, Any]:
+    """Set up the cap, swap and collectors, run the command, tear everything down; returns
+    the manifest's body (not yet written). Raises :class:`Interrupted` on a signal."""
+    if request.device_record is not None:
+        shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
+    command = list(request.argv)
+    if request.cachegrind and launch_problem is None:
+        command = counters.cachegrind_argv(out_dir, command)
+    collectors: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        swap = None
+        if request.swap_bytes:
+            swap = stack.enter_context(LoopSwap(request.swap_bytes, Path(request.swap_dir or Path.cwd())))
+            if swap.device_name not in traced:
+                traced.append(swap.device_name)
+        if received:
+            raise Interrupted(received[0])
+        facts = hostfacts.host_facts()
+        device_facts = [block_devices.device_facts(name) for name in traced]
+        mounts = {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)}
+        # Real or emulated storage (biossd.host.emulate), for the working directory and the swap.
+        storage = {"cwd": emulate.run_record(Path.cwd()),
+                   "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
+        caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
+        cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap))
+        executed = cap.wrap(command)
+        out = stack.enter_context(open(out_dir / "stdout.log", "wb"))
+        err = stack.enter_context(open(out_dir / "stderr.log", "wb"))
+        started_at = _utc_now()
+        t0 = time.monotonic()
+        timed_out = False
+        command_pid = None
+        flush_s = None
+        if launch_problem is not None:
+            err.write((launch_problem[1] + "\n").encode())
+            outcome, exit_code, term_signal = "failed", launch_problem[0], None
+            wall_s, t_command_s, accounting = 0.0, None, None
+            for name in ("rusage", "sampler", "blocktrace", "perf"):
+                collectors[name] = _not_run("the command did not start")
+        else:
+            gate_r, gate_w = os.pipe()
+            stack.callback(_close_quietly, gate_w)
+            try:
+                child = subprocess.Popen(
+                    ["sh", "-c", GATE_SCRIPT, "biossd-gate", *executed], stdout=out, stderr=err,
+                    stdin=gate_r, preexec_fn=cap.join, start_new_session=True,
+                )
+            finally:
+                os.close(gate_r)
+            child_box.append(child)
+            stack.callback(_kill_group, child)
+            command_pid = child.pid
+            tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
+            if tracer is not None:
+                stack.callback(tracer.abort)
+            sampler = Sampler(out_dir / "sampler.csv", traced, cap.usage_bytes, request.sample_interval_s)
+            try:
+                sampler.start(t0)
+                stack.callback(sampler.stop)
+            except OSError as exc:
+                collectors["sampler"] = _not_run(f"could not start: {exc}")
+                sampler = None
+            perf = _attach_perf(request, out_dir, child.pid, collectors)
+            if perf is not None:
+                stack.callback(perf.abort)
+            if received:
+                raise Interrupted(received[0])
+            t_command = time.monotonic()
+            os.write(gate_w, b"go\n")
+            _close_quietly(gate_w)
+            status, ru, timed_out = _wait(child, request.timeout_s, received, request.owner)
+            wall_s = time.monotonic() - t_command
+            t_command_s = t_command - t0
+            if received:
+                raise Interrupted(received[0])
+            outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"], timed_out)
+            if outcome == "failed":
+                full = _scratch_full(Path.cwd(), out_dir / "stderr.log")
+                if full:
+                    raise ProfileError(full)
+            accounting = rusage_record(ru, wall_s)
+            flush_s = flush_filesystem(Path.cwd())
+            if perf is not None:
+                collectors["perf"] = _collect(perf.stop)
+            if sampler is not None:
+                sampler.stop()
+                collectors["sampler"] = sampler.record()
+            if tracer is not None:
+                collectors["blocktrace"] = _collect(tracer.stop, notes=trace_notes)
+        ended_at = _utc_now()
+        cap_record = cap.record()
+        swap_record = swap.record() if swap is not None else None
+
+    if accounting is not None:
+        manifest.atomic_write_text(out_dir / "rusage.json", json.dumps(accounting, indent=2) + "\n")
+        collectors["rusage"] = {"ran": True, "why": None, "files": ["rusage.json"]}
+    if request.cachegrind:
+        collectors["cachegrind"] = (counters.cachegrind_record(out_dir) if launch_problem is None
+                                    else _not_run("the command did not start"))
+    else:
+        collectors["cachegrind"] = _not_run("opt-in: pass --cachegrind (slow; small inputs)")
+
+    files = [manifest.file_record(out_dir, p) for p in sorted(out_dir.iterdir()) if p.is_file()]
+    return {
+        "labels": dict(request.labels),
+        "argv": list(request.argv),
+        "executed_argv": executed,
+        "pid": command_pid,
+        "cwd": os.getcwd(),
+        "outcome": outcome,
+        "exit_code": exit_code,
+        "signal": term_signal,
+        "error": launch_problem[1] if launch_problem else None,
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "wall_s": wall_s,
+        "flush_s": flush_s,
+        "command_started_s": t_command_s,
+        "timeout_s": request.timeout_s,
+        "tool_version": request.tool_version,
+        "container_image": request.image,
+        "devices": traced,
+        "devices_note": devices_note,
+        "device_facts": device_facts,
+        "mounts": mounts,
+        "emulated_storage": storage,
+        "memory_cap": cap_record,
+        "swap": swap_record,
+        "page_cache": caches,
+        "host": facts,
+        "owner": request.owner.record() if request.owner else None,
+        "collectors": collectors,
+        "files": files,
+    }
+
+
+def flush_filesystem(path: Path) -> float | None:
+    """``syncfs`` the file system holding ``path`` (the run's scratch) and return how long it
+    took: the tool's dirty data reaches the device inside the traced window (the block trace
+    stops after this), but not inside ``wall_s``. Without it, a tool whose writes sit in the page
+    cache when it exits would show no writes at all (seed 000 §5.2's Wiops, Wsize). ``None``
+    when the call is not available."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "syncfs"):
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        t0 = time.monotonic()
+        libc.syncfs(fd)
+        return time.monotonic() - t0
+    finally:
+        os.close(fd)
+
+
+#: A failed run whose working directory's file system has less than this left (or whose
+#: stderr says ENOSPC) ran out of scratch: a fault of the harness, not a result of the tool.
+FULL_DISK_BYTES = 4 << 20
+
+
+def _scratch_full(cwd: Path, stderr_log: Path) -> str | None:
+    """Why the run's scratch counts as full, or ``None``."""
+    st = os.statvfs(cwd)
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+    with contextlib.suppress(OSError):
+        said = os.strerror(errno.ENOSPC) in stderr_log.read_text(errors="replace")
+    if free >= FULL_DISK_BYTES and not said:
+        return None
+    where = block_devices.mount_facts(cwd)
+    return (f"the scratch disk ran out of space during the run: {cwd} (on {where.get('source', '?')}, "
+            f"{where.get('mount_point', '?')}) has {free >> 20} MiB free now"
+            + (" and the tool reported ENOSPC" if said else "")
+            + "; this is a fault of the harness, not a result of the tool, and no run was recorded: "
+            "give the scratch (--scratch_dir, or --emulate_size for an emulated disk) more space")
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _kill_group(child: subprocess.Popen[bytes]) -> None:
+    """Make sure nothing of the command outlives the profiler (no-op once it was reaped)."""
+    if child.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)
+        child.returncode = -signal.SIGKILL
+
+
+def _wait(child: subprocess.Popen[bytes], timeout_s: float | None, received: list[int],
+          owner: ProcessRef | None):
+    """``wait4`` the command. On timeout its process group is killed; after a signal (or when
+    ``owner`` is gone, recorded as SIGTERM) it gets SIGTERM and, :data:`TERM_GRACE_S` later,
+    SIGKILL. Wakes at once when the command exits (a pidfd). Returns (status, rusage,
+    timed_out)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    timed_out = False
+    term_at: float | None = None
+    killed = False
+    pidfd = os.pidfd_open(child.pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    try:
+        while True:
+            pid, status, ru = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                child.returncode = os.waitstatus_to_exitcode(status)
+                return status, ru, timed_out
+            now = time.monotonic()
+            if owner is not None and not received and not owner.alive():
+                received.append(signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGTERM)
+            if received and term_at is None:
+                term_at = now
+            late = term_at is not None and now - term_at > TERM_GRACE_S
+            if (late or (deadline is not None and now > deadline)) and not killed:
+                timed_out = not late
+                killed = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+            poller.poll(_WAIT_POLL_MS)
+    finally:
+        os.close(pidfd)
+
+
+def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float,
+                      collectors: dict[str, Any]):
+    tracer, notes = blocktrace.start(request.blocktrace, out_dir, _traced_devices(traced), t0)
+    if tracer is None:
+        collectors["blocktrace"] = _not_run("; ".join(notes) or "no tracer available")
+    return tracer, notes
+
+
+def _attach_perf(request: ProfileRequest, out_dir: Path, pid: int, collectors: dict[str, Any]):
+    if request.perf == "off":
+        collectors["perf"] = _not_run("disabled (--perf off)")
+        return None
+    perf = counters.PerfStat(out_dir)
+    try:
+        perf.attach(pid)
+    except counters.CounterError as err:
+        collectors["perf"] = _not_run(str(err))
+        return None
+    return perf
+
+
+def _collect(stop, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """A collector's record from its ``stop``; a failure is recorded, not raised."""
+    try:
+        record = stop()
+    except Exception as err:
+        return {"ran": False, "why": f"failed during the run: {err}", "files": []}
+    if notes:
+        record["passed_over"] = list(notes)
+    return record
+
+
+def signal_exit_code(signum: int) -> int:
+    return _SIGNAL_EXIT_BASE + signum

@@ -1,0 +1,124 @@
+"""Run directories: made, filled and published so that nothing of the user's is ever deleted
+and an interrupted run leaves nothing.
+
+* A run is written into a *partial* directory beside its target,
+  ``PARENT/.NAME.biossd-partial-<pid>-<hex>``, whose first file is the marker :data:`MARKER`;
+  only a complete run (its manifest written) is renamed onto the target. An interrupted or
+  failed run's partial directory is removed — it carries the marker, so it is biossd's.
+* biossd deletes a directory only when it carries its mark: the marker, or a valid biossd
+  manifest (run directories of older versions). ``--out`` naming an existing directory without
+  that mark is refused, and so are ``/``, the home directory, the current directory and any
+  directory holding the current one, whatever they contain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from biossd.core.errors import BiossdError
+from biossd.core.owners import ProcessRef
+from biossd.measure import manifest
+
+MARKER = ".biossd-run"
+PARTIAL_INFIX = ".biossd-partial-"
+OLD_INFIX = ".biossd-replaced-"
+
+
+class RunDirError(BiossdError, ValueError):
+    """The run directory cannot be used; the message names the path and what to do."""
+
+
+def is_ours(path: Path) -> bool:
+    """Whether ``path`` is a run directory biossd made (its marker, or a readable manifest)."""
+    path = Path(path)
+    if (path / MARKER).is_file():
+        return True
+    try:
+        manifest.read_manifest(path)
+    except manifest.ManifestError:
+        return False
+    return True
+
+
+def _protected(path: Path) -> str | None:
+    """Why ``path`` may never be a run directory, or ``None``."""
+    cwd = Path.cwd().resolve()
+    if path == Path(path.anchor):
+        return "it is the root directory"
+    if path == Path.home().resolve():
+        return "it is the home directory"
+    if path == cwd:
+        return "it is the current directory"
+    if path in cwd.parents:
+        return "it holds the current directory"
+    return None
+
+
+def check_target(out_dir: Path, overwrite: bool) -> Path:
+    """The resolved target, after refusing what must not be written or replaced."""
+    out_dir = Path(os.path.abspath(out_dir))
+    if out_dir.is_symlink():
+        raise RunDirError(f"--out {out_dir} is a symbolic link; give the directory itself")
+    out_dir = out_dir.resolve()
+    why = _protected(out_dir)
+    if why:
+        raise RunDirError(f"--out {out_dir} cannot be a run directory: {why}; give a new directory "
+                          "(e.g. runs/NAME)")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RunDirError(f"--out {out_dir} exists and is not a directory; give a new path")
+    if out_dir.is_dir():
+        if not is_ours(out_dir):
+            raise RunDirError(f"--out {out_dir} exists and is not a biossd run directory (no {MARKER} "
+                              "marker or run.json); biossd never replaces what it did not make: give a "
+                              "new path, or move that directory away yourself")
+        if manifest.is_complete(out_dir) and not overwrite:
+            raise RunDirError(f"{out_dir} already holds a complete run ({manifest.MANIFEST_NAME}); pass "
+                              "--overwrite to replace it")
+    return out_dir
+
+
+def partial_path(out_dir: Path) -> Path:
+    """A fresh name for ``out_dir``'s partial directory (named before it is made, so a record
+    of it can exist first)."""
+    return out_dir.parent / f".{out_dir.name}{PARTIAL_INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def make_partial(out_dir: Path, partial: Path | None = None) -> Path:
+    """Create the partial directory for ``out_dir`` (``partial``, or a fresh name) with its
+    marker written first."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    me = ProcessRef.current()
+    partial = partial or partial_path(out_dir)
+    partial.mkdir()
+    marker = {"made_by": "biossd profile", **me.record(), "target": str(out_dir)}
+    (partial / MARKER).write_text(json.dumps(marker) + "\n")
+    return partial
+
+
+def remove(path: Path) -> None:
+    """Delete a run directory biossd made; anything else is refused (never deleted)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    if not is_ours(path) or _protected(path.resolve()):
+        raise RunDirError(f"{path} does not carry biossd's mark ({MARKER}); not deleting it")
+    shutil.rmtree(path)
+
+
+def publish(partial: Path, out_dir: Path) -> None:
+    """Put the complete run at ``out_dir``: a rename; a run it replaces (checked to be biossd's
+    again) is first renamed aside, then removed, so no moment lacks a complete run."""
+    old = None
+    if out_dir.exists():
+        if not is_ours(out_dir):
+            raise RunDirError(f"{out_dir} appeared during the run and is not a biossd run directory; "
+                              f"the new run is kept at {partial}")
+        old = out_dir.parent / f".{out_dir.name}{OLD_INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        os.rename(out_dir, old)
+    os.rename(partial, out_dir)
+    if old is not None:
+        remove(old)

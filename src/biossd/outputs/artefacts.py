@@ -1,0 +1,137 @@
+"""The one registry of the paper's artefacts this package regenerates: every table and figure
+with its file stem, the paper's number, its caption, the notebook that makes it and the function
+that draws it. The notebooks make them with :func:`make`, the supplement takes their captions
+from here, and the tests expect exactly these files: adding a figure is one entry here and one
+function in :mod:`biossd.outputs.figures` (or :mod:`biossd.outputs.tables`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from biossd.analysis import Analysis, open_results
+from biossd.outputs import figures, report, tables
+from biossd.study import layout
+
+FIGURE = "figure"
+TABLE = "table"
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """One table or figure: ``stem`` names its files (``figures/<stem>.png|pdf`` or
+    ``tables/<stem>.csv|tex`` under the report), ``number`` is the paper's (seed 000), and
+    ``function(a, **params)`` returns the figure or the table (``None``: nothing to write)."""
+
+    stem: str
+    kind: str
+    number: str
+    caption: str
+    notebook: str
+    function: Callable[..., Any]
+    #: Notebook parameters the function takes (by name).
+    params: tuple[str, ...] = ()
+    #: Whether the supplement prints it (Fig. 5(c)'s numbers are part of Fig. 5 there).
+    in_supplement: bool = True
+    #: Whether it can be absent (a table of a clustering that the data did not allow).
+    optional: bool = field(default=False)
+
+    @property
+    def files(self) -> tuple[PurePosixPath, ...]:
+        """Its files, relative to the report directory."""
+        if self.kind == FIGURE:
+            return tuple(PurePosixPath("figures", f"{self.stem}.{fmt}") for fmt in report.FIGURE_FORMATS)
+        return tuple(PurePosixPath(report.TABLES_DIR, f"{self.stem}.{ext}") for ext in tables.TABLE_FORMATS)
+
+    @property
+    def label(self) -> str:
+        """How the paper names it: ``Table 1``, ``Fig. 2``."""
+        return f"{'Table' if self.kind == TABLE else 'Fig.'} {self.number}"
+
+
+ARTEFACTS: tuple[Artefact, ...] = (
+    Artefact("table1_tools", TABLE, "1", "The tools: task, the paper's group and speedup beside this result set's "
+             "baseline speedup and group (G+ at the threshold or more), and why a tool has none",
+             "01_speedup", tables.table1_tools),
+    Artefact("fig01_aligners", FIGURE, "1", "Short-read aligners: runtime on both storage classes and quality "
+             "against the synthetic truth", "01_speedup", figures.fig01_aligners),
+    Artefact("fig02_speedup", FIGURE, "2", "Speedup of every tool, one panel per pair of a fast and a slow side",
+             "01_speedup", figures.fig02_speedup),
+    Artefact("fig03_pipelines", FIGURE, "3", "Pipelines: runtime on both storage classes broken down by step",
+             "01_speedup", figures.fig03_pipelines),
+    Artefact("table2_features", TABLE, "2", "The eight storage features and their definitions",
+             "02_storage_features", lambda a: tables.table2_features()),
+    Artefact("fig04_storage_features", FIGURE, "4", "Storage feature measurements per tool",
+             "02_storage_features", figures.fig04_storage_features),
+    Artefact("fig05c_pattern_means", TABLE, "5(c)", "Each pattern's members, mean speedup and mean normalized "
+             "features", "03_patterns", tables.table_pattern_means, in_supplement=False, optional=True),
+    Artefact("fig05_patterns", FIGURE, "5", "Clustering the tools on their normalized storage features: dendrogram, "
+             "patterns, radar charts and their numbers", "03_patterns", figures.fig05_patterns),
+    Artefact("fig06_traces", FIGURE, "6", "Representative read and write traces of each pattern",
+             "03_patterns", figures.fig06_traces),
+    Artefact("fig07_randomness", FIGURE, "7", "Impact of randomness on speedup: CAR against Rsize and Wsize",
+             "03_patterns", figures.fig07_randomness),
+    Artefact("fig08_input_size", FIGURE, "8", "Input size and SSD effectiveness, with the break-even scale",
+             "04_scaling", figures.fig08_input_size, params=("focus_tool",)),
+    Artefact("fig09_memory", FIGURE, "9", "Main memory size and SSD effectiveness", "04_scaling", figures.fig09_memory),
+    Artefact("fig10_cpu_memory", FIGURE, "10", "CPU and memory features with speedup",
+             "02_storage_features", figures.fig10_cpu_memory),
+    Artefact("table3_ssd_devices", TABLE, "3", "The fast class's devices as measured, beside the paper's SSDs",
+             "05_devices_inputs", lambda a: tables.table_devices(a, "SSD")),
+    Artefact("table4_hdd_devices", TABLE, "4", "The slow class's devices as measured, beside the paper's HDDs",
+             "05_devices_inputs", lambda a: tables.table_devices(a, "HDD")),
+    Artefact("table5_inputs", TABLE, "5", "The inputs of each tool", "05_devices_inputs", tables.table5_inputs),
+)
+
+_BY_STEM = {artefact.stem: artefact for artefact in ARTEFACTS}
+
+
+def get(stem: str) -> Artefact:
+    """The artefact whose files are named ``stem``."""
+    try:
+        return _BY_STEM[stem]
+    except KeyError:
+        raise KeyError(f"no artefact {stem!r}; the registry has {', '.join(_BY_STEM)}") from None
+
+
+def of_notebook(notebook: str) -> list[Artefact]:
+    """The artefacts one notebook makes, in the registry's order."""
+    return [artefact for artefact in ARTEFACTS if artefact.notebook == notebook]
+
+
+def make(stem: str, a: Analysis, out: Mapping[str, Path], **params: Any) -> pd.DataFrame | None:
+    """Draw or compute one artefact from the analysis ``a`` and write its files under ``out``
+    (:func:`biossd.outputs.report.report_dirs`); a table is returned for display."""
+    artefact = get(stem)
+    unknown = set(params) - set(artefact.params)
+    if unknown:
+        raise TypeError(f"{stem} takes the parameters {artefact.params or 'none'}, not {sorted(unknown)}")
+    made = artefact.function(a, **params)
+    if artefact.kind == FIGURE:
+        report.save_figure(made, Path(out["figures"]) / stem)
+        return None
+    if made is not None:
+        tables.write(made, Path(out["tables"]) / stem)
+    return made
+
+
+#: How notebooks show tables (wide enough for Table 1 beside the paper's columns).
+DISPLAY_WIDTH_CHARS = 160
+DISPLAY_MAX_COLUMNS = 30
+
+
+def open_analysis(results_dirs: list[str], report_dir: str | None, fast: str, slow: str,
+                  speedup_threshold: float, n_patterns: int, feature_side: str | None) -> tuple[Analysis, dict[str, Path]]:
+    """The setup every notebook shares, from its ``parameters`` cell: the analysis of the result
+    folders (:func:`biossd.analysis.open_results`) and where the report's files go (default: the
+    first folder's ``report/``); prints what was read."""
+    pd.set_option("display.width", DISPLAY_WIDTH_CHARS, "display.max_columns", DISPLAY_MAX_COLUMNS)
+    a = open_results(results_dirs, fast=fast, slow=slow, threshold=speedup_threshold,
+                     n_patterns=n_patterns, feature_side=feature_side)
+    out = report.report_dirs(Path(report_dir) if report_dir else Path(results_dirs[0]) / layout.REPORT_DIR)
+    print(a.describe())
+    return a, out

@@ -1,0 +1,164 @@
+"""An RO-Crate of a result set (issue 10): ``biossd crate RESULTS`` writes
+``RESULTS/ro-crate-metadata.json`` in the style of a Workflow Run Crate — the workflow that ran
+(copied into ``workflow/``), its parameters (formal parameters and the values given), its inputs
+with checksums, and its outputs: the features table, each side's device record, every run
+directory and the report — so others can re-analyse the set and know what made it.
+
+Checksums are sha256. A run directory's is the sha256 of its *listing*: one line
+``<path>\\t<sha256 of the file>\\n`` per file under it, sorted by path (:func:`directory_sha256`),
+so it changes when any file of the run changes. Synthetic inputs are not kept in a result set;
+their files are listed with the checksums their generator recorded (``inputs/*/synth.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rocrate.model.computationalworkflow import ComputationalWorkflow
+from rocrate.model.contextentity import ContextEntity
+from rocrate.model.dataset import Dataset
+from rocrate.model.file import File
+from rocrate.rocrate import ROCrate
+
+from biossd import __version__
+from biossd.core.errors import BiossdError
+from biossd.features import extract as features
+from biossd.measure import manifest
+from biossd.study import catalogue, layout
+
+METADATA_FILE = "ro-crate-metadata.json"
+WORKFLOW_DIR = "workflow"
+WORKFLOW_FILES = ("main.nf", "nextflow.config", "nextflow_schema.json")
+RO_CRATE_CONTEXT = "https://w3id.org/ro/crate/1.1/context"
+#: The term the checksums use, defined in the crate's own context.
+SHA256_TERM = {"sha256": "https://w3id.org/ro/terms/workflow-run#sha256"}
+PROFILES = ("https://w3id.org/ro/wfrun/process/0.5", "https://w3id.org/ro/wfrun/workflow/0.5",
+            "https://w3id.org/workflowhub/workflow-ro-crate/1.0")
+LICENCE = "https://creativecommons.org/licenses/by/4.0/"
+NEXTFLOW_LANG = "#nextflow"
+_SCHEMA_TYPES = {"string": "Text", "integer": "Integer", "number": "Float", "boolean": "Boolean"}
+
+
+class CrateError(BiossdError, ValueError):
+    pass
+
+
+def file_sha256(path: Path) -> str:
+    return manifest.sha256_file(Path(path))
+
+
+def directory_sha256(path: Path) -> str:
+    """sha256 of a directory's sorted listing of ``<relative path>\\t<file sha256>`` lines."""
+    path = Path(path)
+    lines = [f"{p.relative_to(path).as_posix()}\t{file_sha256(p)}\n"
+             for p in sorted(path.rglob("*")) if p.is_file()]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def _file(crate: ROCrate, root: Path, rel: str, **props: Any) -> File:
+    path = root / rel
+    return crate.add(File(crate, None, rel, properties={
+        "name": Path(rel).name, "contentSize": path.stat().st_size, "sha256": file_sha256(path), **props}))
+
+
+def write(results: Path) -> Path:
+    """Write ``results/ro-crate-metadata.json`` (and ``results/workflow/``); returns its path."""
+    root = Path(results).resolve()
+    table_path = root / layout.FEATURES_FILE
+    if not table_path.is_file():
+        raise CrateError(f"{table_path}: no features table; is {root} the --outdir of a study run?")
+    provenance_path = root / "pipeline_info" / "provenance.json"
+    provenance = json.loads(provenance_path.read_text()) if provenance_path.is_file() else {}
+    crate = ROCrate(version="1.1")
+    crate.name = f"biossd result set {root.name}"
+    crate.description = ("Profiled runs of bioinformatics tools on storage classes under memory caps, with raw "
+                         "traces, the features table and the regenerated tables and figures of Lee, Min and "
+                         "Yoon (2015), made by biossd.")
+    crate.license = LICENCE
+    crate.root_dataset["conformsTo"] = [{"@id": p} for p in PROFILES]
+    crate.root_dataset["datePublished"] = str(provenance.get("complete") or provenance.get("start") or "")[:10] or None
+
+    # The workflow, copied in so the crate says exactly which entry files ran.
+    wf_dir = root / WORKFLOW_DIR
+    wf_dir.mkdir(exist_ok=True)
+    for name in WORKFLOW_FILES:
+        shutil.copyfile(catalogue.REPO_ROOT / "study" / name, wf_dir / name)
+    lang = crate.add(ContextEntity(crate, NEXTFLOW_LANG, properties={
+        "@type": "ComputerLanguage", "name": "Nextflow", "url": "https://www.nextflow.io/",
+        "version": str(provenance.get("nextflow_version") or "24.10.0")}))
+    schema = json.loads((catalogue.REPO_ROOT / "study" / "nextflow_schema.json").read_text())
+    formal = {}
+    for name, spec in sorted(schema["properties"].items()):
+        kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
+        formal[name] = crate.add_formal_parameter(
+            name=name, additionalType=_SCHEMA_TYPES.get(next(k for k in kinds if k != "null"), "Text"),
+            identifier=f"#param-{name}", description=spec.get("description"), valueRequired=False)
+    workflow = crate.add(ComputationalWorkflow(crate, None, f"{WORKFLOW_DIR}/main.nf", properties={
+        "name": "biossd study", "programmingLanguage": {"@id": lang.id}, "version": __version__,
+        "url": "https://github.com/biossd/biossd", "input": [{"@id": f.id} for f in formal.values()],
+        "sha256": file_sha256(wf_dir / "main.nf")}))
+    crate.mainEntity = workflow
+    for name in WORKFLOW_FILES[1:]:
+        _file(crate, root, f"{WORKFLOW_DIR}/{name}")
+
+    # Inputs: the parameter values given, and the synthetic inputs' files with their checksums.
+    objects = []
+    for name, value in sorted((provenance.get("params") or {}).items()):
+        if name in formal and value is not None:
+            objects.append(crate.add(ContextEntity(crate, f"#value-{name}", properties={
+                "@type": "PropertyValue", "name": name, "value": str(value), "exampleOfWork": {"@id": formal[name].id}})))
+    for record in sorted(root.glob("inputs/*/synth.json")):
+        body = json.loads(record.read_text())
+        objects.append(_file(crate, root, record.relative_to(root).as_posix(), encodingFormat="application/json",
+                             description=f"record of the synthetic input {record.parent.name}"))
+        for fname, info in sorted((body.get("files") or {}).items()):
+            objects.append(crate.add(ContextEntity(crate, f"#input-{record.parent.name}-{fname}", properties={
+                "@type": "File", "name": fname, "sha256": info.get("sha256"), "contentSize": info.get("size_bytes"),
+                "description": f"synthetic input {record.parent.name} (kind {body.get('kind')}, seed "
+                               f"{body.get('seed')}); not kept in the result set, regenerated by `biossd data synth`"})))
+
+    # Outputs: the table, the device records, every run directory, pipeline_info, the report.
+    results = [_file(crate, root, layout.FEATURES_FILE, encodingFormat="text/csv")]
+    results += [_file(crate, root, p.relative_to(root).as_posix(), encodingFormat="application/json")
+                for p in sorted(root.glob(f"*/{layout.DEVICE_RECORD}"))]
+    for run in features.find_run_dirs([root]):
+        rel = run.relative_to(root).as_posix() + "/"
+        labels = manifest.read_manifest(run).get("labels", {})
+        results.append(crate.add(Dataset(crate, None, rel, properties={
+            "name": f"run {' '.join(str(labels.get(k)) for k in layout.RUN_PATH_LABELS)}",
+            "sha256": directory_sha256(run), "hasPart": [{"@id": rel + manifest.MANIFEST_NAME}]})))
+        crate.add(File(crate, None, rel + manifest.MANIFEST_NAME, properties={
+            "name": manifest.MANIFEST_NAME, "sha256": file_sha256(run / manifest.MANIFEST_NAME),
+            "encodingFormat": "application/json"}))
+    for sub in ("pipeline_info", layout.REPORT_DIR):
+        for p in sorted((root / sub).rglob("*")):
+            if p.is_file() and not p.name.startswith("."):
+                results.append(_file(crate, root, p.relative_to(root).as_posix()))
+
+    crate.add_action(workflow, identifier=f"#run-{provenance.get('session_id') or root.name}", object=objects,
+                     result=results, properties={
+                         "name": f"biossd study run {provenance.get('run_name') or root.name}",
+                         "startTime": provenance.get("start"), "endTime": provenance.get("complete"),
+                         "description": f"command line: {provenance.get('command_line')}; profile: "
+                                        f"{provenance.get('profile')}",
+                         "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"
+                                          if provenance.get("success", True) else "http://schema.org/FailedActionStatus"}})
+    return _write_metadata(crate, root)
+
+
+def _write_metadata(crate: ROCrate, root: Path) -> Path:
+    """The metadata file, written whole (tmp, rename), with the crate's context extended by the
+    checksum term."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=root, prefix=".crate-") as tmp:
+        crate.metadata.write(tmp)
+        body = json.loads((Path(tmp) / METADATA_FILE).read_text())
+    body["@context"] = [RO_CRATE_CONTEXT, SHA256_TERM]
+    target = root / METADATA_FILE
+    manifest.atomic_write_text(target, json.dumps(body, indent=2, sort_keys=True) + "\n")
+    return target

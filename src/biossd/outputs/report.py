@@ -1,0 +1,106 @@
+"""The report of a result set: papermill runs every notebook in ``notebooks/`` over one or more
+result folders and writes ``report/`` — ``figures/figNN_<slug>.pdf|png`` (:mod:`biossd.outputs.figures`),
+``tables/tableN_<slug>.csv|tex`` (:mod:`biossd.outputs.tables`) and ``notebooks/`` (each executed
+notebook, as ``.ipynb`` and ``.html``).
+
+Figure files carry no timestamps or software versions, so the same result set gives
+byte-identical files (:func:`save_figure`); so do the tables (:func:`biossd.outputs.tables.write`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from biossd.core.paths import REPO_ROOT  # noqa: E402
+from biossd.study import layout  # noqa: E402
+
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+FIGURE_FORMATS = ("png", "pdf")
+FIGURE_DPI = 150
+#: A fixed date for PDF metadata (any constant works; 2015-01-01, the paper's year).
+SOURCE_DATE_EPOCH = "1420070400"
+#: Matplotlib's SVG/PDF hash salt: fixed, so object ids inside the files do not vary per run.
+HASH_SALT = "biossd"
+TABLES_DIR = "tables"
+NOTEBOOKS_OUT_DIR = "notebooks"
+
+
+def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
+    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` with fixed metadata, each written whole or
+    not at all; closes the figure; returns the paths."""
+    os.environ.setdefault("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+    matplotlib.rcParams["svg.hashsalt"] = HASH_SALT
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {
+        "png": {"Software": None},
+        "pdf": {"Creator": None, "Producer": None, "CreationDate": None, "ModDate": None},
+    }
+    paths = []
+    for fmt in FIGURE_FORMATS:
+        path = stem.with_suffix(f".{fmt}")
+        tmp = path.with_name(f".{path.name}.tmp")
+        fig.savefig(tmp, format=fmt, dpi=FIGURE_DPI, metadata=metadata[fmt], bbox_inches="tight")
+        tmp.replace(path)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def report_dirs(report_dir: Path) -> dict[str, Path]:
+    """Where a report's parts go (figures, tables, notebooks)."""
+    report_dir = Path(report_dir)
+    return {"figures": report_dir / Path(layout.FIGURES_DIR).name, "tables": report_dir / TABLES_DIR,
+            "notebooks": report_dir / NOTEBOOKS_OUT_DIR}
+
+
+def render(results_dirs: Sequence[Path] | Path, report_dir: Path | None = None,
+           notebooks: Sequence[Path] | None = None, parameters: Mapping[str, Any] | None = None,
+           html: bool = True) -> list[Path]:
+    """Execute the notebooks with papermill over ``results_dirs`` (default report folder: the
+    first one's ``report/``); returns the executed copies. ``parameters`` override the
+    notebooks' other parameters (fast, slow, speedup_threshold, ...)."""
+    import papermill  # imported here: slow, and only this function needs it
+
+    dirs = [results_dirs] if isinstance(results_dirs, (str, Path)) else list(results_dirs)
+    dirs = [Path(d).resolve() for d in dirs]
+    report_dir = Path(report_dir).resolve() if report_dir else dirs[0] / layout.REPORT_DIR
+    executed_dir = report_dirs(report_dir)["notebooks"]
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    notebooks = list(notebooks) if notebooks else sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+    if not notebooks:
+        raise FileNotFoundError(f"no notebooks found in {NOTEBOOKS_DIR}")
+    os.environ.setdefault("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+    done = []
+    for nb in notebooks:
+        target = executed_dir / Path(nb).name
+        tmp = target.with_name(f".{target.stem}.tmp{target.suffix}")
+        papermill.execute_notebook(
+            str(nb), str(tmp), cwd=str(Path(nb).parent), progress_bar=False,
+            parameters={**(parameters or {}), "results_dirs": [str(d) for d in dirs], "report_dir": str(report_dir)},
+        )
+        tmp.replace(target)
+        if html:
+            _to_html(target)
+        done.append(target)
+    return done
+
+
+def _to_html(notebook: Path) -> Path:
+    """The executed notebook as a standalone HTML page beside it."""
+    import nbconvert
+    import nbformat
+
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    path = notebook.with_suffix(".html")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(body)
+    tmp.replace(path)
+    return path

@@ -1,0 +1,314 @@
+"""The citable supplement (issue 10): ``paper/supplement.tex`` around text generated from a
+result set — the methods (hosts, devices and what was emulated, tool versions and substitutes,
+the tools not run, memory caps, scales, repeats, the measuring mechanisms) and one captioned
+section per table and figure of seed 000 — built with latexmk into ``paper/build/supplement.pdf``.
+
+Nothing in the methods is typed by hand: every fact comes from the result set's records
+(``pipeline_info/``, each side's ``device.json``, the runs' manifests) or from the catalogue.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from biossd import analysis
+from biossd.analysis import resultset
+from biossd.core.errors import BiossdError
+from biossd.measure import manifest
+from biossd.outputs import artefacts, report
+from biossd.outputs.tables import latex_escape as esc
+from biossd.study import catalogue, layout
+
+PAPER_DIR = catalogue.REPO_ROOT / "paper"
+MAIN_TEX = "supplement.tex"
+GENERATED_DIR = "generated"
+LATEXMK_TIMEOUT_S = 600
+GIB = 1 << 30
+
+#: Every artefact of seed 000, in the paper's order: (kind, number, file stem, caption). The
+#: file stems are those the notebooks write (biossd.outputs.report / notebooks/).
+class SupplementError(BiossdError, RuntimeError):
+    pass
+
+
+def _first_manifests(a: analysis.Analysis) -> dict[str, dict]:
+    """One run manifest per side (its first run), for the mechanisms that side used."""
+    out = {}
+    for side, rows in a.rs.runs.sort_values(["side", "tool", "mem_bytes", "scale", "rep"]).groupby("side"):
+        try:
+            out[side] = manifest.read_manifest(a.rs.run_dir(rows.iloc[0]))
+        except manifest.ManifestError:
+            continue
+    return out
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1] if items else "none"
+
+
+def methods_tex(a: analysis.Analysis) -> str:
+    """The methods section's text, every fact from the result set."""
+    runs = a.rs.runs
+    out = [r"\subsection*{Result set}"]
+    params = {}
+    for record in a.rs.provenance:
+        params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
+    synthetic = any(r.get("synthetic") for r in a.rs.provenance)
+    if synthetic:
+        out.append(r"\textbf{This result set is synthetic} (\texttt{biossd data synth-results}): its numbers "
+                   r"are planted to test the analysis, not measured. ")
+    lines = [f"{len(runs)} profiled runs in {len(a.rs.roots)} result folder(s), "
+             f"on the sides {_join([esc(s) for s in a.rs.sides()])} (a side is one storage class on one host)."]
+    invocations = sorted({(str(r["command_line"]), str(r.get("profile"))) for r in a.rs.provenance
+                          if r.get("command_line")})
+    for command, profile in invocations:
+        lines.append(f"Invocation: {{\\raggedright\\texttt{{{breakable(esc(command))}}} (profile {esc(profile)}).\\par}}")
+    out.append(" ".join(lines))
+
+    out.append(r"\subsection*{Hosts}")
+    host_lines = []
+    for name, facts in sorted(a.rs.hosts.items()):
+        mem = facts.get("mem_total_bytes")
+        host_lines.append(
+            f"{esc(name)}: {esc(str(facts.get('cpu_model')))} ({facts.get('cpu_count')} logical CPUs), "
+            f"{mem / GIB:.1f} GiB of memory, " if mem else f"{esc(name)}: {esc(str(facts.get('cpu_model')))}, ")
+        host_lines[-1] += f"kernel {esc(str(facts.get('kernel')))}, {esc(str(facts.get('os')))}."
+    out.append(" ".join(host_lines) or "No host records (pipeline\\_info/host-*.json) in the result set.")
+    if a.differences:
+        out.append(r"\textbf{The two sides of the speedup pair differ besides the drive:} "
+                   + "; ".join(esc(d) for d in a.differences) + ".")
+
+    out.append(r"\subsection*{Storage classes and devices}")
+    dev_lines = []
+    for side, record in sorted(a.rs.devices.items()):
+        spec = record.get("spec_row") or {}
+        emulation = record.get("emulation") or {}
+        text = f"{esc(side)} ({esc(str(spec.get('device', '?')))})"
+        if spec:
+            text += (f": measured by fio with direct I/O at {spec.get('seq_read_mbs', float('nan')):.0f}/"
+                     f"{spec.get('seq_write_mbs', float('nan')):.0f} MB/s sequential read/write and "
+                     f"{spec.get('rand_read_iops', float('nan')):.0f}/{spec.get('rand_write_iops', float('nan')):.0f} "
+                     "random 4 KiB read/write IOPS at queue depth 1")
+        if emulation.get("emulated"):
+            text += (f". \\textbf{{Emulated:}} {esc(side)} is an emulated "
+                     f"{esc(str(emulation.get('profile_name') or emulation.get('profile')))} "
+                     f"(profile {esc(str(emulation.get('profile')))}) via {esc(str(emulation.get('mechanism')))}: "
+                     "ext4 on a loop device over a disk image served through FUSE, each request held for the "
+                     "service time of a seek, rotation and transfer model calibrated to the profile, with the drive's "
+                     "look-ahead and write cache keeping a sequential stream at media rate "
+                     "(biossd.host.emulate, biossd.host.diskmodel); not a physical hard disk")
+        elif emulation.get("mechanism") == "loop-direct":
+            text += (f". {esc(side)} is the host's native disk on a loop device of its own (direct I/O over a "
+                     "preallocated file, unthrottled), so that its block trace holds only the runs' requests")
+        elif record.get("synthetic"):
+            text += " (a synthetic record)"
+        dev_lines.append(text + ".")
+    out.append(" ".join(dev_lines) or "No device records in the result set.")
+
+    out.append(r"\subsection*{Measurement}")
+    mech = []
+    for side, body in sorted(_first_manifests(a).items()):
+        cap = (body.get("memory_cap") or {}).get("backend")
+        trace = (body.get("collectors") or {}).get("blocktrace", {})
+        perf = (body.get("collectors") or {}).get("perf", {})
+        engine = (body.get("labels") or {}).get("container_engine") or "native"
+        parts = [f"memory caps by {esc(str(cap))}" if cap else None,
+                 f"block requests traced with {esc(str(trace.get('source') or 'a source not recorded'))}"
+                 if trace.get("ran") else
+                 (f"no block trace ({esc(str(trace.get('why')))})" if trace else None),
+                 ("perf with hardware counters" if perf.get("pmu") else "perf with software events only (no PMU)")
+                 if perf.get("ran") else None,
+                 f"tools run {esc(engine)}" + (f" in {esc(str(body.get('container_image')))}" if body.get("container_image") else "")]
+        mech.append(f"{esc(side)}: " + "; ".join(p for p in parts if p) + ".")
+    out.append(" ".join(mech) or "No run manifests to read the mechanisms from.")
+    caps = sorted(runs["mem"].unique(), key=lambda m: runs.loc[runs["mem"] == m, "mem_bytes"].iloc[0])
+    base = set(map(tuple, a.baseline_runs[["tool", "mem", "scale", "rep"]].astype(str).to_numpy()))
+    is_base = [tuple(map(str, r)) in base for r in runs[["tool", "mem", "scale", "rep"]].to_numpy()]
+    reps = int(runs.loc[is_base, "rep"].astype(int).max()) if any(is_base) else 0
+    others = runs.loc[[not b for b in is_base], "rep"].astype(int)
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(runs["outcome"].value_counts().items()))
+    sizes = params.get("input_sizes")
+    size_text = (f"each input kind at its own baseline size ({esc(str(sizes).replace(',', ', '))}; other kinds "
+                 f"{esc(str(params.get('input_size', '?')))})" if sizes else
+                 f"baseline size {esc(str(params.get('input_size', '?')))}")
+    out.append(f"Memory caps {_join([esc(c) for c in caps])}; input scales (replication factors) "
+               f"{_join([str(s) for s in sorted(runs['scale'].unique())])}; {reps} repeats of each tool's baseline "
+               "configuration (its smallest cap and scale)"
+               + (f" and {int(others.max())} of its other caps and scales (the input-size and memory-size "
+                  "experiments)" if len(others) else "")
+               + "; each run starts with the page cache dropped"
+               + (f", gets {esc(str(params['swap']))} of swap on its class's device" if params.get("swap") else "")
+               + (f" and is stopped after {esc(str(params['time_limit']))} (outcome timeout; a tool whose runs "
+                  "on the slow side all time out has a speedup of at least the limit over its fast runtime)"
+                  if params.get("time_limit") else "")
+               + f"; outcomes: {esc(outcomes)}. Inputs are synthetic "
+               f"(\\texttt{{biossd data synth}}, {size_text}, "
+               f"seed {esc(str(params.get('seed', '?')))}), replicated per scale; Table~5 names the paper's data "
+               "set each stands in for. Speedup is the slow side's mean runtime over the fast side's, each over "
+               f"the repeats that ended ok; G+ means {a.threshold:g}x or more. Features are defined in Table~2.")
+    if sizes:
+        from biossd.study import sizing
+
+        out.append(r"Sizing rule (\texttt{biossd.study.sizing}): the paper gave every program 1~GB of memory and GATK "
+                   r"4~GB, and sized each input so that a run finished within 72 hours (\S5.1). Here the memory "
+                   f"sizes are the paper's divided by {sizing.MEMORY_DIVISOR} ({esc(sizing.CAP)}, GATK "
+                   f"{sizing.GATK_MULTIPLE}x that; Fig.~9's 4/16/32~GB as {esc('/'.join(sizing.FIG9_CAPS))}), and each "
+                   "input kind has the largest size on a doubling ladder at which every runnable tool reading it "
+                   f"finished within {sizing.NATIVE_BUDGET_S:g}~s on the native disk under its cap "
+                   r"(\texttt{benchmarks/sizing.py}); the run time limit stands for the 72 hours. No tool's "
+                   "input or cap was chosen to land it in the paper's group.")
+
+    chained = resultset.chains(a.rs)
+    if len(chained):
+        reps_chain = int(chained["rep"].astype(int).max())
+        out.append(f"Fig.~3's pipelines ran chained ({_join([esc(p) for p in sorted(chained['pipeline'].unique())])}; "
+                   f"{reps_chain} repeat{'s' if reps_chain > 1 else ''} on each side): a pipeline's steps ran one after "
+                   "another in one scratch directory on the class's device, each step reading what the step before "
+                   "it wrote, each profiled as a run of its own under its tool's cap (\\texttt{biossd.study.chain}); a "
+                   "step that did not end ok ended its chain. The figure names each substitute step, each added "
+                   "conversion and each of the paper's steps that could not run, with why.")
+    probes = resultset.probes(a.rs)
+    if len(probes) and params.get("cachegrind_divisor"):
+        out.append(f"Fig.~10's simulated miss ratios come from one cachegrind run of each tool on the first side, "
+                   f"at its input kind's size divided by {esc(str(params['cachegrind_divisor']))} and without its "
+                   "memory cap (valgrind's own memory would exceed it); these are not timed runs.")
+
+    out.append(r"\subsection*{Tools}")
+    ran = set(runs["tool"])
+    entries = {e.id: e for e in catalogue.load_all() if e.kind == "tool"}
+    facts = analysis.resultset.run_facts(a.rs, a.baseline_runs)
+    versions = facts.groupby("tool")["tool_version"].agg(lambda v: ", ".join(sorted(set(map(str, v.dropna())))))
+    tool_lines = []
+    for tool in sorted(ran):
+        e = entries.get(tool)
+        name = esc(e.data["paper_name"]) if e else esc(tool)
+        version = versions.get(tool) or (e.data["version"] if e else "?")
+        text = f"{name} {esc(str(version))}"
+        if e and e.data.get("substitute_of"):
+            text += f" (\\textbf{{substitute}} for {esc(entries[e.data['substitute_of']].data['paper_name'])})"
+        tool_lines.append(text)
+    out.append("Run: " + "; ".join(tool_lines) + ".")
+    absent = sorted(set(entries) - ran)
+    if absent:
+        out.append(r"\textbf{Not run:} " + "; ".join(
+            f"{esc(entries[t].data['paper_name'])}"
+            + (f" (recipe-only here: {esc(entries[t].data.get('status_reason', ''))})"
+               if entries[t].data["status"] != "runnable" else "") for t in absent) + ".")
+    return "\n\n".join(out) + "\n"
+
+
+def answer_tex(a: analysis.Analysis) -> str:
+    """The results open with the answer (:mod:`biossd.analysis.verdict`): which tools the fast side
+    accelerated, by how much, where that agrees with the paper, and why each disagreement."""
+    from biossd.analysis import verdict
+    from biossd.outputs import tables
+
+    explained = verdict.explain(a, tables.table1_tools(a))
+    lines = verdict.disagreements_text(explained)
+    text = r"\paragraph{The answer.} " + esc(verdict.answer_text(a, explained)) + "\n"
+    if lines:
+        text += ("\n" + r"\noindent Where this study and the paper disagree, and why (from the runs' own features):"
+                 + "\n" + r"\begin{itemize}" + "\n" + "".join(rf"\item {esc(line)}" + "\n" for line in lines)
+                 + r"\end{itemize}" + "\n")
+    return text
+
+
+def body_tex(report_rel: str = "report") -> str:
+    """One captioned float per artefact, reading the copied report (relative paths)."""
+    parts = []
+    for artefact in (x for x in artefacts.ARTEFACTS if x.in_supplement):
+        label, stem, caption = f"Seed 000 {artefact.label}", artefact.stem, artefact.caption
+        if artefact.kind == artefacts.FIGURE:
+            parts.append("\\begin{figure}[p]\n\\centering\n"
+                         f"\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]"
+                         f"{{{report_rel}/figures/{stem}.pdf}}\n"
+                         f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{figure}}\n\\clearpage\n")
+        else:
+            # Landscape; shrunk (never enlarged) to the page's width, then to 80% of its height.
+            parts.append("\\begin{sidewaystable}\n\\centering\n"
+                         f"\\caption{{{label}. {esc(caption)}.}}\n"
+                         "\\resizebox{!}{\\ifdim\\height>0.8\\textwidth 0.8\\textwidth\\else\\height\\fi}{"
+                         "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}"
+                         f"{{\\input{{{report_rel}/tables/{stem}.tex}}}}}}\n"
+                         "\\end{sidewaystable}\n\\clearpage\n")
+    return "\n".join(parts)
+
+
+#: Marks the report copy inside a supplement's build directory as biossd's (only such a copy
+#: is replaced by the next build).
+REPORT_COPY_MARKER = ".biossd-report-copy"
+
+
+def _replace_report_copy(report_dir: Path, dest: Path) -> None:
+    """Copy the report's figures and tables to ``dest``, replacing an earlier copy — only one
+    that carries :data:`REPORT_COPY_MARKER`; anything else there is refused, not deleted."""
+    if dest.exists() and not (dest / REPORT_COPY_MARKER).is_file():
+        raise SupplementError(f"{dest} exists and is not a report copy biossd made (no {REPORT_COPY_MARKER}); "
+                              "choose another --out or move it away")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    (dest / REPORT_COPY_MARKER).write_text("copied by biossd paper from the report\n")
+    for sub in ("figures", "tables"):
+        shutil.copytree(report_dir / sub, dest / sub)
+
+
+#: Where a long command line may break in the supplement (paths and options have no spaces).
+_BREAK_AFTER = ("/", ",", "=", "-")
+
+
+def breakable(tex: str) -> str:
+    """``tex`` with a permitted line break after each of :data:`_BREAK_AFTER`, so a long
+    invocation wraps instead of running off the page."""
+    for char in _BREAK_AFTER:
+        tex = tex.replace(char, char + r"\allowbreak{}")
+    return tex
+
+
+def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", render: bool = True,
+          fast: str = "ssd", slow: str = "hdd") -> Path:
+    """Write the generated text, copy the report, run latexmk; returns ``out_dir/supplement.pdf``.
+    The report is rendered first when ``render`` or when the first folder has none."""
+    if shutil.which("latexmk") is None:
+        raise SupplementError("latexmk is not installed: `make paper` installs TeX Live (install/tex-packages.txt)")
+    dirs = [Path(d).resolve() for d in results_dirs]
+    report_dir = dirs[0] / layout.REPORT_DIR
+    missing = [str(f) for x in artefacts.ARTEFACTS if x.in_supplement for f in x.files
+               if not (report_dir / f).is_file()]
+    if render or missing:
+        report.render(dirs, report_dir, parameters={"fast": fast, "slow": slow})
+    a = analysis.open_results(dirs, fast=fast, slow=slow)
+    out_dir = Path(out_dir).resolve()
+    gen = out_dir / GENERATED_DIR
+    gen.mkdir(parents=True, exist_ok=True)
+    _replace_report_copy(report_dir, out_dir / "report")
+    from biossd.core.files import atomic_write_text
+
+    atomic_write_text(gen / "methods.tex", methods_tex(a))
+    atomic_write_text(gen / "body.tex", body_tex())
+    atomic_write_text(gen / "answer.tex", answer_tex(a))
+    atomic_write_text(gen / "results.tex", "".join(f"\\item {esc(str(d))}\n" for d in dirs))
+    shutil.copyfile(PAPER_DIR / MAIN_TEX, out_dir / MAIN_TEX)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": report.SOURCE_DATE_EPOCH, "FORCE_SOURCE_DATE": "1"}
+    proc = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", MAIN_TEX],
+                          cwd=out_dir, capture_output=True, text=True, errors="replace", env=env,
+                          timeout=LATEXMK_TIMEOUT_S)
+    pdf = out_dir / MAIN_TEX.replace(".tex", ".pdf")
+    if proc.returncode != 0 or not pdf.is_file():
+        log = (out_dir / MAIN_TEX.replace(".tex", ".log"))
+        tail = log.read_text(errors="replace")[-2000:] if log.is_file() else proc.stdout[-2000:]
+        raise SupplementError(f"latexmk failed in {out_dir} (see {log}):\n{tail}")
+    return pdf
+
+
+def captions() -> pd.DataFrame:
+    """The artefacts and their captions (what a reader of the PDF will find)."""
+    return pd.DataFrame([(x.kind, x.number, x.stem, x.caption) for x in artefacts.ARTEFACTS if x.in_supplement],
+                        columns=["kind", "number", "stem", "caption"])

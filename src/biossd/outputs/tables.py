@@ -1,0 +1,201 @@
+"""The paper's tables, regenerated from a result set (issue 9), and their files:
+``report/tables/tableN_<slug>.csv`` and ``.tex`` (N = the paper's table number).
+
+The same result set gives byte-identical files: rows in a fixed order, floats printed by
+:func:`format_number`, no dates, ``\\n`` line ends. The LaTeX is a plain ``booktabs`` tabular for
+``\\input`` in the supplement (paper/).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from biossd.analysis import Analysis, patterns, speedup
+from biossd.core.files import atomic_write_text
+from biossd.features import extract as features
+from biossd.study import catalogue, datasets
+
+REFERENCE_DIR = catalogue.REPO_ROOT / "study" / "reference"
+#: Four significant digits, but never an exponent for numbers of 1000 or more (IOPS, MB/s).
+SIGNIFICANT_DIGITS = 4
+WHOLE_FROM = 1000.0
+MISSING_TEXT = "--"
+#: A text column whose longest cell is longer than this wraps in the LaTeX (a ``p`` column).
+WRAP_CHARS = 48
+WRAP_WIDTH = "5cm"
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def reference(name: str) -> pd.DataFrame:
+    """One of the paper's tables as transcribed in ``study/reference/paper_<name>.csv``."""
+    return pd.read_csv(REFERENCE_DIR / f"paper_{name}.csv")
+
+
+# -- writing -----------------------------------------------------------------------------------
+def format_number(value: float) -> str:
+    """``1.23456`` → ``1.235``, ``14170.3`` → ``14170``: the tables' one number format."""
+    if abs(value) >= WHOLE_FROM:
+        return f"{value:.0f}"
+    return f"{value:.{SIGNIFICANT_DIGITS}g}"
+
+
+def _cell(value: object) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return MISSING_TEXT
+    if isinstance(value, (float, np.floating)):
+        return format_number(float(value))
+    return str(value)
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def to_latex(table: pd.DataFrame) -> str:
+    """A booktabs tabular of ``table`` (numbers right-aligned, text left), escaped."""
+    def spec(col: str) -> str:
+        if pd.api.types.is_numeric_dtype(table[col]):
+            return "r"
+        longest = table[col].astype(str).str.len().max() if len(table) else 0
+        return f"p{{{WRAP_WIDTH}}}" if longest > WRAP_CHARS else "l"
+
+    align = "".join(spec(c) for c in table.columns)
+    lines = [f"\\begin{{tabular}}{{{align}}}", "\\toprule",
+             " & ".join(latex_escape(str(c)) for c in table.columns) + " \\\\", "\\midrule"]
+    for row in table.itertuples(index=False):
+        lines.append(" & ".join(latex_escape(_cell(v)) for v in row) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", ""]
+    return "\n".join(lines)
+
+
+#: The files of a table: the numbers (CSV) and the supplement's LaTeX.
+TABLE_FORMATS = ("csv", "tex")
+
+
+def write(table: pd.DataFrame, stem: Path) -> list[Path]:
+    """``stem.csv`` and ``stem.tex``, each written whole or not at all."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    csv = table.to_csv(index=False, float_format=format_number, lineterminator="\n")
+    paths = [stem.with_suffix(f".{ext}") for ext in TABLE_FORMATS]
+    atomic_write_text(paths[0], csv)
+    atomic_write_text(paths[1], to_latex(table))
+    return paths
+
+
+# -- the tables --------------------------------------------------------------------------------
+def table1_tools(a: Analysis) -> pd.DataFrame:
+    """Table 1: every tool of the catalogue — task, the paper's group and speedup, and this
+    result set's baseline speedup and group (G+ at ``a.threshold`` or more), with a status where
+    there is none (not run, oom, recipe-only)."""
+    rows = []
+    base = a.baseline
+    for entry in sorted((e for e in catalogue.load_all() if e.kind == "tool"), key=_table1_order):
+        d = entry.data
+        row = {"tool": entry.id, "name": d["paper_name"], "task": d["task"],
+               "substitute_of": d.get("substitute_of") or "", "paper_group": d.get("paper_group") or "",
+               "paper_speedup": d.get("paper_speedup")}
+        if entry.id in base.index:
+            b = base.loc[entry.id]
+            row.update(mem=b["mem"], scale=int(b["scale"]), runtime_fast_s=b["runtime_s_fast"],
+                       runtime_slow_s=b["runtime_s_slow"], speedup=b["speedup"],
+                       speedup_is_lower_bound=bool(b.get("speedup_is_lower_bound", False)), group=b["group"],
+                       status=b["status"])
+        else:
+            why = "not run" if d["status"] == "runnable" else "not run: recipe-only here"  # why: catalogue
+            row.update(mem="", scale=np.nan, runtime_fast_s=np.nan, runtime_slow_s=np.nan, speedup=np.nan,
+                       speedup_is_lower_bound=False, group="", status=why)
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table["paper_speedup"] = table["paper_speedup"].astype(float)
+    table["agrees"] = speedup.agreement(table["group"], table["paper_group"])
+    return table
+
+
+def _table1_order(entry: catalogue.Entry) -> tuple[float, str]:
+    """The paper's order (descending paper speedup), substitutes after the tool they replace."""
+    d = entry.data
+    own = d.get("paper_speedup")
+    if own is None and d.get("substitute_of"):
+        own = catalogue.get(d["substitute_of"]).data.get("paper_speedup")
+    return (-(float(own) if own is not None else 0.0), entry.id)
+
+
+#: A sentence ends at a full stop before a capital letter ("et al. 2008" and "§5.2" do not end one).
+_SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")
+
+
+def table2_features() -> pd.DataFrame:
+    """Table 2: the eight storage features — the paper's columns (ID, feature, when high (low))
+    and biossd's definition (the first sentence of its function's docstring, where the rest
+    says what biossd chose), unit and function, from :data:`biossd.features.extract.DEFINITIONS`."""
+    paper = reference("storage_features").set_index("id")
+    rows = []
+    for fid in features.STORAGE_FEATURES:
+        doc = " ".join(inspect.getdoc(features.DEFINITIONS[fid]).split())
+        definition, _, unit = doc.partition(" Units: ")
+        first = _SENTENCE_END.split(definition.replace("**", ""), maxsplit=1)[0]
+        rows.append({"id": fid, "feature": paper.at[fid, "feature"], "when_high_low": paper.at[fid, "when_high_low"],
+                     "measures": paper.at[fid, "measures"], "definition": first,
+                     "unit": unit.rstrip("."), "defined_in": f"biossd.features.extract.{features.DEFINITIONS[fid].__name__}"})
+    return pd.DataFrame(rows)
+
+
+SPEC_COLUMNS = ("seq_read_mbs", "seq_write_mbs", "rand_read_iops", "rand_write_iops")
+
+
+def table_devices(a: Analysis, kind: str) -> pd.DataFrame:
+    """Tables 3 (``kind="SSD"``, the fast class) and 4 (``"HDD"``, the slow class): each side's
+    device as ``biossd device characterize`` measured it (direct I/O; random IOPS at queue depth
+    1), then the paper's vendor specifications."""
+    storage = a.fast if kind == "SSD" else a.slow
+    rows = []
+    for side, record in sorted(a.rs.devices.items()):
+        if not (side == storage or side.endswith(f"-{storage}")):
+            continue
+        spec = record.get("spec_row") or {}
+        emulation = record.get("emulation") or {}
+        note = (f"emulated {emulation.get('profile_name') or emulation.get('profile')} ({emulation.get('mechanism')})"
+                if emulation.get("emulated") else "synthetic" if record.get("synthetic") else "")
+        rows.append({"source": "measured", "device": f"{side} ({spec.get('device', '?')})", "note": note,
+                     **{c: spec.get(c, np.nan) for c in SPEC_COLUMNS}})
+    paper = reference("devices")
+    for _, p in paper[paper["kind"] == kind].iterrows():
+        rows.append({"source": "paper (vendor)", "device": p["device"], "note": "", **{c: p[c] for c in SPEC_COLUMNS}})
+    table = pd.DataFrame(rows, columns=["source", "device", "note", *SPEC_COLUMNS])
+    return table.astype({c: float for c in SPEC_COLUMNS})
+
+
+def table_pattern_means(a: Analysis) -> pd.DataFrame | None:
+    """Fig. 5(c)'s numbers: per pattern, its members, mean speedup and mean normalized features
+    (:func:`biossd.analysis.patterns.pattern_table`); ``None`` when the tools were not clustered."""
+    return None if a.clustering is None else patterns.pattern_table(a.clustering)
+
+
+def table5_inputs(a: Analysis) -> pd.DataFrame:
+    """Table 5: per tool run, the paper's data set (data-manifests/), the input this result set
+    used (a synthetic kind of the given baseline size and seed, or fetched data), and the
+    scales run."""
+    used_by: dict[str, str] = {}
+    for m in datasets.load_all():
+        for tool in m.get("used_by", []):
+            used_by.setdefault(tool, m["name"])
+    params = {}
+    for record in a.rs.provenance:
+        params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
+    rows = []
+    for tool, group in a.rs.runs.groupby("tool", sort=True):
+        entry = catalogue.get(tool)
+        original = entry.data.get("substitute_of") or tool
+        rows.append({"tool": tool, "paper_data": used_by.get(original, used_by.get(tool, "")),
+                     "input": f"synthetic {entry.data['input']}", "baseline_size": params.get("input_size", ""),
+                     "seed": params.get("seed", ""), "scales": ",".join(str(s) for s in sorted(group["scale"].unique())),
+                     "caps": ",".join(sorted(group["mem"].unique(), key=lambda m: group.loc[group["mem"] == m, "mem_bytes"].iloc[0])),
+                     "runs": len(group)})
+    return pd.DataFrame(rows)

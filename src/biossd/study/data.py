@@ -1,0 +1,144 @@
+"""Synthetic inputs of controlled size with a fixed seed (same seed and size → same bytes).
+
+Seed 000's inputs (Table 5) are public data sets of many gigabytes; offline machines, CI and the
+test profile use synthetic stand-ins generated here instead. Each kind writes its files and a
+``synth.json`` record (kind, seed, requested size, record count, sha256 of every file).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from biossd.core.errors import BiossdError
+from biossd.core.files import atomic_write_text, sha256_file
+from biossd.study import synthgen
+
+READ_LENGTH_BP = 100
+MAPQ = 60
+#: GC fraction of the synthetic genome (human genome average, ~41%).
+GC_FRACTION = 0.41
+CONTIG_LENGTHS_BP = (600_000, 400_000)
+#: Phred+33 base qualities drawn from a skewed distribution like Illumina's (mostly 30–40).
+QUALITY_CHARS = np.frombuffer(b"#+5?ABCDEFGHI", dtype=np.uint8)
+QUALITY_WEIGHTS = np.array([1, 1, 2, 4, 4, 6, 8, 10, 12, 14, 16, 12, 10], dtype=float)
+#: Compressed BAM bytes per 100 bp read with the qualities above, measured with samtools 1.16.1
+#: (used to turn a requested file size into a read count).
+BAM_BYTES_PER_READ = 101.0
+REVERSE_FLAG = 16
+_BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
+
+
+class SynthError(BiossdError, RuntimeError):
+    pass
+
+
+def _genome(rng: np.random.Generator) -> list[np.ndarray]:
+    at, gc = (1 - GC_FRACTION) / 2, GC_FRACTION / 2
+    probs = [at, gc, gc, at]
+    return [_BASES[rng.choice(4, size=n, p=probs)] for n in CONTIG_LENGTHS_BP]
+
+
+def _sam_records(n_reads: int, rng: np.random.Generator) -> tuple[list[str], list[str]]:
+    """SAM header lines and ``n_reads`` perfectly mapped 100 bp reads in random order; each
+    record starts with its read number so that replicas can be renamed."""
+    contigs = _genome(rng)
+    lengths = np.array(CONTIG_LENGTHS_BP)
+    contig_idx = rng.choice(len(contigs), size=n_reads, p=lengths / lengths.sum())
+    starts = (rng.random(n_reads) * (lengths[contig_idx] - READ_LENGTH_BP)).astype(np.int64)
+    reverse = rng.random(n_reads) < 0.5
+    quals = QUALITY_CHARS[
+        rng.choice(len(QUALITY_CHARS), size=(n_reads, READ_LENGTH_BP), p=QUALITY_WEIGHTS / QUALITY_WEIGHTS.sum())
+    ]
+    header = ["@HD\tVN:1.6\tSO:unsorted"]
+    header += [f"@SQ\tSN:chr{i + 1}\tLN:{n}" for i, n in enumerate(CONTIG_LENGTHS_BP)]
+    records = []
+    for i in range(n_reads):
+        c, s = contig_idx[i], starts[i]
+        seq = contigs[c][s : s + READ_LENGTH_BP].tobytes().decode()
+        records.append(
+            f"{i:09d}\t{REVERSE_FLAG if reverse[i] else 0}\tchr{c + 1}\t{s + 1}\t{MAPQ}\t"
+            f"{READ_LENGTH_BP}M\t*\t0\t0\t{seq}\t{quals[i].tobytes().decode()}"
+        )
+    return header, records
+
+
+def replicate_sam(header: list[str], records: list[str], scale: int) -> bytes:
+    """The baseline records ``scale`` times (seed 000, §3.4: input size grown by replicating a
+    baseline), each replica's read names prefixed ``x<replica>_`` so names stay unique."""
+    lines = list(header)
+    for replica in range(scale):
+        lines += [f"x{replica}_r{rec}" for rec in records]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def synth_bam(out_dir: Path, size_bytes: int, seed: int, scale: int = 1) -> dict[str, object]:
+    """An unsorted BAM (``reads.bam``): a baseline of about ``size_bytes`` replicated ``scale``
+    times, converted by samtools."""
+    if shutil.which("samtools") is None:
+        raise SynthError("samtools is not on PATH: install it (`make install`) to write BAM files")
+    n_reads = max(1, int(round(size_bytes / BAM_BYTES_PER_READ)))
+    header, records = _sam_records(n_reads, np.random.default_rng(seed))
+    sam = replicate_sam(header, records, scale)
+    target = out_dir / "reads.bam"
+    tmp = out_dir / ".reads.bam.tmp"
+    proc = subprocess.run(
+        ["samtools", "view", "--no-PG", "-b", "-o", str(tmp), "-"], input=sam, capture_output=True
+    )
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise SynthError(f"samtools view failed: {proc.stderr.decode().strip()}")
+    tmp.replace(target)
+    return {"files": ["reads.bam"], "records": n_reads * scale}
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    description: str
+    make: Callable[[Path, int, int, int], dict[str, object]]
+
+
+KINDS = {
+    "bam": Kind("bam", "unsorted aligned 100 bp reads (BAM) on a 1 Mbp two-contig genome", synth_bam),
+    "genome": Kind("genome", "reference genome (FASTA), GC 41%, interspersed repeats", synthgen.genome_kind),
+    "reads": Kind("reads", "paired 100 bp reads (FASTQ) with a per-read truth file, and their genome", synthgen.reads),
+    "vcf": Kind("vcf", "known-sites VCF (SNVs) and its genome, for base recalibration", synthgen.vcf),
+    "proteins": Kind("proteins", "protein families (FASTA) with the family of each sequence", synthgen.proteins),
+    "expression": Kind("expression", "expression matrix (Cluster 3.0 format) with planted clusters", synthgen.expression),
+    "flowgrams": Kind("flowgrams", "454 Titanium flowgrams (AmpliconNoise .dat) and their true sequences", synthgen.flowgrams),
+    "promoters": Kind("promoters", "promoter sequences (FASTA) with planted motif instances", synthgen.promoters),
+    "genesets": Kind("genesets", "ErmineJ gene annotations with GO terms and gene scores", synthgen.genesets),
+    "rnaseq": Kind("rnaseq", "spliced RNA-seq reads (FASTQ), gene models (GTF) and genome", synthgen.rnaseq),
+}
+
+
+def synth(kind: str, out_dir: Path, size_bytes: int, seed: int, scale: int = 1) -> dict[str, object]:
+    """Generate ``kind`` (baseline of ``size_bytes``, replicated ``scale`` times) into
+    ``out_dir`` and write ``synth.json``; returns that record."""
+    if scale < 1:
+        raise SynthError(f"--scale must be a whole number >= 1, got {scale}")
+    if kind not in KINDS:
+        raise SynthError(f"unknown kind {kind!r}; `biossd data synth --list` shows {sorted(KINDS)}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = KINDS[kind].make(out_dir, size_bytes, seed, scale)
+    record = {
+        "kind": kind,
+        "seed": seed,
+        "requested_size_bytes": size_bytes,
+        "scale": scale,
+        "records": made["records"],
+        "files": {
+            name: {"size_bytes": (out_dir / name).stat().st_size, "sha256": sha256_file(out_dir / name)}
+            for name in made["files"]
+        },
+    }
+    atomic_write_text(out_dir / "synth.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return record

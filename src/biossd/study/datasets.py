@@ -1,0 +1,213 @@
+"""The paper's input data sets (seed 000, Table 5) as manifests, and fetching them verified.
+
+``data-manifests/<id>.yaml`` says what a data set is, where it comes from, its licence, its
+files (URL, size and sha256 where known — an unknown checksum is ``null`` with a note, never
+invented), which catalogue tools use it, the recipe that turns it into the study's input, and
+the synthetic kind that stands in for it offline (:mod:`biossd.study.data`).
+
+``biossd data fetch ID`` downloads each file to ``DIR/<name>.part`` (resuming with an HTTP
+``Range`` request), checks the sha256 and only then renames it into place. A mismatch removes
+the partial file and refuses. A file whose checksum is unknown is refused too, unless the user
+passes ``--accept-unverified`` (and the record says so). Without a network the command fails at
+once and points to ``biossd data synth``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from biossd.core import yamlfile
+from biossd.core.errors import BiossdError
+from biossd.core.files import atomic_write_text
+from biossd.core.paths import REPO_ROOT
+
+MANIFEST_DIR = REPO_ROOT / "data-manifests"
+CHUNK_BYTES = 1 << 20
+CONNECT_TIMEOUT_S = 5.0
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+#: Manifest fields: name -> (types, required, what it is).
+SCHEMA: dict[str, tuple[tuple[type, ...], bool, str]] = {
+    "id": ((str,), True, "the file's name without .yaml"),
+    "name": ((str,), True, "the data set's name in seed 000 Table 5"),
+    "description": ((str,), True, "what it is"),
+    "source": ((dict,), True, "{url | accession, citation}: where it comes from"),
+    "licence": ((str,), True, "terms of use"),
+    "files": ((list,), True, "[{name, url, size_bytes, sha256, checksum_note}]"),
+    "used_by": ((list,), True, "catalogue ids of the tools that read it"),
+    "recipe": ((str,), True, "how the study's input is made from it (subsample, region, ...)"),
+    "synthetic": ((dict,), True, "{kind, size}: the stand-in from `biossd data synth`"),
+    "note": ((str,), False, "free text"),
+}
+FILE_FIELDS = ("name", "url", "size_bytes", "sha256", "checksum_note")
+
+
+class DatasetError(BiossdError, ValueError):
+    """A broken manifest or a refused download; the message names the file/field or URL."""
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and check one manifest; errors name the file and field."""
+    path = Path(path)
+    data = yamlfile.read_mapping(path, "a manifest", DatasetError)
+    yamlfile.check_fields(path, data, {name: (types, what) for name, (types, _, what) in SCHEMA.items()},
+                          {name for name, (_, required, _) in SCHEMA.items() if required}, "manifest", DatasetError)
+    if data["id"] != path.stem:
+        raise DatasetError(f"{path}: field 'id' is {data['id']!r} but the file is named {path.stem!r}")
+    for i, f in enumerate(data["files"]):
+        where = f"files[{i}]"
+        if not isinstance(f, dict) or set(f) - set(FILE_FIELDS) or "name" not in f or "url" not in f:
+            raise DatasetError(f"{path}: field '{where}' must have name and url (and only {FILE_FIELDS})")
+        sha = f.get("sha256")
+        if sha is None and not f.get("checksum_note"):
+            raise DatasetError(f"{path}: field '{where}.checksum_note' is missing: say why the sha256 is unknown")
+        if sha is not None and not _SHA256_RE.match(str(sha)):
+            raise DatasetError(f"{path}: field '{where}.sha256' is not 64 hex digits")
+        if "/" in f["name"]:
+            raise DatasetError(f"{path}: field '{where}.name' must be a plain file name")
+    if "kind" not in data["synthetic"]:
+        raise DatasetError(f"{path}: field 'synthetic.kind' is missing")
+    return data
+
+
+def get(dataset_id: str, manifest_dir: Path = MANIFEST_DIR) -> dict[str, Any]:
+    path = Path(manifest_dir) / f"{dataset_id}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in Path(manifest_dir).glob("*.yaml"))
+        raise DatasetError(f"unknown data set {dataset_id!r}; the manifests are {known}")
+    return load(path)
+
+
+def load_all(manifest_dir: Path = MANIFEST_DIR) -> list[dict[str, Any]]:
+    return [load(p) for p in sorted(Path(manifest_dir).glob("*.yaml"))]
+
+
+def _offline_hint(manifest: dict[str, Any]) -> str:
+    kind = manifest["synthetic"]["kind"]
+    return f"use the synthetic stand-in instead: `biossd data synth {kind} -o DIR`"
+
+
+def _reachable(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or {"https": 443, "http": 80, "ftp": 21}.get(parts.scheme, 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def fetch_file(entry: dict[str, Any], out_dir: Path, accept_unverified: bool = False) -> dict[str, Any]:
+    """Download one file (resuming a ``.part``), verify, rename into place; returns its record.
+
+    A ``.part`` already as long as the manifest's ``size_bytes`` is verified and renamed without
+    asking the server again (servers answer a range past the end with 416, which is handled the
+    same way); a resumed answer's ``Content-Range`` must start where the ``.part`` ends and name
+    the manifest's size; a download that ends short is kept as ``.part`` for the next try."""
+    target = out_dir / entry["name"]
+    part = target.with_name(target.name + ".part")
+    expected = entry.get("sha256")
+    size = entry.get("size_bytes")
+    if expected is None and not accept_unverified:
+        raise DatasetError(f"{entry['url']}: no known sha256 ({entry.get('checksum_note')}); refusing an "
+                           "unverifiable download (pass --accept-unverified to take it anyway, recorded as such)")
+    if target.is_file() and expected and _sha256(target) == expected:
+        return {"name": entry["name"], "sha256": expected, "verified": True, "downloaded_bytes": 0}
+    have = part.stat().st_size if part.exists() else 0
+    if size is not None and have > size:
+        part.unlink()  # longer than the file can be: not a prefix of it
+        have = 0
+    if have and size is not None and have == size:
+        return _finish(entry, part, target, downloaded=0, resumed_from=have)
+    request = urllib.request.Request(entry["url"])
+    if have:
+        request.add_header("Range", f"bytes={have}-")
+    downloaded = 0
+    try:
+        with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S * 6) as response:
+            status = getattr(response, "status", 200)
+            resumed = bool(have) and status == HTTP_PARTIAL
+            if resumed:
+                _check_content_range(entry, response.headers.get("Content-Range"), have, size)
+            elif size is not None and response.headers.get("Content-Length") not in (None, str(size)):
+                raise DatasetError(f"{entry['url']}: the server sends {response.headers['Content-Length']} bytes, "
+                                   f"the manifest's size_bytes is {size}; nothing was kept")
+            with open(part, "ab" if resumed else "wb") as f:
+                while chunk := response.read(CHUNK_BYTES):
+                    f.write(chunk)
+                    downloaded += len(chunk)
+    except urllib.error.HTTPError as err:
+        if err.code == HTTP_RANGE_NOT_SATISFIABLE and have:
+            return _finish(entry, part, target, downloaded=0, resumed_from=have)
+        raise DatasetError(f"{entry['url']}: download failed ({err}); run again to resume") from None
+    except (urllib.error.URLError, OSError) as err:
+        raise DatasetError(f"{entry['url']}: download failed ({err}); run again to resume") from None
+    got = part.stat().st_size
+    if size is not None and got < size:
+        raise DatasetError(f"{entry['url']}: the download ended after {got} of {size} bytes; kept as {part}: "
+                           "run again to resume")
+    return _finish(entry, part, target, downloaded=downloaded, resumed_from=have if have and downloaded else 0)
+
+
+#: HTTP statuses of a resumed download: the rest of the file, or a range past its end.
+HTTP_PARTIAL = 206
+HTTP_RANGE_NOT_SATISFIABLE = 416
+
+
+def _check_content_range(entry: dict[str, Any], header: str | None, have: int, size: int | None) -> None:
+    """``Content-Range: bytes START-END/TOTAL`` must start at ``have`` and (when the manifest
+    knows it) name its size."""
+    import re
+
+    match = re.match(r"^bytes (\d+)-(\d+)/(\d+|\*)$", header or "")
+    if not match or int(match.group(1)) != have or (size is not None and match.group(3) not in ("*", str(size))):
+        raise DatasetError(f"{entry['url']}: resumed at byte {have} but the server answered Content-Range "
+                           f"{header!r} (manifest size_bytes {size}); the .part was kept, nothing was used")
+
+
+def _finish(entry: dict[str, Any], part: Path, target: Path, downloaded: int, resumed_from: int) -> dict[str, Any]:
+    """Verify the complete ``.part`` and rename it into place (a mismatch removes it)."""
+    expected = entry.get("sha256")
+    size = entry.get("size_bytes")
+    got = part.stat().st_size
+    actual = _sha256(part)
+    if (expected and actual != expected) or (size is not None and got != size):
+        part.unlink()
+        raise DatasetError(f"{entry['url']}: the download ({got} bytes, sha256 {actual}) does not match the "
+                           f"manifest's ({size} bytes, sha256 {expected}); it was removed and nothing was used")
+    part.replace(target)
+    return {"name": entry["name"], "sha256": actual, "verified": bool(expected), "downloaded_bytes": downloaded,
+            "resumed_from_bytes": resumed_from}
+
+
+def fetch(dataset_id: str, out_dir: Path, accept_unverified: bool = False,
+          manifest_dir: Path = MANIFEST_DIR) -> dict[str, Any]:
+    """Fetch every file of a data set into ``out_dir`` and write ``fetch.json``."""
+    manifest = get(dataset_id, manifest_dir)
+    files = manifest["files"]
+    if not files:
+        raise DatasetError(f"{dataset_id}: the manifest lists no downloadable file; {_offline_hint(manifest)}")
+    if not _reachable(files[0]["url"]):
+        raise DatasetError(f"{dataset_id}: {files[0]['url']} is not reachable (offline?); {_offline_hint(manifest)}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records = [fetch_file(f, out_dir, accept_unverified) for f in files]
+    record = {"dataset": dataset_id, "files": records}
+    atomic_write_text(out_dir / "fetch.json", json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK_BYTES):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,87 @@
+"""The result layout every run lands in (the study pipeline's output contract):
+
+``OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/run.json``,
+``OUTDIR/<host>-<storage>/probes/<probe>/<tool>/run.json`` (a short run under a slow instrument,
+e.g. cachegrind for Fig. 10: not a timed run, never in ``features.csv``),
+``OUTDIR/<host>-<storage>/chains/<pipeline>/<rep>/<NN-tool>/run.json`` (a step of a chained
+pipeline, Fig. 3: a timed run, but of the chain, never in ``features.csv``),
+``OUTDIR/<host>-<storage>/device.json`` (``biossd device characterize`` of the class's device),
+``OUTDIR/features.csv`` and ``OUTDIR/report/{figures,tables,notebooks}/``.
+
+The study plan (:mod:`biossd.study.matrix`) hands every Nextflow task its path from here
+(``meta.publish``), and ``nextflow/conf/modules.config`` publishes there: the layout is written once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Mapping
+
+RUN_PATH_LABELS = ("host", "storage", "tool", "mem", "scale", "rep")
+FEATURES_FILE = "features.csv"
+DEVICE_RECORD = "device.json"
+#: How far a run directory is below its ``<host>-<storage>`` directory (runs/tool/mem/scale/rep).
+RUN_DEPTH = 5
+PROBES_DIR = "probes"
+CHAINS_DIR = "chains"
+REPORT_DIR = "report"
+FIGURES_DIR = PurePosixPath(REPORT_DIR) / "figures"
+
+
+#: A label that names a directory: one path component, no way up or out.
+_COMPONENT_RE = re.compile(r"^(?!\.\.?$)[A-Za-z0-9._-]+$")
+
+
+def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
+    """Where a run with these labels lives, relative to the output directory; each label must be
+    a single path component (``--host ../../x`` would place results elsewhere)."""
+    if labels.get("probe"):
+        return probe_relpath(labels)
+    if labels.get("chain"):
+        return chain_relpath(labels)
+    missing = [k for k in RUN_PATH_LABELS if labels.get(k) in (None, "")]
+    if missing:
+        raise ValueError(f"run labels lack {missing}, needed for the result layout")
+    bad = [f"{k}={labels[k]!r}" for k in RUN_PATH_LABELS if not _COMPONENT_RE.match(str(labels[k]))]
+    if bad:
+        raise ValueError(f"run labels {', '.join(bad)} are not single path components (letters, digits, "
+                         "'.', '_', '-'); rename them")
+    return PurePosixPath(
+        f"{labels['host']}-{labels['storage']}", "runs", str(labels["tool"]), str(labels["mem"]),
+        str(labels["scale"]), str(labels["rep"]),
+    )
+
+
+def _checked(labels: Mapping[str, object], keys: tuple[str, ...], what: str) -> list[str]:
+    """The labels ``keys`` as path components, each present and a single component."""
+    missing = [k for k in keys if labels.get(k) in (None, "")]
+    if missing:
+        raise ValueError(f"{what} labels lack {missing}, needed for the result layout")
+    bad = [f"{k}={labels[k]!r}" for k in keys if not _COMPONENT_RE.match(str(labels[k]))]
+    if bad:
+        raise ValueError(f"{what} labels {', '.join(bad)} are not single path components; rename them")
+    return [str(labels[k]) for k in keys]
+
+
+def probe_relpath(labels: Mapping[str, object]) -> PurePosixPath:
+    """Where a probe run lives: ``<host>-<storage>/probes/<probe>/<tool>``."""
+    host, storage, probe, tool = _checked(labels, ("host", "storage", "probe", "tool"), "probe")
+    return PurePosixPath(f"{host}-{storage}", PROBES_DIR, probe, tool)
+
+
+def chain_dir_relpath(labels: Mapping[str, object]) -> PurePosixPath:
+    """Where one chained pipeline run's steps live: ``<host>-<storage>/chains/<chain>/<rep>``."""
+    host, storage, chain, rep = _checked(labels, ("host", "storage", "chain", "rep"), "chain")
+    return PurePosixPath(f"{host}-{storage}", CHAINS_DIR, chain, rep)
+
+
+def chain_relpath(labels: Mapping[str, object]) -> PurePosixPath:
+    """Where a chained pipeline's step lives: ``<host>-<storage>/chains/<chain>/<rep>/<step>``."""
+    step, = _checked(labels, ("step",), "chain step")
+    return chain_dir_relpath(labels) / step
+
+
+def is_component(text: str) -> bool:
+    """Whether ``text`` can name a directory of the layout (one path component, no way up)."""
+    return bool(_COMPONENT_RE.match(text))

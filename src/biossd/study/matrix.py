@@ -1,0 +1,528 @@
+"""The experiment matrix of a study run (issue 8): which tools run, under which memory caps, at
+which input scales, how many times, on which storage classes — and every problem with the
+parameters that say so, found before anything runs.
+
+The study's entry workflow (``study/main.nf``) hands its ``params`` to ``biossd study plan``,
+which calls :func:`plan` and prints the result as JSON; the workflow makes one profiled run per
+``(tool, cap, scale, repeat, class)`` of it, or stops with the one message listing every problem.
+
+Defaults follow seed 000 §5.1: caps 1/4/16/32 GB (§3.5 ran GATK at 4, 16 and 32 GB; the other
+tools had 1 GB), three repeats.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from biossd.core.units import format_size, is_size_label, parse_duration_s, parse_size
+from biossd.host import devices
+from biossd.study import catalogue, layout
+
+#: Every parameter of the study, typed and documented (nf-core's nextflow_schema.json).
+SCHEMA_PATH = catalogue.CATALOGUE_DIR.parent / "nextflow_schema.json"
+#: A run's scratch holds its input's copy, the tool's output and its temporary files; for the
+#: catalogue's tools each is at most about the input's size, so four times the largest input
+#: (plus the run's swap, when swap lives in scratch) is what a class's scratch must have free.
+SCRATCH_PER_INPUT = 4
+
+#: The smallest cap any run may have: below it no tool here starts (the JVM, samtools' buffers).
+#: A catalogue entry may ask for more with ``min_mem``.
+MIN_CAP_BYTES = 16 << 20
+#: A probe's input is never smaller than this (the synthetic kinds need some records).
+MIN_PROBE_INPUT_BYTES = 16 << 10
+_WHOLE_RE = re.compile(r"^[1-9]\d*$")
+
+
+@dataclass
+class Plan:
+    """What one invocation runs. ``caps`` gives each tool its caps (texts as given, e.g. ``4G``,
+    which name the run directories); ``skipped`` maps tools left out to why."""
+
+    tools: list[str] = field(default_factory=list)
+    caps: dict[str, list[str]] = field(default_factory=dict)
+    #: Every scale any tool runs at; ``scales_of`` gives each tool its own (--tool_scales).
+    scales: list[int] = field(default_factory=list)
+    scales_of: dict[str, list[int]] = field(default_factory=dict)
+    #: Each tool's input kind, and each kind's baseline size (--input_sizes, else --input_size).
+    kinds: dict[str, str] = field(default_factory=dict)
+    input_sizes: dict[str, str] = field(default_factory=dict)
+    #: A run's time limit in seconds (outcome ``timeout`` past it); ``None``: none.
+    time_limit_s: float | None = None
+    #: Repeats of a tool's configurations other than its baseline (its smallest cap and scale):
+    #: the scaling experiments of Figs. 8 and 9 (--scaling_repeats, else --repeats).
+    scaling_repeats: int = 0
+    #: Fig. 10 without a PMU: each tool once under cachegrind on the first class, at its kind's
+    #: size divided by this (--cachegrind_divisor; 0: no probes).
+    cachegrind_divisor: int = 0
+    #: Fig. 3: the pipelines run chained (--chains), ``chain_repeats`` times on every class, and
+    #: each chain step's cap (its tool's baseline cap by --tool_caps/--mem_caps) and input kind.
+    chains: list[str] = field(default_factory=list)
+    chain_repeats: int = 0
+    chain_steps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    chain_kinds: dict[str, str] = field(default_factory=dict)
+    repeats: int = 0
+    classes: list[str] = field(default_factory=list)
+    #: The host name of the result layout (--host, else the workflow's host); tasks need it.
+    host: str = ""
+    devices: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run of one storage class: tool, cap, scale, repeat and the id of its input
+        (baseline configurations ``repeats`` times, the others ``scaling_repeats`` times)."""
+        out = []
+        for tool in self.tools:
+            caps, scales = self.caps.get(tool, []), self.scales_of.get(tool, self.scales)
+            for cap in caps:
+                for scale in scales:
+                    base = cap == min(caps, key=parse_size) and scale == min(scales)
+                    for rep in range(1, (self.repeats if base else self.scaling_repeats or self.repeats) + 1):
+                        out.append({"tool": tool, "mem": cap, "scale": scale, "rep": rep,
+                                    "input": input_id(self.kinds.get(tool, ""), scale)})
+        return out
+
+    def probes(self) -> list[dict[str, Any]]:
+        """Fig. 10's cachegrind probes: each tool once on a reduced input, its options set for its
+        smallest cap (``mem``); the probe itself runs uncapped (valgrind needs memory of its own)."""
+        if not self.cachegrind_divisor:
+            return []
+        return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": 1, "probe": "cachegrind",
+                 "input": probe_input_id(self.kinds[t], self.cachegrind_divisor)}
+                for t in self.tools if self.caps.get(t) and t in self.kinds]
+
+    def chain_runs(self) -> list[dict[str, Any]]:
+        """Every chained pipeline run of one storage class: the pipeline, the repeat, the id of
+        its input (its kind at scale 1, as the baseline runs read it) and its steps."""
+        return [{"pipeline": p, "rep": rep, "input": input_id(self.chain_kinds[p], 1), "steps": self.chain_steps[p]}
+                for p in self.chains for rep in range(1, self.chain_repeats + 1)]
+
+    def tasks(self) -> list[dict[str, Any]]:
+        """Every profiled task of the invocation (Nextflow's PROFILE), with its whole ``meta``, in
+        the order the tasks start: each run on every class side by side, the first class
+        alternating with the repeat, so that a drift of the host's load over the study falls on
+        both classes alike rather than on one; a probe on the first class only. ``labels`` are
+        what the run records (and where it lands, :func:`biossd.study.layout.run_relpath`),
+        ``publish`` that path, ``mem_bytes`` the cap in bytes (for a scheduler)."""
+        out = []
+        for run in self.runs() + self.probes():
+            classes = self.classes if run["rep"] % 2 else list(reversed(self.classes))
+            for storage in classes:
+                if run.get("probe") and storage != self.classes[0]:
+                    continue
+                labels = {"host": self.host, "storage": storage, "tool": run["tool"], "mem": run["mem"],
+                          "scale": run["scale"], "rep": run["rep"], **({"probe": run["probe"]} if run.get("probe") else {})}
+                out.append({**labels, "labels": labels, "mem_bytes": parse_size(run["mem"]),
+                            "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
+                            "publish": str(layout.run_relpath(labels)), "order": len(out)})
+        return out
+
+    def chain_tasks(self) -> list[dict[str, Any]]:
+        """Every chained pipeline of the invocation on every class (Nextflow's CHAIN), with its
+        whole ``meta``: the labels each step records, the steps (each with its cap in bytes and
+        its publish path) and ``publish``, the chain's directory in the result layout."""
+        out = []
+        for chained in self.chain_runs():
+            for storage in self.classes:
+                labels = {"host": self.host, "storage": storage, "chain": chained["pipeline"], "rep": chained["rep"],
+                          "scale": 1}
+                steps = [{**s, "mem_bytes": parse_size(s["mem"]),
+                          "publish": str(layout.chain_relpath({**labels, "step": s["name"]}))}
+                         for s in chained["steps"]]
+                out.append({"host": self.host, "storage": storage, "pipeline": chained["pipeline"],
+                            "rep": chained["rep"], "labels": labels, "input": chained["input"],
+                            "kind": self.chain_kinds[chained["pipeline"]], "steps": steps,
+                            "publish": str(layout.chain_dir_relpath(labels))})
+        return out
+
+    def inputs(self) -> list[dict[str, Any]]:
+        """Every synthetic input the runs and probes read: id, kind, scale and baseline size."""
+        seen: dict[str, dict[str, Any]] = {}
+        for r in self.runs():
+            kind = self.kinds.get(r["tool"], "")
+            seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": r["scale"],
+                                         "size": self.input_sizes.get(kind, "")})
+        for p, kind in self.chain_kinds.items():
+            seen.setdefault(input_id(kind, 1), {"id": input_id(kind, 1), "kind": kind, "scale": 1,
+                                                "size": self.input_sizes.get(kind, "")})
+        for r in self.probes():
+            kind = self.kinds[r["tool"]]
+            size = max(parse_size(self.input_sizes[kind]) // self.cachegrind_divisor, MIN_PROBE_INPUT_BYTES)
+            seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": 1, "size": format_size(size)})
+        return list(seen.values())
+
+    def n_runs(self) -> int:
+        try:
+            return (len(self.runs()) + sum(len(c["steps"]) for c in self.chain_runs())) * len(self.classes)
+        except ValueError:  # a cap that is not a size: named among the problems
+            return 0
+
+    def as_json(self) -> dict[str, Any]:
+        ok = not self.problems
+        tasks = ok and bool(self.host)
+        return {**asdict(self), "n_runs": self.n_runs(), "runs": self.runs() if ok else [],
+                "probes": self.probes() if ok else [], "chain_runs": self.chain_runs() if ok else [],
+                "inputs": self.inputs() if ok else [], "tasks": self.tasks() if tasks else [],
+                "chain_tasks": self.chain_tasks() if tasks else []}
+
+
+def input_id(kind: str, scale: int) -> str:
+    """The id of the synthetic input of ``kind`` at ``scale`` (its SYNTH_INPUT task and folder)."""
+    return f"{kind}_x{scale}"
+
+
+def probe_input_id(kind: str, divisor: int) -> str:
+    """The id of the reduced input of a probe: the kind's size divided by ``divisor``."""
+    return f"{kind}_div{divisor}"
+
+
+def csv_list(value: object) -> list[str]:
+    """``'a, b,,c'`` → ``['a', 'b', 'c']``; ``None`` → ``[]``; ``0`` → ``['0']``."""
+    return [part.strip() for part in ("" if value is None else str(value)).split(",") if part.strip()]
+
+
+def parse_pairs(value: object, param: str, problems: list[str]) -> dict[str, str]:
+    """``'ssd=/dev/sdb,hdd=/dev/sdc'`` → ``{'ssd': '/dev/sdb', ...}``; bad items become problems."""
+    out = {}
+    for item in csv_list(value):
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip() or not val.strip():
+            problems.append(f"--{param} takes NAME=VALUE[,NAME=VALUE...]; '{item}' is not of that form")
+        else:
+            out[key.strip()] = val.strip()
+    return out
+
+
+def parse_tool_caps(value: object, problems: list[str], param: str = "tool_caps",
+                    example: str = "gatk_*=4G,16G") -> list[tuple[str, list[str]]]:
+    """``'gatk_*=4G,16G,32G;maq=1G'`` → ``[('gatk_*', ['4G', '16G', '32G']), ('maq', ['1G'])]``:
+    per-tool lists (shell-style patterns over catalogue ids) that replace --mem_caps (or, for
+    --tool_scales, --scales) for the tools they match; the first matching pattern wins."""
+    out = []
+    for item in (part.strip() for part in str(value or "").split(";")):
+        if not item:
+            continue
+        pattern, sep, caps = item.partition("=")
+        if not sep or not pattern.strip() or not csv_list(caps):
+            problems.append(f"--{param} takes PATTERN=VALUE[,VALUE...][;...] (e.g. '{example}'); "
+                            f"'{item}' is not of that form")
+            continue
+        out.append((pattern.strip(), csv_list(caps)))
+    return out
+
+
+def _per_tool(tools: list[str], overrides: list[tuple[str, list[str]]], default: list[str]) -> dict[str, list[str]]:
+    return {t: next((v for p, v in overrides if fnmatch.fnmatchcase(t, p)), default) for t in tools}
+
+
+def _cap_problems(cap: str, where: str, min_bytes: int, who: str) -> list[str]:
+    if not is_size_label(cap):
+        return [f"Memory cap '{cap}' in {where} is not a size like 1G or 512M"]
+    if parse_size(cap) < min_bytes:
+        return [f"Memory cap '{cap}' in {where} is below the {format_size(min_bytes)} minimum of {who}"]
+    return []
+
+
+def select_tools(spec: str, entries: Mapping[str, catalogue.Entry], stub: bool,
+                 problems: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``--tools all``: every tool entry runnable here (in a stub-run, every tool entry), the rest
+    skipped with the catalogue's reason; otherwise the ids given, each checked."""
+    tools = sorted(e.id for e in entries.values() if e.kind == "tool")
+    if spec == "all":
+        if stub:
+            return tools, {}
+        runnable = [t for t in tools if entries[t].data["status"] == "runnable"]
+        skipped = {t: entries[t].data.get("status_reason", "recipe-only") for t in tools if t not in runnable}
+        return runnable, skipped
+    chosen = csv_list(spec)
+    for tool in chosen:
+        if tool not in entries:
+            problems.append(f"Unknown tool '{tool}' in --tools; the catalogue's tools are: {', '.join(tools)}")
+        elif entries[tool].kind != "tool":
+            problems.append(f"'{tool}' in --tools is a pipeline, not a tool")
+        elif not stub and entries[tool].data["status"] != "runnable":
+            problems.append(f"'{tool}' in --tools is recipe-only here: {entries[tool].data.get('status_reason')}")
+    if not chosen:
+        problems.append("--tools is empty")
+    return chosen, {}
+
+
+def min_cap_bytes(entry: catalogue.Entry) -> int:
+    """The smallest cap ``entry`` may run under: its catalogue ``min_mem``, at least the global floor."""
+    own = entry.data.get("min_mem")
+    return max(MIN_CAP_BYTES, parse_size(own) if own else 0)
+
+
+def device_problems(classes: list[str], named: Mapping[str, str], scratch_dir: str | None,
+                    emulated: set[str]) -> list[str]:
+    """A named device that does not exist, a device named for an emulated class (which gets its
+    own), and a scratch directory not on the device named for its class."""
+    problems = []
+    for cls, dev in sorted(named.items()):
+        if cls not in classes:
+            problems.append(f"--devices names class '{cls}', which is not in --storage_classes")
+            continue
+        if cls in emulated:
+            problems.append(f"--devices names {dev} for class '{cls}', but that class is emulated (--emulate)")
+            continue
+        try:
+            want = devices.resolve(dev)
+        except devices.DeviceError as err:
+            problems.append(f"--devices: the device of class '{cls}' is missing: {err}")
+            continue
+        if scratch_dir and Path(scratch_dir).is_dir():
+            have = devices.device_of_path(Path(scratch_dir))
+            if have != want and devices.whole_disk(have) != want:
+                problems.append(f"--scratch_dir {scratch_dir} is on {have}, not on {want} named for class "
+                                f"'{cls}' in --devices: give a scratch directory on that device")
+        elif not scratch_dir:
+            problems.append(f"--devices names {dev} for class '{cls}', but no --scratch_dir on it is given "
+                            "(runs would use the task directory, on whatever device that is)")
+    return problems
+
+
+def slurm_problems(classes: list[str], emulated: set[str], partitions: Mapping[str, str],
+                   default: object) -> list[str]:
+    """On SLURM every class needs a partition, one invocation studies one partition (its device
+    is characterized on it), and no class is emulated (an emulation is mounted on one host)."""
+    problems = [f"-profile slurm: class '{c}' is emulated; emulated storage needs the local executor "
+                "(run -profile test or emulated_hdd without slurm)" for c in sorted(emulated)]
+    chosen = {c: partitions.get(c) or (str(default) if default else None) for c in classes}
+    problems += [f"-profile slurm: class '{c}' has no partition; give --slurm_partitions {c}=PARTITION "
+                 "or --slurm_default_partition" for c, p in chosen.items() if p is None]
+    if len({p for p in chosen.values() if p}) > 1:
+        problems.append("-profile slurm: the classes map to several partitions "
+                        f"({', '.join(f'{c}={p}' for c, p in sorted(chosen.items()))}); run one invocation per "
+                        "partition (-profile ssd,slurm and -profile hdd,slurm), as the paper's matched pair")
+    return problems
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> list[str]:
+    """Every parameter checked against the study's schema (types, enums, patterns), and every
+    parameter the schema does not know; each problem names the parameter."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads(Path(schema_path).read_text())
+    known = schema["properties"]
+    aliases = {_camel(k) for k in known} | {k.replace("_", "-") for k in known}
+    given = {k: v for k, v in params.items() if k in known}
+    problems = [f"Unknown parameter --{k}: not in {schema_path.name} (see the README or `nextflow run study "
+                "--help`)" for k in sorted(params) if k not in known and k not in aliases]
+    validator = jsonschema.Draft7Validator({k: v for k, v in schema.items() if not k.startswith("$")})
+    for error in sorted(validator.iter_errors(given), key=lambda e: list(e.path)):
+        name = ".".join(str(p) for p in error.path) or "(parameters)"
+        rule = known.get(name, {})
+        if error.validator == "pattern":
+            why = f"does not match the form {rule['pattern']}"
+        elif error.validator == "enum":
+            why = f"is not one of {', '.join(str(v) for v in rule['enum'])}"
+        elif error.validator == "type":
+            why = f"is not of type {rule['type'] if isinstance(rule['type'], str) else ' or '.join(rule['type'])}"
+        else:
+            why = error.message
+        problems.append(f"Parameter --{name} = {error.instance!r} {why} ({rule.get('description', '').split('. ')[0].rstrip('.')})")
+    return problems
+
+
+def _chains(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry], caps: list[str],
+            overrides: list[tuple[str, list[str]]], stub: bool, problems: list[str]
+            ) -> tuple[list[str], dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """--chains (``all``, or pipeline ids): the pipelines with a chain, each step's cap (its
+    tool's smallest by --tool_caps, else --mem_caps: the cap of its baseline runs) and the
+    chain's input kind. A step whose tool cannot run here is a problem (not in a stub-run)."""
+    from biossd.study import chain
+
+    given = csv_list(params.get("chains"))
+    with_chain = [e.id for e in entries.values() if e.kind == "pipeline" and e.data.get("chain")]
+    names = with_chain if given == ["all"] else given
+    problems += [f"Unknown pipeline '{n}' in --chains; pipelines with a chain: {', '.join(with_chain)}"
+                 for n in names if n not in with_chain]
+    steps: dict[str, list[dict[str, Any]]] = {}
+    kinds: dict[str, str] = {}
+    for name in (n for n in names if n in with_chain):
+        try:
+            c = chain.of(entries[name])
+        except (chain.ChainError, catalogue.CatalogueError) as err:
+            problems.append(str(err))
+            continue
+        kinds[name] = c.input_kind
+        steps[name] = []
+        for step in c.steps:
+            own = next((v for p, v in overrides if fnmatch.fnmatchcase(step.tool, p)), None)
+            mem = min(own if own is not None else caps, key=lambda t: parse_size(t) if is_size_label(t) else 0)
+            steps[name].append({"index": step.index, "name": step.name, "tool": step.tool, "mem": mem})
+            if not stub and entries[step.tool].data.get("status") != "runnable":
+                problems.append(f"--chains {name}: step {step.name} needs {step.tool}, which is "
+                                f"{entries[step.tool].data.get('status')} here")
+    return [n for n in names if n in steps], steps, kinds
+
+
+def _input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str]) -> dict[str, str]:
+    """Each kind's baseline input size: its entry in --input_sizes (KIND=SIZE,...), else --input_size."""
+    named = parse_pairs(params.get("input_sizes"), "input_sizes", problems)
+    from biossd.study.data import KINDS
+
+    problems += [f"--input_sizes names '{k}', which is not an input kind ({', '.join(sorted(KINDS))})"
+                 for k in sorted(named) if k not in KINDS]
+    problems += [f"--input_sizes: '{v}' for '{k}' is not a size like 8M" for k, v in sorted(named.items())
+                 if not is_size_label(v)]
+    return {k: named.get(k, str(params.get("input_size"))) for k in kinds}
+
+
+def _largest_input(input_sizes: Mapping[str, str], kinds: Mapping[str, str],
+                   scales_of: Mapping[str, list[int]]) -> int:
+    """Bytes of the largest input any run reads (its kind's size times its largest scale)."""
+    largest = 0
+    for tool, kind in kinds.items():
+        try:
+            largest = max(largest, parse_size(input_sizes[kind]) * max(scales_of.get(tool) or [1]))
+        except (KeyError, ValueError):
+            continue  # named by the checks of the sizes
+    return largest
+
+
+def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[str],
+                   input_bytes: int) -> list[str]:
+    """Free space on each class's scratch (and the emulated disks' size) against the largest
+    input a run reads, before any run: a full scratch mid-study would be a harness failure."""
+    try:
+        swap_bytes = parse_size(str(params["swap"])) if params.get("swap") and not params.get("swap_dir") else 0
+        emulate_bytes = parse_size(str(params.get("emulate_size") or "0"))
+    except ValueError:
+        return []  # named by the schema check
+    need = input_bytes * SCRATCH_PER_INPUT + swap_bytes
+    problems = []
+    for cls in classes:
+        if cls in emulated:
+            if emulate_bytes < need:
+                problems.append(f"--emulate_size {params.get('emulate_size')} is too small for class '{cls}': a run "
+                                f"needs {format_size(need)} of scratch ({SCRATCH_PER_INPUT}x the "
+                                f"{format_size(input_bytes)} input{' plus swap' if swap_bytes else ''})")
+            continue
+        where = Path(str(params.get("scratch_dir") or Path.cwd()))
+        if where.is_dir():
+            free = shutil.disk_usage(where).free
+            if free < need:
+                problems.append(f"The scratch of class '{cls}' ({where}) has {format_size(free)} free; a run "
+                                f"needs {format_size(need)}: free space or give --scratch_dir elsewhere")
+    if emulated:
+        root = Path(str(params.get("storage_root") or Path.cwd()))
+        probe = next((p for p in [root, *root.parents] if p.is_dir()), Path.cwd())
+        total = emulate_bytes * len(emulated)
+        free = shutil.disk_usage(probe).free
+        if free < total:
+            problems.append(f"--storage_root {root} ({probe}) has {format_size(free)} free; the emulated disks "
+                            f"need {format_size(total)} ({len(emulated)} x --emulate_size)")
+    return problems
+
+
+def plan(params: Mapping[str, Any], stub: bool = False,
+         catalogue_dir: Path = catalogue.CATALOGUE_DIR) -> Plan:
+    """The matrix of ``params`` (the study's Nextflow params), with every problem found."""
+    problems: list[str] = schema_problems(params)
+    entries = {e.id: e for e in catalogue.load_all(catalogue_dir)}
+    tools, skipped = select_tools(str(params.get("tools", "all")), entries, stub, problems)
+
+    caps = csv_list(params.get("mem_caps"))
+    if not caps:
+        problems.append("--mem_caps is empty")
+    overrides = parse_tool_caps(params.get("tool_caps"), problems)
+    for pattern, _ in overrides:
+        if not any(fnmatch.fnmatchcase(t, pattern) for t in entries):
+            problems.append(f"--tool_caps pattern '{pattern}' matches no catalogue tool")
+    tool_caps: dict[str, list[str]] = {}
+    for tool in tools:
+        if tool not in entries:
+            continue
+        own = next((c for p, c in overrides if fnmatch.fnmatchcase(tool, p)), None)
+        tool_caps[tool] = own if own is not None else caps
+        where = "--tool_caps" if own is not None else "--mem_caps"
+        floor = min_cap_bytes(entries[tool])
+        who = f"{tool} (its catalogue min_mem)" if floor > MIN_CAP_BYTES else "any run"
+        for cap in tool_caps[tool]:
+            for problem in _cap_problems(cap, where, floor, who):
+                if problem not in problems:
+                    problems.append(problem)
+
+    scale_texts = csv_list(params.get("scales"))
+    if not scale_texts:
+        problems.append("--scales is empty")
+    scale_overrides = parse_tool_caps(params.get("tool_scales"), problems, "tool_scales", "ampliconnoise=1,2,4,8")
+    for pattern, _ in scale_overrides:
+        if not any(fnmatch.fnmatchcase(t, pattern) for t in entries):
+            problems.append(f"--tool_scales pattern '{pattern}' matches no catalogue tool")
+    known = [t for t in tools if t in entries and entries[t].kind == "tool"]
+    scale_texts_of = _per_tool(known, scale_overrides, scale_texts)
+    for where, texts in (("--scales", scale_texts), *(("--tool_scales", v) for _, v in scale_overrides)):
+        problems += [p for p in (f"Scale '{s}' in {where} is not a whole number >= 1" for s in texts
+                                 if not _WHOLE_RE.match(s)) if p not in problems]
+    scales_of = {t: sorted({int(s) for s in v if _WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
+    kinds = {t: entries[t].data["input"] for t in known}
+    chains, chain_steps, chain_kinds = _chains(params, entries, caps, overrides, stub, problems)
+    input_sizes = _input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
+    chain_repeats = str(params.get("chain_repeats") or params.get("repeats", ""))
+    if chains and not _WHOLE_RE.match(chain_repeats):
+        problems.append(f"--chain_repeats {chain_repeats} is not a whole number >= 1")
+    time_limit_s = None
+    if params.get("time_limit"):
+        try:
+            time_limit_s = parse_duration_s(str(params["time_limit"])) or None
+        except ValueError as err:
+            problems.append(f"--time_limit: {err}")
+    repeats = str(params.get("repeats", ""))
+    if not _WHOLE_RE.match(repeats):
+        problems.append(f"--repeats {repeats} is not a whole number >= 1")
+    cachegrind_divisor = params.get("cachegrind_divisor") or 0
+    if not _WHOLE_RE.match(str(cachegrind_divisor)) and cachegrind_divisor != 0:
+        problems.append(f"--cachegrind_divisor {cachegrind_divisor} is not a whole number >= 1")
+        cachegrind_divisor = 0
+    cachegrind_divisor = int(cachegrind_divisor)
+    scaling_repeats = str(params.get("scaling_repeats") or repeats)
+    if not _WHOLE_RE.match(scaling_repeats):
+        problems.append(f"--scaling_repeats {scaling_repeats} is not a whole number >= 1")
+
+    classes = csv_list(params.get("storage_classes"))
+    if not classes:
+        problems.append("--storage_classes is empty")
+    emulated = {name for name in parse_pairs(params.get("emulate"), "emulate", problems)}
+    problems += [f"--emulate names class '{c}', which is not in --storage_classes" for c in sorted(emulated - set(classes))]
+    scratch = params.get("scratch_dir") or None
+    if scratch and not Path(str(scratch)).is_dir():
+        problems.append(f"--scratch_dir {scratch} is not an existing directory on the device under study")
+    named = parse_pairs(params.get("devices"), "devices", problems)
+    if not stub:
+        problems += device_problems(classes, named, str(scratch) if scratch else None, emulated)
+    if params.get("executor") == "slurm":
+        problems += slurm_problems(classes, emulated, parse_pairs(params.get("slurm_partitions"), "slurm_partitions",
+                                                                  problems), params.get("slurm_default_partition"))
+    swap_dir = params.get("swap_dir") or None
+    if swap_dir and not Path(str(swap_dir)).is_dir():
+        problems.append(f"--swap_dir {swap_dir} is not an existing directory")
+    scales = sorted({s for v in scales_of.values() for s in v} or {int(s) for s in scale_texts if _WHOLE_RE.match(s)})
+    host = str(params.get("host") or "")
+    if host and not layout.is_component(host):
+        problems.append(f"--host {host!r} is not a single path component (letters, digits, '.', '_', '-'); "
+                        "name the host with --host")
+        host = ""
+    if not stub:
+        problems += space_problems(params, classes, emulated, _largest_input(input_sizes, kinds, scales_of))
+
+    return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
+                input_sizes=input_sizes, time_limit_s=time_limit_s,
+                scaling_repeats=int(scaling_repeats) if _WHOLE_RE.match(scaling_repeats) else 0,
+                cachegrind_divisor=cachegrind_divisor, chains=chains, chain_steps=chain_steps, chain_kinds=chain_kinds,
+                chain_repeats=int(chain_repeats) if chains and _WHOLE_RE.match(chain_repeats) else 0,
+                repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, host=host, devices=named,
+                skipped=skipped, problems=problems)
