@@ -44,6 +44,21 @@ def test_the_transcriptome_chain_runs_each_step_on_the_last_ones_output(tmp_path
     assert "transcript" in (scratch / "out.gtf").read_text()
 
 
+def test_a_step_whose_command_changes_directory_gets_its_paths_from_there(tmp_path):
+    """abyss-pe -C asm reads its inputs from inside asm/ (stage.chdir): the chained step's
+    corrected reads are ../corrected/..., not corrected/... (the make run of 2026-11-23 found
+    ABySS failing in the chain on a path relative to scratch)."""
+    c = chain.of(catalogue.get("pipeline_assembly_annotation"))
+    scratch = tmp_path / "scratch"
+    step = next(s for s in c.steps if s.tool == "abyss")
+    for rel in ("corrected/reads_1.cor.fq", "reads_2.fq"):
+        (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+        (scratch / rel).write_text("@r\nACGT\n+\nIIII\n")
+    argv = chain.stage_step(c, step.index, None, scratch, 256 << 20)
+    assert argv[argv.index("-C") + 1] == "asm" and (scratch / "asm").is_dir()
+    assert "in=../corrected/reads_1.cor.fq ../reads_2.fq" in argv
+
+
 def test_a_step_whose_input_is_missing_is_refused_with_the_file(tmp_path):
     c = chain.of(catalogue.get("pipeline_transcriptome"))
     with pytest.raises(StageError, match=r"02-hisat2: the earlier steps left no reads \(corrected/reads.cor.fq\)"):

@@ -241,6 +241,7 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
     for ax, entry, letter in zip(axes[:, 0], pipes, "abc"):
         sides = list(zip(("fast", "slow"), a.sides))
         totals: dict[str, float] = {}
+        incomplete: list[str] = []  # sides whose chain stopped or had a step not end ok
         chained = entry.data.get("chain") and all(not _chain_rows(chains, entry.id, s).empty for _, s in sides)
         if chained:
             step_labels, not_run = chain.step_labels(entry)
@@ -254,9 +255,12 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
                     if runs.empty:
                         if y == 0 or step not in stopped:
                             stopped.append(step)
+                        incomplete.append(side)
                         continue
                     value = float(runs["runtime_s"].mean())
                     bad = sorted(set(runs["outcome"]) - {"ok"})
+                    if bad:
+                        incomplete.append(side)
                     label = step_labels[step] + (f" [{'/'.join(bad)} on {side}]" if bad else "")
                     ax.barh(y, value, left=left, color=cmap(i % 20), label=label if (y == 0 or bad) else None,
                             hatch="//" if bad else None, edgecolor="white" if not bad else "0.3", lw=0.5)
@@ -290,9 +294,11 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
             continue
         ax.set_yticks([0, 1], [s for _, s in sides])
         ax.set_xlabel("runtime (s), sum of steps")
-        total = f"{totals[slow] / totals[fast]:.2f}x" if totals.get(fast) else "n/a"
+        total = f"{slow}/{fast} " + (f"{totals[slow] / totals[fast]:.2f}x" if totals.get(fast) else "n/a")
+        if incomplete:  # a chain that stopped has no runtime to compare
+            total = f"no speedup, the chain did not complete on {' and '.join(dict.fromkeys(incomplete))}"
         paper = entry.data.get("paper_speedup")
-        title = (f"({letter}) {entry.data['paper_name']}: {slow}/{fast} {total} ({what}; paper "
+        title = (f"({letter}) {entry.data['paper_name']}: {total} ({what}; paper "
                  f"{'n/a' if paper is None else f'{paper:g}x'})")
         ax.set_title(textwrap.fill(title, 110), loc="left", fontsize=9)
         if notes:

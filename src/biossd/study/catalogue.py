@@ -59,7 +59,8 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "scaling": (_STR, ("tool",), "how the input grows with the scale factor"),
     "memory_option": (_MAP, (), "{name, fraction_of_cap, default}: a tool's own memory setting"),
     "min_mem": (_STR, (), "the smallest memory cap the tool runs under (e.g. a JVM's heap); the study refuses less"),
-    "stage": (_MAP, (), "{files, values, prepare}: how a run is staged from its input kind (runnable tools)"),
+    "stage": (_MAP, (), "{files, values, prepare, chdir}: how a run is staged from its input kind (runnable tools); "
+                        "chdir names the stage file the command changes into first (abyss-pe -C)"),
     "quality": (_MAP, (), "{output, format, truth}: score the output against the input's truth (biossd.features.quality)"),
     "command": (_LIST, ("tool",), "argv template; {name} fields are filled per argument"),
     "extra_commands": (_MAP, (), "other argv templates: name -> argv"),
@@ -210,6 +211,8 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
             raise _fail(path, "stage", f"gives no value for {sorted(needed - given)} of the command")
         if not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in stage.get("prepare", [])):
             raise _fail(path, "stage.prepare", "must be a list of argv lists")
+        if "chdir" in stage and stage["chdir"] not in stage.get("files", {}):
+            raise _fail(path, "stage.chdir", f"is {stage['chdir']!r}, not a file of stage.files")
     quality = data.get("quality")
     if quality is not None:
         if quality.get("output") not in (stage or {}).get("files", {}):

@@ -22,6 +22,7 @@ the chain runs through its substitute (``substitute_steps``) is named by the fig
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,9 +131,14 @@ def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, 
     values: dict[str, Any] = {name: str(scratch / rel) for name, rel in files.items()}
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
     if container is None:
-        # Relative to scratch, where the step runs: some tools' wrappers (HISAT2's) pass paths
-        # through a shell unquoted and fail on a scratch path with a space or a semicolon.
-        values.update({name: str(rel) for name, rel in files.items()})
+        # Relative to where the tool reads them: scratch, the step's working directory, or the
+        # directory its command changes into first (stage.chdir: abyss-pe -C). Some tools'
+        # wrappers (HISAT2's) pass paths through a shell unquoted and fail on a scratch path with
+        # a space or a semicolon.
+        into = block.get("chdir")
+        base = scratch / files[into] if into else scratch
+        values.update({name: str(rel) if name == into else os.path.relpath(scratch / rel, base)
+                       for name, rel in files.items()})
     return command_argv(entry, values, scratch, mem_bytes, container)
 
 
