@@ -468,14 +468,15 @@ def cmd_host(args: argparse.Namespace) -> int:
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
-    from biossd.features import quality
     from biossd.measure import manifest
     from biossd.study import catalogue
 
     entry = catalogue.get(args.tool)
-    if not entry.data.get("quality"):
+    if not entry.data.get("quality"):  # most tools: decided before pandas is imported (a second per run)
         print(f"biossd quality: {entry.id} has no quality check; nothing written")
         return 0
+    from biossd.features import quality
+
     outcome = manifest.read_manifest(Path(args.run)).get("outcome")
     if outcome != "ok":
         print(f"biossd quality: the run ended {outcome}; not scored")
