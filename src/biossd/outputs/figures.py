@@ -242,6 +242,7 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
         sides = list(zip(("fast", "slow"), a.sides))
         totals: dict[str, float] = {}
         incomplete: list[str] = []  # sides whose chain stopped or had a step not end ok
+        failed: list[str] = []  # ... with a step that ended other than ok or timeout
         chained = entry.data.get("chain") and all(not _chain_rows(chains, entry.id, s).empty for _, s in sides)
         if chained:
             step_labels, not_run = chain.step_labels(entry)
@@ -261,6 +262,8 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
                     bad = sorted(set(runs["outcome"]) - {"ok"})
                     if bad:
                         incomplete.append(side)
+                    if set(bad) - {speedup.TIMEOUT}:
+                        failed.append(side)
                     label = step_labels[step] + (f" [{'/'.join(bad)} on {side}]" if bad else "")
                     ax.barh(y, value, left=left, color=cmap(i % 20), label=label if (y == 0 or bad) else None,
                             hatch="//" if bad else None, edgecolor="white" if not bad else "0.3", lw=0.5)
@@ -295,7 +298,11 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
         ax.set_yticks([0, 1], [s for _, s in sides])
         ax.set_xlabel("runtime (s), sum of steps")
         total = f"{slow}/{fast} " + (f"{totals[slow] / totals[fast]:.2f}x" if totals.get(fast) else "n/a")
-        if incomplete:  # a chain that stopped has no runtime to compare
+        if incomplete and set(incomplete) == {slow} and slow not in failed and totals.get(fast):
+            # The slow side reached the time limit (and stopped there): its runtime so far is a
+            # lower bound, so the speedup is one too (as in Table 1).
+            total = f"{slow}/{fast} at least {totals[slow] / totals[fast]:.2f}x ({slow} reached the time limit)"
+        elif incomplete:  # a chain that failed has no runtime to compare
             total = f"no speedup, the chain did not complete on {' and '.join(dict.fromkeys(incomplete))}"
         paper = entry.data.get("paper_speedup")
         title = (f"({letter}) {entry.data['paper_name']}: {total} ({what}; paper "
