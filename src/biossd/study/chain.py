@@ -70,7 +70,9 @@ def of(entry: catalogue.Entry) -> Chain:
         raise ChainError(f"{entry.source}: {entry.id} has no chain block (a pipeline's steps, wired)")
     if not isinstance(block.get("input"), str):
         raise ChainError(f"{where}.input: the synthetic input kind the chain starts from (e.g. 'vcf')")
+
     def argvs(value: object, field_name: str) -> list[list[str]]:
+        """``value`` as a list of argvs of strings, or the field's error."""
         if not isinstance(value, list) or not all(isinstance(a, list) and a and all(isinstance(x, str) for x in a)
                                                    for a in value):
             raise ChainError(f"{where}.{field_name}: a list of argvs of strings (quote '-0' and numbers)")
@@ -101,8 +103,8 @@ def of(entry: catalogue.Entry) -> Chain:
 def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, mem_bytes: int | None,
                container: str | None = None) -> list[str]:
     """Prepare step ``index`` (1-based) in ``scratch`` and return its argv, to be run with
-    ``scratch`` as its working directory (its paths are relative to it; in a container, the
-    container's paths). The first step first
+    ``scratch`` as its working directory (its paths are relative to it, or to the directory
+    its command changes into; in a container, the container's paths). The first step first
     copies the chain's input into scratch (a real copy: the tools read it from the device under
     study) and runs the chain's preparation; a later step finds its inputs where the earlier
     steps wrote them."""
