@@ -98,6 +98,9 @@ def test_fixture_breakeven_is_planted(fixture):
     amp = a.speedups[(a.speedups["tool"] == "ampliconnoise") & (a.speedups["mem"] == "1G")]
     expected = min(s for s in SCALES if s >= truth["breakeven_scale"])
     assert speedup.breakeven_scale(amp["scale"], amp["speedup"]) == expected
+    table = a.breakevens.set_index("tool")  # Fig. 8's table, at each tool's smallest cap (1G here)
+    assert table.at["ampliconnoise", "breakeven_scale"] == expected
+    assert table.at["ampliconnoise", "scales"] == len(SCALES)
 
 
 def test_pairs_of_several_fast_sides():

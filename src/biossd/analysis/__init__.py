@@ -65,6 +65,20 @@ class Analysis:
         table["group"] = speedup.group_of(table["speedup"], self.threshold, table["speedup_is_lower_bound"])
         return table.set_index("tool", drop=False)
 
+    @cached_property
+    def breakevens(self) -> pd.DataFrame:
+        """§3.4, Fig. 8: per tool, at its smallest cap, how many input scales were measured and the
+        break-even scale (:func:`biossd.analysis.speedup.breakeven_scale` at ``threshold``; NaN:
+        none)."""
+        cap_bytes = self.rs.runs.groupby("mem")["mem_bytes"].first()
+        rows = []
+        for tool, g in self.speedups.groupby("tool"):
+            smallest = g.sort_values("mem", key=lambda m: m.map(cap_bytes))["mem"].iloc[0]
+            g = g[g["mem"] == smallest]
+            rows.append({"tool": tool, "scales": g["scale"].nunique(),
+                         "breakeven_scale": speedup.breakeven_scale(g["scale"], g["speedup"], self.threshold)})
+        return pd.DataFrame(rows, columns=["tool", "scales", "breakeven_scale"])
+
     @property
     def features_side(self) -> str:
         return self.feature_side or (self.pair[0] if self.pair else self.fast)
