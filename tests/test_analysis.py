@@ -11,7 +11,7 @@ from biossd import analysis
 from biossd.analysis import patterns, resultset, speedup, synthresults
 from biossd.features import extract as features
 from biossd.outputs import tables
-from biossd.study import catalogue
+from biossd.study import catalogue, layout
 
 CAPS, SCALES = ("1G", "4G"), (1, 2, 8)
 
@@ -164,12 +164,15 @@ def test_assemble_lays_staged_runs_out_as_a_result_set(fixture, tmp_path):
         staged.append(link)
     device = tmp_path / "d.json"
     device.write_text("{}")
-    made = resultset.assemble(tmp_path / "out", staged, {"h-ssd": device}, {"features.csv": device})
+    runs = dict(zip(rows["run_dir"], staged))
+    made = layout.assemble(tmp_path / "out", runs, {"h-ssd": device}, {"features.csv": device})
     assert [str(m) for m in made] == list(rows["run_dir"])
     assert all((tmp_path / "out" / m / "run.json").is_file() for m in made)
     assert (tmp_path / "out" / "h-ssd" / "device.json").read_text() == "{}"
-    with pytest.raises(FileExistsError, match="two runs have the labels"):
-        resultset.assemble(tmp_path / "out", staged[:1])
+    with pytest.raises(FileExistsError, match="two runs have the layout path"):
+        layout.assemble(tmp_path / "out", dict(list(runs.items())[:1]))
+    with pytest.raises(ValueError, match="not a result-layout path"):
+        layout.assemble(tmp_path / "other", {"../escape": staged[0]})
 
 
 @pytest.mark.parametrize("path", sorted((catalogue.REPO_ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)

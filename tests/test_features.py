@@ -126,3 +126,29 @@ def test_normalize_logs_wide_columns_and_records_the_rule():
     assert r.loc["Wiops", "shift"] == 5.0 and r.loc["Riops", "log_ratio_threshold"] == normalize.LOG_RATIO
     with pytest.raises(ValueError, match="negative"):
         normalize.normalize(pd.DataFrame({"x": [-1.0, 1.0]}), ["x"])
+
+
+def test_the_row_carries_the_runs_facts_and_the_side_record_it_was_given(tmp_path):
+    """Issue 17: the run table holds how and where a run ran, so nothing downstream reopens it;
+    a side's device record is handed in, never looked for above the run directory."""
+    run = make_run(tmp_path / "h-ssd" / "runs" / "r")
+    body = manifest.read_manifest(run)
+    body.update(tool_version="1.16.1", memory_cap={"backend": "cgroup-v1"},
+                host={"cpu_model": "X", "cpu_count": 2, "mem_total_bytes": 1 << 34, "kernel": "6.1"},
+                collectors={**body["collectors"], "perf": {"ran": False, "why": "no perf here"}})
+    manifest.write_manifest(run, body)
+    (tmp_path / "h-ssd" / layout.DEVICE_RECORD).write_text(json.dumps({"spec_row": {
+        "device": "vda", "seq_read_mbs": 500.0, "seq_write_mbs": 400.0}}))
+    alone = features.run_features(run)
+    assert math.isnan(alone["device_seq_read_mbs"]) and alone["device_source"] == ""
+    records = features.side_device_records([tmp_path])
+    assert records == {"h-ssd": tmp_path / "h-ssd" / layout.DEVICE_RECORD}
+    row = features.run_features(run, records)
+    assert (row["device_name"], row["device_seq_read_mbs"], row["device_source"]) == ("vda", 500.0, "side record")
+    assert (row["tool_version"], row["cap_mechanism"], row["trace_mechanism"], row["perf_mechanism"],
+            row["storage_mechanism"], row["container_engine"]) == ("1.16.1", "cgroup-v1", "none", "none",
+                                                                    "native", "native")
+    assert (row["cpu_count"], row["kernel"]) == (2, "6.1")
+    table = features.features_table([run], device_records=records)
+    back = features.read_table(features.write_table(table, tmp_path / "f.csv"))
+    assert back.loc[0, "mem_total_bytes"] == 1 << 34 and back.loc[0, "device_name"] == "vda"

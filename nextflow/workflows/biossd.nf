@@ -85,14 +85,19 @@ workflow BIOSSD {
         .combine(ch_runs_done)
         .map { id, meta, scratch, device, dir, done -> [meta, dir, scratch, device] }
     CHAIN(ch_chains)
-    ch_step_dirs = CHAIN.out.step_dirs.flatMap { meta, dirs -> dirs instanceof List ? dirs : [dirs] }
+    // Each step's directory with its layout path, meta.publish/<NN-tool>.
+    ch_step_dirs = CHAIN.out.step_dirs
+        .flatMap { meta, dirs -> (dirs instanceof List ? dirs : [dirs]).collect { d -> ["${meta.publish}/${d.name}".toString(), d] } }
 
     // Timed runs make the features table; the report also reads the probes (Fig. 10) and the
     // chained pipelines' steps (Fig. 3).
     ch_run_dirs = PROFILE.out.run_dir.filter { meta, dir -> !meta.probe }.map { meta, dir -> dir }.collect()
     FEATURES(ch_run_dirs)
     if( !params.skip_report )
-        REPORT(FEATURES.out.table, PROFILE.out.run_dir.map { meta, dir -> dir }.mix(ch_step_dirs).collect(),
+        REPORT(FEATURES.out.table,
+               PROFILE.out.run_dir.map { meta, dir -> [meta.publish, dir] }.mix(ch_step_dirs)
+                   .toSortedList { a, b -> a[0] <=> b[0] }
+                   .map { pairs -> [pairs.collect { it[0] }, pairs.collect { it[1] }] },
                CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).

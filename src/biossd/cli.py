@@ -39,7 +39,9 @@ def _labels(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise UsageError(f"expected KEY=VALUE (as --label, --device and --file take), got {pair!r}")
+            raise UsageError(f"expected KEY=VALUE (as --label, --run, --device and --file take), got {pair!r}")
+        if key in labels:
+            raise UsageError(f"{key} is given twice ({labels[key]!r} and {value!r})")
         labels[key] = value
     return labels
 
@@ -86,7 +88,9 @@ def cmd_features(args: argparse.Namespace) -> int:
         print("biossd features: no complete run directory (with run.json) found", file=sys.stderr)
         return 1
     failures: list[tuple[Path, str]] = []
-    table = features.features_table(run_dirs, keep_going=args.keep_going, failures=failures)
+    devices = {**features.side_device_records(Path(p) for p in args.run_dirs),
+               **{side: Path(f) for side, f in _labels(args.device).items()}}
+    table = features.features_table(run_dirs, keep_going=args.keep_going, failures=failures, device_records=devices)
     for run_dir, why in failures:
         print(f"biossd features: skipped {run_dir}: {why}", file=sys.stderr)
     if args.skipped:
@@ -298,12 +302,10 @@ def cmd_crate(args: argparse.Namespace) -> int:
 
 
 def cmd_layout_assemble(args: argparse.Namespace) -> int:
-    from biossd.analysis import resultset
+    from biossd.study import layout
 
-    devices = dict(_labels(args.device))
-    extra = dict(_labels(args.file))
-    made = resultset.assemble(Path(args.dest), [Path(r) for r in args.runs], {k: Path(v) for k, v in devices.items()},
-                              {k: Path(v) for k, v in extra.items()})
+    runs, devices, extra = ({k: Path(v) for k, v in _labels(pairs).items()} for pairs in (args.run, args.device, args.file))
+    made = layout.assemble(Path(args.dest), runs, devices, extra)
     print(f"{len(made)} runs laid out under {args.dest}")
     return 0
 
@@ -546,8 +548,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     p.set_defaults(func=cmd_profile)
 
-    p = sub.add_parser("features", help="features table from run directories")
-    p.add_argument("run_dirs", nargs="+")
+    p = sub.add_parser("features", help="the run table (labels, outcome, features, facts) from run directories")
+    p.add_argument("run_dirs", nargs="+", help="run directories or result folders holding them")
+    p.add_argument("--device", action="append", default=[], metavar="SIDE=FILE",
+                   help="<host>-<class>=device.json, for Butil of runs without their own record "
+                        "(default: each result folder's <side>/device.json)")
     p.add_argument("-o", "--output", help="features.csv or features.parquet")
     p.add_argument("--keep-going", action="store_true",
                    help="skip runs whose traces cannot be read, list them, exit 1")
@@ -661,7 +666,8 @@ def build_parser() -> argparse.ArgumentParser:
     layout_p = sub.add_parser("layout", help="the result layout").add_subparsers(dest="layout_cmd", required=True)
     p = layout_p.add_parser("assemble", help="lay run directories out as a result set (links)")
     p.add_argument("dest")
-    p.add_argument("runs", nargs="*", help="run directories (each with its run.json)")
+    p.add_argument("--run", action="append", default=[], metavar="RELPATH=DIR",
+                   help="a run directory and its layout path (the study plan's publish)")
     p.add_argument("--device", action="append", default=[], metavar="SIDE=FILE", help="<host>-<class>=device.json")
     p.add_argument("--file", action="append", default=[], metavar="RELPATH=FILE", help="another file to copy in")
     p.set_defaults(func=cmd_layout_assemble)

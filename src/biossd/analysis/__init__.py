@@ -1,6 +1,6 @@
 """Analysis of result sets (seed 000 §2.2, §3.2): reading them (:mod:`.resultset`), speedups
 (:mod:`.speedup`), I/O patterns by clustering (:mod:`.patterns`) and the answer to the paper's
-question (:mod:`.verdict`). Reads ``features.csv`` and the run manifests of a result set.
+question (:mod:`.verdict`). Reads a result set's run table (``features.csv``).
 
 :class:`Analysis` is one analysis of one or more result sets, shared by every notebook (issue 9): which sides
 form the speedup pair, the speedups, the clustering and what differs between the two sides
@@ -106,7 +106,7 @@ class Analysis:
         versions); empty when nothing does or there is no pair."""
         if self.pair is None:
             return []
-        facts = resultset.run_facts(self.rs, self.baseline_runs)
+        facts = resultset.run_facts(self.baseline_runs)
         return resultset.differences(facts, *self.pair)
 
     def describe(self) -> str:

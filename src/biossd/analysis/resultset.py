@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Iterable
 
 import pandas as pd
 
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
-from biossd.measure import manifest
+from biossd.measure import blocktrace, manifest
 from biossd.study import layout
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
 HOST_FILE_GLOB = "host-*.json"
-#: Host facts that make two sides' runtimes incomparable when they differ (seed 000 §5.1 kept
-#: one machine and swapped only the drive).
-COMPARED_HOST_FACTS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
+#: Host facts that make two sides' runtimes incomparable when they differ (the run table's).
+COMPARED_HOST_FACTS = features.HOST_FACT_COLUMNS
 
 
 class ResultSetError(BiossdError, ValueError):
@@ -131,6 +130,17 @@ def chains(rs: ResultSet) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CHAIN_COLUMNS)
 
 
+def first_trace(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The raw block trace (:func:`biossd.measure.blocktrace.read_blocktrace`) of the first of
+    ``rows`` (runs of the run table) whose directory holds one; ``None`` when none does. The one
+    place the analysis reads a raw trace (Fig. 6)."""
+    for _, row in rows.iterrows():
+        path = rs.run_dir(row) / blocktrace.BLOCKTRACE_FILE
+        if path.is_file():
+            return blocktrace.read_blocktrace(path)
+    return None
+
+
 def _manifests(rs: ResultSet, pattern: str):
     """(run directory, manifest) of every complete run matching ``pattern`` under each folder;
     an unreadable manifest is an incomplete run, skipped."""
@@ -158,20 +168,19 @@ def _json(path: Path) -> dict[str, Any]:
         raise ResultSetError(f"{path}: cannot read ({err})") from None
 
 
-def run_facts(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame:
-    """Per side: the host facts and tool versions its runs' manifests recorded (one manifest
-    per side and tool is read: the first run)."""
-    out = []
-    for (side, tool), group in rows.groupby(["side", "tool"], sort=True):
-        row = group.iloc[0]
-        try:
-            body = manifest.read_manifest(rs.run_dir(row))
-        except manifest.ManifestError:
-            continue
-        host = body.get("host") or {}
-        out.append({"side": side, "tool": tool, "tool_version": body.get("tool_version"),
-                    **{k: host.get(k) for k in COMPARED_HOST_FACTS}})
-    return pd.DataFrame(out, columns=["side", "tool", "tool_version", *COMPARED_HOST_FACTS])
+def run_facts(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per side and tool: the tool version and host facts its first run recorded (the run
+    table's :data:`biossd.features.extract.RUN_FACT_COLUMNS`)."""
+    columns = ["side", "tool", "tool_version", *COMPARED_HOST_FACTS]
+    first = rows.sort_values(["side", "tool", "mem_bytes", "scale", "rep"], kind="stable")
+    return first.groupby(["side", "tool"], sort=True, as_index=False).first()[columns]
+
+
+def side_facts(rs: ResultSet) -> pd.DataFrame:
+    """One row per side: the facts of its first run (how its runs were capped, traced and
+    counted, in which containers, on which storage), indexed by side."""
+    first = rs.runs.sort_values(["side", "tool", "mem_bytes", "scale", "rep"], kind="stable")
+    return first.groupby("side", sort=True).first()
 
 
 def differences(facts: pd.DataFrame, fast: str, slow: str) -> list[str]:
@@ -190,28 +199,3 @@ def differences(facts: pd.DataFrame, fast: str, slow: str) -> list[str]:
         notes.append(f"{row['tool']} version differs: {fast} {row['tool_version_fast']}; "
                      f"{slow} {row['tool_version_slow']}")
     return notes
-
-
-def assemble(dest: Path, run_dirs: list[Path], device_records: Mapping[str, Path] | None = None,
-             extra_files: Mapping[str, Path] | None = None) -> list[PurePosixPath]:
-    """Lay run directories out under ``dest`` as a result set (symbolic links at their layout
-    paths, from each run's manifest labels), with ``device_records`` (``<host>-<storage>`` →
-    file) and ``extra_files`` (relative path → file); for a step that sees the runs only as
-    staged inputs (the pipeline's REPORT). Returns the run paths made."""
-    dest = Path(dest)
-    made = []
-    for run in run_dirs:
-        rel = layout.run_relpath(manifest.read_manifest(Path(run)).get("labels", {}))
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.exists():
-            raise FileExistsError(f"{target}: two runs have the labels {rel}")
-        target.symlink_to(Path(run).resolve(), target_is_directory=True)
-        made.append(rel)
-    for side, record in (device_records or {}).items():
-        (dest / side).mkdir(parents=True, exist_ok=True)
-        (dest / side / layout.DEVICE_RECORD).write_bytes(Path(record).read_bytes())
-    for rel_path, source in (extra_files or {}).items():
-        (dest / rel_path).parent.mkdir(parents=True, exist_ok=True)
-        (dest / rel_path).write_bytes(Path(source).read_bytes())
-    return made

@@ -127,6 +127,7 @@ def write(out: Path, caps: Sequence[str] = PAPER_CAPS, scales: Sequence[int] = P
                         raw = floor * (1 + FEATURE_SPAN * vec)
                         labels = {"host": host, "storage": storage, "tool": tool, "mem": cap, "scale": scale, "rep": rep}
                         row = _row(labels, "oom" if oom else "ok", runtime_s, raw, patterns[tool], rng)
+                        row.update(_facts(tool, which, kernel_slow))
                         rows[str(roots[which])].append(row)
                         run = roots[which] / layout.run_relpath(labels)
                         traced = cap == caps[0] and scale == scales[0] and rep == 1 and not oom
@@ -146,9 +147,7 @@ def write(out: Path, caps: Sequence[str] = PAPER_CAPS, scales: Sequence[int] = P
                        "input_size": "64M", "seed": str(seed), "storage_classes": storage,
                        "emulate": None}}, indent=2) + "\n")
     for root, rs in rows.items():
-        table = pd.DataFrame(rs, columns=[*features.LABEL_COLUMNS, "outcome", *features.RUSAGE_COLUMNS,
-                                          *features.STORAGE_FEATURES, *features.CPU_MEMORY_COLUMNS,
-                                          *QUALITY_COLUMNS, "missing_reason", "run_dir"])
+        table = pd.DataFrame(rs, columns=list(features.TABLE_COLUMNS))
         table = table.sort_values(list(features.LABEL_COLUMNS), kind="stable").reset_index(drop=True)
         features.write_table(table, Path(root) / layout.FEATURES_FILE)
     truth = {"patterns": patterns, "groups": {t: "G+" if p in ("P1", "P2", "P3") else "G0" for t, p in patterns.items()},
@@ -182,6 +181,18 @@ def _row(labels: dict[str, Any], outcome: str, runtime_s: float, raw: np.ndarray
     row["missing_reason"] = ""
     row["run_dir"] = str(layout.run_relpath(labels))
     return row
+
+
+def _facts(tool: str, which: str, kernel_slow: str | None) -> dict[str, Any]:
+    """The run table's facts of a planted run (:data:`biossd.features.extract.RUN_FACT_COLUMNS`)."""
+    host = _host(which, kernel_slow)
+    spec = FAST_DEVICE if which == "fast" else SLOW_DEVICE
+    return {"tool_version": str(catalogue.get(tool).data["version"]), "container_engine": "native",
+            "container_image": None, "cap_mechanism": "synthetic", "trace_mechanism": "synthetic",
+            "perf_mechanism": "none", "storage_mechanism": "synthetic", "storage_profile": None,
+            **{fact: host[fact] for fact in features.HOST_FACT_COLUMNS}, "device_name": spec["device"],
+            "device_seq_read_mbs": spec["seq_read_mbs"], "device_seq_write_mbs": spec["seq_write_mbs"],
+            "device_source": "side record"}
 
 
 def _host(which: str, kernel_slow: str | None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -42,6 +43,26 @@ RUSAGE_COLUMNS = (
     "runtime_s", "user_s", "sys_s", "cpu_cores_used", "max_rss_kib",
     "major_faults", "minor_faults", "read_bytes", "write_bytes",
 )
+
+#: Host facts that make two sides' runtimes incomparable when they differ (seed 000 §5.1 kept
+#: one machine and swapped only the drive).
+HOST_FACT_COLUMNS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
+
+#: How and where a run ran, from its manifest, so that the analysis and the outputs read one
+#: table and no run directory (issue 17): the tool's version and container, the mechanism of
+#: each measurement (memory cap backend; block-trace source, ``none`` when there was no trace;
+#: ``perf`` with a PMU, software events only, or ``none``; ``native`` storage or the emulation's
+#: mechanism), the host's facts, and the device record that Butil divides by (its device, its
+#: sequential read/write MB/s, and where the record came from).
+RUN_FACT_COLUMNS = (
+    "tool_version", "container_engine", "container_image", "cap_mechanism", "trace_mechanism", "perf_mechanism",
+    "storage_mechanism", "storage_profile", *HOST_FACT_COLUMNS,
+    "device_name", "device_seq_read_mbs", "device_seq_write_mbs", "device_source",
+)
+#: The numeric ones: counts kept exact (nullable integers; the CSV's float format would round
+#: a byte count), rates read back as floats.
+RUN_FACT_INTEGERS = ("cpu_count", "mem_total_bytes")
+RUN_FACT_NUMBERS = ("device_seq_read_mbs", "device_seq_write_mbs")
 
 
 def pfault_per_s(major_faults: float, runtime_s: float) -> float:
@@ -188,8 +209,16 @@ def cpu_memory_features(counts: dict[str, dict[str, Any]], runtime_s: float) -> 
     return values, missing
 
 
-def run_features(run_dir: Path) -> dict[str, Any]:
-    """One row of the features table from one complete run directory."""
+def side_of(labels: dict[str, Any]) -> str:
+    """A run's side, ``<host>-<storage>``: the directory its class's runs and device record sit
+    in (:mod:`biossd.study.layout`)."""
+    return f"{labels.get('host')}-{labels.get('storage')}"
+
+
+def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -> dict[str, Any]:
+    """One row of the features table from one complete run directory. ``device_records`` maps a
+    side (:func:`side_of`) to its ``biossd device characterize`` record, for Butil when the run
+    has no record of its own."""
     run_dir = Path(run_dir)
     body = manifest.read_manifest(run_dir)
     damaged = manifest.verify(run_dir, body)
@@ -221,14 +250,87 @@ def run_features(run_dir: Path) -> dict[str, Any]:
         row["Pfault"] = math.nan
         missing.update({col: why for col in (*RUSAGE_COLUMNS, "Pfault")})
 
-    row.update(_trace_columns(run_dir, body, missing))
+    device = device_record(run_dir, body, (device_records or {}).get(side_of(labels)))
+    row.update(_trace_columns(run_dir, body, device, missing))
     row.update(_perf_columns(run_dir, body, row.get("runtime_s", math.nan), missing))
     row.update(quality.read_columns(run_dir))
+    row.update(run_facts(body, device))
     row["missing_reason"] = format_missing(missing)
     return row
 
 
-def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str]) -> dict[str, float]:
+def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
+    """The :data:`RUN_FACT_COLUMNS` of one run, from its manifest and its device record."""
+    collectors = body.get("collectors") or {}
+    trace, perf = collectors.get("blocktrace") or {}, collectors.get("perf") or {}
+    storage = (body.get("emulated_storage") or {}).get("cwd") or {}
+    host = body.get("host") or {}
+    return {
+        "tool_version": body.get("tool_version"),
+        "container_engine": (body.get("labels") or {}).get("container_engine") or "native",
+        "container_image": body.get("container_image"),
+        "cap_mechanism": (body.get("memory_cap") or {}).get("backend"),
+        "trace_mechanism": (trace.get("source") or "a source not recorded") if trace.get("ran") else "none",
+        "perf_mechanism": ("pmu" if perf.get("pmu") else "software") if perf.get("ran") else "none",
+        "storage_mechanism": storage.get("mechanism") or "native",
+        "storage_profile": storage.get("profile"),
+        **{fact: host.get(fact) for fact in HOST_FACT_COLUMNS},
+        "device_name": device.name,
+        "device_seq_read_mbs": device.seq_read_mbs, "device_seq_write_mbs": device.seq_write_mbs,
+        "device_source": device.source,
+    }
+
+
+@dataclass(frozen=True)
+class DeviceRecord:
+    """The device a run's I/O went to, as far as Butil needs it: sequential read and write rates
+    (MB/s, ``math.nan`` when unknown), where they came from, and why there are none."""
+
+    name: str | None = None
+    seq_read_mbs: float = math.nan
+    seq_write_mbs: float = math.nan
+    source: str = ""
+    why: str = ""
+
+    @property
+    def bandwidth_bps(self) -> tuple[float, float] | None:
+        if math.isnan(self.seq_read_mbs) or math.isnan(self.seq_write_mbs):
+            return None
+        return self.seq_read_mbs * diskmodel.MB, self.seq_write_mbs * diskmodel.MB
+
+
+def device_record(run_dir: Path, body: dict[str, Any], side_record: Path | None = None) -> DeviceRecord:
+    """The run's device, for Butil, from the first of: the run's own ``device.json`` (``biossd
+    profile --device-record``), ``side_record`` (its side's ``biossd device characterize -o``
+    record, given by the caller), and, for emulated storage, the profile's spec (the emulation
+    is calibrated to it). Without any, the rates are NaN and ``why`` says what to do."""
+    for candidate, source in ((Path(run_dir) / layout.DEVICE_RECORD, "run record"),
+                              (side_record, "side record")):
+        if candidate is not None and Path(candidate).is_file():
+            row = json.loads(Path(candidate).read_text())["spec_row"]
+            return DeviceRecord(row.get("device"), float(row["seq_read_mbs"]), float(row["seq_write_mbs"]), source)
+    emulated = (body.get("emulated_storage") or {}).get("cwd")
+    if emulated:
+        spec = diskmodel.load_profile(emulated["profile"])
+        return DeviceRecord(emulated.get("profile_name") or emulated["profile"], spec.seq_read_mbs,
+                            spec.seq_write_mbs, "emulation profile")
+    side = side_of(body.get("labels") or {})
+    return DeviceRecord(why=f"no device characterization for {side} (write one with `biossd device characterize "
+                            f"SCRATCH -o RESULTS/{side}/{layout.DEVICE_RECORD}` and pass it to `biossd features`)")
+
+
+def side_device_records(roots: Iterable[Path]) -> dict[str, Path]:
+    """The device record of every side directory directly under each result folder in ``roots``
+    (``ROOT/<host>-<storage>/device.json``), by side; for ``biossd features`` over result folders."""
+    found: dict[str, Path] = {}
+    for root in roots:
+        for record in sorted(Path(root).glob(f"*/{layout.DEVICE_RECORD}")):
+            found.setdefault(record.parent.name, record)
+    return found
+
+
+def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
+                   missing: dict[str, str]) -> dict[str, float]:
     out = {feature: math.nan for feature in BLOCK_TRACE_FEATURES}
     info = body["collectors"].get("blocktrace", {})
     if not info.get("ran"):
@@ -244,37 +346,17 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], missing: dict[str, str])
         raise FeatureError(f"{trace_path}: cannot read the block trace ({err}); re-run the "
                            "profile or pass --keep-going to skip this run") from None
     t0 = body["command_started_s"]
-    bandwidth, why = device_bandwidth_bps(run_dir, body)
+    bandwidth = device.bandwidth_bps
     # The window ends after the scratch was flushed (profile.flush_filesystem): the run's dirty
     # data is the run's I/O, though its time is not in the runtime the rates divide by.
     tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"] + (body.get("flush_s") or 0.0))
     out.update(block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
     if bandwidth is None:
-        missing["Butil"] = why
+        missing["Butil"] = device.why
     for feature, value in out.items():
         if math.isnan(value) and feature not in missing:
             missing[feature] = "no such requests in the run" if feature in ("Rsize", "Wsize", "CAR") else "zero runtime"
     return out
-
-
-def device_bandwidth_bps(run_dir: Path, body: dict[str, Any]) -> tuple[tuple[float, float] | None, str]:
-    """Sequential (read, write) bandwidth of the run's device in bytes/s, for Butil, from the
-    first of: the run's own ``device.json`` (``biossd profile --device-record``), the one in
-    the run's ``<host>-<storage>`` directory (``biossd device characterize -o``), and, for
-    emulated storage, the profile's spec (the emulation is calibrated to it). ``None`` and the
-    reason when there is none."""
-    class_dir = run_dir.parents[layout.RUN_DEPTH - 1] if len(run_dir.parents) >= layout.RUN_DEPTH else run_dir
-    record_path = class_dir / layout.DEVICE_RECORD
-    for candidate in (run_dir / layout.DEVICE_RECORD, record_path):
-        if candidate.is_file():
-            row = json.loads(candidate.read_text())["spec_row"]
-            return (row["seq_read_mbs"] * diskmodel.MB, row["seq_write_mbs"] * diskmodel.MB), ""
-    emulated = (body.get("emulated_storage") or {}).get("cwd")
-    if emulated:
-        spec = diskmodel.load_profile(emulated["profile"])
-        return (spec.seq_read_mbs * diskmodel.MB, spec.seq_write_mbs * diskmodel.MB), ""
-    return None, (f"no device characterization {record_path} (write one with `biossd device "
-                  f"characterize SCRATCH -o {record_path}`)")
 
 
 def _perf_columns(run_dir: Path, body: dict[str, Any], runtime_s: float, missing: dict[str, str]) -> dict[str, float]:
@@ -332,15 +414,18 @@ class FeatureError(BiossdError, ValueError):
 
 
 def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
-                   failures: list[tuple[Path, str]] | None = None) -> pd.DataFrame:
-    """The features table: one row per run, labels first, then features, in a stable order.
+                   failures: list[tuple[Path, str]] | None = None,
+                   device_records: dict[str, Path] | None = None) -> pd.DataFrame:
+    """The run table: one row per run, labels first, then the outcome, the features and the
+    run's facts (:data:`RUN_FACT_COLUMNS`), in a stable order. ``device_records``: each side's
+    device record (:func:`device_record`).
 
     A run whose traces cannot be read raises :class:`FeatureError`; with ``keep_going`` it is
     left out and ``(run_dir, reason)`` is appended to ``failures``."""
     rows = []
     for run_dir in run_dirs:
         try:
-            rows.append(run_features(run_dir))
+            rows.append(run_features(run_dir, device_records))
         except (FeatureError, blkbinary.TraceFormatError, manifest.ManifestError, quality.QualityError) as err:
             if not keep_going:
                 raise FeatureError(f"{err}; pass --keep-going to skip this run") from err
@@ -353,10 +438,13 @@ def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
                                    "pass --keep-going to skip this run") from err
             if failures is not None:
                 failures.append((Path(run_dir), f"a run file is damaged ({type(err).__name__}: {err})"))
-    columns = [*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
-               *QUALITY_COLUMNS, "missing_reason", "run_dir"]
-    table = _typed(pd.DataFrame(rows, columns=columns))
+    table = _typed(pd.DataFrame(rows, columns=TABLE_COLUMNS))
     return table.sort_values(list(LABEL_COLUMNS), kind="stable").reset_index(drop=True)
+
+
+#: The run table's columns, in order.
+TABLE_COLUMNS = (*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
+                 *QUALITY_COLUMNS, "missing_reason", "run_dir", *RUN_FACT_COLUMNS)
 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:
@@ -384,6 +472,9 @@ def read_table(path: Path) -> pd.DataFrame:
     absent = [c for c in (*LABEL_COLUMNS, "outcome", "runtime_s", *STORAGE_FEATURES) if c not in table]
     if absent:
         raise ValueError(f"{path}: not a biossd features table, missing columns {absent}")
+    for column in RUN_FACT_COLUMNS:  # a table written before the run facts were carried
+        if column not in table:
+            table[column] = math.nan
     return _typed(table)
 
 
@@ -392,7 +483,10 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     for col in LABEL_COLUMNS:
         table[col] = table[col].astype("string").astype(object)
-    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS):
+    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS, *RUN_FACT_NUMBERS):
         if col in table:
             table[col] = pd.to_numeric(table[col], errors="raise").astype(float)
+    for col in RUN_FACT_INTEGERS:
+        if col in table:
+            table[col] = pd.to_numeric(table[col], errors="raise").round().astype("Int64")
     return table

@@ -27,7 +27,6 @@ from biossd.analysis import (
 from biossd.features import extract as features
 from biossd.features.quality import QUALITY_COLUMNS  # noqa: E402
 from biossd.host.devices import SECTOR_BYTES  # noqa: E402
-from biossd.measure import blocktrace  # noqa: E402
 from biossd.study import catalogue, chain
 
 #: Fig. 1: the short-read aligners (§2.1); their quality columns come from biossd.features.quality.
@@ -411,12 +410,7 @@ def fig06_traces(a: Analysis) -> plt.Figure:
     fig, axes = plt.subplots(2, max(len(reps), 1), figsize=(3.2 * max(len(reps), 1), 5.5), squeeze=False)
     for col, (pattern, tool) in enumerate(sorted(reps.items())):
         mine = runs[(runs["tool"] == tool) & (runs["outcome"] == speedup.OK)].sort_values("rep")
-        trace = None
-        for _, row in mine.iterrows():
-            path = a.rs.run_dir(row) / blocktrace.BLOCKTRACE_FILE
-            if path.is_file():
-                trace = blocktrace.read_blocktrace(path)
-                break
+        trace = resultset.first_trace(a.rs, mine)
         for r, (op, name) in enumerate((("R", "read"), ("W", "write"))):
             ax = axes[r, col]
             ax.set_title(f"{pattern}: {tool} ({name})" if r == 0 else f"({name})", fontsize=8)

@@ -4,7 +4,7 @@ the tools not run, memory caps, scales, repeats, the measuring mechanisms) and o
 section per table and figure of seed 000 — built with latexmk into ``paper/build/supplement.pdf``.
 
 Nothing in the methods is typed by hand: every fact comes from the result set's records
-(``pipeline_info/``, each side's ``device.json``, the runs' manifests) or from the catalogue.
+(``pipeline_info/``, each side's ``device.json``, the run table) or from the catalogue.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 from biossd import analysis
 from biossd.analysis import resultset
 from biossd.core.errors import BiossdError
-from biossd.measure import manifest
+from biossd.features import extract as features
 from biossd.outputs import artefacts, report
 from biossd.outputs.tables import latex_escape as esc
 from biossd.study import catalogue, layout
@@ -35,17 +35,6 @@ GIB = 1 << 30
 #: file stems are those the notebooks write (biossd.outputs.report / notebooks/).
 class SupplementError(BiossdError, RuntimeError):
     pass
-
-
-def _first_manifests(a: analysis.Analysis) -> dict[str, dict]:
-    """One run manifest per side (its first run), for the mechanisms that side used."""
-    out = {}
-    for side, rows in a.rs.runs.sort_values(["side", "tool", "mem_bytes", "scale", "rep"]).groupby("side"):
-        try:
-            out[side] = manifest.read_manifest(a.rs.run_dir(rows.iloc[0]))
-        except manifest.ManifestError:
-            continue
-    return out
 
 
 def _join(items: Sequence[str]) -> str:
@@ -114,20 +103,17 @@ def methods_tex(a: analysis.Analysis) -> str:
 
     out.append(r"\subsection*{Measurement}")
     mech = []
-    for side, body in sorted(_first_manifests(a).items()):
-        cap = (body.get("memory_cap") or {}).get("backend")
-        trace = (body.get("collectors") or {}).get("blocktrace", {})
-        perf = (body.get("collectors") or {}).get("perf", {})
-        engine = (body.get("labels") or {}).get("container_engine") or "native"
-        parts = [f"memory caps by {esc(str(cap))}" if cap else None,
-                 f"block requests traced with {esc(str(trace.get('source') or 'a source not recorded'))}"
-                 if trace.get("ran") else
-                 (f"no block trace ({esc(str(trace.get('why')))})" if trace else None),
-                 ("perf with hardware counters" if perf.get("pmu") else "perf with software events only (no PMU)")
-                 if perf.get("ran") else None,
-                 f"tools run {esc(engine)}" + (f" in {esc(str(body.get('container_image')))}" if body.get("container_image") else "")]
+    for side, facts in resultset.side_facts(a.rs).iterrows():
+        cap, trace, perf = facts["cap_mechanism"], facts["trace_mechanism"], facts["perf_mechanism"]
+        image = facts["container_image"]
+        reasons = features.parse_missing(facts["missing_reason"])
+        parts = [f"memory caps by {esc(str(cap))}" if isinstance(cap, str) else None,
+                 f"block requests traced with {esc(trace)}" if isinstance(trace, str) and trace != "none" else
+                 (f"no block trace ({esc(reasons.get('CAR', 'why not recorded'))})" if trace == "none" else None),
+                 {"pmu": "perf with hardware counters", "software": "perf with software events only (no PMU)"}.get(perf),
+                 f"tools run {esc(str(facts['container_engine']))}" + (f" in {esc(str(image))}" if isinstance(image, str) else "")]
         mech.append(f"{esc(side)}: " + "; ".join(p for p in parts if p) + ".")
-    out.append(" ".join(mech) or "No run manifests to read the mechanisms from.")
+    out.append(" ".join(mech) or "No runs to read the mechanisms from.")
     caps = sorted(runs["mem"].unique(), key=lambda m: runs.loc[runs["mem"] == m, "mem_bytes"].iloc[0])
     base = set(map(tuple, a.baseline_runs[["tool", "mem", "scale", "rep"]].astype(str).to_numpy()))
     is_base = [tuple(map(str, r)) in base for r in runs[["tool", "mem", "scale", "rep"]].to_numpy()]
@@ -183,7 +169,7 @@ def methods_tex(a: analysis.Analysis) -> str:
     out.append(r"\subsection*{Tools}")
     ran = set(runs["tool"])
     entries = {e.id: e for e in catalogue.load_all() if e.kind == "tool"}
-    facts = analysis.resultset.run_facts(a.rs, a.baseline_runs)
+    facts = resultset.run_facts(a.baseline_runs)
     versions = facts.groupby("tool")["tool_version"].agg(lambda v: ", ".join(sorted(set(map(str, v.dropna())))))
     tool_lines = []
     for tool in sorted(ran):

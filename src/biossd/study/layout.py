@@ -15,7 +15,7 @@ The study plan (:mod:`biossd.study.matrix`) hands every Nextflow task its path f
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Mapping
 
 RUN_PATH_LABELS = ("host", "storage", "tool", "mem", "scale", "rep")
@@ -85,3 +85,32 @@ def chain_relpath(labels: Mapping[str, object]) -> PurePosixPath:
 def is_component(text: str) -> bool:
     """Whether ``text`` can name a directory of the layout (one path component, no way up)."""
     return bool(_COMPONENT_RE.match(text))
+
+
+def assemble(dest: Path, runs: Mapping[str, Path], device_records: Mapping[str, Path] | None = None,
+             extra_files: Mapping[str, Path] | None = None) -> list[PurePosixPath]:
+    """Lay run directories out under ``dest`` as a result set, for a step that sees them only as
+    staged inputs (the pipeline's REPORT): ``runs`` maps each run's layout path (the study plan's
+    ``publish``, which the workflow carries in its ``meta``) to its directory, made a symbolic
+    link there; ``device_records`` (``<host>-<storage>`` → file) and ``extra_files`` (relative
+    path → file) are copied in. A path that is not a layout path, or given twice, is refused.
+    Returns the run paths made."""
+    dest = Path(dest)
+    made = []
+    for rel_text, run in runs.items():
+        rel = PurePosixPath(rel_text)
+        if rel.is_absolute() or not all(is_component(part) for part in rel.parts):
+            raise ValueError(f"{rel_text!r} is not a result-layout path (relative, of names only)")
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.exists():
+            raise FileExistsError(f"{target}: two runs have the layout path {rel}")
+        target.symlink_to(Path(run).resolve(), target_is_directory=True)
+        made.append(rel)
+    for side, record in (device_records or {}).items():
+        (dest / side).mkdir(parents=True, exist_ok=True)
+        (dest / side / DEVICE_RECORD).write_bytes(Path(record).read_bytes())
+    for rel_path, source in (extra_files or {}).items():
+        (dest / rel_path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel_path).write_bytes(Path(source).read_bytes())
+    return made

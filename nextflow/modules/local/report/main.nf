@@ -1,9 +1,9 @@
 /*
  * REPORT — the notebooks (papermill) over this invocation's result set, into OUTDIR/report/
- * (figures, tables, executed notebooks). The runs reach this task as staged inputs, so it first
- * lays them out as a result set (`biossd layout assemble`: links at their layout paths, each
- * class's device record, the host's facts, the features table and the parameters), then renders
- * over that. Skipped with --skip_report; `biossd report OUTDIR [MORE...]` re-renders by hand.
+ * (figures, tables, executed notebooks). The runs reach this task as staged inputs with their
+ * layout paths (each run's meta.publish, in the same order), so it first lays them out as a
+ * result set (`biossd layout assemble`: links at their layout paths, each class's device record,
+ * the host's facts, the run table and the parameters), then renders over that. Skipped with --skip_report; `biossd report OUTDIR [MORE...]` re-renders by hand.
  */
 process REPORT {
     tag "${host}"
@@ -11,7 +11,7 @@ process REPORT {
 
     input:
     path features_csv
-    path run_dirs, stageAs: 'runs/run?'
+    tuple val(publish), path(run_dirs, stageAs: 'runs/run?')
     path device_records, stageAs: 'devices/*'
     path host_json, stageAs: 'host.json'
     val host
@@ -24,13 +24,15 @@ process REPORT {
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     // One class gives one file (a Path, whose collect would walk its name parts), several a list.
     def records = device_records instanceof List ? device_records : [device_records]
+    def dirs    = run_dirs instanceof List ? run_dirs : [run_dirs]
+    def runs    = [publish, dirs].transpose().collect { rel, dir -> "--run ${q("${rel}=${dir}")}" }.join(' ')
     def devices = records.collect { "--device ${q("${host}-${it.baseName}=${it}")}" }.join(' ')
     def record  = groovy.json.JsonOutput.toJson([
         command_line: workflow.commandLine, profile: workflow.profile, run_name: workflow.runName,
         params: params.collectEntries { k, v -> [k, v?.toString()] }])
     """
     printf '%s\\n' ${q(record)} > provenance.json
-    biossd layout assemble results runs/* ${devices} --file ${q("features.csv=${features_csv}")} \\
+    biossd layout assemble results ${runs} ${devices} --file ${q("features.csv=${features_csv}")} \\
         --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json
     biossd report results > /dev/null
     cat <<-END_VERSIONS > versions.yml
