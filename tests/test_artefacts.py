@@ -41,7 +41,7 @@ def test_the_notebooks_share_one_setup_cell_and_one_parameters_cell():
 
 
 def test_every_figure_function_is_registered_once():
-    drawn = {name for name in dir(figures) if re.fullmatch(r"fig\d\d_\w+", name)}
+    drawn = {name for name in dir(figures) if re.fullmatch(r"fig(\d\d[a-z]?|s\d+)_\w+", name)}
     registered = {x.function.__name__ for x in artefacts.ARTEFACTS if x.kind == artefacts.FIGURE}
     assert drawn == registered
     stems = [x.stem for x in artefacts.ARTEFACTS]

@@ -110,6 +110,29 @@ def cmd_features(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def cmd_predict(args: argparse.Namespace) -> int:
+    from biossd.analysis import predict
+    from biossd.features import extract as features
+    from biossd.host import devicemodels
+
+    targets = [devicemodels.load_target(t) for t in args.device]
+    run_dirs = features.find_run_dirs(Path(p) for p in args.run_dirs)
+    if not run_dirs:
+        raise UsageError(f"no complete run directory (with run.json) under {', '.join(args.run_dirs)}")
+    table = predict.predict_runs(run_dirs, targets)
+    if args.output:
+        predict.write_table(table, Path(args.output))
+    if args.json:
+        predict.write_json(table, targets, Path(args.json))
+    if not args.output and not args.json:
+        table.to_csv(sys.stdout, index=False, float_format="%.6g")
+    unpredicted = table["why"].astype(bool)
+    print(f"biossd predict: {len(run_dirs)} runs x {len(targets)} targets; {int(unpredicted.sum())} rows not "
+          "predicted (see 'why')" if unpredicted.any() else f"biossd predict: {len(run_dirs)} runs x {len(targets)} "
+          "targets", file=sys.stderr)
+    return 0
+
+
 def cmd_data_synth(args: argparse.Namespace) -> int:
     from biossd.core.units import parse_size
     from biossd.study import data
@@ -560,6 +583,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--normalized", metavar="PATH",
                    help="also write the storage features normalized to [0, 1] (and PATH's .rules.csv)")
     p.set_defaults(func=cmd_features)
+
+    p = sub.add_parser("predict", help="predict runs' runtimes and speedups on other devices from their block traces")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or result folders holding them")
+    p.add_argument("--device", action="append", required=True, metavar="TARGET",
+                   help="a `biossd device characterize` record (.json), a device profile (.yaml, or a name under "
+                        "study/devices/) or a device of the paper's tables (paper:NAME); repeatable")
+    p.add_argument("-o", "--output", help="the table: .csv or .parquet (default: CSV on stdout)")
+    p.add_argument("--json", metavar="PATH", help="also write the predictions and the targets as JSON")
+    p.set_defaults(func=cmd_predict)
 
     data_p = sub.add_parser("data", help="input data").add_subparsers(dest="data_cmd", required=True)
     p = data_p.add_parser("synth", help="generate a synthetic input")

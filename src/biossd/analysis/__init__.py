@@ -17,7 +17,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from biossd.analysis import patterns, resultset, speedup
+from biossd.analysis import patterns, predict, resultset, speedup
+from biossd.host import devicemodels
 
 
 @dataclass
@@ -78,6 +79,29 @@ class Analysis:
             rows.append({"tool": tool, "scales": g["scale"].nunique(),
                          "breakeven_scale": speedup.breakeven_scale(g["scale"], g["speedup"], self.threshold)})
         return pd.DataFrame(rows, columns=["tool", "scales", "breakeven_scale"])
+
+    @cached_property
+    def cross_prediction(self) -> pd.DataFrame:
+        """Issue 18's validation: each tool's baseline runs on each side of the pair predicted on
+        the other side's device (:func:`biossd.analysis.predict.cross_predict`); empty without a
+        pair or device records."""
+        if self.pair is None or not all(side in self.rs.devices for side in self.pair):
+            return pd.DataFrame(columns=predict.VALIDATION_COLUMNS)
+        return predict.cross_predict(self)
+
+    @cached_property
+    def predicted_speedups(self) -> pd.DataFrame:
+        """Per tool: measured and predicted (from the fast side alone) baseline speedups."""
+        if self.cross_prediction.empty:
+            return pd.DataFrame(columns=["tool", "measured_speedup", "predicted_speedup", "group_agrees"])
+        return predict.predicted_speedups(self, self.cross_prediction)
+
+    @cached_property
+    def paper_device_predictions(self) -> pd.DataFrame:
+        """The fast side's baseline runs predicted on each of the paper's devices (seed 000,
+        Tables 3 and 4), for Fig. 2(b)."""
+        rows = speedup.side_rows(self.baseline_runs, self.features_side)
+        return predict.predict_result_set(self.rs, devicemodels.paper_targets(), rows[rows["outcome"] == speedup.OK])
 
     @property
     def features_side(self) -> str:

@@ -41,3 +41,29 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: The float format of the tables biossd writes as CSV (Parquet keeps every bit).
+CSV_FLOAT_FORMAT = "%.6g"
+
+
+def write_frame(table, path: Path, what: str = "the table") -> Path:
+    """Write a pandas DataFrame as CSV or Parquet (by ``path``'s suffix) via a temporary file in
+    the same directory and a rename; any other suffix is refused, naming ``what``."""
+    path = Path(path)
+    if path.suffix not in (".csv", ".parquet"):
+        raise ValueError(f"{path}: {what} is written as .csv or .parquet")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        if path.suffix == ".parquet":
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False, float_format=CSV_FLOAT_FORMAT)
+        os.chmod(tmp, _FILE_MODE & ~_current_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from biossd.core.errors import BiossdError
+from biossd.core.files import write_frame
 from biossd.features import blockstats, quality
 from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import diskmodel
@@ -449,17 +450,7 @@ TABLE_COLUMNS = (*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:
     """Write CSV or Parquet (by suffix) atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if path.suffix == ".parquet":
-        table.to_parquet(tmp, index=False)
-    elif path.suffix == ".csv":
-        table.to_csv(tmp, index=False, float_format="%.6g")
-    else:
-        raise ValueError(f"{path}: the features table is written as .csv or .parquet")
-    tmp.replace(path)
-    return path
+    return write_frame(table, path, "the features table")
 
 
 def read_table(path: Path) -> pd.DataFrame:

@@ -299,10 +299,11 @@ def remove_cgroup(path: Path) -> None:
 
 
 def find_leftovers(include_live: bool = False) -> list[Path]:
-    """Cgroups named ``biossd-*`` anywhere in the v1 memory or unified hierarchy whose process
-    is gone (with ``include_live``, also those of runs still going)."""
+    """Cgroups named ``biossd-*`` anywhere in the v1 memory or blkio (:mod:`biossd.host.iothrottle`)
+    or the unified hierarchy whose process is gone (with ``include_live``, also those of runs
+    still going)."""
     found: list[Path] = []
-    for root in (V1_MEMORY_ROOT, CGROUP_ROOT / "unified", CGROUP_ROOT):
+    for root in (V1_MEMORY_ROOT, CGROUP_ROOT / "blkio", CGROUP_ROOT / "unified", CGROUP_ROOT):
         if not root.is_dir():
             continue
         for dirpath, dirnames, _ in os.walk(root):

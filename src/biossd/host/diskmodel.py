@@ -38,6 +38,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from biossd.core import yamlfile
 from biossd.core.errors import BiossdError
 
@@ -46,6 +48,8 @@ MB = 1_000_000  # vendor megabytes (MB/s in the spec sheets)
 SPEC_RANDOM_BYTES = 4096
 #: E[sqrt(|U - V|)] for independent uniform U, V on [0, 1].
 MEAN_SQRT_DISTANCE = 8.0 / 15.0
+#: Var(sqrt(|U - V|)) = E|U - V| - (8/15)^2 = 1/3 - 64/225.
+VAR_SQRT_DISTANCE = 1.0 / 3.0 - MEAN_SQRT_DISTANCE ** 2
 #: A forward gap up to this long is passed over at media speed rather than sought (about a
 #: track of a 1 TB 7200 rpm disk).
 NEAR_BYTES = 1 << 20
@@ -132,14 +136,46 @@ class DiskModel:
         rate = self.rate_bytes_per_ms[op]
         gap = offset - self.head
         if 0 <= gap <= self.near_bytes:
-            ahead_ms = min(max(idle_ms, 0.0), self.lookahead_bytes / rate)
-            cost = max(0.0, (gap + nbytes) / rate - ahead_ms)
+            cost = sequential_ms(gap, nbytes, rate, idle_ms, self.lookahead_bytes)
         else:
             fraction = abs(self._rng.random() - self._rng.random())
             cost = (self.seek_ms(fraction, op) + self._rng.uniform(0.0, self.profile.revolution_ms)
                     + nbytes / rate)
         self.head = offset + nbytes
         return cost
+
+    def stream_ms(self, is_write: np.ndarray, offset: np.ndarray, nbytes: np.ndarray, idle_ms: np.ndarray,
+                  new_stream: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The same costs for a whole request stream served in order from the head at 0 (for
+        prediction, :mod:`biossd.analysis.predict`), as each request's *expected* cost and its
+        variance (ms, ms²): a random request's seek and rotation are random (:meth:`service_ms`
+        draws them), so its cost is their mean, ``track_seek + k E[sqrt f] + revolution / 2 +
+        n / rate``, with variance ``k² Var(sqrt f) + revolution² / 12``; a sequential one is
+        certain. ``new_stream`` marks requests whose predecessor was on another device (a
+        different address space: never sequential)."""
+        is_write = np.asarray(is_write, dtype=bool)
+        offset = np.asarray(offset, dtype=np.int64)
+        nbytes = np.asarray(nbytes, dtype=np.int64)
+        head = np.concatenate(([0], offset[:-1] + nbytes[:-1]))
+        gap = offset - head
+        rate = np.where(is_write, self.rate_bytes_per_ms["write"], self.rate_bytes_per_ms["read"])
+        sequential = (gap >= 0) & (gap <= self.near_bytes)
+        if new_stream is not None:
+            sequential &= ~np.asarray(new_stream, dtype=bool)
+        k = np.where(is_write, self.seek_k_ms["write"], self.seek_k_ms["read"])
+        revolution = self.profile.revolution_ms
+        random_mean = self.profile.track_seek_ms + k * MEAN_SQRT_DISTANCE + revolution / 2 + nbytes / rate
+        mean = np.where(sequential, sequential_ms(gap, nbytes, rate, idle_ms, self.lookahead_bytes), random_mean)
+        var = np.where(sequential, 0.0, k ** 2 * VAR_SQRT_DISTANCE + revolution ** 2 / 12.0)
+        return mean, var
+
+
+def sequential_ms(gap, nbytes, rate_bytes_per_ms, idle_ms, lookahead_bytes):
+    """A sequential request's cost: the platter turns past the ``gap`` and the data at media
+    rate, less the look-ahead the disk did while idle (at most ``lookahead_bytes``). Scalars or
+    NumPy arrays."""
+    ahead_ms = np.minimum(np.maximum(idle_ms, 0.0), lookahead_bytes / rate_bytes_per_ms)
+    return np.maximum(0.0, (gap + nbytes) / rate_bytes_per_ms - ahead_ms)
 
 
 def profiles_dir() -> Path:

@@ -19,6 +19,8 @@ from biossd.study import layout
 
 FIGURE = "figure"
 TABLE = "table"
+#: The numbers of this package's own artefacts (not in the paper) start with this.
+SUPPLEMENT_PREFIX = "S"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Artefact:
     def label(self) -> str:
         """How the paper names it: ``Table 1``, ``Fig. 2``."""
         return f"{'Table' if self.kind == TABLE else 'Fig.'} {self.number}"
+
+    @property
+    def from_paper(self) -> bool:
+        """Whether the paper has it (a number of the supplement's own, ``S1``, is not)."""
+        return not self.number.startswith(SUPPLEMENT_PREFIX)
 
 
 ARTEFACTS: tuple[Artefact, ...] = (
@@ -85,6 +92,14 @@ ARTEFACTS: tuple[Artefact, ...] = (
     Artefact("table4_hdd_devices", TABLE, "4", "The slow class's devices as measured, beside the paper's HDDs",
              "05_devices_inputs", lambda a: tables.table_devices(a, "HDD")),
     Artefact("table5_inputs", TABLE, "5", "The inputs of each tool", "05_devices_inputs", tables.table5_inputs),
+    Artefact("tables1_prediction", TABLE, "S1", "Prediction validated: each tool's baseline runs on one side predicted "
+             "on the other side's device model, against the measured mean runtime", "06_prediction",
+             tables.table_prediction),
+    Artefact("figs1_prediction", FIGURE, "S1", "Predicted against measured runtime and speedup, per tool",
+             "06_prediction", figures.figs1_prediction),
+    Artefact("fig02b_predicted_ssds", FIGURE, "2(b)", "Speedup of each tool on the paper's five other SSDs over its "
+             "Seagate Barracuda, predicted from this result set's block traces, beside the paper's measured groups",
+             "06_prediction", figures.fig02b_predicted_ssds),
 )
 
 _BY_STEM = {artefact.stem: artefact for artefact in ARTEFACTS}

@@ -199,3 +199,13 @@ def table5_inputs(a: Analysis) -> pd.DataFrame:
                      "caps": ",".join(sorted(group["mem"].unique(), key=lambda m: group.loc[group["mem"] == m, "mem_bytes"].iloc[0])),
                      "runs": len(group)})
     return pd.DataFrame(rows)
+
+
+def table_prediction(a: Analysis) -> pd.DataFrame:
+    """Issue 18's validation table: per tool and direction (one side's baseline runs predicted on
+    the other side's device), the measured and predicted mean runtimes, the interval and the
+    relative error (NaN where the measured time is only a lower bound: the time limit)."""
+    table = a.cross_prediction
+    columns = ["tool", "direction", "target", "measured_target_s", "target_is_lower_bound", "predicted_target_s",
+               "predicted_low_s", "predicted_high_s", "error", "consistent", "why"]
+    return table[columns].reset_index(drop=True)
