@@ -143,7 +143,8 @@ def test_notebooks_render_the_real_result_set_deterministically(result_set, bios
     report_dir = result_set / "report"
     by_pipeline = {rel: (report_dir / rel).read_bytes() for x in artefacts.ARTEFACTS for rel in x.files
                    if not x.optional or (report_dir / rel).is_file()}
-    for stem in ("fig02_speedup", "fig04_storage_features", "fig05_patterns"):
+    for stem in ("fig02_speedup", "fig04_storage_features", "fig05_patterns", "figs1_prediction",
+                 "fig02b_predicted_ssds"):
         for rel in artefacts.get(stem).files:
             magic = b"\x89PNG" if rel.suffix == ".png" else b"%PDF"
             assert by_pipeline[rel].startswith(magic) and len(by_pipeline[rel]) > 5000, rel
@@ -160,6 +161,22 @@ def test_notebooks_render_the_real_result_set_deterministically(result_set, bios
     executed = (report_dir / "notebooks" / "03_patterns.ipynb").read_text()
     assert "clustering needs at least two tools" in executed
     assert "emulated Seagate Barracuda" in (report_dir / "tables" / "table4_hdd_devices.csv").read_text()
+
+
+def test_prediction_is_validated_on_the_real_result_set(result_set):
+    """Issue 18 on a small real set: each side's samtools sort runs replayed on the other side's
+    device record come within the issue's per-tool bound of what was measured there."""
+    from biossd import analysis
+    from biossd.analysis import predict
+
+    a = analysis.open_results([result_set])
+    val = a.cross_prediction
+    assert sorted(val["direction"]) == ["testhost-hdd -> testhost-ssd", "testhost-ssd -> testhost-hdd"]
+    assert (val["why"] == "").all() and val["predicted_target_s"].notna().all()
+    print(val[["direction", "measured_source_s", "measured_target_s", "predicted_target_s", "error"]].to_string())
+    assert (val["error"].abs() <= predict.TARGET_MAX_ERROR).all(), val.to_string()
+    facts = a.rs.runs[["tool_version", "cap_mechanism", "trace_mechanism", "storage_mechanism", "device_source"]]
+    assert facts.notna().all().all() and set(facts["device_source"]) == {"run record"}
 
 
 def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_path):

@@ -51,6 +51,7 @@ from biossd.features import extract as features
 from biossd.host import devicemodels
 from biossd.host.devices import SECTOR_BYTES
 from biossd.measure import blocktrace, manifest
+from biossd.study import catalogue
 
 #: The model and its assumptions in words, for the supplement (the module's text states it).
 MODEL_SUMMARY = (
@@ -258,8 +259,13 @@ def cross_predict(a, rows: pd.DataFrame | None = None) -> pd.DataFrame:
     base = a.baseline_runs if rows is None else rows
     out = []
     for source, target_side, direction in ((fast, slow, f"{fast} -> {slow}"), (slow, fast, f"{slow} -> {fast}")):
-        target = side_target(a.rs, target_side)
         src = speedup.side_rows(base, source)
+        try:
+            target = side_target(a.rs, target_side)
+        except devicemodels.DeviceModelError as err:
+            out += [{"tool": tool, "direction": direction, "source_side": source, "target_side": target_side,
+                     "why": f"no model of {target_side}'s device: {err}"} for tool in sorted(src["tool"].unique())]
+            continue
         predicted = predict_result_set(a.rs, [target], src[src["outcome"] == speedup.OK])
         measured = speedup.runtime_means(speedup.side_rows(base, target_side), ["tool"]).set_index("tool")
         source_means = speedup.runtime_means(src, ["tool"]).set_index("tool")
@@ -279,13 +285,18 @@ def cross_predict(a, rows: pd.DataFrame | None = None) -> pd.DataFrame:
             row["error"] = math.nan if bound else ratio - 1.0
             row["consistent"] = bool(ratio >= 1.0) if bound else bool(abs(ratio - 1.0) <= TARGET_MAX_ERROR)
             out.append(row)
-    return pd.DataFrame(out, columns=VALIDATION_COLUMNS)
+    table = pd.DataFrame(out, columns=VALIDATION_COLUMNS)
+    for flag in ("target_is_lower_bound", "consistent"):
+        table[flag] = table[flag].astype("boolean").fillna(False).astype(bool)
+    table["why"] = table["why"].fillna("")
+    return table
 
 
 def predicted_speedups(a, validation: pd.DataFrame) -> pd.DataFrame:
     """Per tool: the measured baseline speedup (slow / fast, Table 1's) and the one predicted
     from the fast side's runs alone (predicted slow runtime / measured fast runtime), with its
-    interval, and both groups at the analysis's threshold."""
+    interval, both groups at the analysis's threshold, and the paper's group (seed 000, Table 1;
+    empty for a tool it did not profile)."""
     fast, slow = a.pair
     pred = validation[validation["source_side"] == fast].set_index("tool")
     measured = a.baseline
@@ -300,6 +311,8 @@ def predicted_speedups(a, validation: pd.DataFrame) -> pd.DataFrame:
     table["predicted_group"] = speedup.group_of(table["predicted_speedup"], a.threshold).to_numpy()
     known = (table["measured_group"] != "") & (table["predicted_group"] != "")
     table["group_agrees"] = np.where(known, table["measured_group"] == table["predicted_group"], pd.NA)
+    papers = {e.id: e.data.get("paper_group") or "" for e in catalogue.load_all() if e.kind == "tool"}
+    table["paper_group"] = table["tool"].map(papers).fillna("")
     return table
 
 

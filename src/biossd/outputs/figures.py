@@ -685,7 +685,7 @@ def fig02b_predicted_ssds(a: Analysis) -> plt.Figure:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="SSD (seed 000, Table 3)",
               title_fontsize=7)
     ax.set_title(f"{int(agrees.sum())} of {len(agrees)} tools in the paper's measured group on all five SSDs "
-                 "(tick colour: the paper's group, red G+, blue G0)", loc="left", fontsize=9)
+                 "(tick colour: the paper's group, red G+, blue G0, grey: not in the paper)", loc="left", fontsize=9)
     return _finish(fig, None, title)
 
 
@@ -694,14 +694,17 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
     predicted from its runs on the other, against the measured one (y = x, bands at ±15% and
     ±40%; a measured time that is only a lower bound — the time limit — is drawn with ▶);
     (b) the baseline speedup predicted from the fast side alone against the measured one, with
-    the G+ threshold on both axes (off-diagonal quadrants: the groups disagree)."""
+    the G+ threshold on both axes (off-diagonal quadrants: the groups disagree). Named are the
+    tools off by more than 15% or bounded (a) and those in G+ or in another group (b); every
+    tool is in Table S1."""
     title = "Predicted against measured: each side's runs replayed on the other side's device model"
     val = a.cross_prediction
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 5))
     if val.empty or val["predicted_target_s"].isna().all():
+        why = val["why"].replace("", np.nan).dropna()
         for ax in (ax1, ax2):
-            _empty(ax, "nothing to validate: the result set needs a speedup pair, both sides' device records "
-                       "and block traces")
+            _empty(ax, "nothing to validate: " + (why.iloc[0] if len(why) else "the result set needs a speedup pair "
+                                                  "and both sides' device records"))
         return _finish(fig, None, title)
     pred = val["predicted_target_s"]
     lims = [min(val["measured_target_s"].min(), pred.min()) / 1.5, max(val["measured_target_s"].max(), pred.max()) * 1.5]
@@ -719,10 +722,11 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
         if bound.any():
             ax1.plot(rows["measured_target_s"][bound], rows["predicted_target_s"][bound], ">", ms=6, color=colour,
                      label=f"{direction}: measured only a lower bound")
-        for _, r in rows.iterrows():
-            if pd.notna(r["predicted_target_s"]):
-                ax1.annotate(r["tool"], (r["measured_target_s"], r["predicted_target_s"]), fontsize=5.5,
-                             xytext=(3, 2), textcoords="offset points", color=colour)
+        for _, r in rows.iterrows():  # named: the lower bounds and what is off by more than the inner band
+            off = r["target_is_lower_bound"] or abs(r["error"]) > ERROR_BANDS[0]
+            if pd.notna(r["predicted_target_s"]) and off:
+                ax1.annotate(r["tool"], (r["measured_target_s"], r["predicted_target_s"]), fontsize=6.5,
+                             xytext=(4, -8), textcoords="offset points", color=colour)
     ax1.set_xscale("log")
     ax1.set_yscale("log")
     ax1.set_xlim(lims)
@@ -731,7 +735,8 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
     ax1.set_ylabel("predicted mean runtime (s)")
     summary = predict.validation_summary(val, a.predicted_speedups)
     ax1.set_title(f"(a) runtime: median |error| {summary['median_abs_error']:.0%}, largest "
-                  f"{summary['max_abs_error']:.0%} ({summary['worst']})", loc="left", fontsize=9)
+                  f"{summary['max_abs_error']:.0%}\n({summary['worst']}); named: off by more than "
+                  f"{ERROR_BANDS[0]:.0%}", loc="left", fontsize=8)
     ax1.legend(fontsize=6.5, loc="upper left")
 
     sp = a.predicted_speedups.dropna(subset=["predicted_speedup", "measured_speedup"])
@@ -754,12 +759,13 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
     if bounded.any():
         ax2.plot(sp["measured_speedup"][bounded], sp["predicted_speedup"][bounded], ">", ms=7, mfc="none",
                  color="black", label="measured only a lower bound")
-    for _, r in sp.iterrows():
-        ax2.annotate(r["tool"], (r["measured_speedup"], r["predicted_speedup"]), fontsize=5.5, xytext=(3, 2),
-                     textcoords="offset points")
+    for _, r in sp.iterrows():  # named: G+ on either axis, or a group that differs
+        if max(r["measured_speedup"], r["predicted_speedup"]) >= a.threshold or r["group_agrees"] is False:
+            ax2.annotate(r["tool"], (r["measured_speedup"], r["predicted_speedup"]), fontsize=6.5, xytext=(4, -8),
+                         textcoords="offset points")
     ax2.set_xlabel(f"measured speedup {a.pair[1]} / {a.pair[0]}")
     ax2.set_ylabel(f"predicted from the {a.pair[0]} runs alone")
     ax2.set_title(f"(b) speedup: predicted group as measured for {summary['group_agreement']:.0%} of "
-                  f"{summary['tools_with_groups']} tools", loc="left", fontsize=9)
+                  f"{summary['tools_with_groups']} tools\nnamed: G+, or the group differs", loc="left", fontsize=8)
     ax2.legend(fontsize=6.5, loc="upper left")
     return _finish(fig, a, title)
