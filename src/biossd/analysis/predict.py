@@ -30,8 +30,12 @@ changes how much the page cache absorbs and when the kernel writes back, merges 
 throttling), and none of that is in the stream. Service times are a device's own, not its
 host's: a different host's CPU or memory is not modelled (compare sides on one host). Requests
 are served in issue order; a hard disk's command queueing and a flash device's garbage
-collection are not modelled. A run without a block trace cannot be predicted: its row is NaN
-with the reason.
+collection are not modelled. A delay *above* the block layer is not in a request's
+issue-to-completion time: a run measured behind a cgroup I/O throttle (or a network file system)
+spent that wait before its requests were issued, so the model counts it as time off the device,
+and a prediction *from* such a device keeps it (``benchmarks/predict_third_device.py`` measured
+this: from a read-throttled loop device the native disk's runtimes were over-predicted by a
+median of 24%). A run without a block trace cannot be predicted: its row is NaN with the reason.
 """
 
 from __future__ import annotations
@@ -64,7 +68,9 @@ MODEL_SUMMARY = (
     "With B' the target's busy time and O the compute that overlapped the I/O (CPU time over the cores the run "
     "kept busy, less the time off the device), the predicted runtime is (W - B) + max(B', O). The replay is "
     "blind to what a device of another speed changes upstream of it: what the page cache absorbs, when the kernel "
-    "writes back, how requests merge and how far it reads ahead. A hard disk serves requests in issue order "
+    "writes back, how requests merge and how far it reads ahead; and it sees a request from its issue to the device, so a "
+    "wait before that (a cgroup I/O throttle, a network file system) counts as time off the device. A hard disk "
+    "serves requests in issue order "
     "(no command queueing); the paper's SSDs, known by their vendors' depth-32 IOPS only, take the geometric "
     "middle of the possible depth-1 IOPS, and the interval spans both ends.")
 MS_PER_S = 1000.0
