@@ -7,7 +7,8 @@ Part 1 replays a synthetic stream (half reads, half writes, a mix of sequential 
 jumps, queue depths 1–32) on each kind of target, one core (NumPy, no threads), and prints the
 median requests per second over ``--rounds``. Part 2, for each result folder given, times the
 notebook-level calls over all its runs: the validation (each side on the other's record) and the
-prediction on the paper's nine devices (Fig. 2(b)).
+prediction on the paper's nine devices (Fig. 2(b)), and prints the validation's figures (median
+and largest error, group agreement: issue 18's targets).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def main() -> int:
         print(f"{root}: {len(a.rs.runs)} runs; validation rows {n_req[0]}, paper-device rows {len(paper)} "
               f"({n_req[1]:,} requests replayed); median {statistics.median(times):.2f} s "
               f"(min {min(times):.2f}, max {max(times):.2f}); target under {TARGET_RESULT_SET_S:g} s")
+        print(f"  validation: {predict.validation_summary(validation, a.predicted_speedups)}")
     return 0
 
 
