@@ -24,6 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from biossd import analysis  # noqa: E402
+from biossd.analysis import predict  # noqa: E402
 from biossd.host import devicemodels  # noqa: E402
 
 TARGET_REQUESTS_PER_S = 1_000_000

@@ -40,7 +40,7 @@ def test_supplement_builds_with_every_caption_and_generated_methods(biossd, synt
     text = squeezed(pdf_text(pdf))
     printed = [x for x in artefacts.ARTEFACTS if x.in_supplement]
     for artefact in printed:
-        label = f"Seed 000 {artefact.label}. {' '.join(artefact.caption.split()[:4])}"
+        label = f"{artefact.supplement_label}. {' '.join(artefact.caption.split()[:4])}"
         assert squeezed(label) in text, label
     for phrase in ("This result set is synthetic", "Not run:", "HISAT2 (substitute for Tophat)",
                    "Memory caps 1G and 4G; input scales (replication factors) 1 and 8; 2 repeats"):

@@ -35,7 +35,12 @@ issue-to-completion time: a run measured behind a cgroup I/O throttle (or a netw
 spent that wait before its requests were issued, so the model counts it as time off the device,
 and a prediction *from* such a device keeps it (``benchmarks/predict_third_device.py`` measured
 this: from a read-throttled loop device the native disk's runtimes were over-predicted by a
-median of 24%). A run without a block trace cannot be predicted: its row is NaN with the reason.
+median of 24%). A trace of a shared device (a run whose scratch was on the root disk rather than on a device of
+its own) holds other processes' requests too, and the replay serves them all: such rows carry
+:data:`SHARED_DEVICE_NOTE` in ``note`` (``-profile test``'s ssd class is one: its samtools sort
+runs were predicted 60% too slow on the emulated HDD, while from the HDD's own loop device the
+other way they came within 4%). A run without a block trace cannot be predicted: its row is NaN
+with the reason.
 """
 
 from __future__ import annotations
@@ -69,7 +74,8 @@ MODEL_SUMMARY = (
     "kept busy, less the time off the device), the predicted runtime is (W - B) + max(B', O). The replay is "
     "blind to what a device of another speed changes upstream of it: what the page cache absorbs, when the kernel "
     "writes back, how requests merge and how far it reads ahead; and it sees a request from its issue to the device, so a "
-    "wait before that (a cgroup I/O throttle, a network file system) counts as time off the device. A hard disk "
+    "wait before that (a cgroup I/O throttle, a network file system) counts as time off the device. The trace of a shared device (a run on the root disk) holds other processes' "
+    "requests, which the replay serves too; such predictions say so. A hard disk "
     "serves requests in issue order "
     "(no command queueing); the paper's SSDs, known by their vendors' depth-32 IOPS only, take the geometric "
     "middle of the possible depth-1 IOPS, and the interval spans both ends.")
@@ -83,7 +89,12 @@ INTERVAL_SIGMAS = 2.0
 PREDICTION_COLUMNS = ["run_dir", *features.LABEL_COLUMNS, "target", "target_kind", "requests",
                       "measured_runtime_s", "off_device_s", "busy_s", "overlap_s", "target_busy_s",
                       "predicted_runtime_s", "predicted_low_s", "predicted_high_s",
-                      "predicted_speedup", "speedup_low", "speedup_high", "why"]
+                      "predicted_speedup", "speedup_low", "speedup_high", "why", "note"]
+#: Said of a run whose scratch was not on a device of its own (``biossd storage up`` gives each
+#: class one: a loop device): its trace holds every process's requests to that device, and the
+#: replay serves them all.
+SHARED_DEVICE_NOTE = ("the run's device was shared (not a device of its own from `biossd storage up`): its trace "
+                      "holds other processes' requests too, and the prediction replays them")
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,7 @@ class RunStream:
     runtime_s: float
     cpu_s: float
     busy_s: float
+    note: str = ""
 
     @property
     def cores(self) -> float:
@@ -161,7 +173,9 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
         raise NoTrace("the manifest does not say when the command started")
     runtime_s = float(acct["wall_s"])
     stream, busy = stream_of(blocktrace.request_arrays(path), t0, t0 + runtime_s)
-    return RunStream(stream, runtime_s, float(acct["user_s"]) + float(acct["sys_s"]), busy)
+    own_device = bool((body.get("emulated_storage") or {}).get("cwd"))
+    return RunStream(stream, runtime_s, float(acct["user_s"]) + float(acct["sys_s"]), busy,
+                     "" if own_device else SHARED_DEVICE_NOTE)
 
 
 def predict_stream(run: RunStream, target: devicemodels.Target) -> dict[str, float]:
@@ -184,7 +198,7 @@ def predict_stream(run: RunStream, target: devicemodels.Target) -> dict[str, flo
     return {"requests": len(run.stream), "measured_runtime_s": w, "off_device_s": off, "busy_s": b,
             "overlap_s": o_est, "target_busy_s": busy_tgt, "predicted_runtime_s": runtime,
             "predicted_low_s": low, "predicted_high_s": high, "predicted_speedup": runtime / w,
-            "speedup_low": low / w, "speedup_high": high / w, "why": ""}
+            "speedup_low": low / w, "speedup_high": high / w, "why": "", "note": run.note}
 
 
 def predict_runs(run_dirs: Iterable[Path], targets: Sequence[devicemodels.Target],
@@ -214,7 +228,9 @@ def predict_runs(run_dirs: Iterable[Path], targets: Sequence[devicemodels.Target
         for target in targets:
             rows.append({"run_dir": name, **labels, "target": target.name, "target_kind": target.kind,
                          **predict_stream(run, target)})
-    return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
+    table = pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
+    table["note"] = table["note"].fillna("")
+    return table
 
 
 def predict_result_set(rs, targets: Sequence[devicemodels.Target], rows: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -249,7 +265,7 @@ TARGET_MAX_ERROR = 0.40
 TARGET_GROUP_AGREEMENT = 0.90
 VALIDATION_COLUMNS = ["tool", "direction", "source_side", "target_side", "target", "measured_source_s",
                       "measured_target_s", "target_is_lower_bound", "predicted_target_s", "predicted_low_s",
-                      "predicted_high_s", "error", "consistent", "why"]
+                      "predicted_high_s", "error", "consistent", "why", "note"]
 
 
 def cross_predict(a, rows: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -279,7 +295,8 @@ def cross_predict(a, rows: pd.DataFrame | None = None) -> pd.DataFrame:
             ok = group[group["why"] == ""]
             row = {"tool": tool, "direction": direction, "source_side": source, "target_side": target_side,
                    "target": target.name, "measured_source_s": source_means["runtime_s"].get(tool, math.nan),
-                   "why": "" if len(ok) else group["why"].iloc[0]}
+                   "why": "" if len(ok) else group["why"].iloc[0],
+                   "note": "; ".join(sorted(set(ok["note"].dropna()) - {""}))}
             m = measured.loc[tool] if tool in measured.index else None
             bound = m is not None and m["n_ok"] == 0 and not pd.isna(m["timeout_runtime_s"])
             row["measured_target_s"] = (m["timeout_runtime_s"] if bound else m["runtime_s"]) if m is not None else math.nan
@@ -294,7 +311,7 @@ def cross_predict(a, rows: pd.DataFrame | None = None) -> pd.DataFrame:
     table = pd.DataFrame(out, columns=VALIDATION_COLUMNS)
     for flag in ("target_is_lower_bound", "consistent"):
         table[flag] = table[flag].astype("boolean").fillna(False).astype(bool)
-    table["why"] = table["why"].fillna("")
+    table[["why", "note"]] = table[["why", "note"]].fillna("")
     return table
 
 
@@ -326,9 +343,9 @@ def validation_summary(validation: pd.DataFrame, speedups: pd.DataFrame) -> dict
     """The figures the issue's targets are stated in: median and largest absolute error over
     every (tool, direction) with a measured runtime, how many predictions were consistent with a
     lower bound, and the share of tools whose predicted group is the measured one."""
-    errors = validation["error"].dropna().abs()
-    bounds = validation[validation["target_is_lower_bound"]]
-    agree = speedups["group_agrees"].dropna()
+    errors = pd.to_numeric(validation["error"], errors="coerce").dropna().abs()
+    bounds = validation[validation["target_is_lower_bound"].astype(bool).to_numpy()]
+    agree = speedups["group_agrees"].dropna() if "group_agrees" in speedups else pd.Series(dtype=object)
     worst = validation.loc[errors.idxmax()] if len(errors) else None
     return {
         "predictions": int(len(errors)), "median_abs_error": float(errors.median()) if len(errors) else math.nan,

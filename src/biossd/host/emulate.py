@@ -43,6 +43,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -116,13 +117,24 @@ def _load(state_dir: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait (pending) until the block ends: a teardown is not cut short."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    """SIGINT and SIGTERM wait until the block ends: a teardown is not cut short; one that came
+    meanwhile is delivered again at its end. Handlers, not a signal mask: a mask holds a signal
+    for this thread only, and a process-directed SIGTERM goes to any thread that does not block
+    it — a thread a library started (OpenBLAS's, once NumPy is imported) would take it and the
+    default action would kill the process halfway through the teardown."""
+    held = (signal.SIGINT, signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
+        yield
+        return
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum)) for sig in held}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(received):
+            signal.raise_signal(signum)
 
 
 def missing_features(fuse: bool = True) -> list[str]:

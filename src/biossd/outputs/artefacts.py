@@ -59,6 +59,12 @@ class Artefact:
         """Whether the paper has it (a number of the supplement's own, ``S1``, is not)."""
         return not self.number.startswith(SUPPLEMENT_PREFIX)
 
+    @property
+    def supplement_label(self) -> str:
+        """How the supplement captions it: ``Seed 000 Fig. 2`` for the paper's, ``Fig. S1 (biossd)``
+        for this package's own."""
+        return f"Seed 000 {self.label}" if self.from_paper else f"{self.label} (biossd)"
+
 
 ARTEFACTS: tuple[Artefact, ...] = (
     Artefact("table1_tools", TABLE, "1", "The tools: task, the paper's group and speedup beside this result set's "

@@ -204,11 +204,12 @@ def answer_tex(a: analysis.Analysis) -> str:
                  + "\n" + r"\begin{itemize}" + "\n" + "".join(rf"\item {esc(line)}" + "\n" for line in lines)
                  + r"\end{itemize}" + "\n")
     text += "\n" + r"\paragraph{Prediction.} " + esc(predict.MODEL_SUMMARY) + " "
-    if a.cross_prediction.empty:
-        text += esc("This result set could not be used to validate it (it needs a speedup pair with both sides' "
-                    "device records and block traces).") + "\n"
+    summary = predict.validation_summary(a.cross_prediction, a.predicted_speedups)
+    if not summary["predictions"]:
+        why = a.cross_prediction["why"].replace("", float("nan")).dropna() if not a.cross_prediction.empty else []
+        text += esc("This result set could not be used to validate it: " + (why.iloc[0] if len(why) else
+                    "it needs a speedup pair with both sides' device records and block traces") + ".") + "\n"
     else:
-        summary = predict.validation_summary(a.cross_prediction, a.predicted_speedups)
         text += esc(f"Validated on this result set (Table S1, Fig. S1): each side's baseline runs replayed on the "
                     f"other side's device model, {summary['predictions']} predictions with a measured runtime, median "
                     f"absolute error {summary['median_abs_error']:.0%}, largest {summary['max_abs_error']:.0%} "
@@ -223,8 +224,7 @@ def body_tex(report_rel: str = "report") -> str:
     """One captioned float per artefact, reading the copied report (relative paths)."""
     parts = []
     for artefact in (x for x in artefacts.ARTEFACTS if x.in_supplement):
-        label = f"Seed 000 {artefact.label}" if artefact.from_paper else f"{artefact.label} (biossd)"
-        stem, caption = artefact.stem, artefact.caption
+        label, stem, caption = artefact.supplement_label, artefact.stem, artefact.caption
         if artefact.kind == artefacts.FIGURE:
             parts.append("\\begin{figure}[p]\n\\centering\n"
                          f"\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]"

@@ -207,5 +207,11 @@ def table_prediction(a: Analysis) -> pd.DataFrame:
     relative error (NaN where the measured time is only a lower bound: the time limit)."""
     table = a.cross_prediction
     columns = ["tool", "direction", "target", "measured_target_s", "target_is_lower_bound", "predicted_target_s",
-               "predicted_low_s", "predicted_high_s", "error", "consistent", "why"]
-    return table[columns].reset_index(drop=True)
+               "predicted_low_s", "predicted_high_s", "error", "consistent", "why", "note"]
+    table = table[columns]
+    # Tools that could not be predicted for one reason are one row (the reason once, not per tool).
+    unpredicted = table["predicted_target_s"].isna() & table["why"].ne("")
+    merged = [{"tool": f"{len(g)} tools: {', '.join(g['tool'])}" if len(g) > 1 else g["tool"].iloc[0],
+               "direction": direction, "why": why, "target_is_lower_bound": False, "consistent": False, "note": ""}
+              for (direction, why), g in table[unpredicted].groupby(["direction", "why"], sort=False)]
+    return pd.concat([table[~unpredicted], pd.DataFrame(merged, columns=columns)], ignore_index=True)
