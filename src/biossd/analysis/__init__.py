@@ -93,7 +93,7 @@ class Analysis:
     def predicted_speedups(self) -> pd.DataFrame:
         """Per tool: measured and predicted (from the fast side alone) baseline speedups."""
         if self.cross_prediction.empty:
-            return pd.DataFrame(columns=["tool", "measured_speedup", "predicted_speedup", "group_agrees"])
+            return pd.DataFrame(columns=predict.SPEEDUP_COLUMNS)
         return predict.predicted_speedups(self, self.cross_prediction)
 
     @cached_property

@@ -229,7 +229,7 @@ def predict_runs(run_dirs: Iterable[Path], targets: Sequence[devicemodels.Target
             rows.append({"run_dir": name, **labels, "target": target.name, "target_kind": target.kind,
                          **predict_stream(run, target)})
     table = pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
-    table["note"] = table["note"].fillna("")
+    table["note"] = table["note"].astype(object).fillna("")
     return table
 
 
@@ -311,8 +311,14 @@ def cross_predict(a, rows: pd.DataFrame | None = None) -> pd.DataFrame:
     table = pd.DataFrame(out, columns=VALIDATION_COLUMNS)
     for flag in ("target_is_lower_bound", "consistent"):
         table[flag] = table[flag].astype("boolean").fillna(False).astype(bool)
-    table[["why", "note"]] = table[["why", "note"]].fillna("")
+    for column in ("why", "note"):
+        table[column] = table[column].astype(object).fillna("")
     return table
+
+
+#: The columns of :func:`predicted_speedups` (also of its empty table, for a set without a pair).
+SPEEDUP_COLUMNS = ["tool", "measured_speedup", "measured_is_lower_bound", "predicted_speedup", "predicted_speedup_low",
+                   "predicted_speedup_high", "measured_group", "predicted_group", "group_agrees", "paper_group"]
 
 
 def predicted_speedups(a, validation: pd.DataFrame) -> pd.DataFrame:
@@ -336,7 +342,7 @@ def predicted_speedups(a, validation: pd.DataFrame) -> pd.DataFrame:
     table["group_agrees"] = np.where(known, table["measured_group"] == table["predicted_group"], pd.NA)
     papers = {e.id: e.data.get("paper_group") or "" for e in catalogue.load_all() if e.kind == "tool"}
     table["paper_group"] = table["tool"].map(papers).fillna("")
-    return table
+    return table[SPEEDUP_COLUMNS]
 
 
 def validation_summary(validation: pd.DataFrame, speedups: pd.DataFrame) -> dict[str, Any]:

@@ -136,7 +136,7 @@ def fig01_aligners(a: Analysis) -> plt.Figure:
 # -- Fig. 2 ------------------------------------------------------------------------------------
 #: Speedup axes: plain multiples, on a log scale.
 SPEEDUP_TICKS = (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200)
-FINE_SPEEDUP_TICKS = (0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.5, 2)
+FINE_SPEEDUP_TICKS = (0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.5, 2, 2.5, 3)
 MIN_TICKS = 3
 PAPER_MARKER = dict(marker="D", color="black", markersize=4, lw=0, zorder=3)
 
@@ -153,8 +153,8 @@ def _speedup_axis(ax: plt.Axes, values: Sequence[float], horizontal: bool = Fals
         ax.set_yscale("log")
         ax.set_ylim(lo, hi)
     ticks = [t for t in SPEEDUP_TICKS if lo <= t <= hi]
-    if len(ticks) < MIN_TICKS:  # a narrow range: the finer plain multiples
-        ticks = [t for t in FINE_SPEEDUP_TICKS if lo <= t <= hi]
+    if len(ticks) < MIN_TICKS:  # a narrow range: the finer plain multiples too
+        ticks = sorted({t for t in (*FINE_SPEEDUP_TICKS, *SPEEDUP_TICKS) if lo <= t <= hi})
     axis = ax.xaxis if horizontal else ax.yaxis
     axis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
     axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}\u00d7"))
