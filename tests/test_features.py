@@ -141,6 +141,8 @@ def test_the_row_carries_the_runs_facts_and_the_side_record_it_was_given(tmp_pat
         "device": "vda", "seq_read_mbs": 500.0, "seq_write_mbs": 400.0}}))
     alone = features.run_features(run)
     assert math.isnan(alone["device_seq_read_mbs"]) and alone["device_source"] == ""
+    (tmp_path / "run1").mkdir()  # a staged run's own record (Nextflow's runs/run1/) is not a side's
+    (tmp_path / "run1" / layout.DEVICE_RECORD).write_text("{}")
     records = features.side_device_records([tmp_path])
     assert records == {"h-ssd": tmp_path / "h-ssd" / layout.DEVICE_RECORD}
     row = features.run_features(run, records)

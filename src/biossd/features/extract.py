@@ -326,7 +326,8 @@ def side_device_records(roots: Iterable[Path]) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for root in roots:
         for record in sorted(Path(root).glob(f"*/{layout.DEVICE_RECORD}")):
-            found.setdefault(record.parent.name, record)
+            if (record.parent / layout.RUNS_DIR).is_dir():  # a side, not a run's own record
+                found.setdefault(record.parent.name, record)
     return found
 
 

@@ -23,6 +23,7 @@ FEATURES_FILE = "features.csv"
 DEVICE_RECORD = "device.json"
 #: How far a run directory is below its ``<host>-<storage>`` directory (runs/tool/mem/scale/rep).
 RUN_DEPTH = 5
+RUNS_DIR = "runs"
 PROBES_DIR = "probes"
 CHAINS_DIR = "chains"
 REPORT_DIR = "report"
@@ -48,7 +49,7 @@ def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
         raise ValueError(f"run labels {', '.join(bad)} are not single path components (letters, digits, "
                          "'.', '_', '-'); rename them")
     return PurePosixPath(
-        f"{labels['host']}-{labels['storage']}", "runs", str(labels["tool"]), str(labels["mem"]),
+        f"{labels['host']}-{labels['storage']}", RUNS_DIR, str(labels["tool"]), str(labels["mem"]),
         str(labels["scale"]), str(labels["rep"]),
     )
 
