@@ -19,8 +19,10 @@ signal.signal(signal.SIGINT, _terminate_as_interrupt)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import platform  # noqa: E402
 import logging  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 from biossd import __version__
 from biossd.core.errors import BiossdError
@@ -65,7 +67,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         blocktrace=args.blocktrace, perf=args.perf, cachegrind=args.cachegrind,
         timeout_s=args.timeout, tool_version=args.tool_version, image=args.image,
         device_record=Path(args.device_record) if args.device_record else None,
-        wait_for_lock=args.wait, owner=owner, no_swap=args.no_swap,
+        wait_for_lock=args.wait, owner=owner, no_swap=args.no_swap, group=args.group,
     )
     try:
         body = profile.run(request)
@@ -568,6 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--owner-pid", type=int, metavar="PID",
                    help="the process this run works for (e.g. Nextflow): if it dies, the run is stopped")
     p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
+    p.add_argument("--group", metavar="TOKEN",
+                   help="run as a member of a declared concurrent group whose leader holds the host lock")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     p.set_defaults(func=cmd_profile)
 
@@ -753,6 +757,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stub", action="store_true", help="a -stub-run: every tool entry, no device checks")
     p.set_defaults(func=cmd_study_plan)
 
+    exp_p = sub.add_parser("experiment", help="the related experiments of seeds 001-004").add_subparsers(
+        dest="exp_cmd", required=True)
+    p = exp_p.add_parser("plan", help="the tasks of one or more experiments at a size (JSON)")
+    p.add_argument("--experiment", required=True, help="NAME[,NAME] or all")
+    p.add_argument("--size", default="test", help="tiny, test or full (study/experiments/<id>.yaml sizes)")
+    p.add_argument("--classes", default="ssd,hdd", help="storage classes, comma-separated")
+    p.add_argument("--host", default=platform.node(), help="host name of the result layout")
+    p.add_argument("--seed", type=int, default=1, help="seed of the synthetic inputs")
+    p.set_defaults(func=cmd_experiment_plan)
+    p = exp_p.add_parser("run", help="run one planned task in an empty scratch directory")
+    p.add_argument("--task", required=True, help="the task (JSON, or @FILE) from `biossd experiment plan`")
+    p.add_argument("--scratch", required=True, help="an empty directory on the storage class's device")
+    p.add_argument("--out", required=True, help="the task directory to write (must not exist)")
+    p.add_argument("--device-record", help="`biossd device characterize` record of the class's device")
+    p.add_argument("--storage", help="the class's entry of `biossd storage up` (JSON or @FILE)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this task works for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    p.set_defaults(func=cmd_experiment_run)
+    p = exp_p.add_parser("table", help="each experiment's table from result folders (experiments/<id>.csv)")
+    p.add_argument("results", nargs="+", help="result folders")
+    p.add_argument("--experiment", help="NAME[,NAME] (default: every experiment found)")
+    p.add_argument("--out", help="result folder to write experiments/<id>.csv into (default: the first)")
+    p.set_defaults(func=cmd_experiment_table)
+    exp_p.add_parser("list", help="the experiments, their seeds and substitutes").set_defaults(func=cmd_experiment_list)
+
     sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)
     sub.add_parser("cleanup", help="remove leftovers of earlier runs").set_defaults(func=cmd_cleanup)
     return parser
@@ -765,6 +794,73 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
             for sub in action.choices.values():
                 sub.set_defaults(command_name=sub.prog)
                 _name_commands(sub)
+
+
+def _json_arg(text: str, what: str) -> Any:
+    """A JSON value given inline or as ``@FILE``."""
+    try:
+        return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{what}: not valid JSON or not readable ({err})") from None
+
+
+def cmd_experiment_plan(args: argparse.Namespace) -> int:
+    from biossd import experiments
+
+    classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+    plan = experiments.plan(args.experiment, args.size, classes, args.host, args.seed)
+    print(json.dumps(plan, indent=2))
+    return 0
+
+
+def cmd_experiment_run(args: argparse.Namespace) -> int:
+    from biossd import experiments
+    from biossd.core.owners import ProcessRef
+
+    task = _json_arg(args.task, "--task")
+    storage = _json_arg(args.storage, "--storage") if args.storage else {}
+    owner = ProcessRef.of(args.owner_pid, args.owner_label or "") if args.owner_pid else None
+    if owner is not None and owner.start_ticks is None:
+        raise UsageError(f"--owner-pid {args.owner_pid}: no such process; nothing was run")
+    try:
+        record = experiments.run_task(task, Path(args.scratch), Path(args.out),
+                                      Path(args.device_record) if args.device_record else None, storage, owner)
+    except experiments.Interrupted as intr:
+        print(f"biossd experiment run: interrupted by signal {intr.signum}; the task's partial results, "
+              "servers, mounts and devices were removed", file=sys.stderr)
+        return 128 + intr.signum
+    print(f"biossd experiment run: {task['experiment']} {task['point']} {task['storage']} #{task['rep']}: "
+          f"{len(record['runs'])} runs -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_experiment_table(args: argparse.Namespace) -> int:
+    from biossd import experiments
+    from biossd.core.files import write_frame
+
+    roots = [Path(p) for p in args.results]
+    names = experiments.names_of(args.experiment) if args.experiment else [
+        n for n in experiments.NAMES if experiments.point_dirs(roots, n)]
+    if not names:
+        print("biossd experiment table: no experiment's task directory found", file=sys.stderr)
+        return 1
+    for name in names:
+        frame = experiments.table(name, roots)
+        path = experiments.table_path(Path(args.out or roots[0]), name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_frame(frame, path)
+        print(f"biossd experiment table: {name}: {len(frame)} runs -> {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_experiment_list(args: argparse.Namespace) -> int:
+    from biossd import experiments
+
+    for name in experiments.NAMES:
+        spec = experiments.load_spec(name)
+        subs = ", ".join(f"{t} for {s}" for t, s in experiments.substitutes(spec).items()) or "none"
+        print(f"{name}\tseed {spec['seed']}\t{spec['title']}\tsubstitutes: {subs}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

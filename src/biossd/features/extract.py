@@ -311,7 +311,7 @@ def device_record(run_dir: Path, body: dict[str, Any], side_record: Path | None 
             row = json.loads(Path(candidate).read_text())["spec_row"]
             return DeviceRecord(row.get("device"), float(row["seq_read_mbs"]), float(row["seq_write_mbs"]), source)
     emulated = (body.get("emulated_storage") or {}).get("cwd")
-    if emulated:
+    if emulated and emulated.get("emulated", emulated.get("profile") != "native"):  # a model, not the native disk
         spec = diskmodel.load_profile(emulated["profile"])
         return DeviceRecord(emulated.get("profile_name") or emulated["profile"], spec.seq_read_mbs,
                             spec.seq_write_mbs, "emulation profile")
@@ -397,11 +397,12 @@ def find_run_dirs(roots: Iterable[Path]) -> list[Path]:
     following symbolic links (Nextflow stages inputs as links). A directory that looks like a
     run but has no manifest is incomplete: it is skipped with a warning. Probe runs (under
     ``<side>/probes/``: cachegrind, not timed) and chained pipelines' steps (``<side>/chains/``,
-Fig. 3) are not runs of the features table."""
+Fig. 3) and the related experiments' runs (``<side>/experiments/``, tables of their own) are not
+    runs of the features table."""
     found: list[Path] = []
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(Path(root), followlinks=True):
-            dirnames[:] = [d for d in dirnames if d not in (layout.PROBES_DIR, layout.CHAINS_DIR)]
+            dirnames[:] = [d for d in dirnames if d not in (layout.PROBES_DIR, layout.CHAINS_DIR, layout.EXPERIMENTS_DIR)]
             here = Path(dirpath)
             if manifest.MANIFEST_NAME in filenames:
                 found.append(here)

@@ -470,8 +470,9 @@ def remove_stale_backing(dirs: list[Path]) -> list[Path]:
 def run_record(path: Path) -> dict[str, Any] | None:
     """For a run's manifest: the emulation ``path`` lives on, if any (real devices: ``None``)."""
     target = os.path.realpath(path)
-    for state_dir in all_states():
-        state = _load(state_dir)
+    # The innermost emulation holding the path (one may be mounted inside another's file system).
+    states = sorted((_load(d) for d in all_states()), key=lambda s: len(s.get("mount") or ""), reverse=True)
+    for state in states:
         mount = state.get("mount")
         if mount and (target == mount or target.startswith(mount.rstrip("/") + "/")):
             return {"emulated": state.get("profile") != NATIVE_PROFILE, "mechanism": state["mechanism"], "profile": state["profile"],

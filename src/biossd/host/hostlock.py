@@ -46,6 +46,10 @@ class HostBusy(BiossdError, RuntimeError):
     """Another measured run holds the lock and this one was told not to wait."""
 
 
+class NotInGroup(BiossdError, RuntimeError):
+    """A run asked to join a concurrent group whose leader does not hold the host lock."""
+
+
 class WaitInterrupted(Exception):
     """A signal arrived while waiting for the lock."""
 
@@ -216,3 +220,35 @@ class HostLock:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
         self.fd = None
+
+
+#: The holder record's key naming a declared concurrent group (seed 004's shared device).
+GROUP_KEY = "concurrent_group"
+
+
+class GroupMember:
+    """A measured run that is one of a *declared concurrent group*: its leader holds the host
+    lock for the whole group (``HostLock(..., concurrent_group=TOKEN, members=[...])``) and
+    starts the members side by side; a member takes no lock of its own but checks that the
+    holder is that group's leader, alive. Anything else — no holder, another group, a dead
+    leader — is refused, so a stray ``--group`` cannot slip a run beside a measured one."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.leader: dict[str, Any] | None = None
+        self.waited_s = 0.0
+
+    def __enter__(self) -> "GroupMember":
+        holder = held_by()
+        if not holder or holder.get(GROUP_KEY) != self.token:
+            raise NotInGroup(f"concurrent group {self.token!r}: the host lock {lock_path()} is held by "
+                             f"{describe(holder)}, not by this group's leader; a group member runs only "
+                             "while its leader holds the lock (biossd experiment run does)")
+        self.leader = holder
+        return self
+
+    def update(self, **details: Any) -> None:
+        """The leader's record is the group's; a member adds nothing to it."""
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
-    from biossd.host import cgroups, emulate, hostlock, swap, tracefs
+    from biossd.host import cgroups, emulate, hostlock, objectstore, swap, tracefs
 
     found: list[tuple[str, str, Callable[[], None]]] = []
     for record in hostlock.stale_records():
@@ -30,6 +30,9 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
         found.append(("tracefs", str(path), lambda p=path: tracefs.remove_leftover(p)))
     for entry in swap.find_leftovers():
         found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
+    for state_dir in objectstore.find_leftovers():
+        found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
+                      lambda d=state_dir: objectstore.remove_leftover(d)))
     for state_dir in emulate.all_states():
         if emulate.in_use(state_dir):
             continue

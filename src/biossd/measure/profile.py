@@ -118,6 +118,9 @@ class ProfileRequest:
     owner: ProcessRef | None = None
     #: Notes on waiting for the host lock go here (default: stderr).
     notify: Any = None
+    #: A declared concurrent group's token (seed 004): the run takes no host lock of its own but
+    #: runs only while the group's leader holds it (:class:`biossd.host.hostlock.GroupMember`).
+    group: str | None = None
 
 
 def _utc_now() -> str:
@@ -234,13 +237,18 @@ def run(request: ProfileRequest) -> dict[str, Any]:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     partial: Path | None = None
     try:
-        with hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
-                               interrupted=lambda: received[0] if received else None,
-                               notify=request.notify, out=str(target)) as lock:
+        lock_cm = (hostlock.GroupMember(request.group) if request.group else
+                   hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
+                                     interrupted=lambda: received[0] if received else None,
+                                     notify=request.notify, out=str(target)))
+        with lock_cm as lock:
             named = rundir.partial_path(target)
             lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
             partial = rundir.make_partial(target, named)
             body = _measure(request, partial, traced, devices_note, launch_problem, received, child)
+            body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
+                                  "leader_pid": (lock.leader or {}).get("pid")} if request.group
+                                 else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3)})
             if received:
                 raise Interrupted(received[0])
             body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
@@ -255,6 +263,8 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         raise Interrupted(intr.signum) from None
     except hostlock.HostBusy as err:
         raise Busy(str(err)) from None
+    except hostlock.NotInGroup as err:
+        raise ProfileError(f"{err}; nothing was run") from None
     finally:
         # An interrupted or failed run leaves nothing: its partial directory carries biossd's
         # marker and is removed; a second signal meanwhile is only recorded.
@@ -385,6 +395,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         "wall_s": wall_s,
         "flush_s": flush_s,
         "command_started_s": t_command_s,
+        #: time.monotonic() at the run's time origin: the trace's and the sampler's times, and
+        #: command_started_s, count from it (an outside observer's monotonic times convert).
+        "monotonic_origin_s": t0,
         "timeout_s": request.timeout_s,
         "tool_version": request.tool_version,
         "container_image": request.image,

@@ -26,6 +26,10 @@ RUN_DEPTH = 5
 RUNS_DIR = "runs"
 PROBES_DIR = "probes"
 CHAINS_DIR = "chains"
+#: The related experiments (seeds 001–004, :mod:`biossd.experiments`): each side's tasks, and the
+#: result folder's tables ``experiments/<id>.csv``.
+EXPERIMENTS_DIR = "experiments"
+EXPERIMENT_PATH_KEYS = ("host", "storage", "experiment", "point", "rep")
 REPORT_DIR = "report"
 FIGURES_DIR = PurePosixPath(REPORT_DIR) / "figures"
 
@@ -52,6 +56,12 @@ def run_relpath(labels: Mapping[str, object]) -> PurePosixPath:
         f"{labels['host']}-{labels['storage']}", RUNS_DIR, str(labels["tool"]), str(labels["mem"]),
         str(labels["scale"]), str(labels["rep"]),
     )
+
+
+def experiment_relpath(task: Mapping[str, object]) -> PurePosixPath:
+    """Where one task of a related experiment lands: ``<host>-<storage>/experiments/<id>/<point>/<rep>``."""
+    host, storage, experiment, point, rep = _checked(task, EXPERIMENT_PATH_KEYS, "experiment task")
+    return PurePosixPath(f"{host}-{storage}", EXPERIMENTS_DIR, experiment, point, rep)
 
 
 def _checked(labels: Mapping[str, object], keys: tuple[str, ...], what: str) -> list[str]:
