@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what biossd needs, idempotently: Debian packages, the Python environment (.venv) from
-# the pinned lock, and Nextflow 24.10.0 from Maven Central. Each step writes a stamp holding the
+# the pinned lock, and Nextflow 24.10.0 and S3Proxy 2.1.0 from Maven Central. Each step writes a stamp holding the
 # hash of its inputs only after it succeeded; a later call with the same inputs skips the step,
 # and a step that failed half-way is redone whole.
 #
-#   install/bootstrap.sh [check|system|python|nextflow|tex|all]   (all: all but tex)
+#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|tex|all]   (all: all but tex)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -138,13 +138,31 @@ nextflow_env() {
   fi
 }
 
+# S3Proxy (seed 002's object server) from Maven Central: the jar with its dependencies, into
+# $VENV/s3proxy/ (biossd.host.objectstore finds it there).
+s3proxy_version=2.1.0
+s3proxy_env() {
+  local dir=$venv/s3proxy jar=s3proxy-$s3proxy_version-jar-with-dependencies.jar
+  if stamp_ok s3proxy "$s3proxy_version" && [ -f "$dir/$jar" ]; then return 0; fi
+  command -v mvn >/dev/null || die "mvn not found: install maven (install/bootstrap.sh system does)"
+  note "resolving S3Proxy $s3proxy_version from Maven Central"
+  rm -f "$stamps/s3proxy"; rm -rf "$dir.tmp"; mkdir -p "$dir.tmp"
+  (cd "$dir.tmp" && mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
+      -Dartifact="org.gaul:s3proxy:$s3proxy_version:jar:jar-with-dependencies" -DoutputDirectory="$dir.tmp" \
+      >"$dir.tmp/mvn.log" 2>&1) || die "resolving org.gaul:s3proxy:$s3proxy_version failed: no network to Maven Central? (see $dir.tmp/mvn.log)"
+  [ -f "$dir.tmp/$jar" ] || die "Maven did not deliver $jar"
+  rm -f "$dir.tmp/mvn.log"; rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  stamp_write s3proxy "$s3proxy_version"
+}
+
 venv_is_ours  # before any step writes a stamp into it
 case ${1:-all} in
   check) check ;;
   system) system ;;
   python) python_env ;;
   nextflow) nextflow_env ;;
+  s3proxy) s3proxy_env ;;
   tex) tex ;;
-  all) system; python_env; nextflow_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, tex, all)" ;;
+  all) system; python_env; nextflow_env; s3proxy_env ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, tex, all)" ;;
 esac

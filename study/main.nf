@@ -8,13 +8,20 @@
  *
  *   nextflow run study -profile test              # whole study, small inputs, this machine
  *   nextflow run study -profile ssd --outdir R    # on a host whose scratch disk is an SSD
+ *   nextflow run study -profile test --experiment sort_memory   # a related experiment (seeds 001-004)
  */
 nextflow.enable.dsl = 2
 
-include { BIOSSD } from '../nextflow/workflows/biossd'
+include { BIOSSD      } from '../nextflow/workflows/biossd'
+include { EXPERIMENTS } from '../nextflow/workflows/experiments'
 
+// --experiment NAME[,NAME] (or all) runs the related experiments of seeds 001–004 instead of the
+// study (study/experiments/, at --experiment_size).
 workflow {
-    BIOSSD()
+    if( params.experiment )
+        EXPERIMENTS()
+    else
+        BIOSSD()
 }
 
 // At the end, however the run ended: the provenance record, the count of outcomes, and the

@@ -305,7 +305,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     params = {"fast": args.fast, "slow": args.slow}
     done = report.render([Path(r) for r in args.results], Path(args.out) if args.out else None, parameters=params,
-                         html=not args.no_html)
+                         html=not args.no_html, experiments_only=args.experiments_only)
     for path in done:
         print(path)
     return 0
@@ -684,6 +684,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fast", default="ssd", help="fast side of the speedup pair (class or <host>-<class>)")
     p.add_argument("--slow", default="hdd", help="slow side of the speedup pair")
     p.add_argument("--no-html", action="store_true", help="keep the executed notebooks as .ipynb only")
+    p.add_argument("--experiments-only", action="store_true",
+                   help="only the related experiments' notebooks (notebooks/experiments/)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("paper", help="build the supplement (paper/) from one or more result sets")
@@ -760,8 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
     exp_p = sub.add_parser("experiment", help="the related experiments of seeds 001-004").add_subparsers(
         dest="exp_cmd", required=True)
     p = exp_p.add_parser("plan", help="the tasks of one or more experiments at a size (JSON)")
-    p.add_argument("--experiment", required=True, help="NAME[,NAME] or all")
+    p.add_argument("--experiment", help="NAME[,NAME] or all")
     p.add_argument("--size", default="test", help="tiny, test or full (study/experiments/<id>.yaml sizes)")
+    p.add_argument("--params", help="the workflow's params (JSON or @FILE): checked as the study's, then planned")
     p.add_argument("--classes", default="ssd,hdd", help="storage classes, comma-separated")
     p.add_argument("--host", default=platform.node(), help="host name of the result layout")
     p.add_argument("--seed", type=int, default=1, help="seed of the synthetic inputs")
@@ -807,8 +810,13 @@ def _json_arg(text: str, what: str) -> Any:
 def cmd_experiment_plan(args: argparse.Namespace) -> int:
     from biossd import experiments
 
-    classes = [c.strip() for c in args.classes.split(",") if c.strip()]
-    plan = experiments.plan(args.experiment, args.size, classes, args.host, args.seed)
+    if args.params:
+        plan = experiments.plan_from_params(_json_arg(args.params, "--params"))
+    elif not args.experiment:
+        raise UsageError("give --experiment NAME[,NAME] (or --params, as the workflow does)")
+    else:
+        classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+        plan = experiments.plan(args.experiment, args.size, classes, args.host, args.seed)
     print(json.dumps(plan, indent=2))
     return 0
 

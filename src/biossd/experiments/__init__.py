@@ -144,6 +144,25 @@ def plan(experiments: str | Sequence[str], size: str, classes: Sequence[str], ho
             "n_tasks": len(tasks)}
 
 
+def plan_from_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan of ``--experiment`` from the workflow's ``params`` (as ``biossd study plan``
+    takes them): the study's checks of the parameters (schema, classes, emulations, devices,
+    host) and the experiments' own, every problem listed (``problems``), nothing run."""
+    from biossd.study import matrix
+
+    study = matrix.plan(params)
+    problems = list(study.problems)
+    try:
+        out = plan(str(params.get("experiment") or ""), str(params.get("experiment_size") or "test"), study.classes,
+                   study.host or "localhost", int(params.get("seed") or DEFAULT_SEED))
+    except (ExperimentError, ValueError) as err:
+        out = {"experiments": [], "size": params.get("experiment_size"), "classes": study.classes, "tasks": [],
+               "n_tasks": 0}
+        problems.append(str(err))
+    out["problems"] = problems
+    return out
+
+
 # --- one task ------------------------------------------------------------------------------------
 
 class Interrupted(Exception):
@@ -265,10 +284,11 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
     is written to a marked partial directory beside it and renamed when complete; on failure or a
     signal the partial directory and the task's scratch contents are removed."""
     task = dict(task)
-    out = Path(out)
+    out = Path(out).absolute()  # the runs change into scratch: every path is made absolute first
+    device_record = Path(device_record).absolute() if device_record else None
     if out.exists():
         raise ExperimentError(f"{out} exists; an experiment task never overwrites: choose another --out")
-    scratch = Path(scratch)
+    scratch = Path(scratch).absolute()
     if scratch.exists() and any(scratch.iterdir()):
         raise ExperimentError(f"--scratch {scratch} is not empty; a task works in an empty directory of its own")
     spec = load_spec(task["experiment"])
@@ -411,3 +431,19 @@ def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -
     tally = blockstats.tally_requests(requests, start_s, max(start_s, end_s))
     device = extract.device_record(run_dir, body)
     return extract.block_features(tally, 1.0, device.bandwidth_bps, runtime_s=max(end_s - start_s, 0.0) or None)
+
+
+def describe(spec: Mapping[str, Any]) -> str:
+    """The experiment in words: its question, the seed's finding, its tools with each substitute
+    named as such, and what is not available here."""
+    lines = [f"Seed {spec['seed']}: {spec['title']}.", f"Question: {' '.join(spec['question'].split())}",
+             f"The seed found: {' '.join(spec['seed_finding'].split())}", "Tools:"]
+    for tool, info in spec["tools"].items():
+        sub = f" — SUBSTITUTE for {info['substitute_of']}" if info.get("substitute_of") else ""
+        version = info.get("version") or (catalogue.get(info["catalogue"]).data.get("version") if info.get("catalogue")
+                                          else "")
+        note = f": {' '.join(info['note'].split())}" if info.get("note") else ""
+        lines.append(f"  - {info.get('name', tool)} {version}{sub}{note}")
+    for what, why in (spec.get("not_available") or {}).items():
+        lines.append(f"Not available here ({what}): {' '.join(why.split())}")
+    return "\n".join(lines)

@@ -22,6 +22,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from biossd.core.units import format_size
 from biossd.experiments import Task, run_rows
 
@@ -94,3 +96,41 @@ def rows(point_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
         row["fault_rate_per_s"] = (row["major_faults"] + row["minor_faults"]) / runtime if runtime > 0 else float("nan")
         out.append(row)
     return out
+
+
+def throughput(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean reads/s, CPU cores used and I/O share of the ok runs per (class, compression, threads)."""
+    ok = table[table["outcome"] == "ok"]
+    return ok.groupby(["storage", "compression", "threads"], sort=False)[
+        ["reads_per_s", "cpu_cores_used", "io_share", "runtime_s"]].mean().reset_index()
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Table S4: per (class, compression, threads, table size / cap), the runs' mean runtime,
+    throughput, CPU/I-O split and fault rates, and how many did not end ok (a table that pages
+    runs into the size's time limit)."""
+    keys = ["storage", "compression", "threads", "table_fraction_of_cap"]
+    out = table.groupby(keys, sort=False).agg(
+        runs=("outcome", "size"), not_ok=("outcome", lambda o: int((o != "ok").sum())),
+        runtime_s=("runtime_s", "mean"), reads_per_s=("reads_per_s", "mean"), cpu_cores_used=("cpu_cores_used", "mean"),
+        io_share=("io_share", "mean"), fault_rate_per_s=("fault_rate_per_s", "mean"), Pfault=("Pfault", "mean"))
+    return out.reset_index()
+
+
+def headline(table: pd.DataFrame) -> str:
+    if table.empty:
+        return "No kmer_io runs in these results."
+    s = summary(table)
+    fits, pages = s[s["table_fraction_of_cap"] < 1], s[s["table_fraction_of_cap"] >= 1]
+    parts = []
+    for storage, part in fits.groupby("storage", sort=False):
+        best = part.loc[part["reads_per_s"].idxmax()] if part["reads_per_s"].notna().any() else None
+        if best is not None:
+            parts.append(f"on {storage}, tables within the cap: up to {best.reads_per_s:,.0f} reads/s "
+                         f"({best.compression}, {best.threads} thread(s)), I/O share {part['io_share'].min():.0%}-"
+                         f"{part['io_share'].max():.0%}")
+    if len(pages) and len(fits):
+        ratio = pages["fault_rate_per_s"].median() / fits["fault_rate_per_s"].median()
+        parts.append(f"tables above the cap: {int(pages['not_ok'].sum())} of {int(pages['runs'].sum())} runs hit the "
+                     f"time limit, with a median fault rate {ratio:,.0f}x that of tables within the cap")
+    return "; ".join(parts) + "."

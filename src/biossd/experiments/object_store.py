@@ -18,6 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from biossd.experiments import Task, run_rows, since_start_s
 from biossd.host.objectstore import ObjectStore
 from biossd.measure import manifest
@@ -84,3 +86,35 @@ def rows(point_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
             row["read_mbs"] = seen["input_bytes"] / BYTES_PER_MB / (last - first) if last > first else float("nan")
         out.append(row)
     return out
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Table S3: per (class, input location), the ok runs' mean runtime, read phase, the rest and
+    read throughput, and the object store's runtime over local disk's."""
+    ok = table[table["outcome"] == "ok"]
+    out = ok.groupby(["storage", "location"], sort=False)[["runtime_s", "read_phase_s", "rest_s", "read_mbs",
+                                                            "Riops", "Rsize"]].mean()
+    out["runtime_s_sd"] = ok.groupby(["storage", "location"], sort=False)["runtime_s"].std().fillna(0.0)
+    out["runs"] = ok.groupby(["storage", "location"], sort=False).size()
+    out = out.reset_index()
+    local = out[out["location"] == "local"].set_index("storage")["runtime_s"]
+    out["vs_local"] = out["runtime_s"] / out["storage"].map(local)
+    return out
+
+
+def headline(table: pd.DataFrame) -> str:
+    """When the input's location mattered: the runtime on the S3 mount over local disk per class,
+    beside the read phase's share of the run."""
+    if table.empty:
+        return "No object_store runs in these results."
+    s = summary(table)
+    parts = []
+    for storage, part in s.groupby("storage", sort=False):
+        by = part.set_index("location")
+        if {"local", "object_store"} <= set(by.index):
+            r, loc = by.loc["object_store"], by.loc["local"]
+            parts.append(f"on {storage}, input on the S3 mount: {r.runtime_s:.2f} s vs {loc.runtime_s:.2f} s local "
+                         f"({r.vs_local:.2f}x); read phase {r.read_phase_s:.2f} s vs {loc.read_phase_s:.2f} s "
+                         f"({r.read_mbs:.0f} vs {loc.read_mbs:.0f} MB/s read), "
+                         f"{r.read_phase_s / r.runtime_s:.0%} of the run")
+    return ("MEGAHIT (for Trinity) " + "; ".join(parts) + ".") if parts else "No pair of locations to compare."

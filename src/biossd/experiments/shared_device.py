@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_size
@@ -215,3 +216,40 @@ def rows(point_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(row)
     return out
 
+
+
+def point_order(table: pd.DataFrame) -> list[str]:
+    """The points by instances, then allocation in :data:`ALLOCATIONS`' order."""
+    points = table.drop_duplicates("point")[["point", "instances", "allocation"]]
+    points = points.assign(rank=points["allocation"].map({a: i for i, a in enumerate(ALLOCATIONS)}))
+    return list(points.sort_values(["instances", "rank"])["point"])
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Table S5: per (class, instances, allocation), the instances' mean and slowest runtime, the
+    group's makespan, the devices' aggregate MB/s and the mean sequential-write ratio."""
+    keys = ["storage", "instances", "allocation"]
+    out = table.groupby(keys, sort=False).agg(
+        runs=("outcome", "size"), not_ok=("outcome", lambda o: int((o != "ok").sum())),
+        runtime_s=("runtime_s", "mean"), slowest_s=("runtime_s", "max"), makespan_s=("group_makespan_s", "mean"),
+        device_mbs=("device_mbs", "mean"), seq_write_ratio=("seq_write_ratio", "mean"))
+    out = out.reset_index()
+    out["rank"] = out["allocation"].map({a: i for i, a in enumerate(ALLOCATIONS)})
+    return out.sort_values(["storage", "instances", "rank"]).drop(columns="rank").reset_index(drop=True)
+
+
+def headline(table: pd.DataFrame) -> str:
+    """Whether a second device (or a dedicated one) shortened the group's makespan, per class and N."""
+    if table.empty:
+        return "No shared_device runs in these results."
+    s = summary(table)
+    parts = []
+    for (storage, n), part in s.groupby(["storage", "instances"], sort=False):
+        by = part.set_index("allocation")
+        if "one" not in by.index or len(by) < 2:
+            continue
+        one = by.loc["one", "makespan_s"]
+        others = ", ".join(f"{a} {by.loc[a, 'makespan_s']:.2f} s ({by.loc[a, 'makespan_s'] / one:.2f}x)"
+                           for a in by.index if a != "one")
+        parts.append(f"{storage}, {n} instances: makespan one device {one:.2f} s; {others}")
+    return ("; ".join(parts) + ".") if parts else "Only one instance per group: nothing shared."

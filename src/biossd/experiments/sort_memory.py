@@ -19,7 +19,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from biossd.core.units import parse_size
+import pandas as pd
+
+from biossd.core.units import format_size, parse_size
 from biossd.experiments import Task, run_rows, since_start_s, window_features
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch
@@ -85,3 +87,48 @@ def rows(point_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
             row.update({f"merge_{k}": merge[k] for k in ("Riops", "Wiops", "CAR", "Rsize", "Wsize")})
         out.append(row)
     return out
+
+
+SUMMARY_MEANS = ("runtime_s", "split_s", "merge_s", "temp_files", "max_rss_kib", "Riops", "Wiops", "merge_Riops",
+                 "merge_Wiops", "merge_CAR")
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Table S2: per (class, sorter, -m), smallest memory first, the ok runs' means (and the
+    runtime's SD), and how many runs were not ok."""
+    ok = table[table["outcome"] == "ok"]
+    keys = ["storage", "sorter", "sort_mem", "sort_mem_bytes"]
+    out = ok.groupby(keys, sort=False)[list(SUMMARY_MEANS)].mean()
+    out["runtime_s_sd"] = ok.groupby(keys, sort=False)["runtime_s"].std().fillna(0.0)
+    out["runs"] = ok.groupby(keys, sort=False).size()
+    out = out.reset_index()
+    out["not_ok"] = [int(((table["storage"] == r.storage) & (table["sorter"] == r.sorter) & (table["sort_mem"] == r.sort_mem)
+                          & (table["outcome"] != "ok")).sum()) for r in out.itertuples()]
+    out["substitute_of"] = out["sorter"].map(table.drop_duplicates("sorter").set_index("sorter")["substitute_of"])
+    out["merge_share"] = out["merge_s"] / out["runtime_s"]
+    return out.sort_values(["storage", "sorter", "sort_mem_bytes"], kind="stable").reset_index(drop=True)
+
+
+def headline(table: pd.DataFrame) -> str:
+    """The numbers a reader needs first: per sorter and class, runtime and merge phase at the
+    smallest and the largest -m, and the slow class's runtime over the fast one's."""
+    if table.empty:
+        return "No sort_memory runs in these results."
+    s = summary(table)
+    lines = []
+    for (sorter, storage), part in s.groupby(["sorter", "storage"], sort=False):
+        lo, hi = part.iloc[0], part.iloc[-1]
+        lines.append(f"{sorter} on {storage}: -m {lo.sort_mem} spilled {lo.temp_files:.0f} files and took "
+                     f"{lo.runtime_s:.2f} s (merge {lo.merge_share:.0%} of it); -m {hi.sort_mem}: {hi.temp_files:.0f} files, "
+                     f"{hi.runtime_s:.2f} s.")
+    classes = list(dict.fromkeys(s["storage"]))
+    if len(classes) == 2:
+        fast, slow = ("ssd", "hdd") if set(classes) == {"ssd", "hdd"} else classes
+        pair = s.pivot_table(index=["sorter", "sort_mem_bytes"], columns="storage", values="runtime_s")
+        ratio = (pair[slow] / pair[fast]).dropna()
+        if len(ratio):
+            worst = ratio.idxmax()
+            lines.append(f"{slow} over {fast} runtime: {ratio.min():.1f}x to {ratio.max():.1f}x across sorters and -m "
+                         f"(largest: {worst[0]} at -m {format_size(int(worst[1]))}).")
+    return " ".join(lines)
+

@@ -156,3 +156,88 @@ def open_analysis(results_dirs: list[str], report_dir: str | None, fast: str, sl
     out = report.report_dirs(Path(report_dir) if report_dir else Path(results_dirs[0]) / layout.REPORT_DIR)
     print(a.describe())
     return a, out
+
+
+# -- the related experiments (seeds 001-004, biossd.experiments) ------------------------------------
+def _experiment_figure(name: str) -> Callable[[pd.DataFrame], Any]:
+    from biossd.outputs import experiment_figures
+
+    return getattr(experiment_figures, name)
+
+
+def _experiment_summary(name: str) -> Callable[[pd.DataFrame], pd.DataFrame | None]:
+    from biossd import experiments
+
+    def summary(table: pd.DataFrame) -> pd.DataFrame | None:
+        return None if table.empty else experiments.module(name).summary(table)
+
+    return summary
+
+
+#: Each experiment's figure and table, drawn from its table (not from the study's analysis): the
+#: notebook ``notebooks/experiments/<NN>_<id>`` makes them only when the results hold its runs.
+EXPERIMENT_ARTEFACTS: tuple[Artefact, ...] = (
+    Artefact("figs2_sort_memory", FIGURE, "S2", "Seed 001, sort memory and temporary files: runtime, temporary "
+             "files, the merge phase and its reads per second and CAR against the sort's memory option under a "
+             "fixed cap", "07_sort_memory", _experiment_figure("figs2_sort_memory")),
+    Artefact("tables2_sort_memory", TABLE, "S2", "Seed 001: per class, sorter and memory option, the mean runtime, "
+             "split and merge phases, temporary files, peak RSS, Riops/Wiops and the merge phase's CAR",
+             "07_sort_memory", _experiment_summary("sort_memory")),
+    Artefact("figs3_object_store", FIGURE, "S3", "Seed 002, input on object storage: MEGAHIT (substitute for Trinity) "
+             "reading its input from an s3fs mount of an S3Proxy bucket or from local disk, split into the read "
+             "phase and the rest", "08_object_store", _experiment_figure("figs3_object_store")),
+    Artefact("tables3_object_store", TABLE, "S3", "Seed 002: per class and input location, the mean runtime, read "
+             "phase, the rest, read throughput and runtime over local disk's", "08_object_store",
+             _experiment_summary("object_store")),
+    Artefact("figs4_kmer_io", FIGURE, "S4", "Seed 003, k-mer counting I/O: khmer's throughput by compression, class "
+             "and threads, and its page-fault rate against the count table's size over the cap", "09_kmer_io",
+             _experiment_figure("figs4_kmer_io")),
+    Artefact("tables4_kmer_io", TABLE, "S4", "Seed 003: per class, compression, threads and table size, the mean "
+             "runtime, reads/s, CPU/I-O split and fault rates", "09_kmer_io", _experiment_summary("kmer_io")),
+    Artefact("figs5_shared_device", FIGURE, "S5", "Seed 004, one device shared by concurrent instances: per-instance "
+             "runtime, the devices' aggregate bandwidth and each instance's sequential-write ratio, for one device, "
+             "a pair and a dedicated device", "10_shared_device", _experiment_figure("figs5_shared_device")),
+    Artefact("tables5_shared_device", TABLE, "S5", "Seed 004: per class, instances and allocation, the mean and "
+             "slowest instance, the group's makespan, aggregate MB/s and sequential-write ratio", "10_shared_device",
+             _experiment_summary("shared_device")),
+)
+#: Each experiment's notebook.
+EXPERIMENT_NOTEBOOKS = {"sort_memory": "07_sort_memory", "object_store": "08_object_store", "kmer_io": "09_kmer_io",
+                        "shared_device": "10_shared_device"}
+_BY_EXPERIMENT_STEM = {artefact.stem: artefact for artefact in EXPERIMENT_ARTEFACTS}
+
+
+def of_experiment(name: str) -> list[Artefact]:
+    """An experiment's artefacts, in the registry's order."""
+    return [x for x in EXPERIMENT_ARTEFACTS if x.notebook == EXPERIMENT_NOTEBOOKS[name]]
+
+
+def make_experiment(stem: str, table: pd.DataFrame, out: Mapping[str, Path]) -> pd.DataFrame | None:
+    """Draw or compute one experiment artefact from its table and write its files under ``out``;
+    nothing is written for an experiment without runs (its notebook says so)."""
+    try:
+        artefact = _BY_EXPERIMENT_STEM[stem]
+    except KeyError:
+        raise KeyError(f"no experiment artefact {stem!r}; the registry has {', '.join(_BY_EXPERIMENT_STEM)}") from None
+    if table.empty:
+        return None
+    made = artefact.function(table)
+    if artefact.kind == FIGURE:
+        report.save_figure(made, Path(out["figures"]) / stem)
+        return None
+    tables.write(made, Path(out["tables"]) / stem)
+    return made
+
+
+def open_experiment(name: str, results_dirs: list[str], report_dir: str | None) -> tuple[pd.DataFrame, dict, dict[str, Path]]:
+    """The setup every experiment notebook shares: the experiment's table over the result folders
+    (:func:`biossd.experiments.load_table`), its definition, and where the report's files go;
+    prints what was read and the headline."""
+    from biossd import experiments
+
+    pd.set_option("display.width", DISPLAY_WIDTH_CHARS, "display.max_columns", DISPLAY_MAX_COLUMNS)
+    table = experiments.load_table([Path(d) for d in results_dirs], name)
+    spec = experiments.load_spec(name)
+    out = report.report_dirs(Path(report_dir) if report_dir else Path(results_dirs[0]) / layout.REPORT_DIR)
+    print(f"{name} (seed {spec['seed']}): {len(table)} runs in {', '.join(map(str, results_dirs))}")
+    return table, spec, out

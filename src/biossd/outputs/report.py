@@ -1,5 +1,6 @@
 """The report of a result set: papermill runs every notebook in ``notebooks/`` over one or more
-result folders and writes ``report/`` — ``figures/figNN_<slug>.pdf|png`` (:mod:`biossd.outputs.figures`),
+result folders that hold the study's runs, and each notebook of ``notebooks/experiments/`` over
+those that hold that experiment's (:func:`notebooks_for`), and writes ``report/`` — ``figures/figNN_<slug>.pdf|png`` (:mod:`biossd.outputs.figures`),
 ``tables/tableN_<slug>.csv|tex`` (:mod:`biossd.outputs.tables`) and ``notebooks/`` (each executed
 notebook, as ``.ipynb`` and ``.html``).
 
@@ -22,6 +23,8 @@ from biossd.core.paths import REPO_ROOT  # noqa: E402
 from biossd.study import layout  # noqa: E402
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+#: The related experiments' notebooks (seeds 001-004), one per experiment: ``NN_<id>.ipynb``.
+EXPERIMENT_NOTEBOOKS_DIR = NOTEBOOKS_DIR / "experiments"
 FIGURE_FORMATS = ("png", "pdf")
 FIGURE_DPI = 150
 #: A fixed date for PDF metadata (any constant works; 2015-01-01, the paper's year).
@@ -61,9 +64,27 @@ def report_dirs(report_dir: Path) -> dict[str, Path]:
             "notebooks": report_dir / NOTEBOOKS_OUT_DIR}
 
 
+def has_study_runs(dirs: Sequence[Path]) -> bool:
+    """Whether any folder holds the study's runs: its run table, or a side with ``runs/``."""
+    return any((Path(d) / layout.FEATURES_FILE).is_file() or any(Path(d).glob(f"*/{layout.RUNS_DIR}"))
+               for d in dirs)
+
+
+def notebooks_for(dirs: Sequence[Path], experiments_only: bool = False) -> list[Path]:
+    """The notebooks a report of ``dirs`` runs: the study's when they hold its runs, and each
+    experiment's whose runs (or table) they hold."""
+    from biossd import experiments
+
+    chosen = [] if experiments_only or not has_study_runs(dirs) else sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+    for name in experiments.NAMES:
+        if experiments.point_dirs(dirs, name) or any(experiments.table_path(Path(d), name).is_file() for d in dirs):
+            chosen += sorted(EXPERIMENT_NOTEBOOKS_DIR.glob(f"*_{name}.ipynb"))
+    return chosen
+
+
 def render(results_dirs: Sequence[Path] | Path, report_dir: Path | None = None,
            notebooks: Sequence[Path] | None = None, parameters: Mapping[str, Any] | None = None,
-           html: bool = True) -> list[Path]:
+           html: bool = True, experiments_only: bool = False) -> list[Path]:
     """Execute the notebooks with papermill over ``results_dirs`` (default report folder: the
     first one's ``report/``); returns the executed copies. ``parameters`` override the
     notebooks' other parameters (fast, slow, speedup_threshold, ...)."""
@@ -74,9 +95,10 @@ def render(results_dirs: Sequence[Path] | Path, report_dir: Path | None = None,
     report_dir = Path(report_dir).resolve() if report_dir else dirs[0] / layout.REPORT_DIR
     executed_dir = report_dirs(report_dir)["notebooks"]
     executed_dir.mkdir(parents=True, exist_ok=True)
-    notebooks = list(notebooks) if notebooks else sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+    notebooks = list(notebooks) if notebooks else notebooks_for(dirs, experiments_only)
     if not notebooks:
-        raise FileNotFoundError(f"no notebooks found in {NOTEBOOKS_DIR}")
+        raise FileNotFoundError(f"nothing to report in {', '.join(map(str, dirs))}: neither the study's runs "
+                                f"({layout.FEATURES_FILE} or <side>/{layout.RUNS_DIR}/) nor an experiment's")
     os.environ.setdefault("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
     done = []
     for nb in notebooks:
@@ -84,7 +106,8 @@ def render(results_dirs: Sequence[Path] | Path, report_dir: Path | None = None,
         tmp = target.with_name(f".{target.stem}.tmp{target.suffix}")
         papermill.execute_notebook(
             str(nb), str(tmp), cwd=str(Path(nb).parent), progress_bar=False,
-            parameters={**(parameters or {}), "results_dirs": [str(d) for d in dirs], "report_dir": str(report_dir)},
+            parameters={**({} if Path(nb).parent == EXPERIMENT_NOTEBOOKS_DIR else (parameters or {})),
+                        "results_dirs": [str(d) for d in dirs], "report_dir": str(report_dir)},
         )
         tmp.replace(target)
         if html:

@@ -220,24 +220,56 @@ def answer_tex(a: analysis.Analysis) -> str:
     return text
 
 
+def _float_tex(artefact: artefacts.Artefact, report_rel: str) -> str:
+    """One artefact as a captioned float: a figure on its page, a table sideways."""
+    label, stem, caption = artefact.supplement_label, artefact.stem, artefact.caption
+    if artefact.kind == artefacts.FIGURE:
+        return ("\\begin{figure}[p]\n\\centering\n"
+                f"\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]"
+                f"{{{report_rel}/figures/{stem}.pdf}}\n"
+                f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{figure}}\n\\clearpage\n")
+    # Landscape; shrunk (never enlarged) to the page's width, then to 80% of its height.
+    return ("\\begin{sidewaystable}\n\\centering\n"
+            f"\\caption{{{label}. {esc(caption)}.}}\n"
+            "\\resizebox{!}{\\ifdim\\height>0.8\\textwidth 0.8\\textwidth\\else\\height\\fi}{"
+            "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}"
+            f"{{\\input{{{report_rel}/tables/{stem}.tex}}}}}}\n"
+            "\\end{sidewaystable}\n\\clearpage\n")
+
+
 def body_tex(report_rel: str = "report") -> str:
     """One captioned float per artefact, reading the copied report (relative paths)."""
+    return "\n".join(_float_tex(artefact, report_rel) for artefact in artefacts.ARTEFACTS if artefact.in_supplement)
+
+
+def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: str = "report") -> str:
+    """The related experiments (seeds 001-004) these results hold: for each, what it asks, what the
+    seed found, its tools with every substitute named, what is not available here, the headline
+    from its own table, and its figure and table (when the report has them)."""
+    from biossd import experiments
+
     parts = []
-    for artefact in (x for x in artefacts.ARTEFACTS if x.in_supplement):
-        label, stem, caption = artefact.supplement_label, artefact.stem, artefact.caption
-        if artefact.kind == artefacts.FIGURE:
-            parts.append("\\begin{figure}[p]\n\\centering\n"
-                         f"\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]"
-                         f"{{{report_rel}/figures/{stem}.pdf}}\n"
-                         f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{figure}}\n\\clearpage\n")
-        else:
-            # Landscape; shrunk (never enlarged) to the page's width, then to 80% of its height.
-            parts.append("\\begin{sidewaystable}\n\\centering\n"
-                         f"\\caption{{{label}. {esc(caption)}.}}\n"
-                         "\\resizebox{!}{\\ifdim\\height>0.8\\textwidth 0.8\\textwidth\\else\\height\\fi}{"
-                         "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}"
-                         f"{{\\input{{{report_rel}/tables/{stem}.tex}}}}}}\n"
-                         "\\end{sidewaystable}\n\\clearpage\n")
+    for name in experiments.NAMES:
+        table = experiments.load_table(list(results_dirs), name)
+        if table.empty:
+            continue
+        spec = experiments.load_spec(name)
+        text = [f"\\subsection{{Seed {spec['seed']}: {esc(spec['title'])}}}",
+                esc(" ".join(spec["question"].split())) + " " + esc("The seed found: " + " ".join(spec["seed_finding"].split())),
+                "", "\\paragraph{Tools.}"]
+        tools = []
+        for tool, info in spec["tools"].items():
+            sub = f" (a substitute for {info['substitute_of']})" if info.get("substitute_of") else ""
+            tools.append(esc(f"{info.get('name', tool)}{sub}: " + " ".join(info.get("note", "the study's entry").split())))
+        text.append("; ".join(tools) + ".")
+        for what, why in (spec.get("not_available") or {}).items():
+            text.append(esc(f"Not available here: {' '.join(why.split())}"))
+        text += ["", "\\paragraph{Result.} " + esc(experiments.module(name).headline(table)), "\\clearpage"]
+        floats = [_float_tex(x, report_rel) for x in artefacts.of_experiment(name)
+                  if all((report_dir / f).is_file() for f in x.files)]
+        parts.append("\n".join(text) + "\n" + "\n".join(floats))
+    if not parts:
+        return "These results hold none of the related experiments (\\texttt{--experiment}).\n"
     return "\n".join(parts)
 
 
@@ -257,7 +289,10 @@ def _replace_report_copy(report_dir: Path, dest: Path) -> None:
     dest.mkdir(parents=True)
     (dest / REPORT_COPY_MARKER).write_text("copied by biossd paper from the report\n")
     for sub in ("figures", "tables"):
-        shutil.copytree(report_dir / sub, dest / sub)
+        if (report_dir / sub).is_dir():
+            shutil.copytree(report_dir / sub, dest / sub)
+        else:
+            (dest / sub).mkdir()
 
 
 #: Where a long command line may break in the supplement (paths and options have no spaces).
@@ -280,20 +315,27 @@ def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", ren
         raise SupplementError("latexmk is not installed: `make paper` installs TeX Live (install/tex-packages.txt)")
     dirs = [Path(d).resolve() for d in results_dirs]
     report_dir = dirs[0] / layout.REPORT_DIR
-    missing = [str(f) for x in artefacts.ARTEFACTS if x.in_supplement for f in x.files
+    study = report.has_study_runs(dirs)
+    missing = [str(f) for x in artefacts.ARTEFACTS if x.in_supplement and study for f in x.files
                if not (report_dir / f).is_file()]
-    if render or missing:
+    if render or missing or not report_dir.is_dir():
         report.render(dirs, report_dir, parameters={"fast": fast, "slow": slow})
-    a = analysis.open_results(dirs, fast=fast, slow=slow)
     out_dir = Path(out_dir).resolve()
     gen = out_dir / GENERATED_DIR
     gen.mkdir(parents=True, exist_ok=True)
     _replace_report_copy(report_dir, out_dir / "report")
     from biossd.core.files import atomic_write_text
 
-    atomic_write_text(gen / "methods.tex", methods_tex(a))
-    atomic_write_text(gen / "body.tex", body_tex())
-    atomic_write_text(gen / "answer.tex", answer_tex(a))
+    if study:
+        a = analysis.open_results(dirs, fast=fast, slow=slow)
+        atomic_write_text(gen / "methods.tex", methods_tex(a))
+        atomic_write_text(gen / "body.tex", body_tex())
+        atomic_write_text(gen / "answer.tex", answer_tex(a))
+    else:
+        none = "These results hold no runs of the study (seed 000), only the related experiments below.\n"
+        for part in ("methods.tex", "body.tex", "answer.tex"):
+            atomic_write_text(gen / part, none)
+    atomic_write_text(gen / "experiments.tex", experiments_tex(dirs, report_dir))
     atomic_write_text(gen / "results.tex", "".join(f"\\item {esc(str(d))}\n" for d in dirs))
     shutil.copyfile(PAPER_DIR / MAIN_TEX, out_dir / MAIN_TEX)
     env = {**os.environ, "SOURCE_DATE_EPOCH": report.SOURCE_DATE_EPOCH, "FORCE_SOURCE_DATE": "1"}

@@ -1,0 +1,63 @@
+/*
+ * The related experiments of seeds 001–004 (--experiment NAME[,NAME] or all; issue 19): the same
+ * storage classes as the study (STORAGE_UP, CHARACTERIZE), then every task of
+ * `biossd experiment plan` (src/biossd/experiments/, study/experiments/<id>.yaml at
+ * --experiment_size), then each experiment's table and notebook.
+ */
+include { STORAGE_UP        } from '../modules/local/storage/main'
+include { CHARACTERIZE      } from '../modules/local/characterize/main'
+include { EXPERIMENT        } from '../modules/local/experiment/main'
+include { EXPERIMENT_REPORT } from '../modules/local/experiment_report/main'
+
+/*
+ * The tasks, and every problem with the parameters (the study's own checks — classes, devices,
+ * emulations, the schema — and the experiments': names, size), from `biossd experiment plan --params`.
+ */
+def experimentPlan(String host) {
+    def given = params.collectEntries { k, v -> [k, v == null ? null : (v instanceof Number || v instanceof Boolean ? v : v.toString())] } + [host: host]
+    def argv = ['biossd', 'experiment', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
+    def out = new StringBuilder(), err = new StringBuilder()
+    def proc = argv.execute()
+    proc.waitForProcessOutput(out, err)
+    if( !out.toString().trim() )
+        error "biossd experiment plan failed (is biossd on PATH? run `make install`): ${err}"
+    def plan = new groovy.json.JsonSlurper().parseText(out.toString())
+    if( plan.problems )
+        error "The experiments cannot start; nothing was run:\n  - " + plan.problems.join("\n  - ")
+    return plan
+}
+
+workflow EXPERIMENTS {
+    main:
+    def host = params.host ?: java.net.InetAddress.localHost.hostName
+    def plan = experimentPlan(host)
+    log.info "biossd: experiments ${plan.experiments.join(', ')} at size ${plan.size}: ${plan.n_tasks} tasks on ${plan.classes.join('/')}"
+
+    STORAGE_UP(plan.classes.join(','))
+    CHARACTERIZE(STORAGE_UP.out.json, host)
+    ch_classes = STORAGE_UP.out.json
+        .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: '', info] } }
+        .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
+
+    // Every task in the plan's order: the classes side by side, point by point.
+    ch_tasks = Channel
+        .fromList(plan.tasks)
+        .map { meta -> [meta.storage, meta] }
+        .combine(ch_classes, by: 0)
+        .toSortedList { a, b -> a[1].order <=> b[1].order }
+        .flatMap { it }
+        .map { storage, meta, scratch, info, device -> [meta, scratch, info, device] }
+    EXPERIMENT(ch_tasks)
+
+    EXPERIMENT_REPORT(
+        EXPERIMENT.out.task_dir.map { meta, dir -> [meta.publish, dir] }
+            .toSortedList { a, b -> a[0] <=> b[0] }
+            .map { pairs -> [pairs.collect { it[0] }, pairs.collect { it[1] }] },
+        CHARACTERIZE.out.records.collect(), host, plan.experiments.join(','))
+
+    STORAGE_UP.out.versions
+        .mix(CHARACTERIZE.out.versions, EXPERIMENT.out.versions, EXPERIMENT_REPORT.out.versions)
+        .map { f -> f.text }
+        .unique()
+        .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true)
+}
