@@ -15,11 +15,12 @@ export PATH := $(VENV)/bin:$(PATH)
 export NXF_OFFLINE := true
 export NXF_HOME ?= $(VENV)/nextflow/home
 
-.PHONY: run test install tex tools containers study figures paper crate summary lock clean-results help
+.PHONY: run experiments test install tex tools containers study figures paper crate summary lock clean-results help
 
 help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
 	@echo "make test   install everything, run the whole test suite"
+	@echo "make experiments [EXPERIMENT=sort_memory]   the related experiments of seeds 001-004 on this machine"
 	@echo "make figures RESULTS='dir [dir...]'   re-run the notebooks over one or more result sets"
 	@echo "make paper RESULTS='dir [dir...]'     build paper/build/supplement.pdf (installs TeX Live)"
 	@echo "make crate RESULTS=dir   write an RO-Crate (ro-crate-metadata.json) of a result set"
@@ -33,6 +34,14 @@ install:
 run: install tools
 	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(NXF_ARGS)
 	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
+
+# The related experiments of seeds 001-004 (study/experiments/), at their test size, on this machine.
+EXPERIMENT ?= all
+EXPERIMENTS_RESULTS ?= results-experiments
+experiments: install tools
+	nextflow -log $(EXPERIMENTS_RESULTS)/pipeline_info/nextflow.log run study -profile test --experiment $(EXPERIMENT) \
+	  --outdir $(EXPERIMENTS_RESULTS) $(NXF_ARGS)
+	@echo "experiments: $(abspath $(EXPERIMENTS_RESULTS))/experiments/  report: $(abspath $(EXPERIMENTS_RESULTS))/report/"
 
 # Several result folders (e.g. one per host of a matched pair) make one report, in the first's.
 figures: install

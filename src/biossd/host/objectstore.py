@@ -171,15 +171,16 @@ class ObjectStore:
         return self.mountpoint
 
     def close(self) -> None:
-        _remove(self.state)
+        _remove(self.state, self.server)
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _remove(state: dict[str, Any]) -> None:
-    """Unmount the mount and stop the server that ``state`` names (only those)."""
+def _remove(state: dict[str, Any], child: subprocess.Popen[bytes] | None = None) -> None:
+    """Unmount the mount and stop the server that ``state`` names (only those); ``child``: the
+    server as this process's child, reaped once it has stopped."""
     mount = state.get("mount")
     if mount and os.path.ismount(mount):
         proc = subprocess.run(["umount", mount], capture_output=True)
@@ -189,6 +190,14 @@ def _remove(state: dict[str, Any]) -> None:
     if server is not None and server.alive():
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server.pid, 15)
+        if child is not None:
+            try:
+                child.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(server.pid, 9)
+                child.wait()
+            return
         deadline = time.monotonic() + STOP_GRACE_S
         while server.alive() and time.monotonic() < deadline:
             time.sleep(_POLL_S)

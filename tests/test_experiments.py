@@ -1,0 +1,264 @@
+"""The related experiments of seeds 001-004 (issue 19): their definitions and plans, the pieces
+they are built from (inotify phases, the object store and its FUSE mount, a declared concurrent
+group under the host lock), and each experiment run for real at its tiny size through the
+workflow, with its table, notebook, figures and the supplement's section."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO, pdf_text, squeezed
+
+from biossd import experiments
+from biossd.core.owners import ProcessRef
+from biossd.host import emulate, hostlock, objectstore
+from biossd.host.cgroups import find_leftovers
+from biossd.measure import manifest, profile
+from biossd.measure.filewatch import DirectoryWatch
+from biossd.outputs import artefacts
+
+# -- definitions and plans (no run) ----------------------------------------------------------------
+
+
+def test_every_experiment_is_defined_with_its_substitutes_named():
+    for name in experiments.NAMES:
+        spec = experiments.load_spec(name)
+        assert spec["id"] == name and set(experiments.SIZES) <= set(spec["sizes"])
+    assert experiments.substitutes(experiments.load_spec("object_store"))["megahit"] == "Trinity"
+    assert experiments.substitutes(experiments.load_spec("sort_memory")) == {"sambamba_sort": "rocksort"}
+    assert "rocksort" in experiments.load_spec("sort_memory")["not_available"]
+    text = experiments.describe(experiments.load_spec("shared_device"))
+    assert "SUBSTITUTE for SMUFIN" in text and "md" in text
+
+
+def test_the_plan_puts_the_classes_side_by_side_with_layout_paths():
+    plan = experiments.plan("sort_memory,shared_device", "tiny", ["ssd", "hdd"], "h1")
+    tasks = plan["tasks"]
+    assert [t["storage"] for t in tasks[:4]] == ["ssd", "hdd", "ssd", "hdd"]
+    assert [t["order"] for t in tasks] == list(range(len(tasks)))
+    first = tasks[0]
+    assert first["publish"] == f"h1-ssd/experiments/sort_memory/{first['point']}/1"
+    points = {t["point"] for t in tasks if t["experiment"] == "shared_device"}
+    assert points == {"n1-one", "n2-one", "n2-two"}  # dedicated needs 3 instances
+    full = {p["id"] for p in experiments.module("shared_device").points({"instances": [1, 2, 4]})}
+    assert full == {"n1-one", "n2-one", "n2-two", "n4-one", "n4-two", "n4-dedicated"}
+
+
+def test_an_unknown_experiment_or_size_is_refused_with_the_choices(tmp_path):
+    with pytest.raises(experiments.ExperimentError, match="unknown \\['bogus'\\].*sort_memory"):
+        experiments.plan("bogus", "tiny", ["ssd"], "h")
+    with pytest.raises(experiments.ExperimentError, match="--experiment_size 'huge'"):
+        experiments.plan("kmer_io", "huge", ["ssd"], "h")
+    (tmp_path / "kmer_io.yaml").write_text("id: kmer_io\nseed: '003'\n")
+    with pytest.raises(experiments.ExperimentError, match="kmer_io.yaml: field 'title' is missing"):
+        experiments.load_spec("kmer_io", tmp_path)
+    plan = experiments.plan_from_params({"experiment": "bogus", "storage_classes": "ssd"})
+    assert plan["tasks"] == [] and any("--experiment" in p for p in plan["problems"])
+
+
+def test_shared_device_placements():
+    place = experiments.module("shared_device").placement
+    assert place(4, "one") == ["A"] * 4
+    assert place(4, "two") == ["A", "B", "A", "B"]
+    assert place(4, "dedicated") == ["A", "B", "B", "B"]
+
+
+# -- the pieces, for real ------------------------------------------------------------------------------
+
+
+def test_the_inotify_watch_times_creation_writes_and_reads_in_subdirectories(tmp_path):
+    with DirectoryWatch(tmp_path) as watch:
+        (tmp_path / "a").write_text("x" * 100)
+        sub = tmp_path / "sub"
+        sub.mkdir()
+        time.sleep(0.2)  # the subdirectory's watch is added by the watch's thread
+        (sub / "b").write_text("y")
+        time.sleep(0.05)
+        assert (tmp_path / "a").read_text().startswith("x")
+        (sub / "b").unlink()
+        time.sleep(0.2)
+    assert set(watch.files) == {"a", "sub/b"} and watch.peak_files == 2 and not watch.overflowed
+    a = watch.files["a"]
+    assert a.created_s is not None and a.last_close_write_s >= a.created_s and a.last_access_s is not None
+    span = watch.read_span(["a"])
+    assert span is not None and span[1] >= a.last_close_write_s
+    assert watch.files["sub/b"].deleted_s is not None
+    assert watch.read_span(["never"]) is None
+
+
+@pytest.mark.integration
+def test_a_group_member_runs_only_while_its_leader_holds_the_host_lock(tmp_path, root_required):
+    """A run that names a concurrent group is refused unless that group's leader holds the lock;
+    under it, two members run side by side and record the group."""
+    request = profile.ProfileRequest(argv=["true"], out_dir=tmp_path / "r0", mem_bytes=None, group="g-test",
+                                     blocktrace="off", perf="off", drop_caches=False)
+    with pytest.raises(profile.ProfileError, match="concurrent group 'g-test'.*not by this group's leader"):
+        profile.run(request)
+    assert not (tmp_path / "r0").exists()
+    with hostlock.HostLock("test leader", **{hostlock.GROUP_KEY: "g-test"}):
+        members = [subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--group", "g-test", "--mem", "none",
+                                     "--blocktrace", "off", "--perf", "off", "--no-drop-caches", "--out",
+                                     str(tmp_path / f"m{i}"), "--", "sleep", "1"]) for i in range(2)]
+        assert [m.wait(timeout=60) for m in members] == [0, 0]
+    bodies = [manifest.read_manifest(tmp_path / f"m{i}") for i in range(2)]
+    assert max(b["started_at"] for b in bodies) < min(b["ended_at"] for b in bodies), "the members did not overlap"
+    for body in bodies:
+        assert body["host_lock"]["mode"] == "group-member" and body["host_lock"][hostlock.GROUP_KEY] == "g-test"
+
+
+@pytest.mark.integration
+def test_the_object_store_serves_a_mounted_bucket_and_leaves_nothing(tmp_path, root_required):
+    data = tmp_path / "reads.fq"
+    data.write_bytes(os.urandom(3 << 20))
+    with objectstore.ObjectStore(tmp_path / "objects", tmp_path / "mnt") as store:
+        store.put(data)
+        mount = store.mount()
+        assert os.path.ismount(mount) and (mount / "reads.fq").read_bytes() == data.read_bytes()
+        server = store.server.pid
+        assert (tmp_path / "objects" / "reads" / "reads.fq").is_file()  # on the class's device
+    assert not os.path.ismount(tmp_path / "mnt")
+    assert not Path(f"/proc/{server}").exists(), "the server was not stopped (and reaped)"
+    assert not store.state_dir.exists()
+
+
+@pytest.mark.integration
+def test_an_object_store_whose_maker_was_killed_is_a_leftover_cleanup_removes(tmp_path, root_required, biossd):
+    script = ("import sys, time; from pathlib import Path; from biossd.host.objectstore import ObjectStore\n"
+              f"s = ObjectStore(Path({str(tmp_path / 'o')!r}), Path({str(tmp_path / 'm')!r})).__enter__(); s.mount()\n"
+              "print(s.server.pid, flush=True); time.sleep(600)\n")
+    maker = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    server = int(maker.stdout.readline())
+    maker.kill()
+    maker.wait()
+    assert os.path.ismount(tmp_path / "m") and Path(f"/proc/{server}").exists()
+    assert "object-store" in biossd("doctor", check=False).stdout
+    biossd("cleanup")
+    assert not os.path.ismount(tmp_path / "m")
+    assert not ProcessRef.of(server).alive() and objectstore.find_leftovers() == []
+
+
+@pytest.mark.integration
+def test_an_interrupted_task_leaves_nothing(tmp_path, root_required, biossd):
+    """SIGTERM during a shared_device task (two emulated devices, nested loop devices, a group of
+    members) removes every device, mount, cgroup and the partial task directory."""
+    plan = experiments.plan("shared_device", "tiny", ["hdd"], "h")
+    task = next(t for t in plan["tasks"] if t["point"] == "n2-two")
+    (tmp_path / "task.json").write_text(json.dumps(task))
+    before_loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    before_cgroups = set(find_leftovers())
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "experiment", "run", "--task", f"@{tmp_path / 'task.json'}",
+                             "--storage", '{"emulated": true, "profile": "seagate-barracuda-7200"}',
+                             "--scratch", str(tmp_path / "scratch"), "--out", str(tmp_path / "out")],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((tmp_path / "scratch").glob("devB/inst2")):
+        time.sleep(0.1)
+    time.sleep(1.0)  # the group is starting or running
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "interrupted by signal 15" in err
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.partial-*"))
+    assert not (tmp_path / "scratch").exists()
+    assert subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout == before_loops
+    assert set(find_leftovers()) == before_cgroups
+    assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]
+    assert hostlock.held_by() is None
+
+
+# -- every experiment for real, through the workflow ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def experiment_results(env, tmp_path_factory, root_required):
+    from test_pipeline import nextflow
+
+    launch = tmp_path_factory.mktemp("experiments")
+    outdir = launch / "results"
+    before = set(find_leftovers())
+    nextflow(env, launch, "-profile", "test", "--experiment", "all", "--experiment_size", "tiny",
+             "--characterize_budget", "4s", "--outdir", str(outdir), "--host", "xhost")
+    assert set(find_leftovers()) == before, "the experiments left cgroups behind"
+    assert not [d for d in emulate.all_states() if str(launch) in emulate.status_of(d)["mount"]]
+    assert objectstore.find_leftovers() == [] and not list(objectstore.STATE_ROOT.glob("*"))
+    return outdir
+
+
+@pytest.mark.integration
+def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results):
+    plan = experiments.plan("all", "tiny", ["ssd", "hdd"], "xhost")
+    for task in plan["tasks"]:
+        record = json.loads((experiment_results / task["publish"] / experiments.POINT_RECORD).read_text())
+        assert record["task"]["point"] == task["point"] and record["runs"], task["publish"]
+        for run in record["runs"]:
+            body = manifest.read_manifest(experiment_results / task["publish"] / run)
+            assert body["outcome"] in manifest.OUTCOMES and body["labels"]["experiment"] == task["experiment"]
+            assert body["collectors"]["blocktrace"]["ran"], (task["publish"], run)
+    for name in experiments.NAMES:
+        table = pd.read_csv(experiments.table_path(experiment_results, name))
+        expected = sum(t["values"].get("instances", 1) for t in plan["tasks"] if t["experiment"] == name)
+        assert len(table) == expected, name
+        assert set(table["storage"]) == {"ssd", "hdd"}
+    assert not (experiment_results / "features.csv").exists(), "experiment runs are not the study's run table"
+
+
+@pytest.mark.integration
+def test_the_experiments_measured_what_they_say(experiment_results):
+    sort = pd.read_csv(experiments.table_path(experiment_results, "sort_memory"))
+    samtools = sort[sort["sorter"] == "samtools_sort"]
+    assert (samtools["temp_files"] == samtools["reported_temp_files"]).all(), "inotify and samtools disagree"
+    small, large = (samtools[samtools["sort_mem"] == m]["temp_files"].mean() for m in ("1M", "4M"))
+    assert small > large > 0
+    assert (sort["split_s"] + sort["merge_s"] - sort["runtime_s"]).abs().max() < 1e-6
+    store = pd.read_csv(experiments.table_path(experiment_results, "object_store"))
+    assert store["read_mbs"].gt(0).all() and (store["read_phase_s"] < store["runtime_s"]).all()
+    kmer = pd.read_csv(experiments.table_path(experiment_results, "kmer_io"))
+    pages = kmer[kmer["table_fraction_of_cap"] > 1]
+    fits = kmer[kmer["table_fraction_of_cap"] < 1]
+    assert pages["major_faults"].min() > fits["major_faults"].max(), "the table above the cap did not page"
+    shared = pd.read_csv(experiments.table_path(experiment_results, "shared_device"))
+    pair = shared[shared["instances"] == 2]
+    assert (pair["concurrent_with"] != "none").all() and shared["seq_write_ratio"].between(0, 1).all()
+    for run_dir in pair["run_dir"]:
+        body = manifest.read_manifest(experiment_results / run_dir)
+        assert body["host_lock"]["mode"] == "group-member"
+        assert body["labels"]["concurrent_group"] == body["host_lock"][hostlock.GROUP_KEY]
+
+
+@pytest.mark.integration
+def test_the_experiments_report_is_deterministic_and_in_the_supplement(experiment_results, biossd, tmp_path):
+    report = experiment_results / "report"
+    files = {f for name in experiments.NAMES for x in artefacts.of_experiment(name) for f in x.files}
+    assert all((report / f).is_file() for f in files)
+    before = {f: (report / f).read_bytes() for f in files}
+    biossd("report", str(experiment_results), "--out", str(tmp_path / "again"), timeout=600)
+    for f in files:
+        assert (tmp_path / "again" / f).read_bytes() == before[f], f"{f} differs between two renders"
+    assert not (tmp_path / "again" / "figures" / "fig02_speedup.png").exists(), "no study runs, no study figures"
+    pdf = biossd("paper", str(experiment_results), "--no-render", "--out", str(tmp_path / "paper"), timeout=600)
+    text = squeezed(pdf_text(Path(pdf.stdout.strip())))
+    for phrase in ("Seed 001: Sort memory and temporary files", "sambamba sort (a substitute for rocksort)",
+                   "MEGAHIT (a substitute for Trinity)", "Fig. S5 (biossd)", "no runs of the study"):
+        assert squeezed(phrase) in text, phrase
+
+
+def test_the_experiment_notebooks_are_clean_and_make_their_registered_artefacts():
+    import re
+
+    made_call = re.compile(r'artefacts\.make_experiment\("(\w+)"')
+    for name, notebook in artefacts.EXPERIMENT_NOTEBOOKS.items():
+        nb = json.loads((REPO / "notebooks" / "experiments" / f"{notebook}.ipynb").read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert "parameters" in code[0]["metadata"].get("tags", []) and "results_dirs" in "".join(code[0]["source"])
+        assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
+        assert not any("def " in "".join(c["source"]) for c in code)
+        made = made_call.findall("\n".join("".join(c["source"]) for c in code))
+        assert sorted(made) == sorted(x.stem for x in artefacts.of_experiment(name))
