@@ -154,14 +154,15 @@ def test_an_interrupted_task_leaves_nothing(tmp_path, root_required, biossd):
     (tmp_path / "task.json").write_text(json.dumps(task))
     before_loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     before_cgroups = set(find_leftovers())
-    proc = subprocess.Popen([sys.executable, "-m", "biossd", "experiment", "run", "--task", f"@{tmp_path / 'task.json'}",
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "experiment", "run",
+                             "--task", f"@{tmp_path / 'task.json'}",
                              "--storage", '{"emulated": true, "profile": "seagate-barracuda-7200"}',
                              "--scratch", str(tmp_path / "scratch"), "--out", str(tmp_path / "out")],
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list((tmp_path / "scratch").glob("devB/inst2")):
-        time.sleep(0.1)
-    time.sleep(1.0)  # the group is starting or running
+    while time.monotonic() < deadline and not list(tmp_path.glob(".out.partial-*/.inst2.log")):
+        time.sleep(0.02)  # until the group's members are started
+    assert proc.poll() is None, "the task ended before the group started"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err

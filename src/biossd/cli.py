@@ -19,8 +19,8 @@ signal.signal(signal.SIGINT, _terminate_as_interrupt)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import logging  # noqa: E402
+import platform  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 

@@ -27,6 +27,7 @@ side by side; each member's record names the group, its size and the other membe
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,11 +42,11 @@ import pandas as pd
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_size
 from biossd.experiments import Task, Teardown, run_rows, tool_version
+from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.host import emulate, hostlock
 from biossd.host.devices import SECTOR_BYTES
 from biossd.measure import blocktrace, profile
 from biossd.measure.sampler import read_diskstats
-from biossd.experiments.sort_memory import argv as sort_argv
 
 ALLOCATIONS = ("one", "two", "dedicated")
 DEVICES = ("A", "B")
@@ -108,19 +109,12 @@ def run(ctx: Task) -> dict[str, Any]:
             stack.callback(emulate.down, mount)
             work = mount / "work"
             (work / "tmp").mkdir(parents=True)
-            os.link(ctx.input_dir / "reads.bam", work / "reads.bam") if _same_fs(ctx.input_dir, work) else \
-                _copy(ctx.input_dir / "reads.bam", work / "reads.bam")
+            _copy(ctx.input_dir / "reads.bam", work / "reads.bam")  # onto the instance's own device
             instance_dirs.append(work)
         return _run_group(ctx, names, where, instance_dirs, devices)
 
 
-def _same_fs(a: Path, b: Path) -> bool:
-    return os.stat(a).st_dev == os.stat(b).st_dev
-
-
 def _copy(src: Path, dest: Path) -> None:
-    import shutil
-
     shutil.copyfile(src, dest)
     with open(dest, "rb+") as f:
         os.fsync(f.fileno())

@@ -102,8 +102,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     out["runtime_s_sd"] = ok.groupby(keys, sort=False)["runtime_s"].std().fillna(0.0)
     out["runs"] = ok.groupby(keys, sort=False).size()
     out = out.reset_index()
-    out["not_ok"] = [int(((table["storage"] == r.storage) & (table["sorter"] == r.sorter) & (table["sort_mem"] == r.sort_mem)
-                          & (table["outcome"] != "ok")).sum()) for r in out.itertuples()]
+    not_ok = table[table["outcome"] != "ok"].groupby(["storage", "sorter", "sort_mem"]).size()
+    out["not_ok"] = [int(not_ok.get((r.storage, r.sorter, r.sort_mem), 0)) for r in out.itertuples()]
     out["substitute_of"] = out["sorter"].map(table.drop_duplicates("sorter").set_index("sorter")["substitute_of"])
     out["merge_share"] = out["merge_s"] / out["runtime_s"]
     return out.sort_values(["storage", "sorter", "sort_mem_bytes"], kind="stable").reset_index(drop=True)
@@ -119,8 +119,8 @@ def headline(table: pd.DataFrame) -> str:
     for (sorter, storage), part in s.groupby(["sorter", "storage"], sort=False):
         lo, hi = part.iloc[0], part.iloc[-1]
         lines.append(f"{sorter} on {storage}: -m {lo.sort_mem} spilled {lo.temp_files:.0f} files and took "
-                     f"{lo.runtime_s:.2f} s (merge {lo.merge_share:.0%} of it); -m {hi.sort_mem}: {hi.temp_files:.0f} files, "
-                     f"{hi.runtime_s:.2f} s.")
+                     f"{lo.runtime_s:.2f} s (merge {lo.merge_share:.0%} of it); -m {hi.sort_mem}: "
+                     f"{hi.temp_files:.0f} files, {hi.runtime_s:.2f} s.")
     classes = list(dict.fromkeys(s["storage"]))
     if len(classes) == 2:
         fast, slow = ("ssd", "hdd") if set(classes) == {"ssd", "hdd"} else classes

@@ -142,7 +142,8 @@ class ObjectStore:
             except OSError:
                 if self.server.poll() is not None or time.monotonic() > deadline:
                     text = (self.state_dir / "server.log").read_text(errors="replace").strip()
-                    raise ObjectStoreError(f"S3Proxy did not start on {self.endpoint}: {text[-500:] or 'no output'}") from None
+                    raise ObjectStoreError(f"S3Proxy did not start on {self.endpoint}: "
+                                           f"{text[-500:] or 'no output'}") from None
                 time.sleep(_POLL_S)
         self._request("PUT", f"/{self.bucket}")
 
