@@ -775,6 +775,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the task directory to write (must not exist)")
     p.add_argument("--device-record", help="`biossd device characterize` record of the class's device")
     p.add_argument("--storage", help="the class's entry of `biossd storage up` (JSON or @FILE)")
+    p.add_argument("--input", help="the task's input made by `biossd data synth` (default: synthesized in scratch)")
     p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this task works for")
     p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
     p.set_defaults(func=cmd_experiment_run)
@@ -832,7 +833,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--owner-pid {args.owner_pid}: no such process; nothing was run")
     try:
         record = experiments.run_task(task, Path(args.scratch), Path(args.out),
-                                      Path(args.device_record) if args.device_record else None, storage, owner)
+                                      Path(args.device_record) if args.device_record else None, storage, owner,
+                                      Path(args.input) if args.input else None)
     except experiments.Interrupted as intr:
         print(f"biossd experiment run: interrupted by signal {intr.signum}; the task's partial results, "
               "servers, mounts and devices were removed", file=sys.stderr)

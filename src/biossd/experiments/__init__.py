@@ -134,14 +134,21 @@ def plan(experiments: str | Sequence[str], size: str, classes: Sequence[str], ho
         for point in module(name).points(settings):
             for rep in range(1, int(settings["repeats"]) + 1):
                 for storage in classes:
+                    kind, input_size = spec["input"]["kind"], str(settings["input_size"])
                     task = {"experiment": name, "point": point["id"], "values": point["values"], "size": size,
                             "host": host, "storage": storage, "rep": str(rep), "seed": seed,
-                            "input": {"kind": spec["input"]["kind"], "size": settings["input_size"]},
+                            "input": {"kind": kind, "size": input_size, "id": input_id(kind, input_size)},
                             "order": len(tasks)}
                     task["publish"] = str(layout.experiment_relpath(task))
                     tasks.append(task)
+    inputs = {t["input"]["id"]: {**t["input"], "scale": 1} for t in tasks}
     return {"experiments": names_of(experiments), "size": size, "classes": list(classes), "tasks": tasks,
-            "n_tasks": len(tasks)}
+            "n_tasks": len(tasks), "inputs": list(inputs.values()), "seed": seed}
+
+
+def input_id(kind: str, size: str) -> str:
+    """The id of an experiment's synthetic input, shared by every task that reads it."""
+    return f"experiment_{kind}_{size}"
 
 
 def plan_from_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -279,10 +286,13 @@ def _signals_raise() -> Iterator[None]:
 
 
 def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: Path | None = None,
-             storage: Mapping[str, Any] | None = None, owner: ProcessRef | None = None) -> dict[str, Any]:
+             storage: Mapping[str, Any] | None = None, owner: ProcessRef | None = None,
+             input_dir: Path | None = None) -> dict[str, Any]:
     """Run one planned task; returns its ``point.json`` record. ``out`` must not exist: the task
     is written to a marked partial directory beside it and renamed when complete; on failure or a
-    signal the partial directory and the task's scratch contents are removed."""
+    signal the partial directory and the task's scratch contents are removed. ``input_dir``: the
+    task's synthetic input made beforehand (``biossd data synth``, the workflow's SYNTH_INPUT),
+    copied into scratch; without it, the input is synthesized there."""
     task = dict(task)
     out = Path(out).absolute()  # the runs change into scratch: every path is made absolute first
     device_record = Path(device_record).absolute() if device_record else None
@@ -303,7 +313,7 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
             ctx = Task(task, spec, scratch, partial, Path(device_record) if device_record else None,
                        dict(storage or {}), owner)
             started = _utc_now()
-            data.synth(task["input"]["kind"], ctx.input_dir, parse_size(str(task["input"]["size"])), int(task["seed"]))
+            _stage_input(task, ctx.input_dir, Path(input_dir) if input_dir else None)
             observed = module(task["experiment"]).run(ctx)
             record = {"task": task, "runs": ctx.runs, "observed": observed, "started_at": started,
                       "ended_at": _utc_now(), "substitutes": substitutes(spec),
@@ -318,6 +328,21 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
             if not done and (partial / PARTIAL_MARKER).is_file():
                 shutil.rmtree(partial, ignore_errors=True)
             _empty_scratch(scratch, made_scratch)
+
+
+def _stage_input(task: Mapping[str, Any], dest: Path, made: Path | None) -> None:
+    """The task's input in its scratch, on the class's device (unprofiled): a copy of ``made``
+    (checked to be this task's kind, size and seed by its ``synth.json``), else synthesized."""
+    want = task["input"]
+    if made is None:
+        data.synth(want["kind"], dest, parse_size(str(want["size"])), int(task["seed"]))
+        return
+    record = json.loads((made / "synth.json").read_text())
+    given = (record["kind"], record["requested_size_bytes"], record["seed"])
+    if given != (want["kind"], parse_size(str(want["size"])), int(task["seed"])):
+        raise ExperimentError(f"--input {made}: it is {given} (kind, bytes, seed), the task needs "
+                              f"{(want['kind'], parse_size(str(want['size'])), int(task['seed']))}")
+    shutil.copytree(made, dest, symlinks=False)
 
 
 def _empty_scratch(scratch: Path, remove_dir: bool) -> None:

@@ -1,9 +1,9 @@
 /*
  * EXPERIMENT — one task of a related experiment (seeds 001–004, src/biossd/experiments/): one
- * point of its sweep, on one storage class, one repeat. `biossd experiment run` synthesizes the
- * input into scratch on the class's device, runs the point's profiled runs (and what the point
- * needs around them: an object server and its FUSE mount, a pair of devices, a concurrent group
- * under the host lock) and removes all of it; the task directory (each run's directory and
+ * point of its sweep, on one storage class, one repeat. `biossd experiment run` copies the
+ * input (SYNTH_INPUT's, shared by the tasks that read it) into scratch on the class's device,
+ * runs the point's profiled runs (and what the point needs around them: an object server and its
+ * FUSE mount, a pair of devices, a concurrent group under the host lock) and removes all of it; the task directory (each run's directory and
  * point.json) is published to meta.publish, OUTDIR/<host>-<storage>/experiments/<id>/<point>/<rep>/.
  */
 process EXPERIMENT {
@@ -13,7 +13,7 @@ process EXPERIMENT {
     maxForks workflow.stubRun ? 64 : 1
 
     input:
-    tuple val(meta), val(scratch_root), val(storage), path(device_record, stageAs: 'device.json')
+    tuple val(meta), val(scratch_root), val(storage), path(device_record, stageAs: 'device.json'), path(input_dir, stageAs: 'input')
 
     output:
     tuple val(meta), path('task'), emit: task_dir
@@ -37,7 +37,7 @@ process EXPERIMENT {
     printf '%s\\n' ${q(taskJson)} > task.json
     printf '%s\\n' ${q(storageJson)} > storage.json
     biossd experiment run --task @task.json --storage @storage.json --scratch "\$scratch/task" --out task \\
-        --device-record device.json ${owner}
+        --device-record device.json --input input ${owner}
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
