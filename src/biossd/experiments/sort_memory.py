@@ -106,7 +106,11 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     out["not_ok"] = [int(not_ok.get((r.storage, r.sorter, r.sort_mem), 0)) for r in out.itertuples()]
     out["substitute_of"] = out["sorter"].map(table.drop_duplicates("sorter").set_index("sorter")["substitute_of"])
     out["merge_share"] = out["merge_s"] / out["runtime_s"]
-    return out.sort_values(["storage", "sorter", "sort_mem_bytes"], kind="stable").reset_index(drop=True)
+    storage_rank = {c: i for i, c in enumerate(("ssd", "hdd"))}
+    out["_class"] = out["storage"].map(lambda c: storage_rank.get(c, len(storage_rank)))
+    out["_sorter"] = out["sorter"].map({s: i for i, s in enumerate(SORTERS)})
+    out = out.sort_values(["_class", "storage", "_sorter", "sort_mem_bytes"], kind="stable")
+    return out.drop(columns=["_class", "_sorter"]).reset_index(drop=True)
 
 
 def headline(table: pd.DataFrame) -> str:
@@ -116,11 +120,11 @@ def headline(table: pd.DataFrame) -> str:
         return "No sort_memory runs in these results."
     s = summary(table)
     lines = []
-    for (sorter, storage), part in s.groupby(["sorter", "storage"], sort=False):
+    for (storage, sorter), part in s.groupby(["storage", "sorter"], sort=False):
         lo, hi = part.iloc[0], part.iloc[-1]
-        lines.append(f"{sorter} on {storage}: -m {lo.sort_mem} spilled {lo.temp_files:.0f} files and took "
-                     f"{lo.runtime_s:.2f} s (merge {lo.merge_share:.0%} of it); -m {hi.sort_mem}: "
-                     f"{hi.temp_files:.0f} files, {hi.runtime_s:.2f} s.")
+        lines.append(f"{sorter} on {storage}: -m {lo.sort_mem} spilled {lo.temp_files:.0f} temporary file(s) and "
+                     f"took {lo.runtime_s:.2f} s (merge {lo.merge_share:.0%} of it); -m {hi.sort_mem}: "
+                     f"{hi.temp_files:.0f} file(s), {hi.runtime_s:.2f} s.")
     classes = list(dict.fromkeys(s["storage"]))
     if len(classes) == 2:
         fast, slow = ("ssd", "hdd") if set(classes) == {"ssd", "hdd"} else classes
