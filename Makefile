@@ -15,12 +15,13 @@ export PATH := $(VENV)/bin:$(PATH)
 export NXF_OFFLINE := true
 export NXF_HOME ?= $(VENV)/nextflow/home
 
-.PHONY: run experiments test install tex tools containers study figures paper crate summary lock clean-results help
+.PHONY: run experiments slurm-up slurm-down test install tex tools containers study figures paper crate summary lock clean-results help
 
 help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
 	@echo "make test   install everything, run the whole test suite"
 	@echo "make experiments [EXPERIMENT=sort_memory]   the related experiments of seeds 001-004 on this machine"
+	@echo "make slurm-up / slurm-down   a one-node SLURM cluster on this host (partitions fast, slow)"
 	@echo "make figures RESULTS='dir [dir...]'   re-run the notebooks over one or more result sets"
 	@echo "make paper RESULTS='dir [dir...]'     build paper/build/supplement.pdf (installs TeX Live)"
 	@echo "make crate RESULTS=dir   write an RO-Crate (ro-crate-metadata.json) of a result set"
@@ -42,6 +43,13 @@ experiments: install tools
 	nextflow -log $(EXPERIMENTS_RESULTS)/pipeline_info/nextflow.log run study -profile test --experiment $(EXPERIMENT) \
 	  --outdir $(EXPERIMENTS_RESULTS) $(NXF_ARGS)
 	@echo "experiments: $(abspath $(EXPERIMENTS_RESULTS))/experiments/  report: $(abspath $(EXPERIMENTS_RESULTS))/report/"
+
+# A one-node SLURM cluster on this host (partitions fast and slow), to try -profile slurm:
+#   make slurm-up; eval $$(biossd slurm env); nextflow run study -profile test,slurm --slurm_partitions ssd=fast,hdd=slow
+slurm-up: install
+	@biossd slurm up
+slurm-down: install
+	@biossd slurm down
 
 # Several result folders (e.g. one per host of a matched pair) make one report, in the first's.
 figures: install

@@ -98,14 +98,26 @@ def test_bad_tool_caps_items(spec):
     assert matrix.parse_tool_caps(spec, problems) == [] and problems
 
 
-def test_slurm_takes_one_partition_and_no_emulation():
-    slurm = {"executor": "slurm", "storage_classes": "ssd,hdd", "slurm_partitions": "ssd=fast,hdd=slow"}
-    problems = plan(**slurm, emulate="hdd=seagate-barracuda-7200").problems
-    assert any("class 'hdd' is emulated" in p for p in problems)
-    assert any("several partitions" in p and "ssd=fast" in p for p in problems)
-    assert any("class 'ssd' has no partition" in p for p in plan(executor="slurm").problems)
-    assert plan(executor="slurm", slurm_partitions="ssd=fast").problems == []
-    assert plan(executor="slurm", slurm_default_partition="batch").problems == []
+def test_slurm_partitions_must_exist_share_their_nodes_and_hold_this_host_for_emulation():
+    sp = matrix.slurm_problems
+    one_node = {"fast": ["vm"], "slow": ["vm"]}
+    both = {"ssd": "fast", "hdd": "slow"}
+    assert sp(["ssd", "hdd"], {"hdd"}, both, None, one_node, "vm") == []
+    twins = sp(["ssd", "hdd"], {"hdd"}, both, None, {"fast": ["n1"], "slow": ["n2"]}, "vm")
+    assert any("different nodes" in p and "ssd=fast" in p for p in twins)
+    assert any("class 'hdd' is emulated on this host (vm)" in p for p in twins)
+    assert any("partition 'bogus' does not exist; the cluster has fast, slow" in p
+               for p in sp(["ssd"], set(), {"ssd": "bogus"}, None, one_node, "vm"))
+    assert any("class 'ssd' has no partition" in p for p in sp(["ssd"], set(), {}, None, one_node, "vm"))
+    assert sp(["ssd"], set(), {}, "fast", one_node, "vm") == []
+    assert any("cannot be asked" in p for p in sp(["ssd"], set(), {"ssd": "fast"}, None, None, "vm"))
+
+
+def test_slurm_tasks_ask_for_the_cap_plus_the_profiler_and_a_time_grace():
+    tasks = plan(time_limit="10m", host="h").tasks()
+    assert tasks and all(t["job_mem_bytes"] == t["mem_bytes"] + matrix.PROFILER_JOB_OVERHEAD_BYTES for t in tasks)
+    assert {t["job_time_s"] for t in tasks} == {600 + matrix.JOB_TIME_GRACE_S}
+    assert {t["job_time_s"] for t in plan(host="h").tasks()} == {None}
 
 
 def test_one_machine_study_sizes_scales_and_repeats():

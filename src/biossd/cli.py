@@ -786,6 +786,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_experiment_table)
     exp_p.add_parser("list", help="the experiments, their seeds and substitutes").set_defaults(func=cmd_experiment_list)
 
+    slurm_p = sub.add_parser("slurm", help="a one-node SLURM cluster on this host (tests, trying -profile slurm)")
+    slurm_sub = slurm_p.add_subparsers(dest="slurm_cmd", required=True)
+    p = slurm_sub.add_parser("up", help="bring up munged, slurmctld and slurmd with a partition per storage class")
+    p.add_argument("--partitions", default="fast,slow", help="partition names, comma-separated (default fast,slow)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process the cluster works for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    p.set_defaults(func=cmd_slurm)
+    for name, text in (("down", "cancel its jobs, stop its daemons, remove its state"),
+                       ("status", "the cluster's record and health (JSON)"),
+                       ("env", "print the SLURM_CONF that reaches the cluster (for eval)")):
+        slurm_sub.add_parser(name, help=text).set_defaults(func=cmd_slurm)
+
     sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)
     sub.add_parser("cleanup", help="remove leftovers of earlier runs").set_defaults(func=cmd_cleanup)
     return parser
@@ -870,6 +882,31 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         spec = experiments.load_spec(name)
         subs = ", ".join(f"{t} for {s}" for t, s in experiments.substitutes(spec).items()) or "none"
         print(f"{name}\tseed {spec['seed']}\t{spec['title']}\tsubstitutes: {subs}")
+    return 0
+
+
+def cmd_slurm(args: argparse.Namespace) -> int:
+    from biossd.core.owners import ProcessRef
+    from biossd.host import slurmcluster
+
+    if args.slurm_cmd == "up":
+        owner = ProcessRef.of(args.owner_pid, args.owner_label or "") if args.owner_pid else None
+        if owner is not None and owner.start_ticks is None:
+            raise UsageError(f"--owner-pid {args.owner_pid}: no such process; nothing was brought up")
+        partitions = tuple(p.strip() for p in args.partitions.split(",") if p.strip())
+        state = slurmcluster.up(partitions, owner)
+        print(f"biossd slurm: one-node cluster up on {state['host']}, partitions {', '.join(state['partitions'])}; "
+              f"memory enforced by {state['memory_enforced_by']}", file=sys.stderr)
+        print(f"export SLURM_CONF={slurmcluster.env()['SLURM_CONF']}")
+    elif args.slurm_cmd == "down":
+        done = slurmcluster.down()
+        print("biossd slurm down: " + ("; ".join(done) if done else "no cluster was up"), file=sys.stderr)
+    elif args.slurm_cmd == "env":
+        if slurmcluster.load() is None:
+            raise UsageError("no biossd SLURM cluster is up: `biossd slurm up` (or `make slurm-up`) brings one up")
+        print(f"export SLURM_CONF={slurmcluster.env()['SLURM_CONF']}")
+    else:
+        print(json.dumps(slurmcluster.status(), indent=2))
     return 0
 
 

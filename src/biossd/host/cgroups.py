@@ -17,7 +17,11 @@ Backends
                and after, so a kill elsewhere in that slice during the run is counted too (the
                manifest says so). Not testable on this VM (no systemd user manager).
 ``external``   the cap is already enforced by SLURM or a container engine: it is recorded, no
-               second cap is added.
+               second cap is added. What was enforced is read from the cgroups enclosing the
+               profiler (SLURM's job and step), each from the caller's up to the root: the
+               smallest limit among them (``enforced_limit_bytes``) and the OOM kills counted in
+               any of them during the run — so a job step SLURM's cgroup killed for memory is
+               ``oom``, not ``failed``.
 ``none``       no cap (``--mem none``).
 
 Every cgroup made here is removed on exit from the context manager, whatever happened; leftovers
@@ -110,6 +114,7 @@ class MemoryCap:
     path: Path | None = field(default=None, init=False)
     unit: str | None = field(default=None, init=False)
     _slice_ooms_before: int | None = field(default=None, init=False)
+    _outside_ooms_before: dict[Path, int] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -139,6 +144,8 @@ class MemoryCap:
             except BaseException:
                 self._remove()
                 raise
+        elif self.backend == "external":
+            self._outside_ooms_before = {p: _oom_kills(p) for p in enclosing_cgroups()}
         elif self.backend == "systemd":
             if shutil.which("systemd-run") is None:
                 raise CapError("the systemd backend needs systemd-run, which is not installed")
@@ -215,6 +222,12 @@ class MemoryCap:
             before = self._slice_ooms_before
             kills = None if after is None or before is None else after - before
             return {"oom_kills": kills, "peak_usage_bytes": None}
+        if self.backend == "external":
+            chain = enclosing_cgroups()
+            if not chain:
+                return {"oom_kills": None, "peak_usage_bytes": None}
+            kills = sum(max(0, _oom_kills(p) - self._outside_ooms_before.get(p, 0)) for p in chain)
+            return {"oom_kills": kills, "peak_usage_bytes": _peak(chain[0])}
         if self.path is None:
             return {"oom_kills": None, "peak_usage_bytes": None}
         if self.backend == "cgroup-v1":
@@ -234,7 +247,14 @@ class MemoryCap:
             "oom_source": f"{self._slice_events()} (whole slice)" if self.backend == "systemd" else None,
             "swap_capped": self.no_swap,
             **self.stats(),
+            **(self._outside_record() if self.backend == "external" else {}),
         }
+
+    def _outside_record(self) -> dict[str, object]:
+        """The enclosing cgroups and the limit they enforce (``None``: none is limited)."""
+        chain = enclosing_cgroups()
+        limits = [x for x in (_limit(p) for p in chain) if x is not None]
+        return {"enclosing_cgroups": [str(p) for p in chain], "enforced_limit_bytes": min(limits) if limits else None}
 
 
 def systemd_run_argv(limit_bytes: int, unit: str, user: bool) -> list[str]:
@@ -245,6 +265,45 @@ def systemd_run_argv(limit_bytes: int, unit: str, user: bool) -> list[str]:
         f"--unit={unit}", f"--slice={SYSTEMD_SLICE}", f"--property=MemoryMax={limit_bytes}",
         "--property=MemorySwapMax=infinity", "--",
     ]
+
+
+#: A v1 memory limit at or above this is "no limit" (the kernel's page-rounded LONG_MAX).
+_V1_UNLIMITED = 1 << 62
+
+
+def enclosing_cgroups() -> list[Path]:
+    """The memory cgroups enclosing this process, its own first, up to (not including) the root:
+    the v1 memory hierarchy's, else the unified hierarchy's."""
+    own: Path | None = _v1_self_path()
+    root = V1_MEMORY_ROOT
+    if own is None and _v2_root() is not None:
+        try:
+            rel = next(line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                       if line.startswith("0::"))
+        except (OSError, StopIteration):
+            return []
+        own, root = CGROUP_ROOT / rel.lstrip("/"), CGROUP_ROOT
+    chain = []
+    while own is not None and own != root and root in own.parents:
+        chain.append(own)
+        own = own.parent
+    return chain
+
+
+def _oom_kills(path: Path) -> int:
+    keyed = _keyed(path / "memory.oom_control") or _keyed(path / "memory.events")
+    return keyed.get("oom_kill", 0)
+
+
+def _peak(path: Path) -> int | None:
+    return _read_int(path / "memory.max_usage_in_bytes") or _read_int(path / "memory.peak")
+
+
+def _limit(path: Path) -> int | None:
+    v1 = _read_int(path / "memory.limit_in_bytes")
+    if v1 is not None:
+        return v1 if v1 < _V1_UNLIMITED else None
+    return _read_int(path / "memory.max")  # "max" does not parse: None
 
 
 def _read_int(path: Path) -> int | None:

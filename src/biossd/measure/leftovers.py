@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
-    from biossd.host import cgroups, emulate, hostlock, objectstore, swap, tracefs
+    from biossd.host import cgroups, emulate, hostlock, objectstore, slurmcluster, swap, tracefs
 
     found: list[tuple[str, str, Callable[[], None]]] = []
     for record in hostlock.stale_records():
@@ -30,6 +30,10 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
         found.append(("tracefs", str(path), lambda p=path: tracefs.remove_leftover(p)))
     for entry in swap.find_leftovers():
         found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
+    cluster = slurmcluster.leftover()
+    if cluster is not None:
+        found.append(("slurm-cluster", f"one-node SLURM cluster whose owner is gone ({cluster['dir']})",
+                      lambda: slurmcluster.down()))
     for state_dir in objectstore.find_leftovers():
         found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
                       lambda d=state_dir: objectstore.remove_leftover(d)))
@@ -47,9 +51,16 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
 def in_use() -> list[str]:
     """What biossd has on this host that is in use (not leftovers): the host lock's holder and
     owned emulations, for ``biossd doctor``."""
-    from biossd.host import emulate, hostlock
+    from biossd.core.owners import ProcessRef
+    from biossd.host import emulate, hostlock, slurmcluster
 
     lines = []
+    cluster = slurmcluster.load()
+    if cluster is not None and slurmcluster.leftover() is None:
+        owner = ProcessRef.from_record(cluster.get("owner"))
+        lines.append(f"SLURM cluster {cluster['dir']} (partitions {', '.join(cluster['partitions'])}): "
+                     + (f"in use by {owner.describe()}" if owner else "brought up by hand; `biossd slurm down` "
+                        "takes it down"))
     holder = hostlock.held_by()
     if holder is not None:
         lines.append(f"host lock {hostlock.lock_path()}: held by {hostlock.describe(holder)}")

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 from biossd.core.errors import BiossdError
 from biossd.core.owners import ProcessRef
 from biossd.host import devices as block_devices
-from biossd.host import emulate, hostfacts, hostlock
+from biossd.host import emulate, hostfacts, hostlock, scheduler
 from biossd.host.cgroups import MemoryCap
 from biossd.host.swap import LoopSwap
 from biossd.measure import blocktrace, counters, manifest, rundir
@@ -227,8 +227,15 @@ def run(request: ProfileRequest) -> dict[str, Any]:
 
     received: list[int] = []
     child: list[subprocess.Popen[bytes]] = []
+    #: SLURM's time limit arrived as SIGTERM: the run's timeout, recorded, not an interruption.
+    scheduler_timeout: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
+        if signum == signal.SIGTERM and child and not received and scheduler.time_limit_reached():
+            scheduler_timeout.append(signum)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child[0].pid, signal.SIGKILL)
+            return
         received.append(signum)
         if child and child[0].returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -245,7 +252,8 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             named = rundir.partial_path(target)
             lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
             partial = rundir.make_partial(target, named)
-            body = _measure(request, partial, traced, devices_note, launch_problem, received, child)
+            body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
+                            scheduler_timeout)
             body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
                                   "leader_pid": (lock.leader or {}).get("pid")} if request.group
                                  else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3)})
@@ -277,7 +285,8 @@ def run(request: ProfileRequest) -> dict[str, Any]:
 
 def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_note: str | None,
              launch_problem: tuple[int, str] | None, received: list[int],
-             child_box: list[subprocess.Popen[bytes]]) -> dict[str, Any]:
+             child_box: list[subprocess.Popen[bytes]],
+             scheduler_timeout: list[int] | None = None) -> dict[str, Any]:
     """Set up the cap, swap and collectors, run the command, tear everything down; returns
     the manifest's body (not yet written). Raises :class:`Interrupted` on a signal."""
     if request.device_record is not None:
@@ -348,6 +357,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             os.write(gate_w, b"go\n")
             _close_quietly(gate_w)
             status, ru, timed_out = _wait(child, request.timeout_s, received, request.owner)
+            timed_out = timed_out or bool(scheduler_timeout)
             wall_s = time.monotonic() - t_command
             t_command_s = t_command - t0
             if received:
@@ -399,6 +409,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         #: command_started_s, count from it (an outside observer's monotonic times convert).
         "monotonic_origin_s": t0,
         "timeout_s": request.timeout_s,
+        "timeout_source": (None if outcome != "timeout" else "the SLURM job's time limit" if scheduler_timeout
+                           else "biossd profile --timeout"),
         "tool_version": request.tool_version,
         "container_image": request.image,
         "devices": traced,

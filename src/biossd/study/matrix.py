@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shutil
+import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -33,6 +34,13 @@ SCRATCH_PER_INPUT = 4
 #: The smallest cap any run may have: below it no tool here starts (the JVM, samtools' buffers).
 #: A catalogue entry may ask for more with ``min_mem``.
 MIN_CAP_BYTES = 16 << 20
+#: On a scheduler the job holds biossd's profiler beside the tool, and the scheduler's cgroup caps
+#: them together (``--cap-backend external``): the job asks for the tool's cap plus this (the
+#: profiler's resident memory, with its collectors, stays below it; the run records both).
+PROFILER_JOB_OVERHEAD_BYTES = 256 << 20
+#: A job's time limit is the run's own (``--time_limit``, the profiler's ``--timeout``) plus
+#: this, for staging the input and writing the run, so the profiler records the timeout itself.
+JOB_TIME_GRACE_S = 300
 #: A probe's input is never smaller than this (the synthetic kinds need some records).
 MIN_PROBE_INPUT_BYTES = 16 << 10
 _WHOLE_RE = re.compile(r"^[1-9]\d*$")
@@ -108,7 +116,8 @@ class Plan:
         alternating with the repeat, so that a drift of the host's load over the study falls on
         both classes alike rather than on one; a probe on the first class only. ``labels`` are
         what the run records (and where it lands, :func:`biossd.study.layout.run_relpath`),
-        ``publish`` that path, ``mem_bytes`` the cap in bytes (for a scheduler)."""
+        ``publish`` that path, ``mem_bytes`` the cap in bytes, and for a scheduler ``job_mem_bytes``
+        and ``job_time_s`` (:data:`PROFILER_JOB_OVERHEAD_BYTES`, :data:`JOB_TIME_GRACE_S`)."""
         out = []
         for run in self.runs() + self.probes():
             classes = self.classes if run["rep"] % 2 else list(reversed(self.classes))
@@ -117,7 +126,10 @@ class Plan:
                     continue
                 labels = {"host": self.host, "storage": storage, "tool": run["tool"], "mem": run["mem"],
                           "scale": run["scale"], "rep": run["rep"], **({"probe": run["probe"]} if run.get("probe") else {})}
-                out.append({**labels, "labels": labels, "mem_bytes": parse_size(run["mem"]),
+                mem_bytes = parse_size(run["mem"])
+                out.append({**labels, "labels": labels, "mem_bytes": mem_bytes,
+                            "job_mem_bytes": mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
+                            "job_time_s": int(self.time_limit_s + JOB_TIME_GRACE_S) if self.time_limit_s else None,
                             "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
                             "publish": str(layout.run_relpath(labels)), "order": len(out)})
         return out
@@ -136,6 +148,8 @@ class Plan:
                          for s in chained["steps"]]
                 out.append({"host": self.host, "storage": storage, "pipeline": chained["pipeline"],
                             "rep": chained["rep"], "labels": labels, "input": chained["input"],
+                            # One job runs every step: on a scheduler the largest step's cap holds.
+                            "job_mem_bytes": max(st["mem_bytes"] for st in steps) + PROFILER_JOB_OVERHEAD_BYTES,
                             "kind": self.chain_kinds[chained["pipeline"]], "steps": steps,
                             "publish": str(layout.chain_dir_relpath(labels))})
         return out
@@ -286,19 +300,55 @@ def device_problems(classes: list[str], named: Mapping[str, str], scratch_dir: s
     return problems
 
 
+def slurm_partitions() -> dict[str, list[str]] | None:
+    """The SLURM cluster's partitions and the nodes of each (``sinfo``, as ``SLURM_CONF`` points);
+    ``None`` when SLURM cannot be asked."""
+    import subprocess
+
+    if shutil.which("sinfo") is None:
+        return None
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%P %N"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    out: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        partition, _, node = line.strip().partition(" ")
+        out.setdefault(partition.rstrip("*"), []).append(node)
+    return out
+
+
 def slurm_problems(classes: list[str], emulated: set[str], partitions: Mapping[str, str],
-                   default: object) -> list[str]:
-    """On SLURM every class needs a partition, one invocation studies one partition (its device
-    is characterized on it), and no class is emulated (an emulation is mounted on one host)."""
-    problems = [f"-profile slurm: class '{c}' is emulated; emulated storage needs the local executor "
-                "(run -profile test or emulated_hdd without slurm)" for c in sorted(emulated)]
+                   default: object, cluster: Mapping[str, list[str]] | None = None,
+                   this_host: str | None = None) -> list[str]:
+    """On SLURM every class needs a partition that exists (``cluster``: the partitions and their
+    nodes, from :func:`slurm_partitions`). One invocation studies one partition's nodes: several
+    partitions are allowed only when they hold the same nodes (a one-node cluster's per-class
+    partitions), since every class's device is characterized once. An emulated class needs those
+    nodes to be this host, where the emulation is mounted."""
     chosen = {c: partitions.get(c) or (str(default) if default else None) for c in classes}
-    problems += [f"-profile slurm: class '{c}' has no partition; give --slurm_partitions {c}=PARTITION "
-                 "or --slurm_default_partition" for c, p in chosen.items() if p is None]
-    if len({p for p in chosen.values() if p}) > 1:
-        problems.append("-profile slurm: the classes map to several partitions "
+    problems = [f"-profile slurm: class '{c}' has no partition; give --slurm_partitions {c}=PARTITION "
+                "or --slurm_default_partition" for c, p in chosen.items() if p is None]
+    used = sorted({p for p in chosen.values() if p})
+    if cluster is None:
+        return problems + ["-profile slurm: SLURM cannot be asked for its partitions (sinfo is missing or fails); "
+                           "check SLURM_CONF, or `biossd slurm up` for the one-node cluster on this host"]
+    unknown = [p for p in used if p not in cluster]
+    problems += [f"-profile slurm: partition '{p}' does not exist; the cluster has {', '.join(sorted(cluster)) or 'none'}"
+                 for p in unknown]
+    nodes = {p: frozenset(cluster[p]) for p in used if p in cluster}
+    if len(set(nodes.values())) > 1:
+        problems.append("-profile slurm: the classes map to partitions on different nodes "
                         f"({', '.join(f'{c}={p}' for c, p in sorted(chosen.items()))}); run one invocation per "
                         "partition (-profile ssd,slurm and -profile hdd,slurm), as the paper's matched pair")
+    local = this_host or socket.gethostname().split(".")[0]
+    remote = sorted({n for ns in nodes.values() for n in ns} - {local})
+    if emulated and remote:
+        problems += [f"-profile slurm: class '{c}' is emulated on this host ({local}), but its partition's nodes "
+                     f"are {', '.join(remote)}; emulated storage needs the one-node cluster on this host "
+                     "(`biossd slurm up`)" for c in sorted(emulated)]
     return problems
 
 
@@ -506,7 +556,8 @@ def plan(params: Mapping[str, Any], stub: bool = False,
         problems += device_problems(classes, named, str(scratch) if scratch else None, emulated)
     if params.get("executor") == "slurm":
         problems += slurm_problems(classes, emulated, parse_pairs(params.get("slurm_partitions"), "slurm_partitions",
-                                                                  problems), params.get("slurm_default_partition"))
+                                                                  problems), params.get("slurm_default_partition"),
+                                   None if stub else slurm_partitions())
     swap_dir = params.get("swap_dir") or None
     if swap_dir and not Path(str(swap_dir)).is_dir():
         problems.append(f"--swap_dir {swap_dir} is not an existing directory")
