@@ -202,8 +202,13 @@ class Task:
         return self.task["values"]
 
     @property
+    def cap(self) -> str:
+        """The point's memory cap: its own (a tool that needs more to start at all) or the size's."""
+        return str(self.values.get("cap") or self.settings["cap"])
+
+    @property
     def cap_bytes(self) -> int:
-        return parse_size(str(self.settings["cap"]))
+        return parse_size(self.cap)
 
     @property
     def timeout_s(self) -> float:
@@ -216,7 +221,7 @@ class Task:
     def labels(self, tool: str, **extra: Any) -> dict[str, str]:
         """A run's labels: the study's (host, storage, tool, mem, scale, rep) and the experiment's."""
         base = {"host": self.task["host"], "storage": self.task["storage"], "tool": tool,
-                "mem": str(self.settings["cap"]), "scale": "1", "rep": self.task["rep"],
+                "mem": self.cap, "scale": "1", "rep": self.task["rep"],
                 "experiment": self.task["experiment"], "point": self.task["point"]}
         base.update({k: str(v) for k, v in self.values.items()})
         base.update({k: str(v) for k, v in extra.items()})

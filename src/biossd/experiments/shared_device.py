@@ -137,7 +137,7 @@ def _run_group(ctx: Task, names: list[str], where: list[str], dirs: list[Path],
                 labels = ctx.labels(TOOL, instance=name, device=dev, concurrent_group=token,
                                     concurrent_with=others)
                 argv = [sys.executable, "-m", "biossd", "profile", "--group", token, "--no-drop-caches",
-                        "--mem", str(ctx.settings["cap"]), "--out", str(ctx.out / name),
+                        "--mem", ctx.cap, "--out", str(ctx.out / name),
                         "--timeout", str(ctx.timeout_s), "--tool-version", version or "unknown",
                         *(x for k, v in labels.items() for x in ("--label", f"{k}={v}")),
                         *(["--device-record", str(ctx.device_record)] if ctx.device_record else []),

@@ -37,9 +37,12 @@ COLUMNS = ("sorter", "sort_mem", "sort_mem_bytes", "outcome", "runtime_s", "spli
 
 
 def points(settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (sorter, -m) pair, smallest memory first."""
+    """Every (sorter, -m) pair, smallest memory first; a sorter named in ``sorter_caps`` runs
+    under its own cap (one that its runtime alone exceeds would end every run oom)."""
     mems = sorted((str(m) for m in settings["sort_mem"]), key=parse_size)
-    return [{"id": f"{sorter}-{mem}", "values": {"sorter": sorter, "sort_mem": mem}}
+    own = settings.get("sorter_caps") or {}
+    return [{"id": f"{sorter}-{mem}",
+             "values": {"sorter": sorter, "sort_mem": mem, **({"cap": str(own[sorter])} if sorter in own else {})}}
             for sorter in SORTERS for mem in mems]
 
 

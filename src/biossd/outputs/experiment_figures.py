@@ -63,7 +63,7 @@ def figs2_sort_memory(table: pd.DataFrame) -> plt.Figure:
     """(a) runtime against the sort's memory option, (b) the temporary files it spilled, (c) the
     merge phase's time against the number of files it merges and (d) the merge phase's read
     requests per second and CAR: where the slow class's merge turns seek-bound."""
-    title = "Fig. S2. Seed 001: sort memory and temporary files under a fixed cap"
+    title = "Fig. S2. Seed 001: sort memory and temporary files under a fixed memory cap"
     if table.empty:
         return _empty_figure(title, "no sort_memory runs in these results")
     classes = _classes(table)
@@ -99,14 +99,17 @@ def figs2_sort_memory(table: pd.DataFrame) -> plt.Figure:
     axes[1, 1].set_title("(d) merge-phase Riops and CAR")
     for ax in axes.flat:
         ax.set_ylim(bottom=0)
+        ax.margins(x=0.08)  # room for the CAR labels at the right
         ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=7)
-    cap = ", ".join(sorted(set(table["mem"].astype(str))))
-    bad = table[table["outcome"] != "ok"]
+    caps = table.drop_duplicates("sorter").set_index("sorter")["mem"].astype(str)
+    bad = table[table["outcome"] != "ok"].groupby(["sorter", "storage", "outcome"]).size()
     repeats = table.groupby(["storage", "point"]).size().max()
-    note = f"Cap {cap} for every run; means of {repeats} repeat{'s' if repeats > 1 else ''} (bars: SD)."
+    note = (f"Fixed cap per sorter, whatever its -m: {', '.join(f'{k} {v}' for k, v in caps.items())}; means of the "
+            f"ok runs of {repeats} repeat{'s' if repeats > 1 else ''} (bars: SD).")
     if len(bad):
-        note += f" Not ok: {', '.join(f'{r.point} on {r.storage} ({r.outcome})' for r in bad.itertuples())}."
+        note += " Not ok: " + ", ".join(f"{n} {sorter} run(s) on {storage} ({outcome})"
+                                        for (sorter, storage, outcome), n in bad.items()) + "."
     return _finish(fig, title, note)
 
 
