@@ -1,0 +1,164 @@
+"""-profile slurm for real (issue 20): a one-node SLURM cluster on this machine (`biossd slurm up`,
+partitions fast and slow), the study submitted through it, the outcomes SLURM causes (its cgroup's
+OOM kill, its time limit) recorded as oom and timeout, and the host as it was afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from biossd.features import extract
+from biossd.host import emulate, slurmcluster
+from biossd.host.cgroups import find_leftovers
+from biossd.measure import manifest
+from biossd.study import matrix
+
+pytestmark = pytest.mark.integration
+
+#: Nextflow polls SLURM every 5 s by default; once a second keeps the test short.
+FAST_POLL = "executor { pollInterval = '1 sec'; queueStatInterval = '2 sec' }\n"
+
+
+@pytest.fixture(scope="module")
+def cluster(env, root_required, tmp_path_factory):
+    """The cluster, up for this module; afterwards no daemon, cgroup or file of it is left."""
+    before = set(find_leftovers())
+    cgroups_before = {c for c in slurmcluster.CGROUP_V1_CONTROLLERS if (slurmcluster.CGROUP_ROOT / c / "slurm").exists()}
+    biossd_exe = shutil.which("biossd", path=env["PATH"])
+    up = subprocess.run([biossd_exe, "slurm", "up", "--owner-pid", str(os.getpid()), "--owner-label", "pytest"],
+                        capture_output=True, text=True, env=env, timeout=180)
+    assert up.returncode == 0, up.stderr
+    state = slurmcluster.load()
+    cluster_env = {**env, **slurmcluster.env()}
+    config = tmp_path_factory.mktemp("slurm-config") / "fast-poll.config"
+    config.write_text(FAST_POLL)
+    yield {"env": cluster_env, "state": state, "config": config}
+    down = subprocess.run([biossd_exe, "slurm", "down"], capture_output=True, text=True, env=env, timeout=180)
+    assert down.returncode == 0, down.stderr
+    assert not slurmcluster.STATE_DIR.exists()
+    for record in state["daemons"].values():
+        assert not Path(f"/proc/{record['pid']}").exists() or not _same_process(record)
+    after = {c for c in slurmcluster.CGROUP_V1_CONTROLLERS if (slurmcluster.CGROUP_ROOT / c / "slurm").exists()}
+    assert after == cgroups_before, "the cluster's cgroup directories were not removed"
+    assert set(find_leftovers()) == before
+
+
+def _same_process(record: dict) -> bool:
+    from biossd.core.owners import ProcessRef
+
+    ref = ProcessRef.from_record(record)
+    return bool(ref and ref.alive())
+
+
+def sbatch(cluster, script: str, *options: str, cwd: Path) -> str:
+    """Submit a batch script and wait for the job to leave the queue; its id."""
+    path = cwd / "job.sh"
+    path.write_text("#!/bin/bash\nset -eu\n" + script)
+    out = subprocess.run(["sbatch", "--parsable", *options, str(path)], capture_output=True, text=True,
+                         env=cluster["env"], cwd=cwd, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        q = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, env=cluster["env"])
+        if not q.stdout.strip():
+            return job
+        time.sleep(1)
+    raise AssertionError(f"job {job} did not end within 300 s")
+
+
+def job_state(cluster, job: str) -> str:
+    """The job's final state from the cluster's completion log (jobcomp/filetxt)."""
+    log = Path(cluster["state"]["dir"]) / "jobcomp.log"
+    for line in log.read_text().splitlines():
+        fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+        if fields.get("JobId") == job:
+            return fields.get("JobState", "")
+    return ""
+
+
+def test_the_cluster_has_a_partition_per_class_and_enforces_memory(cluster):
+    status = json.loads(subprocess.run([sys.executable, "-m", "biossd", "slurm", "status"], capture_output=True,
+                                       text=True, env=cluster["env"], check=True).stdout)
+    assert status["healthy"] and status["partitions"] == ["fast", "slow"]
+    assert status["memory_enforced_by"].startswith("SLURM task/cgroup")
+    sinfo = subprocess.run(["sinfo", "-h", "-o", "%P %N"], capture_output=True, text=True, env=cluster["env"]).stdout
+    assert {line.split()[0].rstrip("*") for line in sinfo.splitlines()} == {"fast", "slow"}
+
+
+def test_a_job_over_its_memory_is_recorded_oom_and_over_its_time_timeout(cluster, tmp_path):
+    """SLURM's cgroup kills the tool of a profiled run over --mem: outcome oom (counted in the
+    job's cgroup). SLURM's time limit ends a profiled run: outcome timeout, source SLURM."""
+    biossd = f"{sys.executable} -m biossd"
+    hog = "import time; b = bytearray(600 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(5)"
+    oom = sbatch(cluster, textwrap.dedent(f"""\
+        {biossd} profile --cap-backend external --mem 200M --blocktrace off --perf off --out {tmp_path}/oom \\
+            -- {sys.executable} -c "{hog}"
+        """), "-p", "fast", "--mem=300M", cwd=tmp_path)
+    body = manifest.read_manifest(tmp_path / "oom")
+    assert body["outcome"] == "oom", (body["outcome"], body["memory_cap"])
+    cap = body["memory_cap"]
+    assert cap["backend"] == "external" and cap["oom_kills"] >= 1
+    assert cap["enforced_limit_bytes"] == 300 << 20, cap
+    assert job_state(cluster, oom) in ("COMPLETED", "OUT_OF_MEMORY")
+    late = sbatch(cluster, f"{biossd} profile --mem none --blocktrace off --perf off --out {tmp_path}/late -- sleep 600\n",
+                  "-p", "slow", "--time=1", cwd=tmp_path)
+    body = manifest.read_manifest(tmp_path / "late")
+    assert body["outcome"] == "timeout" and body["timeout_source"] == "the SLURM job's time limit"
+    assert 55 <= body["wall_s"] <= 120
+    assert job_state(cluster, late) == "TIMEOUT"
+
+
+def test_an_unknown_partition_or_a_class_without_one_fails_before_any_job(cluster, tmp_path):
+    from test_pipeline import nextflow
+
+    log = Path(cluster["state"]["dir"]) / "jobcomp.log"
+    jobs_before = log.read_text() if log.exists() else ""
+    for partitions, problem in (("ssd=fast,hdd=bogus", "partition 'bogus' does not exist; the cluster has fast, slow"),
+                                ("ssd=fast", "class 'hdd' has no partition")):
+        proc = nextflow(cluster["env"], tmp_path, "-profile", "test,slurm", "--slurm_partitions", partitions,
+                        "--outdir", str(tmp_path / "r"), check=False)
+        assert proc.returncode != 0 and problem in proc.stdout + proc.stderr, proc.stdout[-2000:]
+    assert (log.read_text() if log.exists() else "") == jobs_before, "a job was submitted"
+
+
+def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path):
+    """-profile test,slurm at the smallest size: every profiled run is a SLURM job on its class's
+    partition, capped by SLURM (recorded external with the limit its cgroup enforced); the result
+    set has every run the plan has, as the local executor's does, and the same run table."""
+    from test_pipeline import nextflow
+
+    outdir = tmp_path / "results"
+    args = ("--repeats", "1", "--cachegrind_divisor", "0", "--characterize_budget", "4s", "--host", "shost")
+    nextflow(cluster["env"], tmp_path, "-profile", "test,slurm", "-c", str(cluster["config"]),
+             "--slurm_partitions", "ssd=fast,hdd=slow", "--outdir", str(outdir), *args)
+    plan = matrix.plan({"tools": "samtools_sort", "mem_caps": "64M", "scales": "1", "repeats": 1,
+                        "storage_classes": "ssd,hdd", "emulate": "hdd=seagate-barracuda-7200", "host": "shost",
+                        "input_size": "8M", "tool_caps": "gatk_*=512M"}, stub=True)
+    expected = {t["publish"] for t in plan.tasks()}
+    found = {str(p.relative_to(outdir)) for p in extract.find_run_dirs([outdir])}
+    assert found == expected
+    table = pd.read_csv(outdir / "features.csv")
+    assert list(table.columns) == list(extract.TABLE_COLUMNS) and len(table) == len(expected)
+    assert set(table["outcome"]) == {"ok"} and set(table["cap_mechanism"]) == {"external"}
+    jobs = [dict(p.split("=", 1) for p in line.split() if "=" in p)
+            for line in (Path(cluster["state"]["dir"]) / "jobcomp.log").read_text().splitlines()]
+    profiled = [j for j in jobs if "PROFILE" in j.get("Name", "")]
+    assert {(("hdd" if "hdd" in j["Name"] else "ssd"), j["Partition"]) for j in profiled} == {("ssd", "fast"),
+                                                                                              ("hdd", "slow")}
+    for rel in expected:
+        body = manifest.read_manifest(outdir / rel)
+        cap = body["memory_cap"]
+        assert cap["backend"] == "external" and cap["limit_bytes"] == 64 << 20
+        assert cap["enforced_limit_bytes"] == (64 << 20) + matrix.PROFILER_JOB_OVERHEAD_BYTES
+    assert (outdir / "report" / "figures" / "fig02_speedup.png").is_file()
+    assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]
