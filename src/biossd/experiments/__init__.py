@@ -442,6 +442,17 @@ def since_start_s(body: Mapping[str, Any], monotonic_s: float | None) -> float |
     return monotonic_s - origin - started
 
 
+#: The storage classes' order in tables and text: the fast class first.
+CLASS_ORDER = ("ssd", "hdd")
+
+
+def by_class(frame: pd.DataFrame, *then: str) -> pd.DataFrame:
+    """``frame`` sorted by storage class (:data:`CLASS_ORDER`, then others by name), then by ``then``."""
+    rank = frame["storage"].map(lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else len(CLASS_ORDER))
+    return (frame.assign(_class=rank).sort_values(["_class", "storage", *then], kind="stable")
+            .drop(columns="_class").reset_index(drop=True))
+
+
 def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -> dict[str, float]:
     """The block-trace features (Riops, Wiops, Rsize, Wsize, CAR, WBlen, Butil) of one run over
     the window ``[start_s, end_s]``, in seconds since the command started (``end_s`` ``None``: the

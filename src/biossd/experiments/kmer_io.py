@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from biossd.core.units import format_size
-from biossd.experiments import Task, run_rows
+from biossd.experiments import Task, by_class, run_rows
 
 TOOL = "khmer"
 COMPRESSIONS = {"none": "", "gz": ".gz", "bz2": ".bz2"}
@@ -114,7 +114,9 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
         runs=("outcome", "size"), not_ok=("outcome", lambda o: int((o != "ok").sum())),
         runtime_s=("runtime_s", "mean"), reads_per_s=("reads_per_s", "mean"), cpu_cores_used=("cpu_cores_used", "mean"),
         io_share=("io_share", "mean"), fault_rate_per_s=("fault_rate_per_s", "mean"), Pfault=("Pfault", "mean"))
-    return out.reset_index()
+    out = out.reset_index()
+    out["_comp"] = out["compression"].map({c: i for i, c in enumerate(COMPRESSIONS)})
+    return by_class(out, "_comp", "threads", "table_fraction_of_cap").drop(columns="_comp")
 
 
 def headline(table: pd.DataFrame) -> str:

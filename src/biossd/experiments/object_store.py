@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from biossd.experiments import Task, run_rows, since_start_s
+from biossd.experiments import Task, by_class, run_rows, since_start_s
 from biossd.host.objectstore import ObjectStore
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch
@@ -99,7 +99,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     out = out.reset_index()
     local = out[out["location"] == "local"].set_index("storage")["runtime_s"]
     out["vs_local"] = out["runtime_s"] / out["storage"].map(local)
-    return out
+    return by_class(out.assign(_loc=out["location"].map({loc: i for i, loc in enumerate(LOCATIONS)})),
+                    "_loc").drop(columns="_loc")
 
 
 def headline(table: pd.DataFrame) -> str:

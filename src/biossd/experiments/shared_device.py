@@ -41,7 +41,7 @@ import pandas as pd
 
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_size
-from biossd.experiments import Task, Teardown, run_rows, tool_version
+from biossd.experiments import Task, Teardown, by_class, run_rows, tool_version
 from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.host import emulate, hostlock
 from biossd.host.devices import SECTOR_BYTES
@@ -229,7 +229,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
         device_mbs=("device_mbs", "mean"), seq_write_ratio=("seq_write_ratio", "mean"))
     out = out.reset_index()
     out["rank"] = out["allocation"].map({a: i for i, a in enumerate(ALLOCATIONS)})
-    return out.sort_values(["storage", "instances", "rank"]).drop(columns="rank").reset_index(drop=True)
+    return by_class(out, "instances", "rank").drop(columns="rank")
 
 
 def headline(table: pd.DataFrame) -> str:

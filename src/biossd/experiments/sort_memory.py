@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from biossd.core.units import format_size, parse_size
-from biossd.experiments import Task, run_rows, since_start_s, window_features
+from biossd.experiments import Task, by_class, run_rows, since_start_s, window_features
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch
 from biossd.study import catalogue
@@ -109,11 +109,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     out["not_ok"] = [int(not_ok.get((r.storage, r.sorter, r.sort_mem), 0)) for r in out.itertuples()]
     out["substitute_of"] = out["sorter"].map(table.drop_duplicates("sorter").set_index("sorter")["substitute_of"])
     out["merge_share"] = out["merge_s"] / out["runtime_s"]
-    storage_rank = {c: i for i, c in enumerate(("ssd", "hdd"))}
-    out["_class"] = out["storage"].map(lambda c: storage_rank.get(c, len(storage_rank)))
     out["_sorter"] = out["sorter"].map({s: i for i, s in enumerate(SORTERS)})
-    out = out.sort_values(["_class", "storage", "_sorter", "sort_mem_bytes"], kind="stable")
-    return out.drop(columns=["_class", "_sorter"]).reset_index(drop=True)
+    return by_class(out, "_sorter", "sort_mem_bytes").drop(columns="_sorter")
 
 
 def headline(table: pd.DataFrame) -> str:
