@@ -47,7 +47,7 @@ def test_the_plan_puts_the_classes_side_by_side_with_layout_paths():
     first = tasks[0]
     assert first["publish"] == f"h1-ssd/experiments/sort_memory/{first['point']}/1"
     points = {t["point"] for t in tasks if t["experiment"] == "shared_device"}
-    assert points == {"n1-one", "n2-one", "n2-two"}  # dedicated needs 3 instances
+    assert points == {"n2-one", "n2-two"}  # dedicated needs 3 instances
     full = {p["id"] for p in experiments.module("shared_device").points({"instances": [1, 2, 4]})}
     assert full == {"n1-one", "n2-one", "n2-two", "n4-one", "n4-two", "n4-dedicated"}
 
