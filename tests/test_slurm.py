@@ -32,23 +32,21 @@ FAST_POLL = "executor { pollInterval = '1 sec'; queueStatInterval = '2 sec' }\n"
 def cluster(env, root_required, tmp_path_factory):
     """The cluster, up for this module; afterwards no daemon, cgroup or file of it is left."""
     before = set(find_leftovers())
-    cgroups_before = {c for c in slurmcluster.CGROUP_V1_CONTROLLERS if (slurmcluster.CGROUP_ROOT / c / "slurm").exists()}
-    biossd_exe = shutil.which("biossd", path=env["PATH"])
-    up = subprocess.run([biossd_exe, "slurm", "up", "--owner-pid", str(os.getpid()), "--owner-label", "pytest"],
-                        capture_output=True, text=True, env=env, timeout=180)
-    assert up.returncode == 0, up.stderr
+    cgroups_before = set(slurmcluster.CGROUP_ROOT.glob("*/slurm*"))
+    # In this process, so that its daemons are this process's children and are reaped at the end.
+    from biossd.core.owners import ProcessRef
+
+    slurmcluster.up(owner=ProcessRef.current("pytest"))
     state = slurmcluster.load()
     cluster_env = {**env, **slurmcluster.env()}
     config = tmp_path_factory.mktemp("slurm-config") / "fast-poll.config"
     config.write_text(FAST_POLL)
     yield {"env": cluster_env, "state": state, "config": config}
-    down = subprocess.run([biossd_exe, "slurm", "down"], capture_output=True, text=True, env=env, timeout=180)
-    assert down.returncode == 0, down.stderr
+    assert any("stopped slurmd" in step for step in slurmcluster.down())
     assert not slurmcluster.STATE_DIR.exists()
     for record in state["daemons"].values():
         assert not Path(f"/proc/{record['pid']}").exists() or not _same_process(record)
-    after = {c for c in slurmcluster.CGROUP_V1_CONTROLLERS if (slurmcluster.CGROUP_ROOT / c / "slurm").exists()}
-    assert after == cgroups_before, "the cluster's cgroup directories were not removed"
+    assert set(slurmcluster.CGROUP_ROOT.glob("*/slurm*")) == cgroups_before, "SLURM's cgroup directories stayed"
     assert set(find_leftovers()) == before
 
 

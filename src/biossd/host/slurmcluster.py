@@ -49,8 +49,8 @@ _POLL_S = 0.2
 MUNGE_KEY_BYTES = 1024
 #: Kept back from the node's memory for the host itself (slurmd -C reports all of it).
 RESERVED_MEMORY_MIB = 1024
-#: The cgroup directories SLURM's cgroup v1 plugins make, under each controller's mount.
-CGROUP_V1_CONTROLLERS = ("memory", "freezer", "cpuset", "devices")
+#: The v1 controllers under which SLURM's cgroup plugins make their directories.
+CGROUP_V1_CONTROLLERS = ("memory", "freezer", "cpuset", "devices", "cpuacct", "cpu", "pids", "blkio")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -224,8 +224,10 @@ def _bring_up(state: dict[str, Any]) -> None:
     if state["cgroup"] == "v1":
         # SLURM makes <controller>/slurm under each v1 controller; only what is not there yet is
         # ours to remove.
-        state["made_cgroups"] = [str(CGROUP_ROOT / c / "slurm") for c in CGROUP_V1_CONTROLLERS
-                                 if (CGROUP_ROOT / c).is_dir() and not (CGROUP_ROOT / c / "slurm").exists()]
+        # (slurm_<node> on a host whose cgroup namespace SLURM shares with others, else slurm)
+        state["made_cgroups"] = [str(CGROUP_ROOT / c / name) for c in CGROUP_V1_CONTROLLERS
+                                 for name in ("slurm", f"slurm_{state['host']}")
+                                 if (CGROUP_ROOT / c).is_dir() and not (CGROUP_ROOT / c / name).exists()]
     atomic_write_text(d / CONF_NAME, config_text(state))
     atomic_write_text(d / CGROUP_CONF_NAME, cgroup_conf_text(state))
     _save(state)
@@ -342,6 +344,9 @@ def _stepds(state: dict[str, Any]) -> list[int]:
 
 
 def _stop(ref: ProcessRef) -> None:
+    """SIGTERM to the daemon's process group, SIGKILL after :data:`STOP_TIMEOUT_S`; reaped when it
+    is this process's child (``up`` and ``down`` in one process, as the tests do). A daemon whose
+    parent has exited is its init's to reap."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(ref.pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -350,6 +355,8 @@ def _stop(ref: ProcessRef) -> None:
     if ref.alive():
         with contextlib.suppress(ProcessLookupError):
             os.killpg(ref.pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(ref.pid, 0)
 
 
 def _remove_cgroup_tree(path: Path) -> bool:
