@@ -5,8 +5,6 @@ OOM kill, its time limit) recorded as oom and timeout, and the host as it was af
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import textwrap
