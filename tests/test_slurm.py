@@ -22,8 +22,9 @@ from biossd.study import matrix
 
 pytestmark = pytest.mark.integration
 
-#: Nextflow polls SLURM every 5 s by default; once a second keeps the test short.
-FAST_POLL = "executor { pollInterval = '1 sec'; queueStatInterval = '2 sec' }\n"
+#: Nextflow polls SLURM every 5 s by default; once a second keeps the test short. No cachegrind
+#: probe (the smallest study: one run per class).
+FAST_POLL = "executor { pollInterval = '1 sec'; queueStatInterval = '2 sec' }\nparams.cachegrind_divisor = null\n"
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_a_job_over_its_memory_is_recorded_oom_and_over_its_time_timeout(cluster
     biossd = f"{sys.executable} -m biossd"
     hog = "import time; b = bytearray(600 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(5)"
     oom = sbatch(cluster, textwrap.dedent(f"""\
-        {biossd} profile --cap-backend external --mem 200M --blocktrace off --perf off --out {tmp_path}/oom \\
+        exec {biossd} profile --cap-backend external --mem 200M --blocktrace off --perf off --out {tmp_path}/oom \\
             -- {sys.executable} -c "{hog}"
         """), "-p", "fast", "--mem=300M", cwd=tmp_path)
     body = manifest.read_manifest(tmp_path / "oom")
@@ -106,7 +107,8 @@ def test_a_job_over_its_memory_is_recorded_oom_and_over_its_time_timeout(cluster
     assert cap["backend"] == "external" and cap["oom_kills"] >= 1
     assert cap["enforced_limit_bytes"] == 300 << 20, cap
     assert job_state(cluster, oom) in ("COMPLETED", "OUT_OF_MEMORY")
-    late = sbatch(cluster, f"{biossd} profile --mem none --blocktrace off --perf off --out {tmp_path}/late -- sleep 600\n",
+    # exec: the batch shell would die of SLURM's SIGTERM first, and the job would end with it.
+    late = sbatch(cluster, f"exec {biossd} profile --mem none --blocktrace off --perf off --out {tmp_path}/late -- sleep 600\n",
                   "-p", "slow", "--time=0:20", cwd=tmp_path)
     body = manifest.read_manifest(tmp_path / "late")
     assert body["outcome"] == "timeout" and body["timeout_source"] == "the SLURM job's time limit"
@@ -134,7 +136,7 @@ def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path)
     from test_pipeline import nextflow
 
     outdir = tmp_path / "results"
-    args = ("--repeats", "1", "--cachegrind_divisor", "0", "--characterize_budget", "4s", "--host", "shost",
+    args = ("--repeats", "1", "--characterize_budget", "4s", "--host", "shost",
             "--skip_report", "true")
     nextflow(cluster["env"], tmp_path, "-profile", "test,slurm", "-c", str(cluster["config"]),
              "--slurm_partitions", "ssd=fast,hdd=slow", "--outdir", str(outdir), *args)

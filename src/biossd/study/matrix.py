@@ -78,6 +78,8 @@ class Plan:
     #: The host name of the result layout (--host, else the workflow's host); tasks need it.
     host: str = ""
     devices: dict[str, str] = field(default_factory=dict)
+    #: On SLURM, each class's partition (--slurm_partitions, else --slurm_default_partition).
+    partitions: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -127,7 +129,7 @@ class Plan:
                 labels = {"host": self.host, "storage": storage, "tool": run["tool"], "mem": run["mem"],
                           "scale": run["scale"], "rep": run["rep"], **({"probe": run["probe"]} if run.get("probe") else {})}
                 mem_bytes = parse_size(run["mem"])
-                out.append({**labels, "labels": labels, "mem_bytes": mem_bytes,
+                out.append({**labels, "labels": labels, "mem_bytes": mem_bytes, "partition": self.partitions.get(storage),
                             "job_mem_bytes": mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
                             "job_time_s": int(self.time_limit_s + JOB_TIME_GRACE_S) if self.time_limit_s else None,
                             "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
@@ -146,7 +148,8 @@ class Plan:
                 steps = [{**s, "mem_bytes": parse_size(s["mem"]),
                           "publish": str(layout.chain_relpath({**labels, "step": s["name"]}))}
                          for s in chained["steps"]]
-                out.append({"host": self.host, "storage": storage, "pipeline": chained["pipeline"],
+                out.append({"host": self.host, "storage": storage, "partition": self.partitions.get(storage),
+                            "pipeline": chained["pipeline"],
                             "rep": chained["rep"], "labels": labels, "input": chained["input"],
                             # One job runs every step: on a scheduler the largest step's cap holds.
                             "job_mem_bytes": max(st["mem_bytes"] for st in steps) + PROFILER_JOB_OVERHEAD_BYTES,
@@ -554,10 +557,12 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     named = parse_pairs(params.get("devices"), "devices", problems)
     if not stub:
         problems += device_problems(classes, named, str(scratch) if scratch else None, emulated)
+    partitions: dict[str, str] = {}
     if params.get("executor") == "slurm":
-        problems += slurm_problems(classes, emulated, parse_pairs(params.get("slurm_partitions"), "slurm_partitions",
-                                                                  problems), params.get("slurm_default_partition"),
-                                   None if stub else slurm_partitions())
+        given = parse_pairs(params.get("slurm_partitions"), "slurm_partitions", problems)
+        default = params.get("slurm_default_partition")
+        partitions = {c: given.get(c) or str(default) for c in classes if given.get(c) or default}
+        problems += slurm_problems(classes, emulated, given, default, None if stub else slurm_partitions())
     swap_dir = params.get("swap_dir") or None
     if swap_dir and not Path(str(swap_dir)).is_dir():
         problems.append(f"--swap_dir {swap_dir} is not an existing directory")
@@ -576,4 +581,5 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                 cachegrind_divisor=cachegrind_divisor, chains=chains, chain_steps=chain_steps, chain_kinds=chain_kinds,
                 chain_repeats=int(chain_repeats) if chains and _WHOLE_RE.match(chain_repeats) else 0,
                 repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, host=host, devices=named,
+                partitions=partitions,
                 skipped=skipped, problems=problems)

@@ -12,6 +12,9 @@ process STORAGE_UP {
     tag "${classes}"
     label 'host_setup'
     cache false
+    // On the launch host whatever the executor: the emulated classes are mounted here, and the
+    // workflow's end takes them down here.
+    executor 'local'
 
     input:
     val classes
