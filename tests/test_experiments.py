@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, pdf_text, squeezed
+from conftest import REPO
 
 from biossd import experiments
 from biossd.core.owners import ProcessRef
@@ -185,8 +185,12 @@ def experiment_results(env, tmp_path_factory, root_required):
     launch = tmp_path_factory.mktemp("experiments")
     outdir = launch / "results"
     before = set(find_leftovers())
+    # The emulated HDD class only: the tiny size's purpose here is each experiment's whole path (the
+    # emulated class is the harder one: disk servers, nested devices); `-profile test` at the test
+    # size runs both classes (README). The report is rendered by the test below.
     nextflow(env, launch, "-profile", "test", "--experiment", "all", "--experiment_size", "tiny",
-             "--characterize_budget", "4s", "--outdir", str(outdir), "--host", "xhost")
+             "--storage_classes", "hdd", "--characterize_budget", "4s", "--skip_report", "true",
+             "--outdir", str(outdir), "--host", "xhost")
     assert set(find_leftovers()) == before, "the experiments left cgroups behind"
     assert not [d for d in emulate.all_states() if str(launch) in emulate.status_of(d)["mount"]]
     assert objectstore.find_leftovers() == [] and not list(objectstore.STATE_ROOT.glob("*"))
@@ -195,7 +199,7 @@ def experiment_results(env, tmp_path_factory, root_required):
 
 @pytest.mark.integration
 def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results):
-    plan = experiments.plan("all", "tiny", ["ssd", "hdd"], "xhost")
+    plan = experiments.plan("all", "tiny", ["hdd"], "xhost")
     for task in plan["tasks"]:
         record = json.loads((experiment_results / task["publish"] / experiments.POINT_RECORD).read_text())
         assert record["task"]["point"] == task["point"] and record["runs"], task["publish"]
@@ -207,7 +211,8 @@ def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results
         table = pd.read_csv(experiments.table_path(experiment_results, name))
         expected = sum(t["values"].get("instances", 1) for t in plan["tasks"] if t["experiment"] == name)
         assert len(table) == expected, name
-        assert set(table["storage"]) == {"ssd", "hdd"}
+        assert set(table["storage"]) == {"hdd"} and set(table["substitute_of"].dropna()) <= {
+            "rocksort", "Trinity", "SMUFIN"}
     assert not (experiment_results / "features.csv").exists(), "experiment runs are not the study's run table"
 
 
@@ -218,7 +223,8 @@ def test_the_experiments_measured_what_they_say(experiment_results):
     assert (samtools["temp_files"] == samtools["reported_temp_files"]).all(), "inotify and samtools disagree"
     small, large = (samtools[samtools["sort_mem"] == m]["temp_files"].mean() for m in ("1M", "4M"))
     assert small > large > 0
-    assert (sort["split_s"] + sort["merge_s"] - sort["runtime_s"]).abs().max() < 1e-6
+    # (the table's CSV keeps 6 significant digits)
+    assert (sort["split_s"] + sort["merge_s"] - sort["runtime_s"]).abs().max() < 1e-3
     store = pd.read_csv(experiments.table_path(experiment_results, "object_store"))
     assert store["read_mbs"].gt(0).all() and (store["read_phase_s"] < store["runtime_s"]).all()
     kmer = pd.read_csv(experiments.table_path(experiment_results, "kmer_io"))
@@ -236,19 +242,31 @@ def test_the_experiments_measured_what_they_say(experiment_results):
 
 @pytest.mark.integration
 def test_the_experiments_report_is_deterministic_and_in_the_supplement(experiment_results, biossd, tmp_path):
+    """papermill renders the four notebooks (and no study notebook: these results hold no study
+    run); the same tables drawn again in this process give the same bytes; the supplement's
+    section names the experiments, their substitutes and their floats."""
+    from biossd.outputs import supplement
+
+    biossd("report", str(experiment_results), timeout=600)
     report = experiment_results / "report"
     files = {f for name in experiments.NAMES for x in artefacts.of_experiment(name) for f in x.files}
     assert all((report / f).is_file() for f in files)
-    before = {f: (report / f).read_bytes() for f in files}
-    biossd("report", str(experiment_results), "--out", str(tmp_path / "again"), timeout=600)
+    assert not (report / "figures" / "fig02_speedup.png").exists(), "no study runs, no study figures"
+    again = {"figures": tmp_path / "figures", "tables": tmp_path / "tables"}
+    for name in experiments.NAMES:
+        table = experiments.load_table([experiment_results], name)
+        for x in artefacts.of_experiment(name):
+            artefacts.make_experiment(x.stem, table, again)
     for f in files:
-        assert (tmp_path / "again" / f).read_bytes() == before[f], f"{f} differs between two renders"
-    assert not (tmp_path / "again" / "figures" / "fig02_speedup.png").exists(), "no study runs, no study figures"
-    pdf = biossd("paper", str(experiment_results), "--no-render", "--out", str(tmp_path / "paper"), timeout=600)
-    text = squeezed(pdf_text(Path(pdf.stdout.strip())))
+        assert (tmp_path / f).read_bytes() == (report / f).read_bytes(), f"{f} differs between two renders"
+    tex = supplement.experiments_tex([experiment_results], report)
     for phrase in ("Seed 001: Sort memory and temporary files", "sambamba sort (a substitute for rocksort)",
-                   "MEGAHIT (a substitute for Trinity)", "Fig. S5 (biossd)", "no runs of the study"):
-        assert squeezed(phrase) in text, phrase
+                   "MEGAHIT (a substitute for Trinity)", "Fig. S5 (biossd)", "report/figures/figs2_sort_memory.pdf",
+                   "report/tables/tables4_kmer_io.tex", "tc netem"):
+        assert phrase in tex, phrase
+    executed = json.loads((report / "notebooks" / "07_sort_memory.ipynb").read_text())
+    text = "".join("".join(o.get("text", "")) for c in executed["cells"] for o in c.get("outputs", []))
+    assert "samtools_sort on hdd: -m 1M spilled" in text and "SUBSTITUTE for rocksort" in text
 
 
 def test_the_experiment_notebooks_are_clean_and_make_their_registered_artefacts():

@@ -116,16 +116,24 @@ def test_a_job_over_its_memory_is_recorded_oom_and_over_its_time_timeout(cluster
     assert job_state(cluster, late) == "TIMEOUT"
 
 
-def test_an_unknown_partition_or_a_class_without_one_fails_before_any_job(cluster, tmp_path):
-    from test_pipeline import nextflow
-
+def test_an_unknown_partition_or_a_class_without_one_fails_before_any_job(cluster):
+    """The workflow's gate (`biossd study plan`, whose problems stop it before any task:
+    test_pipeline.py), asked with the cluster's SLURM_CONF: nothing is submitted."""
     log = Path(cluster["state"]["dir"]) / "jobcomp.log"
     jobs_before = log.read_text() if log.exists() else ""
+    base = {"executor": "slurm", "storage_classes": "ssd,hdd", "emulate": "hdd=seagate-barracuda-7200",
+            "tools": "samtools_sort", "mem_caps": "64M", "scales": "1", "repeats": 1, "host": "shost"}
     for partitions, problem in (("ssd=fast,hdd=bogus", "partition 'bogus' does not exist; the cluster has fast, slow"),
                                 ("ssd=fast", "class 'hdd' has no partition")):
-        proc = nextflow(cluster["env"], tmp_path, "-profile", "test,slurm", "--slurm_partitions", partitions,
-                        "--outdir", str(tmp_path / "r"), check=False)
-        assert proc.returncode != 0 and problem in proc.stdout + proc.stderr, proc.stdout[-2000:]
+        out = subprocess.run([sys.executable, "-m", "biossd", "study", "plan", "--params",
+                              json.dumps({**base, "slurm_partitions": partitions})],
+                             capture_output=True, text=True, env=cluster["env"], timeout=120)
+        plan = json.loads(out.stdout)
+        assert any(problem in p for p in plan["problems"]) and plan["tasks"] == [], plan["problems"]
+    ok = subprocess.run([sys.executable, "-m", "biossd", "study", "plan", "--params",
+                         json.dumps({**base, "slurm_partitions": "ssd=fast,hdd=slow"})],
+                        capture_output=True, text=True, env=cluster["env"], timeout=120)
+    assert not [p for p in json.loads(ok.stdout)["problems"] if "slurm" in p]
     assert (log.read_text() if log.exists() else "") == jobs_before, "a job was submitted"
 
 
