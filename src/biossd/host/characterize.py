@@ -40,9 +40,8 @@ DEFAULT_FILE_BYTES = 256 << 20
 MIN_FILE_BYTES = 64 << 20
 #: Leave this share of the free space untouched.
 FREE_SPACE_SHARE = 0.5
-#: The shortest fio job: a budget of a few seconds (the test suite's) gives each of the 12 jobs
-#: this much; the default budget (120 s) gives each 10 s.
-MIN_JOB_S = 0.25
+#: The shortest fio job (fio reads --runtime in whole seconds: a shorter one would be none).
+MIN_JOB_S = 1.0
 PERCENTILES = ("50.000000", "99.000000")
 
 #: (name, fio rw, block size, queue depth); each is run with direct I/O and buffered.
