@@ -144,7 +144,7 @@ def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path)
     from test_pipeline import nextflow
 
     outdir = tmp_path / "results"
-    args = ("--repeats", "1", "--characterize_budget", "4s", "--host", "shost",
+    args = ("--repeats", "1", "--characterize_budget", "3s", "--host", "shost",
             "--skip_report", "true")
     nextflow(cluster["env"], tmp_path, "-profile", "test,slurm", "-c", str(cluster["config"]),
              "--slurm_partitions", "ssd=fast,hdd=slow", "--outdir", str(outdir), *args)

@@ -64,10 +64,14 @@ COLUMNS = ("instances", "allocation", "instance", "device", "outcome", "runtime_
 
 
 def points(settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every (instances, allocation) that differs: ``two`` needs 2 instances, ``dedicated`` 3; a
+    size may name its allocations (``allocations``, default all)."""
+    wanted = settings.get("allocations") or ALLOCATIONS
     out = []
     for n in (int(n) for n in settings["instances"]):
         allocations = ["one"] + (["two"] if n >= 2 else []) + (["dedicated"] if n >= MIN_DEDICATED else [])
-        out.extend({"id": f"n{n}-{alloc}", "values": {"instances": n, "allocation": alloc}} for alloc in allocations)
+        out.extend({"id": f"n{n}-{alloc}", "values": {"instances": n, "allocation": alloc}}
+                   for alloc in allocations if alloc in wanted)
     return out
 
 
