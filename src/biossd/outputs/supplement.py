@@ -260,7 +260,8 @@ def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: 
         tools = []
         for tool, info in spec["tools"].items():
             sub = f" (a substitute for {info['substitute_of']})" if info.get("substitute_of") else ""
-            tools.append(esc(f"{info.get('name', tool)}{sub}: " + " ".join(info.get("note", "the study's entry").split())))
+            note = " ".join(info.get("note", "the study's entry").split()).rstrip(".")
+            tools.append(esc(f"{info.get('name', tool)}{sub}: {note}"))
         text.append("; ".join(tools) + ".")
         for what, why in (spec.get("not_available") or {}).items():
             text.append(esc(f"Not available here: {' '.join(why.split())}"))
