@@ -172,10 +172,9 @@ def plan_from_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- one task ------------------------------------------------------------------------------------
 
-class Interrupted(Exception):
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by signal {signum}")
-        self.signum = signum
+#: A signal ended the task: the profiler's own exception, so a signal inside a profiled run and
+#: one between runs end the task alike (the CLI reports both with the signal's exit status).
+Interrupted = profile.Interrupted
 
 
 @dataclass
