@@ -129,7 +129,7 @@ def loop_filesystem(tmp_path: Path, size_bytes: int):
 def test_characterize_a_loop_device_file_system(biossd, tmp_path, root_required):
     out = tmp_path / "char.json"
     with loop_filesystem(tmp_path, 256 << 20) as mnt:
-        biossd("device", "characterize", str(mnt), "--budget", "12s", "-o", str(out))
+        biossd("device", "characterize", str(mnt), "--budget", "3s", "-o", str(out))
         left = [p.name for p in mnt.iterdir() if p.name != "lost+found"]
     assert left == [], "characterize left its test file"
     record = json.loads(out.read_text())
@@ -141,6 +141,32 @@ def test_characterize_a_loop_device_file_system(biossd, tmp_path, root_required)
     assert row["seq_read_mbs"] > 4 * row["rand_read_iops"] * 4096 / 1e6, "sequential beats random 4 KiB"
     for result in record["results"].values():
         assert result["lat_p50_ms"] is None or result["lat_p50_ms"] <= result["lat_p99_ms"]
+
+
+def test_a_sigkilled_characterize_leaves_no_fio_and_cleanup_removes_its_test_file(biossd, tmp_path, root_required):
+    """SIGKILL gives biossd no chance to clean up: fio dies with it (the kernel's parent-death
+    signal), and the host-lock record names the test file for `biossd cleanup`."""
+    from biossd.host import characterize, hostlock
+
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "device", "characterize", str(tmp_path), "--budget",
+                             "60s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(f"{characterize.TEST_FILE_PREFIX}*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    test_file = next(tmp_path.glob(f"{characterize.TEST_FILE_PREFIX}*"))
+    time.sleep(0.5)  # fio laying the file out
+    assert subprocess.run(["pgrep", "-f", str(test_file)], capture_output=True).returncode == 0, "fio runs"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while subprocess.run(["pgrep", "-f", str(test_file)], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "fio outlived the characterization that started it"
+        time.sleep(0.1)
+    assert test_file.exists() and hostlock.held_by() is None
+    doctor = biossd("doctor", check=False)
+    assert doctor.returncode == 1 and f"fio test file {test_file}" in doctor.stdout, doctor.stdout
+    biossd("cleanup")
+    assert list(tmp_path.iterdir()) == [] and hostlock.stale_records() == []
 
 
 def test_characterize_refuses_a_full_filesystem(biossd, tmp_path, root_required):

@@ -84,6 +84,17 @@ def test_scratch_must_be_on_the_named_device(tmp_path):
                               devices=f"hdd={here}", scratch_dir=str(tmp_path)).problems[0]
 
 
+def test_device_records_must_hold_a_record_for_every_class_of_this_host(tmp_path):
+    (tmp_path / "h-ssd").mkdir()
+    (tmp_path / "h-ssd" / "device.json").write_text("{}")
+    assert plan(device_records=str(tmp_path), host="h").problems == []
+    missing = plan(device_records=str(tmp_path), host="other", storage_classes="ssd,hdd").problems
+    assert missing == [f"--device_records {tmp_path} has no device record other-ssd/device.json, other-hdd/device.json: "
+                       "give a result folder of an earlier run with --host other and these classes, or leave it out "
+                       "to measure the devices"]
+    assert "is not a directory" in plan(device_records=str(tmp_path / "nope"), host="h").problems[0]
+
+
 def test_cli_prints_the_plan_and_fails_on_problems(biossd):
     ok = biossd("study", "plan", "--params", json.dumps(BASE))
     assert json.loads(ok.stdout)["n_runs"] == 12

@@ -474,7 +474,8 @@ def cmd_storage(args: argparse.Namespace) -> int:
             raise UsageError("give --input storage.json and -o DIR")
         resolved = json.loads(Path(args.input).read_text())
         written = storage.characterize_all(resolved, parse_duration_s(args.budget), Path(args.output),
-                                           Path.cwd() / "scratch", owner)
+                                           Path.cwd() / "scratch", owner,
+                                           Path(args.reuse) if args.reuse else None, args.host)
         for name, path in written.items():
             print(f"{name}: {path}")
     else:
@@ -731,6 +732,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="directory under which emulated classes are mounted (up, down)")
     p.add_argument("--input", help="storage.json from `storage up` (characterize)")
     p.add_argument("--budget", default="120s", help="fio time budget per class (characterize)")
+    p.add_argument("--reuse", metavar="DIR",
+                   help="characterize: take each class's record from this result folder of an earlier run "
+                   "(HOST-CLASS/device.json), checked to be of the same device, instead of measuring")
+    p.add_argument("--host", help="characterize --reuse: the host name the records were published under")
     p.add_argument("--classes", default="ssd", help="class names, comma-separated")
     p.add_argument("--emulate", action="append", default=[], metavar="CLASS=PROFILE",
                    help="emulate this class as an HDD of this profile (study/devices/)")

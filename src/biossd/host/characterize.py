@@ -38,6 +38,8 @@ RANDOM_BLOCK = "4k"
 DEPTHS = (1, 32)
 DEFAULT_FILE_BYTES = 256 << 20
 MIN_FILE_BYTES = 64 << 20
+#: fio's test file in the measured directory: this prefix and a random suffix.
+TEST_FILE_PREFIX = ".biossd-characterize-"
 #: Leave this share of the free space untouched.
 FREE_SPACE_SHARE = 0.5
 #: The shortest fio job: a budget of a few seconds (the test suite's) gives each of the 12 jobs
@@ -65,7 +67,7 @@ def fio_argv(path: Path, rw: str, block: str, depth: int, direct: bool, runtime_
         "fio", f"--name={name}", f"--filename={path}", f"--rw={rw}", f"--bs={block}",
         f"--size={size_bytes}", f"--iodepth={depth}", f"--direct={int(direct)}",
         f"--ioengine={'libaio' if depth > 1 else 'psync'}", f"--runtime={round(runtime_s * MS_PER_S)}ms",
-        "--invalidate=1", "--output-format=json", "--randrepeat=1", "--norandommap",
+        "--invalidate=1", "--output-format=json", "--randrepeat=1", "--norandommap", "--thread",
     ]
     if rw in ("read", "randread"):
         if direct:
@@ -79,10 +81,25 @@ def fio_argv(path: Path, rw: str, block: str, depth: int, direct: bool, runtime_
 _OWNER_POLL_S = 0.2
 
 
+#: prctl(2)'s option: the signal a child gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In fio, before exec: be killed when the characterizing process dies, even by SIGKILL
+    (no fio left loading a device nobody measures any more). fio runs its job as a thread
+    (``--thread``): a forked job process would outlive it."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _fio(argv: list[str], owner: ProcessRef | None = None) -> subprocess.CompletedProcess[str]:
     """Run one fio job; if ``owner`` (the Nextflow that asked) dies meanwhile, fio is killed
     and the characterization stops, rather than load a device nobody measures any more."""
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=_die_with_parent) as proc:
         while True:
             try:
                 out, err = proc.communicate(timeout=_OWNER_POLL_S)
@@ -97,7 +114,7 @@ def _fio(argv: list[str], owner: ProcessRef | None = None) -> subprocess.Complet
 def lay_out(path: Path, size_bytes: int, owner: ProcessRef | None = None) -> None:
     """Write the whole test file once, so every later job reads real blocks."""
     proc = _fio(["fio", "--name=layout", f"--filename={path}", "--rw=write", f"--bs={SEQ_BLOCK}",
-                 f"--size={size_bytes}", "--direct=1", "--end_fsync=1", "--output-format=json"], owner)
+                 f"--size={size_bytes}", "--direct=1", "--end_fsync=1", "--output-format=json", "--thread"], owner)
     if proc.returncode != 0:
         raise CharacterizeError(f"fio could not write the test file {path}: {proc.stderr.strip()[-500:]}")
 
@@ -138,10 +155,11 @@ def characterize(path: Path, budget_s: float = 120.0, file_bytes: int | None = N
         )
     runs = [(job, direct) for direct in (True, False) for job in JOBS]
     job_s = max(MIN_JOB_S, budget_s / len(runs))
-    test_file = path / f".biossd-characterize-{uuid.uuid4().hex[:8]}"
+    test_file = path / f"{TEST_FILE_PREFIX}{uuid.uuid4().hex[:8]}"
     results: dict[str, dict[str, Any]] = {}
     # fio measures the device: no profiled run (or other characterization) may share it meanwhile.
-    with hostlock.HostLock("biossd device characterize", out=str(path), owner=owner):
+    # The record names the test file, which `biossd cleanup` removes if this process is SIGKILLed.
+    with hostlock.HostLock("biossd device characterize", out=str(path), owner=owner, test_file=str(test_file)):
         _run_jobs(test_file, size, runs, job_s, results, owner)
     return _record(path, size, job_s, results)
 
@@ -164,21 +182,69 @@ def _run_jobs(test_file: Path, size: int, runs, job_s: float, results: dict[str,
         test_file.unlink(missing_ok=True)
 
 
-def _record(path: Path, size: int, job_s: float, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    device = devices.device_of_path(path)
+def _facts(path: Path) -> dict[str, Any]:
+    """What a record says of the device holding ``path``: the disk, its mount, its emulation."""
     from biossd.host import emulate
 
     return {
         "path": str(path.resolve()),
-        "device": devices.device_facts(device),
+        "device": devices.device_facts(devices.device_of_path(path)),
         "mount": devices.mount_facts(path),
         "emulation": emulate.run_record(path),
+    }
+
+
+def _record(path: Path, size: int, job_s: float, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    facts = _facts(path)
+    return {
+        **facts,
         "file_bytes": size,
         "job_s": job_s,
         "fio_version": subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
         "results": results,
-        "spec_row": spec_row(results, device),
+        "spec_row": spec_row(results, facts["device"]["name"]),
     }
+
+
+#: What must be equal for an earlier record to stand for the device a path is on now (a study
+#: re-run with --device_records), besides the emulation profile (none for a real disk): a real
+#: disk by its identity and file system; an emulated one by its model (the loop device and
+#: backing file are new with every emulation).
+NATIVE_IDENTITY = (("device", "disk"), ("device", "model"), ("device", "serial"), ("device", "size_bytes"),
+                   ("mount", "fstype"))
+EMULATED_IDENTITY = (("emulation", "emulated"), ("emulation", "mechanism"), ("mount", "fstype"))
+
+
+def reuse(record_file: Path, path: Path) -> dict[str, Any]:
+    """The record of an earlier characterization (``record_file``) for the device holding
+    ``path``, instead of measuring it again: refused unless it was measured on the same device
+    (:data:`NATIVE_IDENTITY`, :data:`EMULATED_IDENTITY`). The copy says where it came from."""
+    from biossd.core.files import sha256_file
+
+    record_file = Path(record_file)
+    try:
+        record = json.loads(record_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise CharacterizeError(f"{record_file}: not a readable device record ({exc})") from None
+    if not isinstance(record, dict) or not {"spec_row", "results", "device"} <= record.keys():
+        raise CharacterizeError(f"{record_file}: not a `biossd device characterize` record "
+                                "(it has no spec_row, results or device)")
+    now = _facts(path)
+    keys = EMULATED_IDENTITY if now["emulation"] else NATIVE_IDENTITY
+    differ = []
+    was_on, is_on = ((r.get("emulation") or {}).get("profile") for r in (record, now))
+    if was_on != is_on:
+        differ.append(f"emulation {was_on or 'none (a real disk)'} there, {is_on or 'none (a real disk)'} here")
+    for part, key in keys:
+        was, is_ = (record.get(part) or {}).get(key), (now[part] or {}).get(key)
+        if was != is_:
+            differ.append(f"{part}.{key} {was!r} there, {is_!r} here")
+    if differ:
+        raise CharacterizeError(f"{record_file} was measured on another device than the one {path} is on: "
+                                + "; ".join(differ) + ". Measure it again (leave out --device_records).")
+    return {**record, "reused": {"from": str(record_file.resolve()), "sha256": sha256_file(record_file),
+                                 "measured_path": record.get("path"), "path": now["path"],
+                                 "matched_on": ["emulation.profile", *(f"{part}.{key}" for part, key in keys)]}}
 
 
 def spec_row(results: dict[str, dict[str, Any]], device: str) -> dict[str, Any]:

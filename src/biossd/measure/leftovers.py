@@ -81,14 +81,17 @@ def _describe_stale(record: Path) -> str:
         body = json.loads(record.read_text())
     except (OSError, ValueError):
         return f"{record} (unreadable)"
-    return f"{body.get('what', 'a run')} (pid {body.get('pid')}) partial run {body.get('partial')} ({record})"
+    left = f"fio test file {body['test_file']}" if body.get("test_file") else f"partial run {body.get('partial')}"
+    return f"{body.get('what', 'a run')} (pid {body.get('pid')}) {left} ({record})"
 
 
 def _remove_stale(record: Path) -> None:
     """Remove what a killed run's host-lock record names (its partial run directory, which
-    carries biossd's marker), then the record."""
+    carries biossd's marker, or a characterization's fio test file, by its prefix), then the
+    record."""
     import json
 
+    from biossd.host import characterize
     from biossd.measure import rundir
 
     try:
@@ -97,6 +100,9 @@ def _remove_stale(record: Path) -> None:
         body = {}
     if body.get("partial"):
         rundir.remove(Path(body["partial"]))
+    test_file = Path(body["test_file"]) if body.get("test_file") else None
+    if test_file is not None and test_file.name.startswith(characterize.TEST_FILE_PREFIX):
+        test_file.unlink(missing_ok=True)
     record.unlink(missing_ok=True)
 
 

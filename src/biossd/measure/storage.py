@@ -22,6 +22,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.host import emulate
+from biossd.study import layout
 
 _CLASS_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
@@ -113,18 +114,28 @@ def down(root: Path, owner: ProcessRef | None = None) -> list[str]:
 
 
 def characterize_all(resolved: dict[str, Any], budget_s: float, out_dir: Path,
-                     default_scratch: Path, owner: ProcessRef | None = None) -> dict[str, Path]:
+                     default_scratch: Path, owner: ProcessRef | None = None,
+                     reuse_from: Path | None = None, host: str | None = None) -> dict[str, Path]:
     """Characterize each class's device, one class after another (never two at once: they
     would disturb each other). A class without a scratch directory is measured in
-    ``default_scratch/<class>``. Writes ``out_dir/<class>.json``."""
+    ``default_scratch/<class>``. Writes ``out_dir/<class>.json``.
+
+    With ``reuse_from`` (a result folder of an earlier run on ``host``), each class's record
+    there (:func:`biossd.study.layout.device_record_relpath`) is taken instead, once checked to be of the device the class
+    is on now (:func:`biossd.host.characterize.reuse`); nothing is measured."""
     from biossd.host import characterize
 
+    if reuse_from is not None and not host:
+        raise StorageError("reusing device records needs the host name they were published under")
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, info in resolved.items():
         where = Path(info["scratch"]) if info.get("scratch") else default_scratch / name
         where.mkdir(parents=True, exist_ok=True)
-        record = characterize.characterize(where, budget_s, owner=owner)
+        if reuse_from is not None:
+            record = characterize.reuse(Path(reuse_from) / layout.device_record_relpath(host, name), where)
+        else:
+            record = characterize.characterize(where, budget_s, owner=owner)
         record["storage_class"] = name
         written[name] = out_dir / f"{name}.json"
         atomic_write_text(written[name], json.dumps(record, indent=2) + "\n")

@@ -93,6 +93,11 @@ def chain_relpath(labels: Mapping[str, object]) -> PurePosixPath:
     return chain_dir_relpath(labels) / step
 
 
+def device_record_relpath(host: str, storage: str) -> PurePosixPath:
+    """Where a result folder keeps a storage class's device record (published by CHARACTERIZE)."""
+    return PurePosixPath(f"{host}-{storage}") / DEVICE_RECORD
+
+
 def is_component(text: str) -> bool:
     """Whether ``text`` can name a directory of the layout (one path component, no way up)."""
     return bool(_COMPONENT_RE.match(text))

@@ -481,6 +481,24 @@ def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[
     return problems
 
 
+def device_record_problems(records_dir: object, host: str, classes: list[str]) -> list[str]:
+    """--device_records DIR: an earlier result folder must hold a device record for every class
+    of this host (whether each is of the same device is checked when the class is up)."""
+    if not records_dir:
+        return []
+    root = Path(str(records_dir))
+    if not root.is_dir():
+        return [f"--device_records {root} is not a directory (give the result folder of an earlier run on this host)"]
+    if not host:
+        return []  # named by the --host check
+    missing = [str(layout.device_record_relpath(host, c)) for c in classes
+               if not (root / layout.device_record_relpath(host, c)).is_file()]
+    if missing:
+        return [f"--device_records {root} has no device record {', '.join(missing)}: give a result folder of an "
+                f"earlier run with --host {host} and these classes, or leave it out to measure the devices"]
+    return []
+
+
 def plan(params: Mapping[str, Any], stub: bool = False,
          catalogue_dir: Path = catalogue.CATALOGUE_DIR) -> Plan:
     """The matrix of ``params`` (the study's Nextflow params), with every problem found."""
@@ -574,6 +592,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
         host = ""
     if not stub:
         problems += space_problems(params, classes, emulated, _largest_input(input_sizes, kinds, scales_of))
+    problems += device_record_problems(params.get("device_records"), host, classes)
 
     return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
                 input_sizes=input_sizes, time_limit_s=time_limit_s,
