@@ -68,3 +68,43 @@ def squeezed(text: str) -> str:
     """Without white space and hyphens: LaTeX breaks lines at spaces and hyphens (its own
     hyphenation too), and pdftotext keeps the break; the words stay in order."""
     return re.sub(r"[\s\-]", "", text)
+
+
+def nextflow(env, cwd, *args, check=True):
+    """``nextflow run study ARGS`` in ``cwd``; fails the test with its output unless it succeeded."""
+    exe = shutil.which("nextflow", path=env["PATH"])
+    assert exe, "nextflow launcher not installed (run `make install`)"
+    proc = subprocess.run([exe, "run", str(REPO / "study"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"nextflow failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+#: The host name of the suite's study result set, under which its device records are published.
+STUDY_HOST = "testhost"
+
+
+@pytest.fixture(scope="session")
+def study_results(env, tmp_path_factory, root_required):
+    """`nextflow run study -profile test` with a chained pipeline, its scratch in a hostile path:
+    the suite's one real result set (test_pipeline.py checks it). Other workflow tests reuse its
+    device records (--device_records) instead of measuring the same devices again. Returns
+    (launch directory, result folder)."""
+    from biossd.host import emulate
+    from biossd.host.cgroups import find_leftovers
+
+    launch = tmp_path_factory.mktemp("launch")
+    outdir = launch / "results"
+    scratch = launch / "scratch dir; with space"
+    scratch.mkdir()
+    before = set(find_leftovers())
+    nextflow(env, launch, "-profile", "test", "--outdir", str(outdir), "--host", STUDY_HOST,
+             "--scratch_dir", str(scratch), "--chains", "pipeline_transcriptome", "--chain_repeats", "1",
+             "--characterize_budget", "3s")
+    assert set(find_leftovers()) == before, "the pipeline left cgroups behind"
+    assert list(scratch.iterdir()) == [], "per-run scratch directories were not removed"
+    ours = [d for d in emulate.all_states() if str(launch) in emulate.status_of(d)["mount"]]
+    assert ours == [], "the emulated HDD was not taken down"
+    assert not os.path.ismount(launch / ".biossd-storage" / "hdd")
+    return launch, outdir

@@ -192,7 +192,7 @@ def pipeline_point(rng: random.Random, work: Path, env: dict[str, str], min_dela
     outdir = work / "results"
     exe = shutil.which("nextflow", path=env["PATH"])
     args = [exe, "run", str(REPO / "study"), "-profile", "test", "--outdir", str(outdir), "--host", "ip",
-            "--skip_report"]
+            "--skip_report", "--characterize_budget", "3s"]
     proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     time.sleep(point.delay_s)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO
+from conftest import REPO, STUDY_HOST, nextflow
 
 from biossd import experiments
 from biossd.core.owners import ProcessRef
@@ -24,6 +24,7 @@ from biossd.host.cgroups import find_leftovers
 from biossd.measure import manifest, profile
 from biossd.measure.filewatch import DirectoryWatch
 from biossd.outputs import artefacts
+from biossd.study import layout
 
 # -- definitions and plans (no run) ----------------------------------------------------------------
 
@@ -179,18 +180,19 @@ def test_an_interrupted_task_leaves_nothing(tmp_path, root_required, biossd):
 
 
 @pytest.fixture(scope="module")
-def experiment_results(env, tmp_path_factory, root_required):
-    from test_pipeline import nextflow
-
+def experiment_results(env, tmp_path_factory, root_required, study_results):
     launch = tmp_path_factory.mktemp("experiments")
     outdir = launch / "results"
     before = set(find_leftovers())
     # The emulated HDD class only: the tiny size's purpose here is each experiment's whole path (the
     # emulated class is the harder one: disk servers, nested devices); `-profile test` at the test
-    # size runs both classes (README). The report is rendered by the test below.
+    # size runs both classes (README). The report is rendered by the test below. The emulated
+    # HDD's record is the suite's study's, checked and reused (--device_records), not measured again.
     nextflow(env, launch, "-profile", "test", "--experiment", "all", "--experiment_size", "tiny",
-             "--storage_classes", "hdd", "--characterize_budget", "3s", "--skip_report", "true",
-             "--outdir", str(outdir), "--host", "xhost")
+             "--storage_classes", "hdd", "--device_records", str(study_results[1]), "--skip_report", "true",
+             "--outdir", str(outdir), "--host", STUDY_HOST)
+    reused = json.loads((outdir / layout.device_record_relpath(STUDY_HOST, "hdd")).read_text())["reused"]
+    assert reused["from"] == str(study_results[1] / layout.device_record_relpath(STUDY_HOST, "hdd"))
     assert set(find_leftovers()) == before, "the experiments left cgroups behind"
     assert not [d for d in emulate.all_states() if str(launch) in emulate.status_of(d)["mount"]]
     assert objectstore.find_leftovers() == [] and not list(objectstore.STATE_ROOT.glob("*"))
@@ -199,7 +201,7 @@ def experiment_results(env, tmp_path_factory, root_required):
 
 @pytest.mark.integration
 def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results):
-    plan = experiments.plan("all", "tiny", ["hdd"], "xhost")
+    plan = experiments.plan("all", "tiny", ["hdd"], STUDY_HOST)
     for task in plan["tasks"]:
         record = json.loads((experiment_results / task["publish"] / experiments.POINT_RECORD).read_text())
         assert record["task"]["point"] == task["point"] and record["runs"], task["publish"]

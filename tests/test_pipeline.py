@@ -2,18 +2,16 @@
 results: the walking skeleton from a tool run to a figure."""
 
 import json
-import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, pdf_text, squeezed
+from conftest import REPO, STUDY_HOST, nextflow, pdf_text, squeezed
 
 from biossd.features import extract as features
-from biossd.host import devices, emulate
-from biossd.host.cgroups import find_leftovers
+from biossd.host import devices
 from biossd.measure import manifest
 from biossd.outputs import artefacts
 from biossd.study import catalogue, layout
@@ -21,31 +19,9 @@ from biossd.study import catalogue, layout
 pytestmark = pytest.mark.integration
 
 
-def nextflow(env, cwd, *args, check=True):
-    exe = shutil.which("nextflow", path=env["PATH"])
-    assert exe, "nextflow launcher not installed (run `make install`)"
-    proc = subprocess.run([exe, "run", str(REPO / "study"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"nextflow failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    return proc
-
-
 @pytest.fixture(scope="module")
-def result_set(env, tmp_path_factory, root_required):
-    launch = tmp_path_factory.mktemp("launch")
-    outdir = launch / "results"
-    scratch = launch / "scratch dir; with space"
-    scratch.mkdir()
-    before = set(find_leftovers())
-    nextflow(env, launch, "-profile", "test", "--outdir", str(outdir), "--host", "testhost",
-             "--scratch_dir", str(scratch), "--chains", "pipeline_transcriptome", "--chain_repeats", "1")
-    assert set(find_leftovers()) == before, "the pipeline left cgroups behind"
-    assert list(scratch.iterdir()) == [], "per-run scratch directories were not removed"
-    ours = [d for d in emulate.all_states() if str(launch) in emulate.status_of(d)["mount"]]
-    assert ours == [], "the emulated HDD was not taken down"
-    assert not os.path.ismount(launch / ".biossd-storage" / "hdd")
-    return outdir
+def result_set(study_results):
+    return study_results[1]
 
 
 CLASSES = ("ssd", "hdd")
@@ -54,7 +30,7 @@ CLASSES = ("ssd", "hdd")
 @pytest.mark.parametrize("storage", CLASSES)
 def test_every_expected_run_is_present_and_complete(result_set, storage):
     for rep in (1, 2, 3):
-        labels = {"host": "testhost", "storage": storage, "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep}
+        labels = {"host": STUDY_HOST, "storage": storage, "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep}
         run = result_set / layout.run_relpath(labels)
         body = manifest.read_manifest(run)
         assert body["outcome"] == "ok"
@@ -91,7 +67,7 @@ def test_the_cachegrind_probe_is_kept_apart_from_the_timed_runs(result_set):
     from biossd import analysis
     from biossd.analysis import resultset
 
-    probe = result_set / "testhost-ssd" / "probes" / "cachegrind" / "samtools_sort"
+    probe = result_set / f"{STUDY_HOST}-ssd" / "probes" / "cachegrind" / "samtools_sort"
     body = manifest.read_manifest(probe)
     assert body["outcome"] == "ok" and body["labels"]["probe"] == "cachegrind"
     assert body["collectors"]["cachegrind"]["ran"] and 0 < body["collectors"]["cachegrind"]["D1_miss_ratio"] < 1
@@ -112,7 +88,7 @@ def test_the_chained_pipeline_ran_step_after_step_in_one_scratch(result_set, sto
 
     c = chain.of(catalogue.get("pipeline_transcriptome"))
     bodies = [manifest.read_manifest(result_set / layout.chain_relpath(
-        {"host": "testhost", "storage": storage, "chain": c.pipeline, "rep": 1, "step": s.name})) for s in c.steps]
+        {"host": STUDY_HOST, "storage": storage, "chain": c.pipeline, "rep": 1, "step": s.name})) for s in c.steps]
     assert [b["outcome"] for b in bodies] == ["ok"] * len(c.steps)
     assert len({b["labels"]["scratch"] for b in bodies}) == 1
     for step, body in zip(c.steps, bodies):
@@ -213,14 +189,16 @@ def test_unknown_tool_fails_before_any_run(env, tmp_path):
     assert not list((tmp_path / "r").glob("*/runs"))
 
 
-def test_charliecloud_profile_runs_the_tool_in_its_container(env, biossd, tmp_path, root_required):
-    """`-profile test,charliecloud`: the profiler on the host, samtools in its image via ch-run."""
+def test_charliecloud_profile_runs_the_tool_in_its_container(env, biossd, tmp_path, root_required, result_set):
+    """`-profile test,charliecloud`: the profiler on the host, samtools in its image via ch-run
+    (the native disk's record reused from the suite's study: --device_records)."""
     biossd("catalogue", "build", "samtools_sort")
     outdir = tmp_path / "results"
     only_ssd = tmp_path / "only-ssd.config"
-    only_ssd.write_text("params { storage_classes = 'ssd'; emulate = null; repeats = 1; characterize_budget = '6s' }\n")
-    nextflow(env, tmp_path, "-profile", "test,charliecloud", "-c", str(only_ssd), "--outdir", str(outdir), "--host", "ct")
-    run = outdir / layout.run_relpath({"host": "ct", "storage": "ssd", "tool": "samtools_sort", "mem": "64M",
+    only_ssd.write_text("params { storage_classes = 'ssd'; emulate = null; repeats = 1; skip_report = true }\n")
+    nextflow(env, tmp_path, "-profile", "test,charliecloud", "-c", str(only_ssd), "--outdir", str(outdir),
+             "--host", STUDY_HOST, "--device_records", str(result_set))
+    run = outdir / layout.run_relpath({"host": STUDY_HOST, "storage": "ssd", "tool": "samtools_sort", "mem": "64M",
                                        "scale": 1, "rep": 1})
     body = manifest.read_manifest(run)
     assert body["outcome"] == "ok", (run / "stderr.log").read_text()
@@ -228,6 +206,8 @@ def test_charliecloud_profile_runs_the_tool_in_its_container(env, biossd, tmp_pa
     assert body["container_image"].startswith("localhost/biossd/samtools_sort:1.16.1@sha256:")
     assert body["tool_version"] == "1.16.1"
     assert "merging from" in (run / "stderr.log").read_text(), "sort spilled inside the container too"
+    reused = json.loads((run / layout.DEVICE_RECORD).read_text())["reused"]
+    assert reused["from"] == str(result_set / layout.device_record_relpath(STUDY_HOST, "ssd"))
 
 
 def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):

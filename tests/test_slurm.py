@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import STUDY_HOST, nextflow
 
 from biossd.features import extract
 from biossd.host import emulate, slurmcluster
@@ -137,19 +138,18 @@ def test_an_unknown_partition_or_a_class_without_one_fails_before_any_job(cluste
     assert (log.read_text() if log.exists() else "") == jobs_before, "a job was submitted"
 
 
-def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path):
+def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path, study_results):
     """-profile test,slurm at the smallest size: every profiled run is a SLURM job on its class's
     partition, capped by SLURM (recorded external with the limit its cgroup enforced); the result
-    set has every run the plan has, as the local executor's does, and the same run table."""
-    from test_pipeline import nextflow
-
+    set has every run the plan has, as the local executor's does, and the same run table. The
+    devices' records are the local study's, checked and reused by a SLURM job."""
     outdir = tmp_path / "results"
-    args = ("--repeats", "1", "--characterize_budget", "3s", "--host", "shost",
+    args = ("--repeats", "1", "--device_records", str(study_results[1]), "--host", STUDY_HOST,
             "--skip_report", "true")
     nextflow(cluster["env"], tmp_path, "-profile", "test,slurm", "-c", str(cluster["config"]),
              "--slurm_partitions", "ssd=fast,hdd=slow", "--outdir", str(outdir), *args)
     plan = matrix.plan({"tools": "samtools_sort", "mem_caps": "64M", "scales": "1", "repeats": 1,
-                        "storage_classes": "ssd,hdd", "emulate": "hdd=seagate-barracuda-7200", "host": "shost",
+                        "storage_classes": "ssd,hdd", "emulate": "hdd=seagate-barracuda-7200", "host": STUDY_HOST,
                         "input_size": "8M", "tool_caps": "gatk_*=512M"}, stub=True)
     expected = {t["publish"] for t in plan.tasks()}
     found = {str(p.relative_to(outdir)) for p in extract.find_run_dirs([outdir])}
