@@ -103,6 +103,30 @@ def test_down_reconciles_when_the_recorded_state_lies(biossd, tmp_path, root_req
     assert not emulate.all_states() and not mount.exists() and not list(tmp_path.glob("biossd-hdd-*"))
 
 
+def test_down_detaches_the_loop_device_of_a_disk_whose_fuse_mount_went_away(biossd, tmp_path, root_required):
+    """A FUSE disk unmounted under its loop device (its server killed, the mount cleaned away)
+    leaves the loop backed by what the kernel then calls `/disk.img`: `down` still detaches the
+    recorded loop device, and only it."""
+    mount = tmp_path / "hdd"
+    biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M", "--backing-dir", str(tmp_path))
+    status = emulate.status_of(emulate.all_states()[0])
+    loop = status["loop_device"]
+    subprocess.run(["umount", str(mount)], check=True)
+    subprocess.run(["umount", "--lazy", status["fuse_dir"]], check=True)
+    backing = subprocess.run(["losetup", "--noheadings", "--output", "BACK-FILE", loop], capture_output=True,
+                             text=True).stdout.strip()
+    assert backing == "/" + emulate.DISK_FILE, backing
+    try:
+        done = biossd("device", "emulate-hdd", "down", "--mount", str(mount)).stdout
+        assert f"losetup -d {loop}" in done, done
+        assert subprocess.run(["losetup", loop], capture_output=True).returncode != 0, "the loop device is still attached"
+        assert not emulate.all_states()
+    finally:  # if down missed it, this test's own loop device is not left on the host
+        if subprocess.run(["losetup", "--noheadings", "--output", "BACK-FILE", loop], capture_output=True,
+                          text=True).stdout.strip() == "/" + emulate.DISK_FILE:
+            subprocess.run(["losetup", "--detach", loop])
+
+
 def test_the_emulated_disk_is_root_only(biossd, tmp_path, root_required):
     mount = tmp_path / "hdd"
     biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M", "--backing-dir", str(tmp_path))

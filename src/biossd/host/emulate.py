@@ -297,14 +297,22 @@ def _make_fs(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: in
         _run(["swapon", "--priority", str(SWAP_PRIORITY), str(swap_file)], "enable swap")
 
 
-def _loops_over(files: list[str]) -> list[str]:
-    """Loop devices whose backing file is one of ``files`` (found on the host, not recorded)."""
+def _loops_over(files: list[str], recorded: str | None = None) -> list[str]:
+    """Loop devices whose backing file is one of ``files`` (found on the host, not recorded),
+    and the ``recorded`` one if its backing file is a disk image seen through a mount that is
+    gone (a FUSE disk unmounted under it: the kernel then names the file from that mount's
+    root, ``/disk.img``)."""
     try:
         out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"], "list loop devices")
     except EmulateError:
         return []
     loops = json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
-    return [d["name"] for d in loops if (d.get("back-file") or "").replace(" (deleted)", "") in files]
+    found = []
+    for loop in loops:
+        back = (loop.get("back-file") or "").replace(" (deleted)", "")
+        if back in files or (recorded and loop["name"] == recorded and back == "/" + DISK_FILE):
+            found.append(loop["name"])
+    return found
 
 
 def _server_pids(fuse_dir: str) -> list[int]:
@@ -378,7 +386,8 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
     if swap_file and swap_file in swaps.active_swaps():
         step(f"swapoff {swap_file}", lambda: _run(["swapoff", swap_file], "disable swap"))
     mount = state.get("mount")
-    loops = sorted(set(_loops_over(backed)) | ({state["loop_device"]} if state.get("loop_device") else set()))
+    recorded_loop = state.get("loop_device")
+    loops = sorted(set(_loops_over(backed, recorded_loop)) | ({recorded_loop} if recorded_loop else set()))
     if mount and os.path.ismount(mount):
         from biossd.host.devices import mount_facts
 
@@ -387,7 +396,7 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
     if mount and state.get("created_mount_dir") and not os.path.ismount(mount):
         with contextlib.suppress(OSError):
             Path(mount).rmdir()
-    for loop in _loops_over(backed):
+    for loop in _loops_over(backed, recorded_loop):
         step(f"losetup -d {loop}", lambda loop=loop: _run(["losetup", "--detach", loop], "detach loop device"))
     if os.path.ismount(fuse_dir):
         step(f"umount {fuse_dir}", lambda: _umount(fuse_dir, grace_s))
