@@ -160,6 +160,8 @@ def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path,
     jobs = [dict(p.split("=", 1) for p in line.split() if "=" in p)
             for line in (Path(cluster["state"]["dir"]) / "jobcomp.log").read_text().splitlines()]
     profiled = [j for j in jobs if "PROFILE" in j.get("Name", "")]
+    measured = [j for j in jobs if "CHARACTERIZE" in j.get("Name", "")]
+    assert [(j["Partition"], j["JobState"]) for j in measured] == [("fast", "COMPLETED")], "the devices' job"
     assert {(("hdd" if "hdd" in j["Name"] else "ssd"), j["Partition"]) for j in profiled} == {("ssd", "fast"),
                                                                                               ("hdd", "slow")}
     for rel in expected:

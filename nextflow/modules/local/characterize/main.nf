@@ -6,7 +6,8 @@
  */
 process CHARACTERIZE {
     tag "${host}"
-    label 'host_setup'
+    // Not 'host_setup': it changes nothing on the host, and on a cluster it measures the node the
+    // runs will use (a SLURM job on the first class's partition, --exclusive: conf/modules.config).
 
     input:
     path storage_json
