@@ -271,6 +271,27 @@ def test_the_experiments_report_is_deterministic_and_in_the_supplement(experimen
     assert "samtools_sort on hdd: -m 1M spilled" in text and "SUBSTITUTE for rocksort" in text
 
 
+@pytest.mark.integration
+def test_the_crate_of_an_experiments_result_set_lists_each_table_and_task(experiment_results, biossd):
+    """An experiments-only result set (no features table) is citable: its RO-Crate lists each
+    experiment's table and every task directory with the sha256 of its file listing."""
+    from biossd.outputs import crate
+
+    body = json.loads(Path(biossd("crate", str(experiment_results)).stdout.strip()).read_text())
+    graph = {e["@id"]: e for e in body["@graph"]}
+    action = next(e for e in body["@graph"] if e["@type"] == "CreateAction")
+    for name in experiments.NAMES:
+        table = f"{layout.EXPERIMENTS_DIR}/{name}.csv"
+        assert graph[table]["sha256"] == crate.file_sha256(experiment_results / table)
+        points = experiments.point_dirs([experiment_results], name)
+        assert points, name
+        for point in points:
+            rel = point.relative_to(experiment_results).as_posix() + "/"
+            assert graph[rel]["@type"] == "Dataset" and graph[rel]["sha256"] == crate.directory_sha256(point)
+            assert {"@id": rel} in action["result"] and rel + experiments.POINT_RECORD in graph
+    assert "related experiments sort_memory, object_store, kmer_io, shared_device" in graph["./"]["description"]
+
+
 def test_the_experiment_notebooks_are_clean_and_make_their_registered_artefacts():
     import re
 
