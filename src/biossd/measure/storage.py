@@ -121,8 +121,9 @@ def characterize_all(resolved: dict[str, Any], budget_s: float, out_dir: Path,
     ``default_scratch/<class>``. Writes ``out_dir/<class>.json``.
 
     With ``reuse_from`` (a result folder of an earlier run on ``host``), each class's record
-    there (:func:`biossd.study.layout.device_record_relpath`) is taken instead, once checked to be of the device the class
-    is on now (:func:`biossd.host.characterize.reuse`); nothing is measured."""
+    there (:func:`biossd.study.layout.device_record_relpath`) is taken instead, once checked to
+    be of the device the class is on now (:func:`biossd.host.characterize.reuse`); nothing is
+    measured."""
     from biossd.host import characterize
 
     if reuse_from is not None and not host:

@@ -131,14 +131,9 @@ def write(results: Path) -> Path:
     results += [_file(crate, root, p.relative_to(root).as_posix(), encodingFormat="application/json")
                 for p in sorted(root.glob(f"*/{layout.DEVICE_RECORD}"))]
     for run in features.find_run_dirs([root]):
-        rel = run.relative_to(root).as_posix() + "/"
         labels = manifest.read_manifest(run).get("labels", {})
-        results.append(crate.add(Dataset(crate, None, rel, properties={
-            "name": f"run {' '.join(str(labels.get(k)) for k in layout.RUN_PATH_LABELS)}",
-            "sha256": directory_sha256(run), "hasPart": [{"@id": rel + manifest.MANIFEST_NAME}]})))
-        crate.add(File(crate, None, rel + manifest.MANIFEST_NAME, properties={
-            "name": manifest.MANIFEST_NAME, "sha256": file_sha256(run / manifest.MANIFEST_NAME),
-            "encodingFormat": "application/json"}))
+        results.append(_directory(crate, root, run, manifest.MANIFEST_NAME,
+                                  f"run {' '.join(str(labels.get(k)) for k in layout.RUN_PATH_LABELS)}"))
     for name, points in tasks.items():
         results += _experiment_parts(crate, root, name, points)
     for sub in ("pipeline_info", layout.REPORT_DIR):
@@ -166,14 +161,20 @@ def _experiment_parts(crate: ROCrate, root: Path, name: str, points: list[Path])
         parts.append(_file(crate, root, table.relative_to(root).as_posix(), encodingFormat="text/csv",
                            description=f"table of the related experiment {name}"))
     for point in points:
-        rel = point.relative_to(root).as_posix() + "/"
-        record = point / experiments.POINT_RECORD
-        parts.append(crate.add(Dataset(crate, None, rel, properties={
-            "name": f"experiment {name} point {point.parent.name} rep {point.name} ({point.parents[3].name})",
-            "sha256": directory_sha256(point), "hasPart": [{"@id": rel + experiments.POINT_RECORD}]})))
-        crate.add(File(crate, None, rel + experiments.POINT_RECORD, properties={
-            "name": experiments.POINT_RECORD, "sha256": file_sha256(record), "encodingFormat": "application/json"}))
+        parts.append(_directory(crate, root, point, experiments.POINT_RECORD,
+                                f"experiment {name} point {point.parent.name} rep {point.name} "
+                                f"({point.parents[3].name})"))
     return parts
+
+
+def _directory(crate: ROCrate, root: Path, path: Path, record_name: str, name: str) -> Dataset:
+    """A run or task directory: a dataset with the sha256 of its listing, its JSON record
+    (``record_name``) a part with its own sha256."""
+    rel = path.relative_to(root).as_posix() + "/"
+    crate.add(File(crate, None, rel + record_name, properties={
+        "name": record_name, "sha256": file_sha256(path / record_name), "encodingFormat": "application/json"}))
+    return crate.add(Dataset(crate, None, rel, properties={
+        "name": name, "sha256": directory_sha256(path), "hasPart": [{"@id": rel + record_name}]}))
 
 
 def _write_metadata(crate: ROCrate, root: Path) -> Path:
