@@ -1,8 +1,10 @@
 """Randomized interrupts, the long version (issue 15): at least 20 kill points of `biossd
 profile` (cap, swap, block trace), 10 of `emulate-hdd up`/`down` and 3 of the pipeline with
-emulated storage (each followed by -resume), SIGINT, SIGTERM and SIGKILL mixed, seeded.
+emulated storage (each followed by -resume), SIGINT, SIGTERM and SIGKILL mixed, seeded; then
+(``--edges N``) N rounds of every *edge* — the moment just after each step of `biossd profile`
+and of `emulate-hdd up` — with each of the three signals.
 
-    sudo .venv/bin/python benchmarks/interrupts.py [--seed 15] [--profile 20] [--emulate 10] [--pipeline 3]
+    sudo .venv/bin/python benchmarks/interrupts.py [--seed 15] [--profile 20] [--emulate 10] [--pipeline 3] [--edges 3]
 
 Prints one line per kill point (what was left: the answer must be "nothing") and a summary;
 exits 1 if any point left something. `make test` runs a short version (tests/test_interrupts.py).
@@ -26,6 +28,7 @@ def main() -> int:
     ap.add_argument("--profile", type=int, default=20)
     ap.add_argument("--emulate", type=int, default=10)
     ap.add_argument("--pipeline", type=int, default=3)
+    ap.add_argument("--edges", type=int, default=3, help="rounds of every edge with every signal")
     args = ap.parse_args()
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -35,6 +38,9 @@ def main() -> int:
         Path(env["NXF_TEMP"]).mkdir()
         points = interrupts.run_points(args.seed, Path(work), env, args.profile, args.emulate, args.pipeline,
                                        report=lambda line: print(line, flush=True))
+        for i in range(args.edges):
+            points += interrupts.edge_points(Path(work) / f"edges-{i}", env,
+                                             report=lambda line: print(line, flush=True))
     print(interrupts.summary(points))
     return 1 if any(p.left for p in points) else 0
 

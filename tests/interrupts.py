@@ -12,6 +12,8 @@ for an interrupted run. The same seed gives the same points. Used by ``tests/tes
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import random
@@ -22,10 +24,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from biossd.features import extract as features
 from biossd.host import cgroups, emulate, hostlock, swap, tracefs
-from biossd.measure import manifest
+from biossd.measure import manifest, rundir
 from biossd.study import layout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,6 +36,66 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 #: A memory hog larger than the cap, so the run pages to its swap area.
 HOG_MIB, CAP, SWAP = 96, "64M", "96M"
+#: How long an edge point waits for its artefact before it reports that it never appeared.
+EDGE_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A moment in a command's life: the first appearance of one of its artefacts (what
+    ``look(work)`` returns grows). An *edge point* sends its signal right then — the moment
+    just after a step, where a random delay rarely lands and a forgotten rollback shows."""
+
+    name: str
+    look: Callable[[Path], set[str]]
+
+
+def _names(directory: Path, prefix: str) -> set[str]:
+    return {p.name for p in directory.iterdir() if p.name.startswith(prefix)} if directory.is_dir() else set()
+
+
+def _mounts(fragment: str) -> set[str]:
+    return {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines() if fragment in line}
+
+
+def _processes(fragment: str, unless: str | None = None) -> set[str]:
+    """Processes whose command line holds ``fragment`` (and not ``unless``)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                argv = (proc / "cmdline").read_bytes()
+                if fragment.encode() in argv and not (unless and unless.encode() in argv):
+                    found.add(proc.name)
+    return found
+
+
+def _loops_over(directory: Path) -> set[str]:
+    listing = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                             capture_output=True, text=True).stdout
+    return {line for line in listing.splitlines() if str(directory) in line or "/disk.img" in line}
+
+
+#: The steps of ``biossd profile`` (cap, swap, block trace), in the order it makes them.
+PROFILE_EDGES = (
+    Edge("host lock", lambda work: {p.name for p in [hostlock.runtime_dir() / hostlock.HOLDER_NAME] if p.exists()}),
+    Edge("partial run directory", lambda work: _names(work, ".run" + rundir.PARTIAL_INFIX)),
+    Edge("swap file", lambda work: _names(work, swap.FILE_PREFIX)),
+    Edge("swap area on", lambda work: set(swap.active_swaps())),
+    Edge("cgroup", lambda work: set(map(str, cgroups.find_leftovers(include_live=True)))),
+    Edge("tracefs instance", lambda work: set(map(str, tracefs.find_leftovers(include_live=True)))),
+    Edge("the tool", lambda work: _processes(str(PROGRAMS / "memory_hog.py"), unless="biossd")),
+)
+#: The steps of ``biossd device emulate-hdd up`` (with swap), in the order it makes them.
+EMULATE_EDGES = (
+    Edge("state directory", lambda work: set(map(str, emulate.all_states()))),
+    Edge("backing file", lambda work: _names(work, emulate.BACKING_PREFIX)),
+    Edge("disk server", lambda work: _processes("biossd.host.hddserver")),
+    Edge("FUSE mount", lambda work: _mounts(str(emulate.STATE_ROOT))),
+    Edge("loop device", _loops_over),
+    Edge("file system mounted", lambda work: _mounts(str(work / "hdd"))),
+    Edge("swap area on", lambda work: set(swap.active_swaps())),
+)
 
 
 def host_snapshot() -> dict[str, object]:
@@ -78,11 +141,14 @@ class KillPoint:
     completed: bool = False
     cleanup: str = ""
     left: dict[str, object] = field(default_factory=dict)
+    #: For an edge point: what had just appeared when the signal was sent.
+    appeared: str = ""
 
     def line(self) -> str:
         state = "completed before the signal" if self.completed else f"exit {self.exit_code}"
         return (f"{self.target:<18} {self.signal:<8} at {self.delay_s:5.2f} s  {state:<28} "
-                f"left: {self.left or 'nothing'}{'  (' + self.cleanup + ')' if self.cleanup else ''}")
+                f"left: {self.left or 'nothing'}{'  (' + self.cleanup + ')' if self.cleanup else ''}"
+                + (f"  [just made: {self.appeared}]" if self.appeared else ""))
 
 
 def _biossd(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -108,12 +174,24 @@ def _cleanup_after_sigkill(env: dict[str, str], point: KillPoint) -> None:
 
 
 def _interrupt_biossd(argv: list[str], point: KillPoint, signum: int, env: dict[str, str],
-                     cwd: Path | None = None) -> str:
-    """Start ``biossd ARGV``, send ``signum`` after the point's delay, wait; after a SIGKILL
-    that cut it short, ``biossd cleanup`` as a user would. Returns its stderr."""
+                     cwd: Path | None = None, edge: Edge | None = None, work: Path | None = None) -> str:
+    """Start ``biossd ARGV``, send ``signum`` after the point's delay (or, with ``edge``, the
+    moment its artefact appears), wait; after a SIGKILL that cut it short, ``biossd cleanup``
+    as a user would. Returns its stderr."""
+    seen = edge.look(work) if edge else set()
     proc = subprocess.Popen([sys.executable, "-m", "biossd", *argv], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(point.delay_s)
+    if edge is None:
+        time.sleep(point.delay_s)
+    else:
+        started = time.monotonic()
+        appeared: set[str] = set()
+        while proc.poll() is None and not appeared and time.monotonic() - started < EDGE_TIMEOUT_S:
+            appeared = edge.look(work) - seen
+        point.appeared = ", ".join(sorted(appeared))
+        point.delay_s = round(time.monotonic() - started, 2)
+        if proc.poll() is not None or time.monotonic() - started >= EDGE_TIMEOUT_S:
+            point.left["edge"] = f"{edge.name} never appeared before the command ended (exit {proc.poll()})"
     point.completed = proc.poll() == 0
     _send(proc, signum)
     _, err = proc.communicate(timeout=120)
@@ -127,13 +205,17 @@ def profile_point(rng: random.Random, work: Path, env: dict[str, str], max_delay
     """``biossd profile`` with a cap, swap and a block trace, killed at a random moment."""
     signum = rng.choice(SIGNALS)
     point = KillPoint("profile", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
+    return _profile(point, signum, work, env)
+
+
+def _profile(point: KillPoint, signum: int, work: Path, env: dict[str, str], edge: Edge | None = None) -> KillPoint:
     work.mkdir(parents=True)
     before = host_snapshot()
     run = work / "run"
     err = _interrupt_biossd(["profile", "--mem", CAP, "--swap", SWAP, "--swap-dir", str(work), "--blocktrace",
                              "auto", "--out", str(run), "--", sys.executable, str(PROGRAMS / "memory_hog.py"),
-                             str(HOG_MIB)], point, signum, env, cwd=work)
-    left = differences(before, host_snapshot())
+                             str(HOG_MIB)], point, signum, env, cwd=work, edge=edge, work=work)
+    left = point.left | differences(before, host_snapshot())
     extra = sorted(p.name for p in work.iterdir() if p.name != "run")
     if extra:
         left["files"] = extra
@@ -154,6 +236,11 @@ def emulate_point(rng: random.Random, work: Path, env: dict[str, str], action: s
     emulation, if it survived whole, is taken down by hand (it is the user's until then)."""
     signum = rng.choice(SIGNALS)
     point = KillPoint(f"emulate-hdd {action}", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
+    return _emulate(point, signum, work, env, action)
+
+
+def _emulate(point: KillPoint, signum: int, work: Path, env: dict[str, str], action: str,
+             edge: Edge | None = None) -> KillPoint:
     work.mkdir(parents=True)
     mount = work / "hdd"
     before = host_snapshot()
@@ -165,7 +252,7 @@ def emulate_point(rng: random.Random, work: Path, env: dict[str, str], action: s
         argv = ["device", "emulate-hdd", "down", "--mount", str(mount)]
     else:
         argv = up
-    _interrupt_biossd(argv, point, signum, env)
+    _interrupt_biossd(argv, point, signum, env, edge=edge, work=work)
     still_up = [d for d in emulate.all_states() if emulate.status_of(d)["mount"] == str(mount)]
     if still_up:
         healthy = emulate.status_of(still_up[0])["healthy"]
@@ -245,6 +332,22 @@ def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emu
         report(points[-1].line())
     for i in range(n_pipeline):
         points.append(pipeline_point(rng, work / f"pipeline-{i}", env))
+        report(points[-1].line())
+    return points
+
+
+def edge_points(work: Path, env: dict[str, str], profile_signals: tuple[int, ...] = SIGNALS,
+                emulate_signals: tuple[int, ...] = SIGNALS, report=print) -> list[KillPoint]:
+    """Every edge of ``biossd profile`` with each of ``profile_signals``, and every edge of
+    ``emulate-hdd up`` with each of ``emulate_signals``."""
+    points = []
+    for i, (edge, signum) in enumerate(itertools.product(PROFILE_EDGES, profile_signals)):
+        point = KillPoint(f"profile @{edge.name}", signal.Signals(signum).name, 0.0)
+        points.append(_profile(point, signum, work / f"edge-profile-{i}", env, edge))
+        report(points[-1].line())
+    for i, (edge, signum) in enumerate(itertools.product(EMULATE_EDGES, emulate_signals)):
+        point = KillPoint(f"up @{edge.name}", signal.Signals(signum).name, 0.0)
+        points.append(_emulate(point, signum, work / f"edge-emulate-{i}", env, "up", edge))
         report(points[-1].line())
     return points
 

@@ -2,8 +2,10 @@
 with a cap, swap and a block trace, `emulate-hdd up`/`down`, and the pipeline with emulated
 storage followed by -resume. Each kill point must leave nothing of biossd's on the host."""
 
+import signal
+
 import pytest
-from interrupts import run_points, summary
+from interrupts import EMULATE_EDGES, PROFILE_EDGES, SIGNALS, edge_points, run_points, summary
 
 pytestmark = pytest.mark.integration
 
@@ -15,5 +17,16 @@ def test_random_kill_points_leave_nothing(env, tmp_path, root_required):
     points = run_points(SEED, tmp_path, env, n_profile=6, n_emulate=4, n_pipeline=1, report=lines.append)
     assert {p.signal for p in points} == {"SIGINT", "SIGTERM", "SIGKILL"}, "all three signals are tried"
     assert sum(not p.completed for p in points) >= 8, "most points interrupt the command, not its end"
+    bad = [p.line() for p in points if p.left]
+    assert not bad, "\n".join(bad) + "\n" + summary(points)
+
+
+def test_a_signal_just_after_each_step_leaves_nothing(env, tmp_path, root_required):
+    """The moments a random delay rarely hits: right after each step of `biossd profile` (every
+    signal) and of `emulate-hdd up` (SIGTERM, the one that once left its state directory)."""
+    lines: list[str] = []
+    points = edge_points(tmp_path, env, SIGNALS, (signal.SIGTERM,), report=lines.append)
+    assert len(points) == len(PROFILE_EDGES) * len(SIGNALS) + len(EMULATE_EDGES)
+    assert not any(p.completed for p in points), "\n".join(lines)
     bad = [p.line() for p in points if p.left]
     assert not bad, "\n".join(bad) + "\n" + summary(points)

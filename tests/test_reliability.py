@@ -317,3 +317,27 @@ def test_layout_labels_must_be_path_components():
     for key, value in (("host", "../../x"), ("tool", "a/b"), ("rep", ".."), ("storage", "")):
         with pytest.raises(ValueError):
             layout.run_relpath({**good, key: value})
+
+
+def test_a_helper_dies_with_the_process_that_started_it_even_by_sigkill(tmp_path):
+    """perf, blktrace and fio are started with dies_with_parent: a SIGKILLed profiler leaves
+    none of them running (a perf stat once outlived its profiler)."""
+    pid_file = tmp_path / "helper.pid"
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "from biossd.core.owners import dies_with_parent\n"
+        "helper = subprocess.Popen(['sleep', '60'], preexec_fn=dies_with_parent())\n"
+        f"open({str(pid_file)!r}, 'w').write(str(helper.pid))\n"
+        "time.sleep(60)\n")])
+    deadline = time.monotonic() + 20
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and parent.poll() is None, "the parent did not start its helper"
+        time.sleep(0.05)
+    helper = ProcessRef.of(int(pid_file.read_text()))
+    assert helper.alive()
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while helper.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not helper.alive(), "the helper outlived its SIGKILLed parent"

@@ -8,10 +8,12 @@ the host, so :meth:`ProcessRef.alive` is false for a dead owner whose pid was re
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 #: ``/proc/PID/stat``: the fields after the command name (which may hold spaces and parentheses)
 #: start at field 3; the start time is field 22.
@@ -101,3 +103,19 @@ def owner_alive(name: str, prefix: str) -> bool:
     """Whether the process whose pid follows ``prefix`` in ``name`` still runs."""
     pid = name[len(prefix):].split("-", 1)[0]
     return pid.isdigit() and start_ticks(int(pid)) is not None
+
+
+#: prctl(2)'s option: the signal a child gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def dies_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None]:
+    """A ``preexec_fn`` for a helper biossd starts and waits for (perf, blktrace, fio): the
+    helper gets ``signum`` when biossd dies, even by SIGKILL, so no helper outlives the run it
+    measured (SIGINT lets blktrace take its kernel trace down itself). The kernel sends it
+    when the *thread* that started the helper ends: start helpers from the main thread."""
+
+    def arm() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum)
+
+    return arm

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import ProcessRef
+from biossd.core.owners import ProcessRef, dies_with_parent
 from biossd.core.units import parse_size
 from biossd.host import devices, hostlock
 
@@ -81,25 +81,13 @@ def fio_argv(path: Path, rw: str, block: str, depth: int, direct: bool, runtime_
 _OWNER_POLL_S = 0.2
 
 
-#: prctl(2)'s option: the signal a child gets when its parent dies.
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In fio, before exec: be killed when the characterizing process dies, even by SIGKILL
-    (no fio left loading a device nobody measures any more). fio runs its job as a thread
-    (``--thread``): a forked job process would outlive it."""
-    import ctypes
-    import signal
-
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def _fio(argv: list[str], owner: ProcessRef | None = None) -> subprocess.CompletedProcess[str]:
     """Run one fio job; if ``owner`` (the Nextflow that asked) dies meanwhile, fio is killed
-    and the characterization stops, rather than load a device nobody measures any more."""
+    and the characterization stops, rather than load a device nobody measures any more. fio
+    also dies with this process, even a SIGKILLed one; it runs its job as a thread
+    (``--thread``), as a forked job process would outlive it."""
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          preexec_fn=_die_with_parent) as proc:
+                          preexec_fn=dies_with_parent()) as proc:
         while True:
             try:
                 out, err = proc.communicate(timeout=_OWNER_POLL_S)

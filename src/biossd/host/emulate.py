@@ -203,26 +203,34 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     if free < size_bytes:
         raise EmulateError(f"{backing_dir} has {free >> 20} MiB free, the emulated disk needs "
                            f"{size_bytes >> 20} MiB; choose --backing-dir elsewhere or a smaller --size")
-    state_dir.mkdir(parents=True)
     state: dict[str, Any] = {"mount": str(mount), "profile": profile, "profile_name": profile_name,
                              "size_bytes": size_bytes, "swap_bytes": swap_bytes, "stage": "starting",
                              "mechanism": "loop-direct" if native else "fuse-loop", "created_mount_dir": not mount.exists(),
                              "owner": owner.record() if owner else None,
                              "backing_file": str(backing_dir / f"{BACKING_PREFIX}{state_dir.name}-{uuid.uuid4().hex[:8]}.img"),
                              "fuse_dir": str(state_dir / "fuse")}
-    _save(state_dir, state)
 
     def on_signal(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    made = False
     try:
+        # The state directory is made and known to be ours in one step that a signal cannot
+        # split (one arriving meanwhile is raised at the block's end, inside this try): an
+        # interrupt right after the mkdir must not leave it, nor one that fails it remove
+        # another ``up``'s.
+        with _signals_held():
+            state_dir.mkdir(parents=True)
+            made = True
+            _save(state_dir, state)
         _bring_up(state_dir, state, mount, swap_bytes)
     except BaseException:
         for s in previous:  # a second signal must not stop the rollback
             signal.signal(s, signal.SIG_IGN)
-        with contextlib.suppress(Exception):
-            down_state(state_dir)
+        if made:
+            with contextlib.suppress(Exception):
+                down_state(state_dir)
         raise
     finally:
         for s, handler in previous.items():

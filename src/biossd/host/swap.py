@@ -43,12 +43,26 @@ def active_swaps() -> list[str]:
     return [line.split()[0] for line in lines if line.strip()]
 
 
+def backing_path(directory: Path) -> Path:
+    """A fresh name for a swap file in ``directory`` (named before it is made, so a record of
+    the intent lets ``biossd cleanup`` remove what a SIGKILL right after its creation left)."""
+    return Path(directory) / f"{FILE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}.img"
+
+
+def loops_over(path: Path) -> list[str]:
+    """Loop devices whose backing file is ``path``."""
+    return [loop["name"] for loop in _loops()
+            if (loop.get("back-file") or "").replace(" (deleted)", "") == str(path)]
+
+
 @dataclass
 class LoopSwap(HostObject):
-    """``size_bytes`` of swap on a loop device over a file in ``directory``."""
+    """``size_bytes`` of swap on a loop device over a file in ``directory`` (named ``planned``,
+    from :func:`backing_path`, or a fresh name)."""
 
     size_bytes: int
     directory: Path
+    planned: Path | None = None
     backing_file: Path | None = field(default=None, init=False)
     loop_device: str | None = field(default=None, init=False)
     enabled: bool = field(default=False, init=False)
@@ -59,8 +73,9 @@ class LoopSwap(HostObject):
         directory = Path(self.directory)
         if not directory.is_dir():
             raise SwapError(f"swap directory {directory} does not exist")
-        self.backing_file = directory / f"{FILE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}.img"
-        fd = os.open(self.backing_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        name = self.planned or backing_path(directory)
+        fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        self.backing_file = name
         try:
             os.posix_fallocate(fd, 0, self.size_bytes)  # no holes: swap refuses sparse files
         except OSError as err:

@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from biossd.core.errors import BiossdError
+from biossd.core.owners import dies_with_parent
 from biossd.host import tracefs
 from biossd.host.devices import SECTOR_BYTES
 
@@ -387,8 +388,8 @@ class BlktraceBlockTrace:
             argv += ["-d", f"/dev/{name}"]
         self.t0_s = t0_s
         self.t_start = time.monotonic()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True, preexec_fn=dies_with_parent(signal.SIGINT))
         try:
             self.proc.wait(timeout=BLKTRACE_PROBE_S)
         except subprocess.TimeoutExpired:

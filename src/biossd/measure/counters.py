@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from biossd.core.errors import BiossdError
+from biossd.core.owners import dies_with_parent
 
 PERF_FILE = "perf_stat.csv"
 PERF_LOG = "perf_stat.log"
@@ -73,7 +74,7 @@ class PerfStat:
                 "-D", "-1", "--control", f"fd:{ctl_r},{ack_w}", "-p", str(pid)]
         with open(self.out_dir / PERF_LOG, "wb") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=log, pass_fds=(ctl_r, ack_w),
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=dies_with_parent())
         os.close(ctl_r)
         os.close(ack_w)
         try:

@@ -82,16 +82,19 @@ def _describe_stale(record: Path) -> str:
     except (OSError, ValueError):
         return f"{record} (unreadable)"
     left = f"fio test file {body['test_file']}" if body.get("test_file") else f"partial run {body.get('partial')}"
+    if body.get("swap_file"):
+        left += f", swap file {body['swap_file']}"
     return f"{body.get('what', 'a run')} (pid {body.get('pid')}) {left} ({record})"
 
 
 def _remove_stale(record: Path) -> None:
     """Remove what a killed run's host-lock record names (its partial run directory, which
-    carries biossd's marker, or a characterization's fio test file, by its prefix), then the
-    record."""
+    carries biossd's marker; a characterization's fio test file and a swap file not yet on a
+    loop device, each by its prefix), then the record. A swap file on a loop device is
+    :func:`biossd.host.swap.find_leftovers`'s."""
     import json
 
-    from biossd.host import characterize
+    from biossd.host import characterize, swap
     from biossd.measure import rundir
 
     try:
@@ -103,6 +106,9 @@ def _remove_stale(record: Path) -> None:
     test_file = Path(body["test_file"]) if body.get("test_file") else None
     if test_file is not None and test_file.name.startswith(characterize.TEST_FILE_PREFIX):
         test_file.unlink(missing_ok=True)
+    swap_file = Path(body["swap_file"]) if body.get("swap_file") else None
+    if swap_file is not None and swap_file.name.startswith(swap.FILE_PREFIX) and not swap.loops_over(swap_file):
+        swap_file.unlink(missing_ok=True)
     record.unlink(missing_ok=True)
 
 

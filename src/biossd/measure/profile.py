@@ -36,7 +36,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from biossd.core.errors import BiossdError
 from biossd.core.owners import ProcessRef
@@ -44,6 +44,7 @@ from biossd.host import devices as block_devices
 from biossd.host import emulate, hostfacts, hostlock, scheduler
 from biossd.host.cgroups import MemoryCap
 from biossd.host.swap import LoopSwap
+from biossd.host.swap import backing_path as swap_backing_path
 from biossd.measure import blocktrace, counters, manifest, rundir
 from biossd.measure.sampler import DEFAULT_INTERVAL_S, Sampler
 
@@ -253,7 +254,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
             partial = rundir.make_partial(target, named)
             body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
-                            scheduler_timeout)
+                            scheduler_timeout, record_intent=lock.update)
             body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
                                   "leader_pid": (lock.leader or {}).get("pid")} if request.group
                                  else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3)})
@@ -286,9 +287,12 @@ def run(request: ProfileRequest) -> dict[str, Any]:
 def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_note: str | None,
              launch_problem: tuple[int, str] | None, received: list[int],
              child_box: list[subprocess.Popen[bytes]],
-             scheduler_timeout: list[int] | None = None) -> dict[str, Any]:
+             scheduler_timeout: list[int] | None = None,
+             record_intent: Callable[..., None] = lambda **_: None) -> dict[str, Any]:
     """Set up the cap, swap and collectors, run the command, tear everything down; returns
-    the manifest's body (not yet written). Raises :class:`Interrupted` on a signal."""
+    the manifest's body (not yet written). Raises :class:`Interrupted` on a signal.
+    ``record_intent(swap_file=...)`` adds to the host lock's record what is about to be made
+    outside the run directory, for ``biossd cleanup`` after a SIGKILL."""
     if request.device_record is not None:
         shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
     command = list(request.argv)
@@ -298,7 +302,10 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
     with contextlib.ExitStack() as stack:
         swap = None
         if request.swap_bytes:
-            swap = stack.enter_context(LoopSwap(request.swap_bytes, Path(request.swap_dir or Path.cwd())))
+            swap_dir = Path(request.swap_dir or Path.cwd())
+            planned = swap_backing_path(swap_dir)
+            record_intent(swap_file=str(planned))
+            swap = stack.enter_context(LoopSwap(request.swap_bytes, swap_dir, planned))
             if swap.device_name not in traced:
                 traced.append(swap.device_name)
         if received:
