@@ -223,3 +223,17 @@ def test_dirty_data_is_flushed_inside_the_traced_window(biossd, tmp_path, root_r
     window = trace[(trace.op == "W") & trace.issue_s.between(t0, t0 + body["wall_s"] + body["flush_s"])]
     assert window.bytes.sum() >= 16 << 20, "the 16 MiB dd left in the page cache reached the traced window"
     assert math.isfinite(features.run_features(run)["Wsize"])
+
+
+@pytest.mark.parametrize(("mib", "floor_mib", "ceiling_mib"), [(0, 0, 16), (100, 100, 140)])
+def test_the_peak_rss_is_the_commands_own_not_the_profilers(biossd, tmp_path, mib, floor_mib, ceiling_mib):
+    """Linux keeps a process's peak RSS across exec: measured by wait4 after the profiler's fork,
+    a tiny command would weigh as much as the Python profiler (some 30-60 MiB). GNU time's report
+    is the command's own."""
+    run = tmp_path / "run"
+    argv = ["true"] if mib == 0 else [sys.executable, str(Path(__file__).parent / "programs" / "memory_hog.py"), str(mib)]
+    biossd("profile", "--mem", "1G", "--no-drop-caches", "--blocktrace", "off", "--perf", "off", "--out", str(run),
+           "--", *argv)
+    acct = json.loads((run / "rusage.json").read_text())
+    assert acct["max_rss_source"].startswith("GNU time"), acct
+    assert floor_mib << 10 <= acct["max_rss_kib"] <= ceiling_mib << 10, acct

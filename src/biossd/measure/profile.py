@@ -7,15 +7,17 @@ loop device (:mod:`biossd.host.swap`), and writes one run directory:
 ``RUN_DIR/``
     ``stdout.log``, ``stderr.log``   the command's own output
     ``rusage.json``                  process accounting of the whole process tree (``time``'s job)
+    ``gnu_time.txt``                 GNU time's report: the command's own peak RSS and how it ended
     ``sampler.csv``                  1 Hz system counters, like SAR (:mod:`biossd.measure.sampler`)
     ``blocktrace.parquet``           one row per block request (:mod:`biossd.measure.blocktrace`)
     ``perf_stat.csv``                CPU/memory counters (:mod:`biossd.measure.counters`)
     ``cachegrind.*``                 simulated cache misses, opt-in (:mod:`biossd.measure.counters`)
     ``run.json``                     the manifest, written last (see :mod:`biossd.measure.manifest`)
 
-The command is started behind a *gate* — ``sh`` waiting on a pipe, then ``exec``-ing the
-command in the same process — so the cap, the block trace, the sampler and perf are all in
-place before the command's first instruction, and ``wall_s`` counts from the gate's release.
+The command is started behind a *gate* — ``sh`` waiting on a pipe, then ``exec``-ing GNU time
+(which forks the command; :mod:`biossd.measure.gnutime` says why) in the same process — so the
+cap, the block trace, the sampler and perf are all in place before the command's first
+instruction, and ``wall_s`` counts from the gate's release.
 Each collector records whether it ran and, if not, why; one that fails does not stop the others
 or the run.
 """
@@ -45,7 +47,7 @@ from biossd.host import emulate, hostfacts, hostlock, scheduler
 from biossd.host.cgroups import MemoryCap
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path
-from biossd.measure import blocktrace, counters, manifest, rundir
+from biossd.measure import blocktrace, counters, gnutime, manifest, rundir
 from biossd.measure.sampler import DEFAULT_INTERVAL_S, Sampler
 
 #: ``ru_inblock``/``ru_oublock`` count 512-byte units on Linux (getrusage(2)).
@@ -53,6 +55,8 @@ RUSAGE_BLOCK_BYTES = 512
 EXIT_COMMAND_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 _SIGNAL_EXIT_BASE = 128
+#: ``/proc/PID/stat`` after the command name's closing parenthesis: state, ppid, pgrp, ...
+_STAT_PGRP_AFTER_COMM = 2
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 _DROP_ALL = "3"
 #: Holds the command until the collectors are ready: reads one line from stdin (a pipe from
@@ -138,14 +142,19 @@ def drop_page_cache() -> dict[str, Any]:
     return {"dropped": True, "why": None}
 
 
-def rusage_record(ru: resource.struct_rusage, wall_s: float) -> dict[str, float | int]:
+def rusage_record(ru: resource.struct_rusage, wall_s: float, report: gnutime.Report | None = None,
+                  no_report_why: str = "") -> dict[str, float | int | str]:
     """Process accounting in the fields of GNU ``time -eUSKFW`` (wall, user, sys, RSS, faults,
-    file-system I/O, context switches), with units in the names."""
+    file-system I/O, context switches), with units in the names: ``wait4``'s for the process
+    tree, except the peak RSS, which is the command's own from GNU time's ``report`` where
+    there is one (:mod:`biossd.measure.gnutime` says why)."""
     return {
         "wall_s": wall_s,
         "user_s": ru.ru_utime,
         "sys_s": ru.ru_stime,
-        "max_rss_kib": ru.ru_maxrss,
+        "max_rss_kib": report.max_rss_kib if report is not None else ru.ru_maxrss,
+        "max_rss_source": (gnutime.SOURCE_GNU_TIME if report is not None
+                           else gnutime.SOURCE_WAIT4.format(why=no_report_why)),
         "major_faults": ru.ru_majflt,
         "minor_faults": ru.ru_minflt,
         "fs_input_blocks": ru.ru_inblock,
@@ -231,6 +240,8 @@ def run(request: ProfileRequest) -> dict[str, Any]:
     #: SLURM's time limit arrived as SIGTERM: the run's timeout, recorded, not an interruption.
     scheduler_timeout: list[int] = []
 
+    gnu_time, no_gnu_time = gnutime.find()
+
     def on_signal(signum: int, _frame: object) -> None:
         if signum == signal.SIGTERM and child and not received and scheduler.time_limit_reached():
             scheduler_timeout.append(signum)
@@ -239,8 +250,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             return
         received.append(signum)
         if child and child[0].returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child[0].pid, signal.SIGTERM)
+            _terminate(child[0].pid, gnu_time)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     partial: Path | None = None
@@ -254,7 +264,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
             partial = rundir.make_partial(target, named)
             body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
-                            scheduler_timeout, record_intent=lock.update)
+                            scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
             body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
                                   "leader_pid": (lock.leader or {}).get("pid")} if request.group
                                  else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3)})
@@ -288,11 +298,13 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
              launch_problem: tuple[int, str] | None, received: list[int],
              child_box: list[subprocess.Popen[bytes]],
              scheduler_timeout: list[int] | None = None,
-             record_intent: Callable[..., None] = lambda **_: None) -> dict[str, Any]:
+             record_intent: Callable[..., None] = lambda **_: None,
+             gnu_time: tuple[str | None, str] = (None, "not asked for")) -> dict[str, Any]:
     """Set up the cap, swap and collectors, run the command, tear everything down; returns
     the manifest's body (not yet written). Raises :class:`Interrupted` on a signal.
     ``record_intent(swap_file=...)`` adds to the host lock's record what is about to be made
-    outside the run directory, for ``biossd cleanup`` after a SIGKILL."""
+    outside the run directory, for ``biossd cleanup`` after a SIGKILL; ``gnu_time`` is
+    :func:`biossd.measure.gnutime.find`'s answer (the command then runs under it)."""
     if request.device_record is not None:
         shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
     command = list(request.argv)
@@ -318,7 +330,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                    "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
         caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
         cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap))
-        executed = cap.wrap(command)
+        timer, no_timer = gnu_time
+        report_file = out_dir / gnutime.REPORT_FILE
+        executed = cap.wrap(gnutime.wrap(timer, report_file, command) if timer else command)
         out = stack.enter_context(open(out_dir / "stdout.log", "wb"))
         err = stack.enter_context(open(out_dir / "stderr.log", "wb"))
         started_at = _utc_now()
@@ -363,18 +377,21 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             t_command = time.monotonic()
             os.write(gate_w, b"go\n")
             _close_quietly(gate_w)
-            status, ru, timed_out = _wait(child, request.timeout_s, received, request.owner)
+            status, ru, timed_out = _wait(child, request.timeout_s, received, request.owner, timer)
             timed_out = timed_out or bool(scheduler_timeout)
             wall_s = time.monotonic() - t_command
             t_command_s = t_command - t0
             if received:
                 raise Interrupted(received[0])
+            report = gnutime.read(report_file) if timer else None
+            if report is not None:
+                status = report.wait_status  # the command's own, not GNU time's 128+signal
             outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"], timed_out)
             if outcome == "failed":
                 full = _scratch_full(Path.cwd(), out_dir / "stderr.log")
                 if full:
                     raise ProfileError(full)
-            accounting = rusage_record(ru, wall_s)
+            accounting = rusage_record(ru, wall_s, report, no_timer or "GNU time was killed before it reported")
             flush_s = flush_filesystem(Path.cwd())
             if perf is not None:
                 collectors["perf"] = _collect(perf.stop)
@@ -401,6 +418,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         "labels": dict(request.labels),
         "argv": list(request.argv),
         "executed_argv": executed,
+        #: The process the profiler started: GNU time, whose child is the command (without GNU
+        #: time, the command itself).
         "pid": command_pid,
         "cwd": os.getcwd(),
         "outcome": outcome,
@@ -479,6 +498,34 @@ def _close_quietly(fd: int) -> None:
         os.close(fd)
 
 
+def _group_members(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` (``/proc/PID/stat``, the field after the parent's)."""
+    members = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                after_comm = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(after_comm[_STAT_PGRP_AFTER_COMM]) == pgid:
+                    members.append(int(proc.name))
+    return members
+
+
+def _terminate(leader: int, gnu_time: str | None) -> None:
+    """SIGTERM to the command's process group — all of it, or, once the gate has become GNU
+    time, all but GNU time: it then sees its command end, reports how, and exits, and the grace
+    before SIGKILL (:data:`TERM_GRACE_S`) is the command's, as without it."""
+    try:
+        spare = gnu_time is not None and os.readlink(f"/proc/{leader}/exe") == os.path.realpath(gnu_time)
+    except OSError:
+        spare = False
+    for pid in ([p for p in _group_members(leader) if p != leader] if spare else [None]):
+        with contextlib.suppress(ProcessLookupError):
+            if pid is None:
+                os.killpg(leader, signal.SIGTERM)
+            else:
+                os.kill(pid, signal.SIGTERM)
+
+
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
     """Make sure nothing of the command outlives the profiler (no-op once it was reaped)."""
     if child.returncode is None:
@@ -490,7 +537,7 @@ def _kill_group(child: subprocess.Popen[bytes]) -> None:
 
 
 def _wait(child: subprocess.Popen[bytes], timeout_s: float | None, received: list[int],
-          owner: ProcessRef | None):
+          owner: ProcessRef | None, gnu_time: str | None = None):
     """``wait4`` the command. On timeout its process group is killed; after a signal (or when
     ``owner`` is gone, recorded as SIGTERM) it gets SIGTERM and, :data:`TERM_GRACE_S` later,
     SIGKILL. Wakes at once when the command exits (a pidfd). Returns (status, rusage,
@@ -511,8 +558,7 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float | None, received: lis
             now = time.monotonic()
             if owner is not None and not received and not owner.alive():
                 received.append(signal.SIGTERM)
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGTERM)
+                _terminate(child.pid, gnu_time)
             if received and term_at is None:
                 term_at = now
             late = term_at is not None and now - term_at > TERM_GRACE_S
