@@ -289,7 +289,9 @@ def test_the_crate_of_an_experiments_result_set_lists_each_table_and_task(experi
             rel = point.relative_to(experiment_results).as_posix() + "/"
             assert graph[rel]["@type"] == "Dataset" and graph[rel]["sha256"] == crate.directory_sha256(point)
             assert {"@id": rel} in action["result"] and rel + experiments.POINT_RECORD in graph
-    assert "related experiments sort_memory, object_store, kmer_io, shared_device" in graph["./"]["description"]
+    description = graph["./"]["description"]
+    assert "related experiments sort_memory, object_store, kmer_io, shared_device" in description
+    assert "features table" not in description and "no study runs" in description, description
 
 
 def test_the_experiment_notebooks_are_clean_and_make_their_registered_artefacts():

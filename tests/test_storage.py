@@ -53,7 +53,10 @@ def test_a_record_of_the_same_device_is_reused_and_another_devices_refused(bioss
     scratch, earlier = tmp_path / "scratch", tmp_path / "earlier"
     scratch.mkdir()
     (earlier / "h-ssd").mkdir(parents=True)
-    (earlier / "h-ssd" / "device.json").write_text(json.dumps(_record_of(scratch)))
+    # Measured at another path of the same file system, its device then under another name.
+    measured = {**_record_of(scratch), "path": "/elsewhere"}
+    measured["spec_row"]["device"] = "sdz"
+    (earlier / "h-ssd" / "device.json").write_text(json.dumps(measured))
     classes = tmp_path / "storage.json"
     classes.write_text(json.dumps({"ssd": {"scratch": str(scratch), "emulated": False}}))
     out = tmp_path / "out"
@@ -62,6 +65,8 @@ def test_a_record_of_the_same_device_is_reused_and_another_devices_refused(bioss
     assert reused["storage_class"] == "ssd" and reused["spec_row"]["seq_read_mbs"] == 1.0
     assert reused["reused"]["from"] == str((earlier / "h-ssd" / "device.json").resolve())
     assert "device.serial" in reused["reused"]["matched_on"]
+    assert reused["path"] == str(scratch.resolve()) and reused["reused"]["measured_on"]["path"] == "/elsewhere"
+    assert reused["spec_row"]["device"] == reused["device"]["name"] != "sdz", "the device as it is now"
     assert [p.name for p in scratch.iterdir()] == [], "nothing was measured"
 
     for changes, says in (({"device.size_bytes": 1}, "device.size_bytes 1 there"),

@@ -206,7 +206,9 @@ EMULATED_IDENTITY = (("emulation", "emulated"), ("emulation", "mechanism"), ("mo
 def reuse(record_file: Path, path: Path) -> dict[str, Any]:
     """The record of an earlier characterization (``record_file``) for the device holding
     ``path``, instead of measuring it again: refused unless it was measured on the same device
-    (:data:`NATIVE_IDENTITY`, :data:`EMULATED_IDENTITY`). The copy says where it came from."""
+    (:data:`NATIVE_IDENTITY`, :data:`EMULATED_IDENTITY`). The copy keeps the measurements and
+    describes the device as it is now (its loop device, say, is new with every emulation); it says
+    where it came from and what the device was then (``reused``)."""
     from biossd.core.files import sha256_file
 
     record_file = Path(record_file)
@@ -230,9 +232,11 @@ def reuse(record_file: Path, path: Path) -> dict[str, Any]:
     if differ:
         raise CharacterizeError(f"{record_file} was measured on another device than the one {path} is on: "
                                 + "; ".join(differ) + ". Measure it again (leave out --device_records).")
-    return {**record, "reused": {"from": str(record_file.resolve()), "sha256": sha256_file(record_file),
-                                 "measured_path": record.get("path"), "path": now["path"],
-                                 "matched_on": ["emulation.profile", *(f"{part}.{key}" for part, key in keys)]}}
+    return {**record, **now, "spec_row": {**record["spec_row"], "device": now["device"]["name"]},
+            "reused": {"from": str(record_file.resolve()), "sha256": sha256_file(record_file),
+                       "measured_path": record.get("path"), "path": now["path"],
+                       "measured_on": {key: record.get(key) for key in now},
+                       "matched_on": ["emulation.profile", *(f"{part}.{key}" for part, key in keys)]}}
 
 
 def spec_row(results: dict[str, dict[str, Any]], device: str) -> dict[str, Any]:

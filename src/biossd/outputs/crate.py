@@ -77,11 +77,13 @@ def write(results: Path) -> Path:
     provenance = json.loads(provenance_path.read_text()) if provenance_path.is_file() else {}
     crate = ROCrate(version="1.1")
     crate.name = f"biossd result set {root.name}"
-    crate.description = ("Profiled runs of bioinformatics tools on storage classes under memory caps, with raw "
-                         "traces, the features table and the regenerated tables and figures of Lee, Min and "
-                         "Yoon (2015), made by biossd."
-                         + (" With the related experiments " + ", ".join(n for n, t in tasks.items() if t) + "."
-                            if any(tasks.values()) else ""))
+    ran = ", ".join(n for n, t in tasks.items() if t)
+    crate.description = (("Profiled runs of bioinformatics tools on storage classes under memory caps, with raw "
+                          "traces, the features table and the regenerated tables and figures of Lee, Min and "
+                          "Yoon (2015), made by biossd." + (f" With the related experiments {ran}." if ran else ""))
+                         if table_path.is_file() else
+                         f"The related experiments {ran} of Lee, Min and Yoon (2015)'s study (seeds 001-004), "
+                         "profiled on storage classes with raw traces kept, made by biossd; no study runs.")
     crate.license = LICENCE
     crate.root_dataset["conformsTo"] = [{"@id": p} for p in PROFILES]
     crate.root_dataset["datePublished"] = str(provenance.get("complete") or provenance.get("start") or "")[:10] or None
