@@ -1,6 +1,8 @@
 """The profiler on this machine: real samtools under a real cgroup memory cap, real signals."""
 
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -187,7 +189,7 @@ def test_host_lock_serializes_runs_and_no_wait_refuses(biossd, env, tmp_path):
 
 
 def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace_period(env, tmp_path, root_required):
-    from biossd.measure.profile import TERM_GRACE_S
+    from biossd.measure.processes import TERM_GRACE_S
 
     proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "64M", "--no-drop-caches",
                              "--out", str(tmp_path / "run"), "--", "sh", "-c",
@@ -237,3 +239,44 @@ def test_the_peak_rss_is_the_commands_own_not_the_profilers(biossd, tmp_path, mi
     acct = json.loads((run / "rusage.json").read_text())
     assert acct["max_rss_source"].startswith("GNU time"), acct
     assert floor_mib << 10 <= acct["max_rss_kib"] <= ceiling_mib << 10, acct
+
+
+HOLD = ("import time\nx = bytearray({mib} << 20)\nfor i in range(0, len(x), 4096): x[i] = 1\n"
+        "print('ready', flush=True)\ntime.sleep({sleep_s})\n")
+
+
+def test_a_timed_out_command_is_accounted_as_itself(biossd, tmp_path):
+    """The timeout kills the command, not GNU time, which reports it: its faults and peak are
+    in the record (a timed-out run's paging is what explains it)."""
+    run = tmp_path / "run"
+    biossd("profile", "--mem", "1G", "--no-drop-caches", "--blocktrace", "off", "--perf", "off", "--timeout", "3s",
+           "--out", str(run), "--", sys.executable, "-c", HOLD.format(mib=64, sleep_s=60))
+    body = manifest.read_manifest(run)
+    acct = json.loads((run / "rusage.json").read_text())
+    assert body["outcome"] == "timeout" and body["signal"] == signal.SIGKILL
+    assert acct["max_rss_source"].startswith("GNU time") and acct["max_rss_kib"] >= 64 << 10, acct
+    assert acct["minor_faults"] >= (64 << 20) // 4096, acct
+
+
+def test_a_command_whose_gnu_time_was_killed_is_reaped_and_accounted_by_the_profiler(env, tmp_path):
+    """SLURM signals every process of a job: if GNU time dies first, its command is reparented
+    to the profiler (a child subreaper), waited for, and recorded as itself."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "1G", "--no-drop-caches",
+                             "--blocktrace", "off", "--perf", "off", "--out", str(run), "--", sys.executable, "-c",
+                             HOLD.format(mib=64, sleep_s=3)], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while "ready" not in "".join(p.read_text() for p in tmp_path.glob(".run.biossd-partial-*/stdout.log")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the profiled command never started"
+        time.sleep(0.05)
+    gnu_time = subprocess.run(["pgrep", "-f", f"^{shutil.which('time')} --output {tmp_path}/"],
+                              capture_output=True, text=True).stdout.split()
+    assert len(gnu_time) == 1, gnu_time
+    os.kill(int(gnu_time[0]), signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    body = manifest.read_manifest(run)
+    acct = json.loads((run / "rusage.json").read_text())
+    assert body["outcome"] == "ok" and body["exit_code"] == 0, "the command's own status, not GNU time's"
+    assert "reaped by the profiler" in acct["max_rss_source"] and acct["max_rss_kib"] >= 64 << 10, acct
+    assert body["wall_s"] >= 3

@@ -11,9 +11,10 @@ the command's own (floor: GNU time's own image, about 1 MiB).
 
 It also reports how the command ended (its exit status, or the signal that killed it), which
 the profiler then takes as the command's: GNU time itself exits with 128+N for a command
-killed by signal N. Where GNU time is missing (it is Debian's ``time`` package) or the report
-is missing (GNU time was killed too: a timeout kills the command's whole process group), the
-profiler falls back to ``wait4`` and says so in ``rusage.json`` (``max_rss_source``).
+killed by signal N. Where GNU time is missing (it is Debian's ``time`` package) the profiler
+falls back to ``wait4``; where GNU time was killed before its command ended, the profiler reaps
+the command itself (:mod:`biossd.measure.processes`). ``rusage.json``'s ``max_rss_source`` says
+which.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ REPORT_FILE = "gnu_time.txt"
 FORMAT = "%M %x"
 #: Where ``max_rss_kib`` came from (``rusage.json``'s ``max_rss_source``).
 SOURCE_GNU_TIME = "GNU time %M: the command's own peak resident set"
+SOURCE_ORPHAN = ("wait4 ru_maxrss of the command itself, reaped by the profiler after GNU time was killed "
+                 "(the command's own peak)")
 SOURCE_WAIT4 = ("wait4 ru_maxrss of the profiler's child: at least the profiler's own resident set "
                 "at fork (Linux keeps the peak across exec); {why}")
 _SIGNALED = re.compile(r"^Command terminated by signal (\d+)$")

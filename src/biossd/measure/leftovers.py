@@ -123,7 +123,7 @@ def stop_orphans(owner: "ProcessRef | None" = None, grace_s: float | None = None
 
     from biossd.core.owners import ProcessRef
     from biossd.host import hostlock
-    from biossd.measure import profile
+    from biossd.measure import processes
 
     holder = hostlock.held_by()
     if not holder:
@@ -136,7 +136,7 @@ def stop_orphans(owner: "ProcessRef | None" = None, grace_s: float | None = None
     if not ours and theirs.alive():
         return []
     os.kill(run.pid, signal.SIGTERM)
-    deadline = time.monotonic() + (profile.TERM_GRACE_S + ORPHAN_TEARDOWN_S if grace_s is None else grace_s)
+    deadline = time.monotonic() + (processes.TERM_GRACE_S + ORPHAN_TEARDOWN_S if grace_s is None else grace_s)
     while run.alive() and time.monotonic() < deadline:
         time.sleep(0.1)
     what = "orphaned" if not ours else "interrupted"

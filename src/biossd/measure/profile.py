@@ -31,7 +31,6 @@ import errno
 import json
 import os
 import resource
-import select
 import shutil
 import signal
 import subprocess
@@ -47,7 +46,7 @@ from biossd.host import emulate, hostfacts, hostlock, scheduler
 from biossd.host.cgroups import MemoryCap
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path
-from biossd.measure import blocktrace, counters, gnutime, manifest, rundir
+from biossd.measure import blocktrace, counters, gnutime, manifest, processes, rundir
 from biossd.measure.sampler import DEFAULT_INTERVAL_S, Sampler
 
 #: ``ru_inblock``/``ru_oublock`` count 512-byte units on Linux (getrusage(2)).
@@ -55,8 +54,6 @@ RUSAGE_BLOCK_BYTES = 512
 EXIT_COMMAND_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 _SIGNAL_EXIT_BASE = 128
-#: ``/proc/PID/stat`` after the command name's closing parenthesis: state, ppid, pgrp, ...
-_STAT_PGRP_AFTER_COMM = 2
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 _DROP_ALL = "3"
 #: Holds the command until the collectors are ready: reads one line from stdin (a pipe from
@@ -64,11 +61,6 @@ _DROP_ALL = "3"
 GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
 PERF_MODES = ("auto", "off")
 DEVICE_RECORD = "device.json"
-#: After SIGINT/SIGTERM (or its owner's death) the command's process group gets SIGTERM, and
-#: SIGKILL if it is still running this many seconds later (a tool that ignores SIGTERM).
-TERM_GRACE_S = 10.0
-#: How often the wait for the command wakes to check signals, the timeout and the owner.
-_WAIT_POLL_MS = 200
 
 
 class ProfileError(BiossdError, RuntimeError):
@@ -142,27 +134,39 @@ def drop_page_cache() -> dict[str, Any]:
     return {"dropped": True, "why": None}
 
 
-def rusage_record(ru: resource.struct_rusage, wall_s: float, report: gnutime.Report | None = None,
+def rusage_record(usages: Sequence[resource.struct_rusage], wall_s: float, report: gnutime.Report | None = None,
                   no_report_why: str = "") -> dict[str, float | int | str]:
     """Process accounting in the fields of GNU ``time -eUSKFW`` (wall, user, sys, RSS, faults,
     file-system I/O, context switches), with units in the names: ``wait4``'s for the process
-    tree, except the peak RSS, which is the command's own from GNU time's ``report`` where
-    there is one (:mod:`biossd.measure.gnutime` says why)."""
+    tree (``usages``: the gate's, then any orphaned command's, see
+    :func:`biossd.measure.processes.wait`), except the peak RSS, which is the command's own from
+    GNU time's ``report`` where there is one (:mod:`biossd.measure.gnutime` says why)."""
+    leader, orphans = usages[0], usages[1:]
+    if report is not None:
+        max_rss_kib, source = report.max_rss_kib, gnutime.SOURCE_GNU_TIME
+    elif orphans:
+        max_rss_kib, source = max(ru.ru_maxrss for ru in orphans), gnutime.SOURCE_ORPHAN
+    else:
+        max_rss_kib = leader.ru_maxrss
+        source = gnutime.SOURCE_WAIT4.format(why=no_report_why or "GNU time was killed before it reported")
+
+    def total(field: str) -> float:
+        return sum(getattr(ru, field) for ru in usages)
+
     return {
         "wall_s": wall_s,
-        "user_s": ru.ru_utime,
-        "sys_s": ru.ru_stime,
-        "max_rss_kib": report.max_rss_kib if report is not None else ru.ru_maxrss,
-        "max_rss_source": (gnutime.SOURCE_GNU_TIME if report is not None
-                           else gnutime.SOURCE_WAIT4.format(why=no_report_why)),
-        "major_faults": ru.ru_majflt,
-        "minor_faults": ru.ru_minflt,
-        "fs_input_blocks": ru.ru_inblock,
-        "fs_output_blocks": ru.ru_oublock,
-        "read_bytes": ru.ru_inblock * RUSAGE_BLOCK_BYTES,
-        "write_bytes": ru.ru_oublock * RUSAGE_BLOCK_BYTES,
-        "voluntary_ctx_switches": ru.ru_nvcsw,
-        "involuntary_ctx_switches": ru.ru_nivcsw,
+        "user_s": total("ru_utime"),
+        "sys_s": total("ru_stime"),
+        "max_rss_kib": max_rss_kib,
+        "max_rss_source": source,
+        "major_faults": total("ru_majflt"),
+        "minor_faults": total("ru_minflt"),
+        "fs_input_blocks": total("ru_inblock"),
+        "fs_output_blocks": total("ru_oublock"),
+        "read_bytes": total("ru_inblock") * RUSAGE_BLOCK_BYTES,
+        "write_bytes": total("ru_oublock") * RUSAGE_BLOCK_BYTES,
+        "voluntary_ctx_switches": total("ru_nvcsw"),
+        "involuntary_ctx_switches": total("ru_nivcsw"),
     }
 
 
@@ -245,12 +249,11 @@ def run(request: ProfileRequest) -> dict[str, Any]:
     def on_signal(signum: int, _frame: object) -> None:
         if signum == signal.SIGTERM and child and not received and scheduler.time_limit_reached():
             scheduler_timeout.append(signum)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child[0].pid, signal.SIGKILL)
+            processes.signal_command(child[0].pid, signal.SIGKILL, gnu_time)
             return
         received.append(signum)
         if child and child[0].returncode is None:
-            _terminate(child[0].pid, gnu_time)
+            processes.signal_command(child[0].pid, signal.SIGTERM, gnu_time)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     partial: Path | None = None
@@ -347,6 +350,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             for name in ("rusage", "sampler", "blocktrace", "perf"):
                 collectors[name] = _not_run("the command did not start")
         else:
+            if timer:
+                stack.enter_context(processes.reaping_orphans())
             gate_r, gate_w = os.pipe()
             stack.callback(_close_quietly, gate_w)
             try:
@@ -357,7 +362,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             finally:
                 os.close(gate_r)
             child_box.append(child)
-            stack.callback(_kill_group, child)
+            stack.callback(processes.kill_group, child)
             command_pid = child.pid
             tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
             if tracer is not None:
@@ -377,7 +382,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             t_command = time.monotonic()
             os.write(gate_w, b"go\n")
             _close_quietly(gate_w)
-            status, ru, timed_out = _wait(child, request.timeout_s, received, request.owner, timer)
+            status, usages, timed_out = processes.wait(child, request.timeout_s, received, request.owner, timer,
+                                                     reported=lambda: gnutime.read(report_file) is not None)
             timed_out = timed_out or bool(scheduler_timeout)
             wall_s = time.monotonic() - t_command
             t_command_s = t_command - t0
@@ -391,7 +397,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 full = _scratch_full(Path.cwd(), out_dir / "stderr.log")
                 if full:
                     raise ProfileError(full)
-            accounting = rusage_record(ru, wall_s, report, no_timer or "GNU time was killed before it reported")
+            accounting = rusage_record(usages, wall_s, report, no_timer)
             flush_s = flush_filesystem(Path.cwd())
             if perf is not None:
                 collectors["perf"] = _collect(perf.stop)
@@ -496,80 +502,6 @@ def _scratch_full(cwd: Path, stderr_log: Path) -> str | None:
 def _close_quietly(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
-
-
-def _group_members(pgid: int) -> list[int]:
-    """The processes of process group ``pgid`` (``/proc/PID/stat``, the field after the parent's)."""
-    members = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                after_comm = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(after_comm[_STAT_PGRP_AFTER_COMM]) == pgid:
-                    members.append(int(proc.name))
-    return members
-
-
-def _terminate(leader: int, gnu_time: str | None) -> None:
-    """SIGTERM to the command's process group — all of it, or, once the gate has become GNU
-    time, all but GNU time: it then sees its command end, reports how, and exits, and the grace
-    before SIGKILL (:data:`TERM_GRACE_S`) is the command's, as without it."""
-    try:
-        spare = gnu_time is not None and os.readlink(f"/proc/{leader}/exe") == os.path.realpath(gnu_time)
-    except OSError:
-        spare = False
-    for pid in ([p for p in _group_members(leader) if p != leader] if spare else [None]):
-        with contextlib.suppress(ProcessLookupError):
-            if pid is None:
-                os.killpg(leader, signal.SIGTERM)
-            else:
-                os.kill(pid, signal.SIGTERM)
-
-
-def _kill_group(child: subprocess.Popen[bytes]) -> None:
-    """Make sure nothing of the command outlives the profiler (no-op once it was reaped)."""
-    if child.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(child.pid, 0)
-        child.returncode = -signal.SIGKILL
-
-
-def _wait(child: subprocess.Popen[bytes], timeout_s: float | None, received: list[int],
-          owner: ProcessRef | None, gnu_time: str | None = None):
-    """``wait4`` the command. On timeout its process group is killed; after a signal (or when
-    ``owner`` is gone, recorded as SIGTERM) it gets SIGTERM and, :data:`TERM_GRACE_S` later,
-    SIGKILL. Wakes at once when the command exits (a pidfd). Returns (status, rusage,
-    timed_out)."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    timed_out = False
-    term_at: float | None = None
-    killed = False
-    pidfd = os.pidfd_open(child.pid)
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    try:
-        while True:
-            pid, status, ru = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                child.returncode = os.waitstatus_to_exitcode(status)
-                return status, ru, timed_out
-            now = time.monotonic()
-            if owner is not None and not received and not owner.alive():
-                received.append(signal.SIGTERM)
-                _terminate(child.pid, gnu_time)
-            if received and term_at is None:
-                term_at = now
-            late = term_at is not None and now - term_at > TERM_GRACE_S
-            if (late or (deadline is not None and now > deadline)) and not killed:
-                timed_out = not late
-                killed = True
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGKILL)
-            poller.poll(_WAIT_POLL_MS)
-    finally:
-        os.close(pidfd)
 
 
 def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float,
