@@ -337,15 +337,21 @@ def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emu
 
 
 def edge_points(work: Path, env: dict[str, str], profile_signals: tuple[int, ...] = SIGNALS,
-                emulate_signals: tuple[int, ...] = SIGNALS, report=print) -> list[KillPoint]:
+                emulate_signals: tuple[int, ...] = SIGNALS, rotate: bool = False, report=print) -> list[KillPoint]:
     """Every edge of ``biossd profile`` with each of ``profile_signals``, and every edge of
-    ``emulate-hdd up`` with each of ``emulate_signals``."""
+    ``emulate-hdd up`` with each of ``emulate_signals`` — or, with ``rotate``, each edge once,
+    the signals taken in turn."""
+    def plan(edges: tuple[Edge, ...], signals: tuple[int, ...]) -> list[tuple[Edge, int]]:
+        if rotate:
+            return [(edge, signals[i % len(signals)]) for i, edge in enumerate(edges)]
+        return list(itertools.product(edges, signals))
+
     points = []
-    for i, (edge, signum) in enumerate(itertools.product(PROFILE_EDGES, profile_signals)):
+    for i, (edge, signum) in enumerate(plan(PROFILE_EDGES, profile_signals)):
         point = KillPoint(f"profile @{edge.name}", signal.Signals(signum).name, 0.0)
         points.append(_profile(point, signum, work / f"edge-profile-{i}", env, edge))
         report(points[-1].line())
-    for i, (edge, signum) in enumerate(itertools.product(EMULATE_EDGES, emulate_signals)):
+    for i, (edge, signum) in enumerate(plan(EMULATE_EDGES, emulate_signals)):
         point = KillPoint(f"up @{edge.name}", signal.Signals(signum).name, 0.0)
         points.append(_emulate(point, signum, work / f"edge-emulate-{i}", env, "up", edge))
         report(points[-1].line())

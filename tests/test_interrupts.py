@@ -22,11 +22,16 @@ def test_random_kill_points_leave_nothing(env, tmp_path, root_required):
 
 
 def test_a_signal_just_after_each_step_leaves_nothing(env, tmp_path, root_required):
-    """The moments a random delay rarely hits: right after each step of `biossd profile` (every
-    signal) and of `emulate-hdd up` (SIGTERM, the one that once left its state directory)."""
+    """The moments a random delay rarely hits: right after each step of `biossd profile` and of
+    `emulate-hdd up`, the signals in turn (SIGKILL right after the swap file is made; SIGTERM
+    right after up's state directory, which once stayed). benchmarks/interrupts.py tries every
+    edge with every signal."""
     lines: list[str] = []
-    points = edge_points(tmp_path, env, SIGNALS, (signal.SIGTERM,), report=lines.append)
-    assert len(points) == len(PROFILE_EDGES) * len(SIGNALS) + len(EMULATE_EDGES)
+    points = edge_points(tmp_path, env, SIGNALS, (signal.SIGTERM, signal.SIGKILL, signal.SIGINT), rotate=True,
+                         report=lines.append)
+    assert len(points) == len(PROFILE_EDGES) + len(EMULATE_EDGES)
+    assert {(p.target, p.signal) for p in points} >= {("profile @swap file", "SIGKILL"),
+                                                      ("up @state directory", "SIGTERM")}
     assert not any(p.completed for p in points), "\n".join(lines)
     bad = [p.line() for p in points if p.left]
     assert not bad, "\n".join(bad) + "\n" + summary(points)
