@@ -306,3 +306,18 @@ def test_the_experiment_notebooks_are_clean_and_make_their_registered_artefacts(
         assert not any("def " in "".join(c["source"]) for c in code)
         made = made_call.findall("\n".join("".join(c["source"]) for c in code))
         assert sorted(made) == sorted(x.stem for x in artefacts.of_experiment(name))
+
+
+def test_runs_that_were_not_ok_are_named_with_what_the_tool_said(tmp_path):
+    """A failed run's row keeps the last line its tool wrote to stderr; the headline's sentence
+    groups the runs that were not ok and quotes it (sambamba refuses -m below its buffer size)."""
+    log = tmp_path / "stderr.log"
+    log.write_text("sambamba 1.0.0\n\nsambamba-sort: Buffer size must be >= 4096 bytes\n\n")
+    said = experiments.last_words(log)
+    assert said == "sambamba-sort: Buffer size must be >= 4096 bytes"
+    table = pd.DataFrame({"sorter": ["a", "a", "a", "b"], "sort_mem": ["1M", "1M", "4M", "1M"],
+                          "storage": ["hdd", "ssd", "hdd", "hdd"], "outcome": ["failed", "failed", "ok", "timeout"],
+                          "failure": [said, said, None, None]})
+    assert experiments.not_ok(table, ["sorter", "sort_mem"]) == (
+        f"Not ok: a 1M on hdd, ssd (2 run(s) failed: '{said}'); b 1M on hdd (1 run(s) timeout).")
+    assert experiments.not_ok(table[table["outcome"] == "ok"], ["sorter"]) == ""

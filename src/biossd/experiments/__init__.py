@@ -56,7 +56,7 @@ DEFAULT_SEED = 1
 #: Keys every size of every experiment has.
 SIZE_KEYS = ("input_size", "cap", "repeats", "timeout")
 #: The columns every experiment table has before its own.
-TASK_COLUMNS = ("experiment", "point", "host", "storage", "rep", "run", "substitute_of")
+TASK_COLUMNS = ("experiment", "point", "host", "storage", "rep", "run", "substitute_of", "failure")
 
 
 class ExperimentError(BiossdError, ValueError):
@@ -381,6 +381,33 @@ def point_dirs(roots: Iterable[Path], name: str) -> list[Path]:
     return sorted(found)
 
 
+#: How much of a failed run's last stderr line its row keeps.
+FAILURE_CHARS = 160
+
+
+def last_words(stderr_log: Path) -> str | None:
+    """The last non-empty line a failed tool wrote to stderr: what it said of why it failed."""
+    with contextlib.suppress(OSError):
+        lines = [line.strip() for line in stderr_log.read_text(errors="replace").splitlines() if line.strip()]
+        return lines[-1][:FAILURE_CHARS] if lines else None
+    return None
+
+
+def not_ok(table: pd.DataFrame, keys: Sequence[str]) -> str:
+    """A sentence on the runs that were not ok, grouped by ``keys`` and outcome, with the
+    classes they ran on and what a failed tool said (empty when every run was ok)."""
+    bad = table[table["outcome"] != "ok"]
+    if bad.empty:
+        return ""
+    parts = []
+    for (outcome, *values), group in bad.groupby(["outcome", *keys], sort=False):
+        said = group["failure"].dropna().unique() if "failure" in group else []
+        parts.append(f"{' '.join(map(str, values))} on {', '.join(dict.fromkeys(group['storage']))} "
+                     f"({len(group)} run(s) {outcome}"
+                     + (f": '{said[0]}'" if len(said) else "") + ")")
+    return "Not ok: " + "; ".join(parts) + "."
+
+
 def run_rows(point_dir: Path, record: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The run-table row of each run of a task, with the task's columns and the point's values
     (an experiment's :func:`rows` adds what it observed)."""
@@ -394,7 +421,8 @@ def run_rows(point_dir: Path, record: Mapping[str, Any]) -> list[dict[str, Any]]
         tool = body["labels"].get("tool")
         row.update({"experiment": task["experiment"], "point": task["point"], "host": task["host"],
                     "storage": task["storage"], "rep": task["rep"], "run": name,
-                    "substitute_of": subs.get(tool)})
+                    "substitute_of": subs.get(tool),
+                    "failure": last_words(point_dir / name / "stderr.log") if body["outcome"] == "failed" else None})
         row.update(task["values"])
         rows.append(row)
     return rows

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from biossd.core.units import format_size, parse_size
-from biossd.experiments import Task, by_class, run_rows, since_start_s, window_features
+from biossd.experiments import Task, by_class, not_ok, run_rows, since_start_s, window_features
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch
 from biossd.study import catalogue
@@ -134,5 +134,6 @@ def headline(table: pd.DataFrame) -> str:
             worst = ratio.idxmax()
             lines.append(f"{slow} over {fast} runtime: {ratio.min():.1f}x to {ratio.max():.1f}x across sorters and -m "
                          f"(largest: {worst[0]} at -m {format_size(int(worst[1]))}).")
-    return " ".join(lines)
+    lines.append(not_ok(table.assign(sort_mem="-m " + table["sort_mem"].astype(str)), ["sorter", "sort_mem"]))
+    return " ".join(line for line in lines if line)
 
