@@ -19,6 +19,8 @@ from typing import Any, Callable, Mapping
 #: start at field 3; the start time is field 22.
 _STAT_FIRST_FIELD_AFTER_COMM = 3
 _STAT_STATE_FIELD = 3
+_STAT_PPID_FIELD = 4
+_STAT_PGRP_FIELD = 5
 _STAT_START_TIME_FIELD = 22
 #: Process states of a process that has ended but is not yet reaped by its parent.
 _ENDED_STATES = ("Z", "X")
@@ -30,6 +32,15 @@ def _stat_fields(pid: int) -> list[str] | None:
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     return text[text.rindex(")") + 2:].split()
+
+
+def parent_and_group(pid: int) -> tuple[int, int] | None:
+    """``pid``'s parent and process group, ``None`` if there is no such process."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    return (int(fields[_STAT_PPID_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]),
+            int(fields[_STAT_PGRP_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]))
 
 
 def start_ticks(pid: int) -> int | None:

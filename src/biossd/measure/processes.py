@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from biossd.core.owners import ProcessRef, start_ticks
+from biossd.core.owners import ProcessRef, parent_and_group, start_ticks
 
 #: After SIGINT/SIGTERM (or its owner's death) the command gets SIGTERM, and SIGKILL if it is
 #: still running this many seconds later (a tool that ignores SIGTERM).
@@ -34,27 +34,16 @@ TERM_GRACE_S = 10.0
 REPORT_GRACE_S = 5.0
 #: How often the wait for the command wakes to check signals, the timeout and the owner.
 _WAIT_POLL_MS = 200
-#: ``/proc/PID/stat`` after the command name's closing parenthesis: state, ppid, pgrp, ...
-_STAT_PPID_AFTER_COMM = 1
-_STAT_PGRP_AFTER_COMM = 2
 #: prctl(2)'s options.
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
-
-
-def _parent_and_group(pid: int) -> tuple[int, int] | None:
-    try:
-        after_comm = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(after_comm[_STAT_PPID_AFTER_COMM]), int(after_comm[_STAT_PGRP_AFTER_COMM])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def group_members(pgid: int) -> list[int]:
     """The processes of process group ``pgid``."""
     members = []
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and (ids := _parent_and_group(int(proc.name))) and ids[1] == pgid:
+        if proc.name.isdigit() and (ids := parent_and_group(int(proc.name))) and ids[1] == pgid:
             members.append(int(proc.name))
     return members
 
@@ -107,7 +96,7 @@ def _my_orphans(pgid: int) -> dict[int, int]:
     their start times (the earliest is the command: the others are its descendants)."""
     me = os.getpid()
     return {pid: start_ticks(pid) or 0 for pid in group_members(pgid)
-            if (ids := _parent_and_group(pid)) and ids[0] == me}
+            if (ids := parent_and_group(pid)) and ids[0] == me}
 
 
 def wait(child: subprocess.Popen[bytes], timeout_s: float | None, received: list[int],
