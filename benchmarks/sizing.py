@@ -1,86 +1,228 @@
-"""The input-size rule of the one-machine study (issue 16), measured: for each input kind, every
-runnable tool that reads it, profiled on the native disk under the study's cap at sizes on a
-doubling ladder, until one of them takes longer than the per-run budget.
+"""The sizing rule of the one-machine study, measured on this machine (the rule itself is written
+once, in :mod:`biossd.study.sizing`): per program an input, per program a floor, one data memory
+M for all, the tools' memory settings divided by D = 1 GB / M, and each cap F + M.
 
-  .venv/bin/python benchmarks/sizing.py [--cap 256M] [--budget-s 15] [--max 64M] [--kinds reads,bam]
+  .venv/bin/python benchmarks/sizing.py [--tools all] [--budget-s 5] [--out sizing.json]
 
-The rule (written once in :mod:`biossd.study.sizing`, quoted in ``nextflow/conf/full.config``): each
-kind's input is the largest size on the ladder at which every one of its tools that ends ``ok``
-finishes within the budget on the native disk — the paper's own criterion (§5.1: each input
-"of appropriate size that can be processed in a reasonable amount of time", there under 72 h),
-scaled to a study that must end within 45 minutes here. Runs ending ``oom`` or ``failed`` do not
-bound the size (they stay in the study as such). Prints one line per run and, per kind, the
-size the rule gives.
+Steps, each a profiled run on the native disk (``/var/tmp``) with the page cache dropped:
+
+1. **Inputs.** For each input group (the GATK steps share one input, and the aligners of Fig. 1
+   another; every other tool is its own group), a doubling ladder from ``LADDER_MIN``, uncapped:
+   the group's input is the largest size at which each of its tools' runs adds at most the budget
+   over its run at 1/FLOOR_DIVISOR of that size (its start-up excluded). JVM tools run the ladder
+   with a generous heap.
+2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input;
+   its fixed heap is HEAP_MARGIN times that, pre-touched.
+3. **Floors.** Each tool's peak RSS uncapped on 1/FLOOR_DIVISOR of its input (JVM tools with
+   their fixed heap).
+4. **M, D, caps.** M = median of the non-GATK inputs / INPUT_PER_MEMORY; the GATK steps' M is
+   their input / INPUT_PER_MEMORY; AmpliconNoise's input is the paper's 2,000-read baseline
+   scaled by √(M / 1 GB). Cap = F + M.
+5. **Time.** Each tool capped (F + M, with the class's swap) on the native disk: an input whose
+   run exceeds TIME_LIMIT_S / CENSORED_MIN_SPEEDUP is halved (at most three times).
+
+Prints one line per run, then the parameters of ``nextflow/conf/full.config`` and a JSON record
+(``--out``) with every measurement.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
 
 from biossd.core.units import format_size, parse_size
-from biossd.study import catalogue, data, sizing
+from biossd.study import catalogue, data, sizing, synthgen
+
+JVM_LADDER_HEAP = "1G"
 
 
-def run_one(tool: str, kind_dir: Path, work: Path, cap: str, budget_s: float) -> dict:
-    """One profiled run of ``tool`` on the native disk (``work``), as the study's PROFILE does."""
-    scratch = work / f"scratch-{tool}"
+def is_jvm(entry: catalogue.Entry) -> bool:
+    return any(o["rule"] == "heap" for o in entry.memory_options())
+
+
+def run_one(entry: catalogue.Entry, input_dir: Path, tmp: Path, cap: str | None, settings: dict[str, str],
+            timeout_s: float) -> dict:
+    """One profiled run of ``entry`` as the study's PROFILE does it (stage, then profile)."""
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    scratch, out = work / "scratch", work / "run"
     scratch.mkdir()
-    argv = subprocess.run(["biossd", "catalogue", "stage", "--print0", "--mem", cap, tool, "--input", str(kind_dir),
+    sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
+    argv = subprocess.run(["biossd", "catalogue", "stage", "--print0", *sets, entry.id, "--input", str(input_dir),
                            "--scratch", str(scratch)], check=True, capture_output=True).stdout.split(b"\0")
     argv = [a.decode() for a in argv if a]
-    out = work / f"run-{tool}"
-    # Twice the budget as the limit: a run over budget is known to be over without waiting long.
-    subprocess.run(["biossd", "profile", "--mem", cap, "--out", str(out), "--timeout", str(2 * budget_s),
-                    "--swap", sizing.SWAP_SIZE, "--", *argv], cwd=scratch, check=True, capture_output=True)
+    swap = ["--swap", sizing.SWAP_SIZE] if cap else []
+    subprocess.run(["biossd", "profile", "--mem", cap or "none", "--out", str(out), "--timeout", str(timeout_s),
+                    *swap, "--", *argv], cwd=scratch, check=True, capture_output=True)
     body = json.loads((out / "run.json").read_text())
-    subprocess.run(["rm", "-rf", str(scratch), str(out)], check=True)
-    return {"outcome": body["outcome"], "wall_s": body["wall_s"]}
+    usage = json.loads((out / "rusage.json").read_text()) if (out / "rusage.json").is_file() else {}
+    shutil.rmtree(work)
+    return {"outcome": body["outcome"], "wall_s": body["wall_s"], "max_rss_kib": usage.get("max_rss_kib"),
+            "major_faults": usage.get("major_faults")}
+
+
+class Inputs:
+    """Synthetic inputs made once per (kind, size) under ``tmp``."""
+
+    def __init__(self, tmp: Path, seed: int):
+        self.tmp, self.seed, self.made = tmp, seed, {}
+
+    def get(self, kind: str, size: int) -> Path:
+        key = (kind, size)
+        if key not in self.made:
+            out = self.tmp / f"in-{kind}-{size}"
+            data.synth(kind, out, size, self.seed, 1)
+            self.made[key] = out
+        return self.made[key]
+
+
+def log(*parts) -> None:
+    print(" ".join(str(p) for p in parts), flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cap", default=sizing.CAP, help="the cap of non-GATK tools (GATK: x4)")
-    ap.add_argument("--budget-s", type=float, default=sizing.NATIVE_BUDGET_S)
-    ap.add_argument("--min", default=sizing.LADDER_MIN)
+    ap.add_argument("--tools", default="all", help="comma-separated ids (default: every runnable tool)")
+    ap.add_argument("--budget-s", type=float, default=sizing.INPUT_BUDGET_S)
     ap.add_argument("--max", default=sizing.LADDER_MAX)
-    ap.add_argument("--kinds", default="", help="comma-separated kinds (default: every kind a runnable tool reads)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--out", default="", help="write every measurement as JSON here")
     args = ap.parse_args()
-    entries = [e for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"]
-    by_kind: dict[str, list[catalogue.Entry]] = {}
-    for e in entries:
-        by_kind.setdefault(e.data["input"], []).append(e)
-    kinds = [k for k in (args.kinds.split(",") if args.kinds else sorted(by_kind)) if k]
-    chosen = {}
-    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="biossd-sizing-") as tmp:
-        for kind in kinds:
-            size = parse_size(args.min)
-            best = None
+    entries = {e.id: e for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"}
+    if args.tools != "all":
+        entries = {t: entries[t] for t in args.tools.split(",")}
+    groups: dict[str, list[str]] = {}
+    for tool in sorted(entries):
+        if tool in sizing.PAPER_BASELINE_READS:
+            continue  # sized from M (step 4)
+        key = "gatk" if sizing.is_gatk(tool) else "fig1" if tool in sizing.FIG1_TOOLS else tool
+        groups.setdefault(key, []).append(tool)
+    record: dict = {"budget_s": args.budget_s, "runs": []}
+    limit = 4 * args.budget_s + 30
+    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="biossd-sizing-") as tmp_name:
+        tmp = Path(tmp_name)
+        inputs = Inputs(tmp, args.seed)
+        heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in entries if is_jvm(entries[t])}
+
+        def run(tool: str, size: int, cap: str | None, settings: dict, step: str, timeout: float = limit) -> dict:
+            r = run_one(entries[tool], inputs.get(entries[tool].data["input"], size), tmp, cap, settings, timeout)
+            r.update(tool=tool, size=size, cap=cap, step=step, settings=settings)
+            record["runs"].append(r)
+            log(f"{step:<6} {tool:<22} {format_size(size):>6} cap {cap or 'none':<6} {r['outcome']:<8} "
+                f"{r['wall_s']:7.2f} s  peak {r['max_rss_kib'] or 0:>8} KiB  {settings or ''}")
+            return r
+
+        # 1. Inputs per program (per shared group).
+        chosen: dict[str, int] = {}
+        for key, tools in groups.items():
+            times: dict[str, dict[int, float | None]] = {t: {} for t in tools}
+            size, best = parse_size(sizing.LADDER_MIN), None
             while size <= parse_size(args.max):
-                kind_dir = Path(tmp) / f"{kind}-{size}"
-                data.synth(kind, kind_dir, size, args.seed, 1)
-                over = False
-                for e in by_kind[kind]:
-                    cap = sizing.cap_of(e.id, args.cap)
-                    work = Path(tempfile.mkdtemp(dir=tmp))
-                    r = run_one(e.id, kind_dir, work, cap, args.budget_s)
-                    os.rmdir(work)
-                    over |= r["outcome"] == "timeout" or (r["outcome"] == "ok" and r["wall_s"] > args.budget_s)
-                    print(f"{kind:<11} {format_size(size):>6} {e.id:<22} cap {cap:<5} {r['outcome']:<8} "
-                          f"{r['wall_s']:7.1f} s", flush=True)
-                subprocess.run(["rm", "-rf", str(kind_dir)], check=True)
+                over, all_ok = False, True
+                for tool in tools:
+                    r = run(tool, size, None, heap_of.get(tool, {}), "input")
+                    # A timeout is over budget; a failure (too small an input for the tool, e.g.
+                    # ABySS's distance estimate with few pairs) qualifies no size but goes on.
+                    times[tool][size] = (float("inf") if r["outcome"] == "timeout" else
+                                         r["wall_s"] if r["outcome"] == "ok" else None)
+                    all_ok &= times[tool][size] is not None
+                    low = max(size // sizing.FLOOR_DIVISOR, parse_size(sizing.LADDER_MIN))
+                    if low not in times[tool]:
+                        rr = run(tool, low, None, heap_of.get(tool, {}), "input")
+                        times[tool][low] = rr["wall_s"] if rr["outcome"] == "ok" else None
+                    ref = next((times[tool][k] for k in sorted(times[tool]) if k >= low and times[tool][k] is not None),
+                               None)
+                    if times[tool][size] is not None and ref is not None:
+                        over |= times[tool][size] - ref > args.budget_s
                 if over:
                     break
-                best = size
+                if all_ok:
+                    best = size
                 size *= 2
-            chosen[kind] = format_size(best) if best else f"below {args.min}"
-            print(f"==> {kind}: {chosen[kind]}", flush=True)
-    print(json.dumps(chosen, indent=2))
+            if best is None:
+                log(f"==> {key}: no size on the ladder ends ok within the budget; left out of the sizing")
+                continue
+            for tool in tools:
+                chosen[tool] = best
+            log(f"==> input of {key}: {format_size(best)}")
+
+        # 2. Fixed heaps of the JVM tools.
+        heaps: dict[str, str] = {}
+        for tool in sorted(heap_of):
+            if tool not in chosen:
+                continue
+            heap = parse_size(sizing.HEAP_LADDER_MIN)
+            while heap <= parse_size(sizing.HEAP_LADDER_MAX):
+                r = run(tool, chosen[tool], None, {"java_mem": format_size(heap)}, "heap")
+                if r["outcome"] == "ok":
+                    break
+                heap *= 2
+            heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
+            heap_of[tool] = {"java_mem": heaps[tool]}
+            log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)})")
+
+        # 4 (first half). M and D from the inputs; AmpliconNoise's baseline from M.
+        others = [chosen[t] for t in chosen if not sizing.is_gatk(t)]
+        m = sizing.data_memory_bytes(others)
+        d = sizing.memory_divisor(m)
+        for tool in entries:
+            n = sizing.baseline_reads(tool, m)
+            if n is not None:
+                chosen[tool] = n * (synthgen.FLOWS_PER_READ * 5 + 20)
+                log(f"==> input of {tool}: {n} reads, {format_size(chosen[tool])}")
+        gatk_inputs = [chosen[t] for t in chosen if sizing.is_gatk(t)]
+        m_gatk = sizing.data_memory_bytes(gatk_inputs[:1]) if gatk_inputs else None
+
+        # 3. Floors, with the rule's settings.
+        def settings_of(tool: str) -> dict[str, str]:
+            return entries[tool].settings(d, heap_of.get(tool, {}))
+
+        floors: dict[str, int] = {}
+        for tool in sorted(chosen):
+            small = max(chosen[tool] // sizing.FLOOR_DIVISOR, parse_size("16K"))
+            r = run(tool, small, None, settings_of(tool), "floor")
+            floors[tool] = sizing.floor_bytes(r["max_rss_kib"] or 0)
+
+        # 5. The time limit: the capped native run within L / 2, else halve.
+        caps: dict[str, int] = {}
+        for tool in sorted(chosen):
+            mem = m_gatk if sizing.is_gatk(tool) else m
+            caps[tool] = sizing.cap_bytes(floors[tool], mem)
+            for _ in range(3):
+                r = run(tool, chosen[tool], format_size(caps[tool]), settings_of(tool), "capped",
+                        timeout=sizing.TIME_LIMIT_S)
+                if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"]):
+                    break
+                if sizing.is_gatk(tool) or tool in sizing.FIG1_TOOLS or tool in sizing.PAPER_BASELINE_READS:
+                    log(f"==> {tool}: over L/2 but its input is shared or the paper's; kept")
+                    break
+                chosen[tool] //= 2
+                log(f"==> {tool}: over L/2 capped: input halved to {format_size(chosen[tool])}")
+
+    record.update(inputs={t: format_size(s) for t, s in chosen.items()}, heaps=heaps,
+                  floors={t: format_size(f) for t, f in floors.items()}, data_memory=format_size(m),
+                  data_memory_gatk=format_size(m_gatk) if m_gatk else None, memory_divisor=round(d, 1),
+                  caps={t: format_size(c) for t, c in caps.items()})
+    fig9 = {t: [format_size(c) for c in sizing.fig9_caps(floors[t], chosen[t])] for t in chosen if sizing.is_gatk(t)}
+    record["fig9_caps"] = fig9
+    tool_caps = ";".join(f"{t}={','.join(fig9.get(t, [format_size(caps[t])]))}" for t in sorted(caps))
+    kinds: dict[str, int] = {}
+    for t, s in chosen.items():
+        k = entries[t].data["input"]
+        kinds[k] = min(kinds.get(k, s), s)
+    print("\n# nextflow/conf/full.config (benchmarks/sizing.py):")
+    print(f"    tool_caps        = '{tool_caps}'")
+    print(f"    tool_input_sizes = '{';'.join(f'{t}={format_size(s)}' for t, s in sorted(chosen.items()))}'")
+    print(f"    input_sizes      = '{','.join(f'{k}={format_size(s)}' for k, s in sorted(kinds.items()))}'")
+    print(f"    data_memory      = '{format_size(m)}'  // D = 1 GB / M = {d:.1f}")
+    print(f"    java_heaps       = '{';'.join(f'{t}={h}' for t, h in sorted(heaps.items()))}'")
+    print(json.dumps({k: v for k, v in record.items() if k != "runs"}, indent=2))
+    if args.out:
+        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,19 +6,45 @@ import pytest
 from biossd.study import catalogue
 
 
-def test_samtools_entry_renders_with_the_cap_derived_sort_memory():
+def test_samtools_sort_memory_is_its_paper_era_default_divided_by_d():
+    """The sizing rule: a tool's memory-sized default / D, never a fraction of the cap."""
     entry = catalogue.get("samtools_sort")
-    argv = entry.render({"in_bam": "a.bam", "out_bam": "b.bam", "tmp_prefix": "t/s"}, mem_bytes=64 << 20)
+    values = {"in_bam": "a.bam", "out_bam": "b.bam", "tmp_prefix": "t/s"}
+    argv = entry.render(values, entry.settings(divisor=48))
     assert argv[:2] == ["samtools", "sort"]
-    assert argv[argv.index("-m") + 1] == "16M"  # a quarter of the cap
-    uncapped = entry.render({"in_bam": "a.bam", "out_bam": "b.bam", "tmp_prefix": "t/s"})
-    assert uncapped[uncapped.index("-m") + 1] == entry.data["memory_option"]["default"]
+    assert argv[argv.index("-m") + 1] == "16M"  # 768M / 48
+    default = entry.render(values)
+    assert default[default.index("-m") + 1] == entry.memory_options()[0]["default"] == "768M"
+
+
+def test_counts_scale_and_heaps_stay_fixed():
+    bwa = catalogue.get("bwa")
+    assert bwa.settings(divisor=160) == {"batch_bases": "62500"}
+    igv = catalogue.get("igvtools")
+    assert igv.settings(divisor=100, heaps={"java_mem": "192M"}) == {"java_mem": "192M", "sort_records": "5000"}
+    gatk = catalogue.get("gatk_baserecalibrator").render(
+        {"in_bam": "r.bam", "reference": "g.fa", "known_sites": "k.vcf", "out_table": "t"}, {"java_mem": "300M"})
+    assert "-Xms300M -Xmx300M -XX:+AlwaysPreTouch" in gatk
+
+
+def test_abyss_runs_its_hash_table_assembler():
+    """No B=: abyss-pe's Bloom-filter assembler (ABySS >= 2.0) is not the paper's hash-table ABySS."""
+    argv = catalogue.get("abyss").render({"out_dir": "asm", "reads_1": "a", "reads_2": "b", "k": "25"})
+    assert not any(a.startswith("B=") for a in argv)
+
+
+def test_memory_option_rules_are_checked(tmp_path):
+    src = (catalogue.CATALOGUE_DIR / "samtools_sort.yaml").read_text()
+    bad = tmp_path / "samtools_sort.yaml"
+    bad.write_text(src.replace("rule: scaled", "rule: fraction_of_cap"))
+    with pytest.raises(catalogue.CatalogueError, match=r"memory_options\[0\]\.rule"):
+        catalogue.load_entry(bad)
 
 
 @pytest.mark.parametrize("hostile", ["my reads.bam", "x.bam; rm -rf /", "$(touch pwned)", "a'b\"c.bam"])
 def test_hostile_paths_stay_one_argument(hostile, tmp_path):
     entry = catalogue.get("samtools_sort")
-    argv = entry.render({"in_bam": hostile, "out_bam": "o.bam", "tmp_prefix": "t"}, mem_bytes=1 << 30)
+    argv = entry.render({"in_bam": hostile, "out_bam": "o.bam", "tmp_prefix": "t"})
     assert argv[-1] == hostile
     line = catalogue.shell_command(argv)
     assert shlex.split(line) == argv
@@ -30,7 +56,7 @@ def test_hostile_paths_stay_one_argument(hostile, tmp_path):
 
 def test_missing_values_are_named():
     with pytest.raises(catalogue.CatalogueError, match=r"\['out_bam', 'tmp_prefix'\]"):
-        catalogue.get("samtools_sort").render({"in_bam": "a"}, mem_bytes=None)
+        catalogue.get("samtools_sort").render({"in_bam": "a"})
 
 
 def test_unknown_tool_lists_the_catalogue():

@@ -92,7 +92,22 @@ def test_block_features_by_hand():
     assert f["Rsize"] == 4.0 and f["Wsize"] == (1024 + 4) / 2
     assert f["CAR"] == 2 / 4  # the second read, the second write
     assert f["WBlen"] == pytest.approx((2.0 + 1.0) / 10)
-    assert f["Butil"] == pytest.approx((8192 / 100e6 + ((1 << 20) + 4096) / 50e6) / 10)
+    # Butil as SAR's %util: busy 0.5 + 0.5 + 2 + 1 s of the 10 s window.
+    assert f["Butil"] == pytest.approx(4.0 / 10)
+    assert f["Butil_bytes"] == pytest.approx((8192 / 100e6 + ((1 << 20) + 4096) / 50e6) / 10)
+
+
+def test_busy_time_is_the_union_of_outstanding_intervals():
+    """Overlapping requests count once; a request still outstanding at the window's end counts
+    to the end; one completing with nothing issued (issued before the trace) counts nothing."""
+    requests = {
+        "issue_s": np.array([1.0, 1.5, 4.0, 9.0]), "complete_s": np.array([3.0, 2.0, 4.5, np.nan]),
+        "device": np.zeros(4, int), "op": np.array(["R", "W", "R", "W"]),
+        "sector": np.array([0, 100, 200, 300]), "bytes": np.full(4, 4096),
+    }
+    tally = blockstats.tally_requests(requests, 0.0, 10.0)
+    assert tally.busy_time == pytest.approx(2.0 + 0.5 + 1.0)
+    assert features.butil(tally.busy_time, 10.0) == pytest.approx(0.35)
 
 
 def test_both_feeders_give_the_same_totals():

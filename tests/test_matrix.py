@@ -160,16 +160,75 @@ def test_bad_sizing_parameters_are_named(changes, problem):
     assert any(problem in text for text in plan(**changes).problems), plan(**changes).problems
 
 
-def test_the_full_profile_follows_the_sizing_rule():
-    """nextflow/conf/full.config states the rule of src/biossd/study/sizing.py: one cap, GATK at four
-    times it, Fig. 9's caps the paper's divided the same way."""
-    from biossd.study import sizing
+def _full_params() -> dict[str, str]:
+    import re
 
     text = (catalogue.REPO_ROOT / "nextflow" / "conf" / "full.config").read_text()
-    assert f"mem_caps        = '{sizing.CAP}'" in text
-    assert f"tool_caps       = '{sizing.GATK_TOOLS}={','.join(sizing.FIG9_CAPS)}'" in text
-    assert sizing.cap_of("gatk_printreads") == sizing.FIG9_CAPS[0] == "1G" and sizing.cap_of("bwa") == "256M"
-    assert f"time_limit      = '{sizing.TIME_LIMIT_S:g}s'" in text
+    body = text[text.index("params {"):]
+    return {k: v.strip("'") for k, v in re.findall(r"^\s+(\w+)\s*=\s*('[^']*'|[\w.]+)", body, re.M)}
+
+
+def test_the_full_profile_follows_the_sizing_rule():
+    """nextflow/conf/full.config holds what benchmarks/sizing.py measured under the rule of
+    src/biossd/study/sizing.py: every runnable tool with its own cap F + M (the GATK steps three,
+    Fig. 9's F + 0.2/0.8/1.6 x their input) and its own input; one data memory M; the time limit."""
+    from biossd.core.units import parse_size
+    from biossd.study import sizing
+
+    params = _full_params()
+    assert params["time_limit"] == f"{sizing.TIME_LIMIT_S:g}s"
+    m = parse_size(params["data_memory"])
+    p = matrix.plan({**params, "repeats": int(params["repeats"]), "storage_classes": "ssd,hdd"}, stub=True)
+    assert p.problems == []
+    runnable = {e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"}
+    assert set(p.tools) == runnable and set(p.tool_input_sizes) == runnable
+    for tool in runnable:
+        caps = sorted(parse_size(c) for c in p.caps[tool])
+        if sizing.is_gatk(tool):
+            gatk_input = parse_size(p.tool_input_sizes[tool])
+            floor = caps[0] - gatk_input * sizing.FIG9_MEMORY_PER_INPUT[0]
+            assert len(caps) == len(sizing.FIG9_MEMORY_PER_INPUT)
+            for cap, share in zip(caps, sizing.FIG9_MEMORY_PER_INPUT):
+                assert abs(cap - (floor + share * gatk_input)) <= 2048, (tool, cap)
+        else:
+            assert len(caps) == 1 and caps[0] > m, (tool, caps, m)  # F + M, F > 0
+    # One input per shared data set, as in the paper: the GATK steps, and Fig. 1's aligners.
+    assert len({p.tool_input_sizes[t] for t in runnable if sizing.is_gatk(t)}) == 1
+    assert len({p.tool_input_sizes[t] for t in sizing.FIG1_TOOLS}) == 1
+    # No tool's option is a fraction of its cap: D = 1 GB / M for every tool alike.
+    d = sizing.memory_divisor(m)
+    assert p.settings["samtools_sort"]["sort_mem"] == catalogue.get("samtools_sort").settings(d)["sort_mem"]
+
+
+def test_per_program_inputs_and_the_rule_s_tool_settings():
+    """--tool_input_sizes gives a tool its own input (its own SYNTH_INPUT); --data_memory sets D
+    = 1 GB / M for every tool's paper-era memory defaults; --java_heaps fixes a JVM's heap."""
+    p = plan(tools="samtools_sort,igvtools,bwa,gatk_printreads", mem_caps="512M", scales="1", repeats=1,
+             input_size="1M", input_sizes="bam=8M", tool_input_sizes="igvtools=2M;bwa,gatk_*=4M",
+             data_memory="8M", java_heaps="gatk_*=384M", host="h")
+    assert p.problems == []
+    assert {r["tool"]: r["input"] for r in p.runs()} == {
+        "samtools_sort": "bam_x1", "igvtools": "bam_2M_x1", "bwa": "reads_4M_x1", "gatk_printreads": "vcf_4M_x1"}
+    assert {i["id"]: i["size"] for i in p.inputs()} == {
+        "bam_x1": "8M", "bam_2M_x1": "2M", "reads_4M_x1": "4M", "vcf_4M_x1": "4M"}
+    # D = 1G / 8M = 128: samtools sort -m 768M / 128 = 6M, bwa -K 10,000,000 / 128, igvtools 500,000 / 128.
+    assert p.settings["samtools_sort"] == {"sort_mem": "6M"}
+    assert p.settings["bwa"] == {"batch_bases": "78125"}
+    assert p.settings["igvtools"] == {"java_mem": "256M", "sort_records": "3906"}
+    assert p.settings["gatk_printreads"] == {"java_mem": "384M"}
+    tasks = {t["tool"]: t for t in p.as_json()["tasks"]}
+    assert tasks["samtools_sort"]["settings"] == {"sort_mem": "6M"}
+    assert plan(tools="samtools_sort").settings["samtools_sort"] == {"sort_mem": "768M"}, "no M: the defaults"
+
+
+@pytest.mark.parametrize("changes, problem", [
+    ({"tool_input_sizes": "nosuch=1M"}, "matches no catalogue tool"),
+    ({"tool_input_sizes": "bwa=big"}, "needs one size"),
+    ({"data_memory": "lots"}, "--data_memory"),
+    ({"java_heaps": "gatk_*=1G,2G"}, "needs one size"),
+])
+def test_bad_rule_parameters_are_named(changes, problem):
+    assert any(problem in text for text in plan(**changes).problems), plan(**changes).problems
 
 
 def test_cachegrind_probes_read_a_reduced_input_of_their_kind():

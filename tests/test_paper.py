@@ -93,11 +93,14 @@ def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synt
     from biossd.study import sizing
 
     a = analysis.open_results(synthetic["roots"])
-    a.rs.provenance[0].setdefault("params", {}).update(input_sizes="bam=64M,reads=8M", time_limit="120s", swap="1G")
+    a.rs.provenance[0].setdefault("params", {}).update(input_sizes="bam=64M,reads=8M", time_limit="120s", swap="1G",
+                                                       data_memory="6M")
     text = supplement.methods_tex(a)
     assert "\t" not in text and "\x07" not in text and "\x08" not in text
     assert r"\texttt{biossd.study.sizing}" in text and r"\texttt{benchmarks/sizing.py}" in text
     assert "bam=64M, reads=8M" in text and "stopped after 120s" in text and "1G of swap" in text
-    assert f"divided by {sizing.MEMORY_DIVISOR}" in text
+    assert "M = 6M for every tool" in text and f"over\n{sizing.INPUT_PER_MEMORY}" not in text
+    assert f"median per-program input over {sizing.INPUT_PER_MEMORY}" in text
+    assert "fraction of the cap" in text and "hash-table assembler" in text
     answer = supplement.answer_tex(a)
     assert answer.startswith(r"\paragraph{The answer.}") and "\t" not in answer and "land in the paper's group" in answer

@@ -175,6 +175,20 @@ def _mem_bytes(text: str | None) -> int | None:
     return None if text is None or text.lower() == "none" else parse_size(text)
 
 
+def _settings(tool: str, pairs: list[str] | None) -> dict[str, str]:
+    """--set NAME=VALUE: a tool's memory settings (the sizing rule's), each a name its catalogue
+    entry declares under memory_options."""
+    from biossd.study import catalogue
+
+    given = _labels(pairs or [])
+    known = {opt["name"] for opt in catalogue.get(tool).memory_options()}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise UsageError(f"--set {', '.join(unknown)}: {tool}'s catalogue entry declares no such memory setting "
+                         f"(it has: {', '.join(sorted(known)) or 'none'})")
+    return given
+
+
 def _print_argv(argv: list[str], print0: bool) -> None:
     """An argv for a script: NUL-separated (``mapfile -d ''``), or one shell-quoted line."""
     from biossd.study import catalogue
@@ -191,7 +205,7 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
     if args.container and not args.bind:
         raise UsageError("--container needs --bind DIR (the run's scratch)")
     argv = staging.command_argv(catalogue.get(args.tool), _labels(args.values), Path(args.bind or "."),
-                                _mem_bytes(args.mem), args.container)
+                                _mem_bytes(args.mem), args.container, _settings(args.tool, args.set))
     _print_argv(argv, args.print0)
     return 0
 
@@ -201,7 +215,7 @@ def cmd_catalogue_stage(args: argparse.Namespace) -> int:
 
     entry = catalogue.get(args.tool)
     mem = _mem_bytes(args.mem)
-    argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container)
+    argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container, _settings(entry.id, args.set))
     _print_argv(argv, args.print0)
     return 0
 
@@ -218,9 +232,10 @@ def cmd_chain_steps(args: argparse.Namespace) -> int:
 def cmd_chain_stage(args: argparse.Namespace) -> int:
     from biossd.study import catalogue, chain
 
-    argv = chain.stage_step(chain.of(catalogue.get(args.pipeline)), args.step,
-                            Path(args.input) if args.input else None, Path(args.scratch),
-                            _mem_bytes(args.mem), args.container)
+    ch = chain.of(catalogue.get(args.pipeline))
+    tool = ch.steps[args.step - 1].tool if 1 <= args.step <= len(ch.steps) else args.pipeline
+    argv = chain.stage_step(ch, args.step, Path(args.input) if args.input else None, Path(args.scratch),
+                            _mem_bytes(args.mem), args.container, _settings(tool, args.set))
     _print_argv(argv, args.print0)
     return 0
 
@@ -634,7 +649,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, required=True, help="1-based; step 1 copies --input into scratch first")
     p.add_argument("--input", help="directory of the chain's input kind (step 1)")
     p.add_argument("--scratch", required=True, help="the chain's scratch directory, on the device under study")
-    p.add_argument("--mem", help="the step's memory cap (sets the tool's memory option)")
+    p.add_argument("--mem", help="the step's memory cap (a container engine enforces it)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
     p.add_argument("--container", choices=_ENGINES, help="run the step's tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
     p.set_defaults(func=cmd_chain_stage)
@@ -643,7 +660,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = cat_p.add_parser("command", help="print a tool's command line, shell-quoted")
     p.add_argument("tool")
     p.add_argument("values", nargs="*", metavar="NAME=VALUE")
-    p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
+    p.add_argument("--mem", help="the run's memory cap (a container engine enforces it)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
     p.add_argument("--print0", action="store_true",
                    help="print the arguments NUL-separated (for `mapfile -d ''`), not shell-quoted")
     p.add_argument("--container", choices=_ENGINES,
@@ -654,7 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tool")
     p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
     p.add_argument("--scratch", required=True, help="the run's scratch directory, on the device under study")
-    p.add_argument("--mem", help="the run's memory cap (sets the tool's memory option)")
+    p.add_argument("--mem", help="the run's memory cap (a container engine enforces it)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
     p.add_argument("--container", choices=_ENGINES, help="run the tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
     p.set_defaults(func=cmd_catalogue_stage)

@@ -35,14 +35,15 @@ from biossd.features import normalize
 from biossd.features.extract import STORAGE_FEATURES
 
 #: Features undefined when a run issued no requests of a kind (their definitions divide by the
-#: count), each with the rate that says so and the value used for the distance instead: a tool
-#: with no reads (writes) moved as little per request as the tool that moved least — the
-#: smallest Rsize (Wsize) any clustered tool has; with no requests at all, no access was
-#: non-consecutive — CAR 1.
+#: count), each with the rate that says so and the neutral value used for the distance instead:
+#: the median of that feature over the tools that have it, so a tool with no reads (writes) is
+#: placed neither with the most random readers (the smallest Rsize is P1's mark, Lee, Min and
+#: Yoon 2015 §3.2) nor with the most sequential ones; its low Riops (Wiops) already says it did
+#: not read (write).
 NO_REQUESTS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "Rsize": (("Riops",), "smallest", "no reads"),
-    "Wsize": (("Wiops",), "smallest", "no writes"),
-    "CAR": (("Riops", "Wiops"), "one", "no requests"),
+    "Rsize": (("Riops",), "median", "no reads"),
+    "Wsize": (("Wiops",), "median", "no writes"),
+    "CAR": (("Riops", "Wiops"), "median", "no requests"),
 }
 LINKAGE_METHOD = "average"
 DISTANCE_METRIC = "euclidean"
@@ -87,13 +88,10 @@ def fill_no_requests(means: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]
         none = out[feature].isna() & out[list(rates)].fillna(-1).eq(0).all(axis=1)
         if not none.any():
             continue
-        if rule == "smallest":
-            observed = out.loc[~none, feature].dropna()
-            if observed.empty:
-                continue
-            value = float(observed.min())
-        else:
-            value = 1.0
+        observed = out.loc[~none, feature].dropna()
+        if observed.empty:
+            continue
+        value = float(observed.median())
         out.loc[none, feature] = value
         for tool in out.index[none]:
             filled.setdefault(tool, []).append(f"{feature} = {value:.3g} ({why})")

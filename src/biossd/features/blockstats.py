@@ -42,10 +42,16 @@ class BlockTally:
     n_consecutive: int = 0
     #: ∫ (write requests outstanding) dt over the window, in the time unit.
     write_queue_integral: float = 0.0
+    #: Time with at least one request (read, write or other) outstanding at the device over the
+    #: window, in the time unit: the union of the requests' issue → completion intervals.
+    busy_time: float = 0.0
     _last_end: dict[int, int] = field(default_factory=dict)
     _queue_raw: int = 0
     _queue_floor: int = 0
     _queue_time: float | None = None
+    _busy_raw: int = 0
+    _busy_floor: int = 0
+    _busy_time_at: float | None = None
     _first: float = math.inf
     _last: float = -math.inf
 
@@ -99,6 +105,22 @@ class BlockTally:
         self._queue_raw, self._queue_floor = int(raw[-1]), int(floor[-1])
         self._queue_time = float(clipped[-1])
 
+    def add_busy_events(self, time: np.ndarray, delta: np.ndarray) -> None:
+        """+1 (any request issued) and -1 (one completed) events, in time order: the time with at
+        least one request outstanding accumulates into :attr:`busy_time`. A completion with
+        nothing outstanding (issued before the trace began) is ignored."""
+        if time.size == 0:
+            return
+        raw = self._busy_raw + np.cumsum(delta, dtype=np.int64)
+        floor = np.minimum.accumulate(np.minimum(raw, self._busy_floor))
+        queue = raw - floor
+        before = np.concatenate([[self._busy_raw - self._busy_floor], queue[:-1]])
+        clipped = np.clip(time, *self._bounds()).astype(np.float64)
+        prev = np.concatenate([[clipped[0] if self._busy_time_at is None else self._busy_time_at], clipped[:-1]])
+        self.busy_time += float(np.dot(before > 0, clipped - prev))
+        self._busy_raw, self._busy_floor = int(raw[-1]), int(floor[-1])
+        self._busy_time_at = float(clipped[-1])
+
     def finish(self) -> "BlockTally":
         """Fix open window bounds to the first/last event, and account for the writes still
         outstanding from the last event to the window's end."""
@@ -109,6 +131,9 @@ class BlockTally:
         if self._queue_time is not None:
             self.write_queue_integral += (self._queue_raw - self._queue_floor) * (self.t1 - self._queue_time)
             self._queue_time = self.t1
+        if self._busy_time_at is not None:
+            self.busy_time += float(self._busy_raw - self._busy_floor > 0) * (self.t1 - self._busy_time_at)
+            self._busy_time_at = self.t1
         return self
 
 
@@ -124,6 +149,11 @@ def tally_requests(requests: dict[str, Any], t0_s: float, t1_s: float) -> BlockT
     delta = np.concatenate([np.ones(np.count_nonzero(is_write), np.int64), -np.ones(done.size, np.int64)])
     order = np.argsort(time, kind="stable")
     tally.add_write_events(time[order], delta[order])
+    finished = requests["complete_s"][~np.isnan(requests["complete_s"])]
+    time = np.concatenate([requests["issue_s"], finished])
+    delta = np.concatenate([np.ones(requests["issue_s"].size, np.int64), -np.ones(finished.size, np.int64)])
+    order = np.argsort(time, kind="stable")
+    tally.add_busy_events(time[order], delta[order])
     return tally.finish()
 
 
@@ -146,4 +176,7 @@ def tally_records(chunks: Iterable[np.ndarray | dict[str, np.ndarray]], t0_ns: f
         events = write & ~discard
         delta = np.where(issue[events], 1, -1).astype(np.int64)
         tally.add_write_events(cols["time"][events], delta)
+        done = (action & 0xFFFF) == blkbinary.ACT_COMPLETE
+        moves = issue | done
+        tally.add_busy_events(cols["time"][moves], np.where(issue[moves], 1, -1).astype(np.int64))
     return tally.finish()

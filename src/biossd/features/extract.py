@@ -44,6 +44,12 @@ RUSAGE_COLUMNS = (
     "runtime_s", "user_s", "sys_s", "cpu_cores_used", "max_rss_kib",
     "major_faults", "minor_faults", "read_bytes", "write_bytes",
 )
+#: Beside Pfault (§5.2's "page swaps per second"): pages swapped in and out over the run, from
+#: the host's /proc/vmstat (pswpin, pswpout) as the run's 1 Hz sampler read it (one measured run
+#: at a time holds the host lock, so the host's swapping is the run's); ``flush_s``, the
+#: post-exit flush of the run's dirty data, so a speedup can also be read on runtime + flush;
+#: the run's input size and its memory settings (labels of the study's PROFILE).
+REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes")
 
 #: Host facts that make two sides' runtimes incomparable when they differ (seed 000 §5.1 kept
 #: one machine and swapped only the drive).
@@ -132,10 +138,24 @@ def wblen(write_queue_integral: float, span: float) -> float:
     return write_queue_integral / span if span > 0 else math.nan
 
 
-def butil(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps: float,
+def butil(busy_s: float, window_s: float) -> float:
+    """**Butil** — interface bandwidth utilisation (Lee, Min and Yoon 2015, §5.2: "how much
+    bandwidths of the interface between the host computer and the storage device are used",
+    measured with SAR and blktrace, §5.1) as SAR measures it: sysstat's ``%util``, "percentage of
+    elapsed time during which I/O requests were issued to the device (bandwidth utilization for
+    the device)". The time with at least one request outstanding (the union of the requests'
+    issue → completion intervals in the block trace) over the run's window (its runtime and the
+    flush after it). Small random requests keep a disk busy while moving few bytes, which the
+    bytes-over-bandwidth reading (:func:`butil_bytes`, column ``Butil_bytes``) misses. Units:
+    fraction 0–1."""
+    if not window_s or window_s <= 0:
+        return math.nan
+    return min(1.0, busy_s / window_s)
+
+
+def butil_bytes(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps: float,
           seq_write_bps: float) -> float:
-    """**Butil** — interface bandwidth utilisation (seed 000, §5.2: "how much bandwidths of the
-    interface between the host computer and the storage device are used"): the share of the
+    """Butil's second reading, bytes over bandwidth (the column ``Butil_bytes``): the share of the
     runtime the device would need to move the run's bytes at its measured sequential rates,
     ``(read_bytes / seq_read + write_bytes / seq_write) / runtime``. The paper leaves the
     bandwidth open; biossd divides by what ``biossd device characterize`` measured on the same
@@ -169,10 +189,11 @@ def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
         "Wsize": wsize_kib(tally.write_bytes, tally.n_writes),
         "CAR": car(tally.n_consecutive, tally.n_requests),
         "WBlen": wblen(tally.write_queue_integral, span),
-        "Butil": math.nan,
+        "Butil": butil(tally.busy_time * seconds_per_unit, span * seconds_per_unit),
+        "Butil_bytes": math.nan,
     }
     if bandwidth_bps is not None:
-        out["Butil"] = butil(tally.read_bytes, tally.write_bytes, runtime_s, *bandwidth_bps)
+        out["Butil_bytes"] = butil_bytes(tally.read_bytes, tally.write_bytes, runtime_s, *bandwidth_bps)
     return out
 
 
@@ -251,6 +272,11 @@ def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -
         row["Pfault"] = math.nan
         missing.update({col: why for col in (*RUSAGE_COLUMNS, "Pfault")})
 
+    row.update(swap_counts(run_dir))
+    row["flush_s"] = float(body.get("flush_s") or 0.0)
+    row["input_bytes"] = float(labels["input_bytes"]) if str(labels.get("input_bytes", "")).isdigit() else math.nan
+    row["settings"] = ",".join(f"{k.removeprefix('setting.')}={v}" for k, v in sorted(labels.items())
+                               if k.startswith("setting.")) or None
     device = device_record(run_dir, body, (device_records or {}).get(side_of(labels)))
     row.update(_trace_columns(run_dir, body, device, missing))
     row.update(_perf_columns(run_dir, body, row.get("runtime_s", math.nan), missing))
@@ -258,6 +284,24 @@ def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -
     row.update(run_facts(body, device))
     row["missing_reason"] = format_missing(missing)
     return row
+
+
+def swap_counts(run_dir: Path) -> dict[str, float]:
+    """Pages swapped in and out during the run (``pswpin``/``pswpout`` of /proc/vmstat, last
+    sample minus first of the run's ``sampler.csv``); NaN without a sampler record."""
+    path = Path(run_dir) / "sampler.csv"
+    out = {"swap_ins": math.nan, "swap_outs": math.nan}
+    if not path.is_file():
+        return out
+    import csv
+
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f)]
+    for key, col in (("swap_ins", "vmstat_pswpin"), ("swap_outs", "vmstat_pswpout")):
+        values = [int(r[col]) for r in rows if r.get(col, "").isdigit()]
+        if len(values) >= 1:
+            out[key] = float(values[-1] - values[0])
+    return out
 
 
 def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
@@ -333,10 +377,10 @@ def side_device_records(roots: Iterable[Path]) -> dict[str, Path]:
 
 def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
                    missing: dict[str, str]) -> dict[str, float]:
-    out = {feature: math.nan for feature in BLOCK_TRACE_FEATURES}
+    out = {feature: math.nan for feature in (*BLOCK_TRACE_FEATURES, "Butil_bytes")}
     info = body["collectors"].get("blocktrace", {})
     if not info.get("ran"):
-        missing.update({f: info.get("why") or "no block trace" for f in BLOCK_TRACE_FEATURES})
+        missing.update({f: info.get("why") or "no block trace" for f in (*BLOCK_TRACE_FEATURES, "Butil_bytes")})
         return out
     if body.get("command_started_s") is None:
         missing.update({f: "the manifest does not say when the command started" for f in BLOCK_TRACE_FEATURES})
@@ -354,7 +398,7 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
     tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"] + (body.get("flush_s") or 0.0))
     out.update(block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
     if bandwidth is None:
-        missing["Butil"] = device.why
+        missing["Butil_bytes"] = device.why
     for feature, value in out.items():
         if math.isnan(value) and feature not in missing:
             missing[feature] = "no such requests in the run" if feature in ("Rsize", "Wsize", "CAR") else "zero runtime"
@@ -446,8 +490,8 @@ def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
 
 
 #: The run table's columns, in order.
-TABLE_COLUMNS = (*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS,
-                 *QUALITY_COLUMNS, "missing_reason", "run_dir", *RUN_FACT_COLUMNS)
+TABLE_COLUMNS = (*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, "Butil_bytes", *REGIME_COLUMNS,
+                 "settings", *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS, "missing_reason", "run_dir", *RUN_FACT_COLUMNS)
 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:
@@ -465,7 +509,7 @@ def read_table(path: Path) -> pd.DataFrame:
     absent = [c for c in (*LABEL_COLUMNS, "outcome", "runtime_s", *STORAGE_FEATURES) if c not in table]
     if absent:
         raise ValueError(f"{path}: not a biossd features table, missing columns {absent}")
-    for column in RUN_FACT_COLUMNS:  # a table written before the run facts were carried
+    for column in (*RUN_FACT_COLUMNS, "Butil_bytes", *REGIME_COLUMNS, "settings"):  # written by an older version
         if column not in table:
             table[column] = math.nan
     return _typed(table)
@@ -476,7 +520,8 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     for col in LABEL_COLUMNS:
         table[col] = table[col].astype("string").astype(object)
-    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS, *RUN_FACT_NUMBERS):
+    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, "Butil_bytes", *REGIME_COLUMNS, *CPU_MEMORY_COLUMNS,
+                *QUALITY_COLUMNS, *RUN_FACT_NUMBERS):
         if col in table:
             table[col] = pd.to_numeric(table[col], errors="raise").astype(float)
     for col in RUN_FACT_INTEGERS:

@@ -22,6 +22,7 @@ from biossd.analysis import (
     Analysis,  # noqa: E402
     patterns,
     predict,
+    regime,
     resultset,
     speedup,
 )
@@ -130,7 +131,7 @@ def fig01_aligners(a: Analysis) -> plt.Figure:
         ax2.set_title("(b) quality", loc="left", fontsize=10)
         _empty(ax2, "quality not measured: no run of these aligners was scored against the truth "
                     "(biossd quality; quality.json in the run directory)")
-    return _finish(fig, a, "Short-read aligners (seed 000, Fig. 1)")
+    return _finish(fig, a, "Short-read aligners (Lee, Min and Yoon 2015, Fig. 1)")
 
 
 # -- Fig. 2 ------------------------------------------------------------------------------------
@@ -207,9 +208,10 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         counted = f"{int(agrees.sum())} of {len(agrees)} tools in the paper's group" if len(agrees) else \
             "no tool comparable with the paper"
         ax.set_title(f"({letter}) {slow} / {fast}: {counted}", loc="left", fontsize=10)
-        ax.legend(fontsize=7, loc="upper right")
+        # Outside the axes: a legend inside would cover the tallest bars and the paper's markers.
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
         agreement = agreement or counted
-    return _finish(fig, a, f"Speedup per tool; G+ at {a.threshold:g}x or more; {agreement} (seed 000, Fig. 2)")
+    return _finish(fig, a, f"Speedup per tool; G+ at {a.threshold:g}x or more; {agreement} (Lee, Min and Yoon 2015, Fig. 2)")
 
 
 # -- Fig. 3 ------------------------------------------------------------------------------------
@@ -315,7 +317,7 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
         if handles:
             ax.legend(handles, [textwrap.fill(t, 34) for t in labels], fontsize=6.5, loc="upper left",
                       bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _finish(fig, a, "Pipelines, runtime per step (seed 000, Fig. 3)")
+    return _finish(fig, a, "Pipelines, runtime per step (Lee, Min and Yoon 2015, Fig. 3)")
 
 
 # -- Fig. 4 ------------------------------------------------------------------------------------
@@ -334,7 +336,7 @@ def fig04_storage_features(a: Analysis) -> plt.Figure:
         data.plot.bar(ax=ax, rot=90, legend=len(feats) > 1, width=0.7, fontsize=6)
         ax.set_xlabel("")
         ax.set_ylabel(unit)
-    return _finish(fig, None, f"Storage features on {a.features_side} (seed 000, Fig. 4)")
+    return _finish(fig, None, f"Storage features on {a.features_side} (Lee, Min and Yoon 2015, Fig. 4)")
 
 
 # -- Fig. 5 ------------------------------------------------------------------------------------
@@ -342,7 +344,7 @@ def fig05_patterns(a: Analysis) -> plt.Figure:
     """Fig. 5: (a) the dendrogram (average linkage, Euclidean, normalized features) with the
     merge distances and the two cuts; (b) a radar chart of each pattern's mean features; (c) the
     numbers."""
-    title = "I/O patterns by clustering (seed 000, Fig. 5)"
+    title = "I/O patterns by clustering (Lee, Min and Yoon 2015, Fig. 5)"
     if (empty := _no_clustering(a, title)) is not None:
         return empty
     c = a.clustering
@@ -404,7 +406,7 @@ def fig06_traces(a: Analysis) -> plt.Figure:
     """Fig. 6: a read and a write trace per pattern — each request a vertical bar at its issue
     time from its start sector, as long as its size — from the block trace of the pattern's
     representative tool (its first baseline run on the feature side)."""
-    if (empty := _no_clustering(a, "Representative I/O traces per pattern (seed 000, Fig. 6)")) is not None:
+    if (empty := _no_clustering(a, "Representative I/O traces per pattern (Lee, Min and Yoon 2015, Fig. 6)")) is not None:
         return empty
     reps = patterns.representatives(a.clustering)
     runs = speedup.side_rows(a.baseline_runs, a.features_side)
@@ -432,7 +434,7 @@ def fig06_traces(a: Analysis) -> plt.Figure:
             ax.set_xlabel("time (s)", fontsize=7)
             ax.set_ylabel("LBA (sector); bar = request size", fontsize=6)
             ax.tick_params(labelsize=6)
-    return _finish(fig, None, "Representative I/O traces per pattern (seed 000, Fig. 6); bars at least "
+    return _finish(fig, None, "Representative I/O traces per pattern (Lee, Min and Yoon 2015, Fig. 6); bars at least "
                  f"{TRACE_MIN_BAR_FRACTION:.0%} of the LBA axis long")
 
 
@@ -440,7 +442,7 @@ def fig06_traces(a: Analysis) -> plt.Figure:
 def fig07_randomness(a: Analysis) -> plt.Figure:
     """Fig. 7: CAR against Rsize (a) and Wsize (b), normalized; circle area proportional to the
     tool's speedup; colour by pattern."""
-    if (empty := _no_clustering(a, "Randomness and speedup (seed 000, Fig. 7)")) is not None:
+    if (empty := _no_clustering(a, "Randomness and speedup (Lee, Min and Yoon 2015, Fig. 7)")) is not None:
         return empty
     c = a.clustering
     colours = _pattern_colours(c.pattern.unique())
@@ -463,7 +465,7 @@ def fig07_randomness(a: Analysis) -> plt.Figure:
         ax.set_xlabel("CAR (normalized)")
         ax.set_ylabel(f"{feat} (normalized)")
         ax.legend(fontsize=7, markerscale=0.5)
-    return _finish(fig, a, "Randomness and speedup; circle area ~ speedup (seed 000, Fig. 7)")
+    return _finish(fig, a, "Randomness and speedup; circle area ~ speedup (Lee, Min and Yoon 2015, Fig. 7)")
 
 
 # -- Fig. 8 ------------------------------------------------------------------------------------
@@ -504,7 +506,7 @@ def fig08_input_size(a: Analysis, focus_tool: str = "ampliconnoise") -> plt.Figu
             lines[tool] = (rows["scale"], rows["speedup"])
     _speedup_lines(ax2, a, lines, "input replication factor", "(b) speedup against input size (gaps: no speedup)",
                    "no tool was run at several scales")
-    return _finish(fig, a, "Input size and SSD effectiveness (seed 000, Fig. 8)")
+    return _finish(fig, a, "Input size and SSD effectiveness (Lee, Min and Yoon 2015, Fig. 8)")
 
 
 def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, pd.Series]], xlabel: str,
@@ -518,7 +520,7 @@ def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, 
     ax.set_xscale("log", base=2)
     xs = sorted({float(v) for x, _ in lines.values() for v in x})
     if xs:
-        ax.set_xticks(xs, [f"{v:g}" for v in xs])
+        ax.set_xticks(xs, [f"{v:.3g}" for v in xs])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     _speedup_axis(ax, [v for _, y in lines.values() for v in y])
     ax.set_xlabel(xlabel)
@@ -534,31 +536,58 @@ def _cap_order(a: Analysis) -> dict[str, float]:
 
 
 # -- Fig. 9 ------------------------------------------------------------------------------------
+def _memory_over_input(a: Analysis, table: pd.DataFrame) -> pd.Series:
+    """Each configuration's data memory over its tool's input (Fig. 9's 4, 16 and 32 GB over 20 GB
+    are 0.2, 0.8 and 1.6): (cap − F) / input, where F, the tool's floor, is its smallest cap less
+    the data memory the sizing rule gave it there (:func:`biossd.analysis.regime.regime_table`).
+    NaN where the result set does not record the rule's data memory or the input's size."""
+    reg = regime.regime_table(a)
+    caps = a.rs.runs.groupby("mem")["mem_bytes"].first()
+    floor = table["tool"].map(reg["floor_bytes"]) if len(reg) else np.nan
+    inputs = table["tool"].map(reg["input_bytes"]) if len(reg) else np.nan
+    return (table["mem"].map(caps) - floor) / inputs
+
+
 def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
-    """Fig. 9: speedup per memory cap at each tool's smallest scale: (a) the GATK steps
-    (``prefix``) as grouped bars, (b) every tool run at several caps."""
+    """Fig. 9: speedup per memory size at each tool's smallest scale: (a) the GATK steps
+    (``prefix``), one bar per memory point in the order of the tool's caps, labelled by the data
+    memory over the input (the paper's 0.2, 0.8 and 1.6: 4, 16 and 32 GB on 20 GB) where the
+    result set records the sizing rule, else by the cap; (b) every tool run under several caps,
+    against memory over input (or the cap in GiB)."""
     table = a.speedups
     order = _cap_order(a)
     first_scale = table.groupby("tool")["scale"].min()
-    table = table[table["scale"] == table["tool"].map(first_scale)]
+    table = table[table["scale"] == table["tool"].map(first_scale)].copy()
+    table["_m"] = table["mem"].map(order)
+    table["_ratio"] = _memory_over_input(a, table)
+    by_ratio = table["_ratio"].notna().all() and len(table)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     gatk = sorted(t for t in table["tool"].unique() if t.startswith(prefix))
-    caps = sorted(table.loc[table["tool"].isin(gatk), "mem"].unique(), key=lambda m: order.get(m, np.inf))
+    n_points = max((table["tool"].eq(t).sum() for t in gatk), default=0)
     if not gatk:
         _empty(ax1, f"no {prefix}* tool was run")
-    width = 0.8 / max(len(caps), 1)
+    width = 0.8 / max(n_points, 1)
     shown = []
-    for i, cap in enumerate(caps):
-        rows = table[table["mem"] == cap].set_index("tool").reindex(gatk)
-        bars = ax1.bar(np.arange(len(gatk)) + i * width, (rows["speedup"] - 1).fillna(0), width, bottom=1, label=cap)
-        _mark_bounds(ax1, bars, rows["speedup"], rows["speedup_is_lower_bound"])
+    cmap = plt.get_cmap("viridis")
+    for i in range(n_points):
+        rows = pd.DataFrame([table[table["tool"] == t].sort_values("_m").iloc[i] if table["tool"].eq(t).sum() > i
+                             else pd.Series({"tool": t, "speedup": np.nan, "speedup_is_lower_bound": False})
+                             for t in gatk]).set_index("tool")
+        ratios = rows["_ratio"].dropna() if "_ratio" in rows else pd.Series(dtype=float)
+        label = (f"memory {ratios.median():.2g} x input" if by_ratio and len(ratios)
+                 else "cap " + "/".join(rows["mem"].dropna().astype(str).unique()))
+        bars = ax1.bar(np.arange(len(gatk)) + i * width, (rows["speedup"] - 1).fillna(0), width, bottom=1, label=label,
+                       color=cmap(i / max(n_points - 1, 1)))
+        _mark_bounds(ax1, bars, rows["speedup"], rows["speedup_is_lower_bound"].fillna(False).astype(bool))
         shown += list(rows["speedup"].dropna())
         for j, (_, row) in enumerate(rows.iterrows()):
-            if pd.isna(row["speedup"]):
-                ax1.text(j + i * width, 1, "n/a", fontsize=6, ha="center", va="bottom", color=MISSING_COLOUR)
+            ax1.text(j + i * width, 1 if pd.isna(row["speedup"]) else max(row["speedup"], 1),
+                     "n/a" if pd.isna(row["speedup"]) else f"{row['speedup']:.2g}", fontsize=6, ha="center",
+                     va="bottom", color=MISSING_COLOUR if pd.isna(row["speedup"]) else "0.2")
     if gatk:
         ax1.set_xticks(np.arange(len(gatk)) + 0.4 - width / 2, gatk, rotation=20, fontsize=7)
-        ax1.legend(title="cap", fontsize=7)
+        ax1.legend(title="memory point", fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.22), ncol=3,
+                   borderaxespad=0)
     _speedup_axis(ax1, shown)
     ax1.axhline(1, color="0.2", lw=0.6)
     ax1.axhline(a.threshold, color="0.3", lw=0.8, ls="--")
@@ -566,12 +595,12 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
     ax1.set_title("(a) GATK steps", loc="left", fontsize=10)
     lines = {}
     for tool, g in table.groupby("tool"):
-        rows = g.assign(_m=g["mem"].map(order)).sort_values("_m")
+        rows = g.sort_values("_m")
         if rows["mem"].nunique() > 1:
-            lines[tool] = (rows["_m"] / (1 << 30), rows["speedup"])
-    _speedup_lines(ax2, a, lines, "memory cap (GiB)", "(b) every tool run under several caps",
-                   "no tool was run under several caps")
-    return _finish(fig, a, "Main memory size and SSD effectiveness (seed 000, Fig. 9)")
+            lines[tool] = (rows["_ratio"] if by_ratio else rows["_m"] / (1 << 30), rows["speedup"])
+    _speedup_lines(ax2, a, lines, "data memory / input" if by_ratio else "memory cap (GiB)",
+                   "(b) every tool run under several caps", "no tool was run under several caps")
+    return _finish(fig, a, "Main memory size and SSD effectiveness (Lee, Min and Yoon 2015, Fig. 9)")
 
 
 # -- Fig. 10 -----------------------------------------------------------------------------------
@@ -631,7 +660,7 @@ def fig10_cpu_memory(a: Analysis) -> plt.Figure:
     ax2.axvline(1, color="0.2", lw=0.6)
     ax2.set_xlabel("speedup (hatched: at least)")
     ax2.set_title("(b) speedup", loc="left", fontsize=9)
-    return _finish(fig, a, "CPU and memory features (seed 000, Fig. 10)")
+    return _finish(fig, a, "CPU and memory features (Lee, Min and Yoon 2015, Fig. 10)")
 
 
 # -- Prediction (issue 18) ---------------------------------------------------------------------
@@ -647,11 +676,11 @@ def _tool_order(a: Analysis) -> list[str]:
 
 def fig02b_predicted_ssds(a: Analysis) -> plt.Figure:
     """Fig. 2(b) by prediction: each tool's speedup on the paper's five other SSDs over its
-    Seagate Barracuda (seed 000, Fig. 2(b)), every runtime predicted from the fast side's block
+    Seagate Barracuda (Lee, Min and Yoon 2015, Fig. 2(b)), every runtime predicted from the fast side's block
     traces (:func:`biossd.analysis.predict.paper_fig2b`); error bars are the model's interval.
     Tick labels are coloured by the paper's measured group; tools in Fig. 2(a)'s order."""
     title = (f"Fig. 2(b) predicted: the paper's SSDs over its {predict.PAPER_FIG2_HDD}, from the "
-             f"{a.features_side} runs' block traces (seed 000, Fig. 2(b))")
+             f"{a.features_side} runs' block traces (Lee, Min and Yoon 2015, Fig. 2(b))")
     table = predict.paper_fig2b(a.paper_device_predictions)
     fig, ax = plt.subplots(figsize=(max(9, 0.5 * max(table["tool"].nunique(), 1) + 2), 4.2))
     if table.empty:
@@ -682,7 +711,7 @@ def fig02b_predicted_ssds(a: Analysis) -> plt.Figure:
                       index=above.all().index).reindex(order)  # "": the SSDs put the tool in different groups
     agrees = speedup.agreement(every, pd.Series(paper_group, index=order)).dropna()
     ax.set_ylabel("predicted speedup over the HDD")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="SSD (seed 000, Table 3)",
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="SSD (Lee, Min and Yoon 2015, Table 3)",
               title_fontsize=7)
     ax.set_title(f"{int(agrees.sum())} of {len(agrees)} tools in the paper's measured group on all five SSDs "
                  "(tick colour: the paper's group, red G+, blue G0, grey: not in the paper)", loc="left", fontsize=9)

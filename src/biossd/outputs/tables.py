@@ -8,6 +8,7 @@ The same result set gives byte-identical files: rows in a fixed order, floats pr
 
 from __future__ import annotations
 
+import fnmatch
 import inspect
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biossd.analysis import Analysis, patterns, speedup
+from biossd.analysis import Analysis, patterns, regime, speedup
 from biossd.core.files import atomic_write_text
 from biossd.features import extract as features
 from biossd.study import catalogue, datasets
@@ -93,7 +94,9 @@ def write(table: pd.DataFrame, stem: Path) -> list[Path]:
 def table1_tools(a: Analysis) -> pd.DataFrame:
     """Table 1: every tool of the catalogue — task, the paper's group and speedup, and this
     result set's baseline speedup and group (G+ at ``a.threshold`` or more), with a status where
-    there is none (not run, oom, recipe-only)."""
+    there is none (not run, oom, recipe-only); and the regime it ran in
+    (:func:`biossd.analysis.regime.regime_table`: floor, input, data memory M, data part / M,
+    major faults and swap-ins/outs per class)."""
     rows = []
     base = a.baseline
     for entry in sorted((e for e in catalogue.load_all() if e.kind == "tool"), key=_table1_order):
@@ -115,6 +118,10 @@ def table1_tools(a: Analysis) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     table["paper_speedup"] = table["paper_speedup"].astype(float)
     table["agrees"] = speedup.agreement(table["group"], table["paper_group"])
+    # The regime each tool ran in (biossd.analysis.regime): floor, input, data memory, data part.
+    reg = regime.regime_table(a)
+    for column in regime.REGIME_COLUMNS:
+        table[column] = table["tool"].map(reg[column]) if len(reg) else np.nan
     return table
 
 
@@ -180,8 +187,11 @@ def table_pattern_means(a: Analysis) -> pd.DataFrame | None:
 
 def table5_inputs(a: Analysis) -> pd.DataFrame:
     """Table 5: per tool run, the paper's data set (data-manifests/), the input this result set
-    used (a synthetic kind of the given baseline size and seed, or fetched data), and the
-    scales run."""
+    used — a synthetic kind at the tool's own baseline size (``--tool_input_sizes``, else its
+    kind's ``--input_sizes``, else ``--input_size``) and the bytes its runs read (the staged
+    input's size each run recorded) — the seed, the scales and the caps run."""
+    from biossd.study import matrix
+
     used_by: dict[str, str] = {}
     for m in datasets.load_all():
         for tool in m.get("used_by", []):
@@ -189,12 +199,22 @@ def table5_inputs(a: Analysis) -> pd.DataFrame:
     params = {}
     for record in a.rs.provenance:
         params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
+    problems: list[str] = []
+    kind_sizes = matrix.parse_pairs(params.get("input_sizes"), "input_sizes", problems)
+    own = matrix.parse_tool_caps(params.get("tool_input_sizes"), problems, "tool_input_sizes")
+    own = [(p.strip(), v) for pats, v in own for p in pats.split(",")]
+    base = a.baseline_runs
     rows = []
     for tool, group in a.rs.runs.groupby("tool", sort=True):
         entry = catalogue.get(tool)
         original = entry.data.get("substitute_of") or tool
+        kind = entry.data["input"]
+        size = next((v[0] for p, v in own if fnmatch.fnmatchcase(tool, p)), None) or kind_sizes.get(kind) \
+            or params.get("input_size", "")
+        read = base.loc[base["tool"] == tool, "input_bytes"] if "input_bytes" in base else pd.Series(dtype=float)
         rows.append({"tool": tool, "paper_data": used_by.get(original, used_by.get(tool, "")),
-                     "input": f"synthetic {entry.data['input']}", "baseline_size": params.get("input_size", ""),
+                     "input": f"synthetic {kind}", "baseline_size": size,
+                     "input_bytes": float(read.mean()) if read.notna().any() else np.nan,
                      "seed": params.get("seed", ""), "scales": ",".join(str(s) for s in sorted(group["scale"].unique())),
                      "caps": ",".join(sorted(group["mem"].unique(), key=lambda m: group.loc[group["mem"] == m, "mem_bytes"].iloc[0])),
                      "runs": len(group)})

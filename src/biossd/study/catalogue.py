@@ -24,6 +24,9 @@ _FIELD_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 KINDS = ("tool", "pipeline")
 STATUSES = ("runnable", "recipe-only")
 GROUPS = ("G+", "G0")
+#: How a tool's own memory setting follows the sizing rule (biossd.study.sizing): ``scaled``, its
+#: paper-era default divided by D; ``heap``, a JVM's fixed heap (part of the tool's floor).
+MEMORY_RULES = ("scaled", "heap")
 #: Output formats an aligner's ``quality`` block may name (scored by :mod:`biossd.features.quality`).
 QUALITY_FORMATS = ("sam", "maq_mapview")
 _DOI_RE = re.compile(r"^10\.\d{4,9}/\S+$")
@@ -57,7 +60,9 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "params": (_MAP, (), "other named values of the command: name -> description"),
     "threads": (_MAP, ("tool",), "{default: N}: the {threads} value when none is given"),
     "scaling": (_STR, ("tool",), "how the input grows with the scale factor"),
-    "memory_option": (_MAP, (), "{name, fraction_of_cap, default}: a tool's own memory setting"),
+    "memory_options": (_LIST, (), "[{name, rule, default, unit, minimum, source}]: a tool's own memory settings "
+                                  "(biossd.study.sizing): rule scaled (the paper-era default / D) or heap (a "
+                                  "JVM's fixed, pre-touched heap, part of the tool's floor)"),
     "min_mem": (_STR, (), "the smallest memory cap the tool runs under (e.g. a JVM's heap); the study refuses less"),
     "stage": (_MAP, (), "{files, values, prepare, chdir}: how a run is staged from its input kind (runnable tools); "
                         "chdir names the stage file the command changes into first (abyss-pe -C)"),
@@ -95,18 +100,36 @@ class Entry:
     def parameters(self) -> set[str]:
         return {name for part in self.command for name in _FIELD_RE.findall(part)}
 
-    def render(self, values: Mapping[str, str], mem_bytes: int | None = None) -> list[str]:
-        """The argv for this entry with ``values`` substituted; the memory option, if the entry
-        has one, is derived from the cap (``fraction_of_cap`` of it) or its default."""
+    def memory_options(self) -> list[Mapping[str, Any]]:
+        """The tool's own memory settings (``memory_options`` of the entry), in order."""
+        return list(self.data.get("memory_options") or [])
+
+    def settings(self, divisor: float = 1.0, heaps: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The values of the tool's memory settings under the sizing rule
+        (:mod:`biossd.study.sizing`): a ``scaled`` one is its paper-era default divided by
+        ``divisor`` (D = 1 GB / M; 1 gives the default); a ``heap`` one is the tool's fixed JVM
+        heap from ``heaps`` (by option name), else its default."""
+        from biossd.study import sizing
+
+        out = {}
+        for opt in self.memory_options():
+            if opt["rule"] == "heap":
+                out[opt["name"]] = str((heaps or {}).get(opt["name"]) or opt["default"])
+            elif opt.get("unit") == "count":
+                out[opt["name"]] = str(sizing.scaled_setting(int(opt["default"]), divisor, int(opt.get("minimum", 1))))
+            else:
+                least = parse_size(str(opt.get("minimum", "1")))
+                out[opt["name"]] = format_size(sizing.round_kib(
+                    sizing.scaled_setting(parse_size(str(opt["default"])), divisor, least)))
+        return out
+
+    def render(self, values: Mapping[str, str], settings: Mapping[str, str] | None = None) -> list[str]:
+        """The argv for this entry with ``values`` substituted; its memory settings are
+        ``settings`` (:meth:`settings`), each missing one its default."""
         values = dict(values)
         values.setdefault("threads", str(self.data.get("threads", {}).get("default", 1)))
-        mem_opt = self.data.get("memory_option")
-        if mem_opt:
-            if mem_bytes is None:
-                values.setdefault(mem_opt["name"], mem_opt["default"])
-            else:
-                per_tool = int(mem_bytes * float(mem_opt["fraction_of_cap"]))
-                values.setdefault(mem_opt["name"], format_size(per_tool))
+        for name, value in {**self.settings(), **dict(settings or {})}.items():
+            values.setdefault(name, value)
         missing = sorted(self.parameters() - values.keys())
         if missing:
             raise CatalogueError(
@@ -187,13 +210,28 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
         except ValueError:
             raise _fail(path, "min_mem", f"is {data['min_mem']!r}, not a size like 512M") from None
     declared = {*data["inputs"], *data["outputs"], *data.get("params", {}), "threads"}
-    mem_opt = data.get("memory_option")
-    if mem_opt is not None:
-        for key in ("name", "fraction_of_cap", "default"):
-            if key not in mem_opt:
-                raise _fail(path, f"memory_option.{key}", "is missing")
-        parse_size(mem_opt["default"])
-        declared.add(mem_opt["name"])
+    for i, opt in enumerate(data.get("memory_options") or []):
+        where = f"memory_options[{i}]"
+        if not isinstance(opt, dict):
+            raise _fail(path, where, "must be a mapping {name, rule, default, unit, source}")
+        for key in ("name", "rule", "default", "source"):
+            if key not in opt:
+                raise _fail(path, f"{where}.{key}", "is missing")
+        if opt["rule"] not in MEMORY_RULES:
+            raise _fail(path, f"{where}.rule", f"is {opt['rule']!r}; use one of {MEMORY_RULES}")
+        unit = opt.get("unit", "bytes")
+        if unit not in ("bytes", "count"):
+            raise _fail(path, f"{where}.unit", f"is {unit!r}; use bytes or count")
+        for key in ("default", "minimum"):
+            if key not in opt:
+                continue
+            try:
+                int(opt[key]) if unit == "count" else parse_size(str(opt[key]))
+            except ValueError:
+                raise _fail(path, f"{where}.{key}", f"is {opt[key]!r}, not a {unit}") from None
+        if opt["rule"] == "heap" and unit != "bytes":
+            raise _fail(path, f"{where}.unit", "of a heap must be bytes")
+        declared.add(opt["name"])
     commands = {"command": data["command"], **{f"extra_commands.{k}": v for k, v in data.get("extra_commands", {}).items()}}
     for where, argv in commands.items():
         used = {name for part in argv for name in _FIELD_RE.findall(part)}
@@ -204,8 +242,7 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
         raise _fail(path, "stage", "is missing: a runnable tool says how its input is staged")
     if stage is not None:
         given = {*stage.get("files", {}), *stage.get("values", {}), "threads"}
-        if mem_opt is not None:
-            given.add(mem_opt["name"])
+        given |= {opt["name"] for opt in data.get("memory_options") or []}
         needed = {name for part in data["command"] for name in _FIELD_RE.findall(part)}
         if needed - given:
             raise _fail(path, "stage", f"gives no value for {sorted(needed - given)} of the command")

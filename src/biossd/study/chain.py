@@ -101,7 +101,7 @@ def of(entry: catalogue.Entry) -> Chain:
 
 
 def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, mem_bytes: int | None,
-               container: str | None = None) -> list[str]:
+               container: str | None = None, settings: dict[str, str] | None = None) -> list[str]:
     """Prepare step ``index`` (1-based) in ``scratch`` and return its argv, to be run with
     ``scratch`` as its working directory (its paths are relative to it, or to the directory
     its command changes into; in a container, the container's paths). The first step first
@@ -141,7 +141,7 @@ def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, 
         base = scratch / files[into] if into else scratch
         values.update({name: str(rel) if name == into else os.path.relpath(scratch / rel, base)
                        for name, rel in files.items()})
-    return command_argv(entry, values, scratch, mem_bytes, container)
+    return command_argv(entry, values, scratch, mem_bytes, container, settings)
 
 
 def step_labels(entry: catalogue.Entry) -> tuple[dict[str, str], dict[str, str]]:

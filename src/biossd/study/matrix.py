@@ -59,6 +59,12 @@ class Plan:
     #: Each tool's input kind, and each kind's baseline size (--input_sizes, else --input_size).
     kinds: dict[str, str] = field(default_factory=dict)
     input_sizes: dict[str, str] = field(default_factory=dict)
+    #: A tool's own baseline input size, replacing its kind's (--tool_input_sizes): the sizing
+    #: rule sizes inputs per program, as the paper did (biossd.study.sizing).
+    tool_input_sizes: dict[str, str] = field(default_factory=dict)
+    #: Each tool's memory settings (its catalogue memory_options) under the sizing rule:
+    #: paper-era defaults / (1 GB / --data_memory), JVM heaps from --java_heaps.
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)
     #: A run's time limit in seconds (outcome ``timeout`` past it); ``None``: none.
     time_limit_s: float | None = None
     #: Repeats of a tool's configurations other than its baseline (its smallest cap and scale):
@@ -94,7 +100,7 @@ class Plan:
                     base = cap == min(caps, key=parse_size) and scale == min(scales)
                     for rep in range(1, (self.repeats if base else self.scaling_repeats or self.repeats) + 1):
                         out.append({"tool": tool, "mem": cap, "scale": scale, "rep": rep,
-                                    "input": input_id(self.kinds.get(tool, ""), scale)})
+                                    "input": self.input_of(tool, scale)})
         return out
 
     def probes(self) -> list[dict[str, Any]]:
@@ -103,8 +109,16 @@ class Plan:
         if not self.cachegrind_divisor:
             return []
         return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": 1, "probe": "cachegrind",
-                 "input": probe_input_id(self.kinds[t], self.cachegrind_divisor)}
+                 "input": probe_input_id(self.kinds[t], self.cachegrind_divisor, self.tool_input_sizes.get(t))}
                 for t in self.tools if self.caps.get(t) and t in self.kinds]
+
+    def size_of(self, tool: str) -> str:
+        """The baseline input size ``tool`` reads: its own (--tool_input_sizes), else its kind's."""
+        return self.tool_input_sizes.get(tool) or self.input_sizes.get(self.kinds.get(tool, ""), "")
+
+    def input_of(self, tool: str, scale: int) -> str:
+        """The id of the input ``tool`` reads at ``scale``: its kind's shared one, or its own size's."""
+        return input_id(self.kinds.get(tool, ""), scale, self.tool_input_sizes.get(tool))
 
     def chain_runs(self) -> list[dict[str, Any]]:
         """Every chained pipeline run of one storage class: the pipeline, the repeat, the id of
@@ -130,6 +144,7 @@ class Plan:
                           "scale": run["scale"], "rep": run["rep"], **({"probe": run["probe"]} if run.get("probe") else {})}
                 mem_bytes = parse_size(run["mem"])
                 out.append({**labels, "labels": labels, "mem_bytes": mem_bytes, "partition": self.partitions.get(storage),
+                            "settings": self.settings.get(run["tool"], {}),
                             "job_mem_bytes": mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
                             "job_time_s": int(self.time_limit_s + JOB_TIME_GRACE_S) if self.time_limit_s else None,
                             "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
@@ -145,7 +160,7 @@ class Plan:
             for storage in self.classes:
                 labels = {"host": self.host, "storage": storage, "chain": chained["pipeline"], "rep": chained["rep"],
                           "scale": 1}
-                steps = [{**s, "mem_bytes": parse_size(s["mem"]),
+                steps = [{**s, "mem_bytes": parse_size(s["mem"]), "settings": self.settings.get(s["tool"], {}),
                           "publish": str(layout.chain_relpath({**labels, "step": s["name"]}))}
                          for s in chained["steps"]]
                 out.append({"host": self.host, "storage": storage, "partition": self.partitions.get(storage),
@@ -163,13 +178,13 @@ class Plan:
         for r in self.runs():
             kind = self.kinds.get(r["tool"], "")
             seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": r["scale"],
-                                         "size": self.input_sizes.get(kind, "")})
+                                         "size": self.size_of(r["tool"])})
         for p, kind in self.chain_kinds.items():
             seen.setdefault(input_id(kind, 1), {"id": input_id(kind, 1), "kind": kind, "scale": 1,
                                                 "size": self.input_sizes.get(kind, "")})
         for r in self.probes():
             kind = self.kinds[r["tool"]]
-            size = max(parse_size(self.input_sizes[kind]) // self.cachegrind_divisor, MIN_PROBE_INPUT_BYTES)
+            size = max(parse_size(self.size_of(r["tool"])) // self.cachegrind_divisor, MIN_PROBE_INPUT_BYTES)
             seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": 1, "size": format_size(size)})
         return list(seen.values())
 
@@ -188,14 +203,15 @@ class Plan:
                 "chain_tasks": self.chain_tasks() if tasks else []}
 
 
-def input_id(kind: str, scale: int) -> str:
-    """The id of the synthetic input of ``kind`` at ``scale`` (its SYNTH_INPUT task and folder)."""
-    return f"{kind}_x{scale}"
+def input_id(kind: str, scale: int, size: str | None = None) -> str:
+    """The id of the synthetic input of ``kind`` at ``scale`` (its SYNTH_INPUT task and folder):
+    the kind's shared baseline, or a tool's own baseline ``size``."""
+    return f"{kind}_{size}_x{scale}" if size else f"{kind}_x{scale}"
 
 
-def probe_input_id(kind: str, divisor: int) -> str:
-    """The id of the reduced input of a probe: the kind's size divided by ``divisor``."""
-    return f"{kind}_div{divisor}"
+def probe_input_id(kind: str, divisor: int, size: str | None = None) -> str:
+    """The id of the reduced input of a probe: the baseline's size divided by ``divisor``."""
+    return f"{kind}_{size}_div{divisor}" if size else f"{kind}_div{divisor}"
 
 
 def csv_list(value: object) -> list[str]:
@@ -434,13 +450,60 @@ def _input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str
     return {k: named.get(k, str(params.get("input_size"))) for k in kinds}
 
 
-def _largest_input(input_sizes: Mapping[str, str], kinds: Mapping[str, str],
-                   scales_of: Mapping[str, list[int]]) -> int:
-    """Bytes of the largest input any run reads (its kind's size times its largest scale)."""
+def _tool_input_sizes(params: Mapping[str, Any], tools: list[str], entries: Mapping[str, catalogue.Entry],
+                      problems: list[str]) -> dict[str, str]:
+    """--tool_input_sizes PATTERN=SIZE[;...]: a tool's own baseline input size (the sizing rule's
+    per-program inputs); the first matching pattern wins."""
+    given = parse_tool_caps(params.get("tool_input_sizes"), problems, "tool_input_sizes", "cluster3=512K;maq,bwa=8M")
+    expanded = [(p.strip(), v) for pats, v in given for p in pats.split(",")] if given else []
+    for pattern, values in expanded:
+        if len(values) != 1 or not is_size_label(values[0]):
+            problems.append(f"--tool_input_sizes: '{pattern}={','.join(values)}' needs one size like 8M")
+        if not any(fnmatch.fnmatchcase(t, pattern) for t in entries):
+            problems.append(f"--tool_input_sizes pattern '{pattern}' matches no catalogue tool")
+    out = {}
+    for tool in tools:
+        own = next((v for p, v in expanded if fnmatch.fnmatchcase(tool, p)), None)
+        if own and len(own) == 1 and is_size_label(own[0]):
+            out[tool] = own[0]
+    return out
+
+
+def _settings(params: Mapping[str, Any], tools: list[str], entries: Mapping[str, catalogue.Entry],
+              problems: list[str]) -> dict[str, dict[str, str]]:
+    """Each tool's memory settings under the sizing rule (biossd.study.sizing): its paper-era
+    defaults divided by D = 1 GB / --data_memory (M; unset: the defaults), and its JVM heap from
+    --java_heaps PATTERN=SIZE[;...] (else the catalogue's default)."""
+    from biossd.study import sizing
+
+    divisor = 1.0
+    if params.get("data_memory"):
+        text = str(params["data_memory"])
+        if is_size_label(text) and parse_size(text) > 0:
+            divisor = sizing.memory_divisor(parse_size(text))
+        else:
+            problems.append(f"--data_memory {text!r} is not a size like 6M")
+    heaps = parse_tool_caps(params.get("java_heaps"), problems, "java_heaps", "gatk_*=256M;igvtools=128M")
+    for pattern, values in heaps:
+        if len(values) != 1 or not is_size_label(values[0]):
+            problems.append(f"--java_heaps: '{pattern}={','.join(values)}' needs one size like 256M")
+    out = {}
+    for tool in tools:
+        entry = entries.get(tool)
+        if entry is None or entry.kind != "tool":
+            continue
+        heap = next((v[0] for p, v in heaps if fnmatch.fnmatchcase(tool, p) and len(v) == 1), None)
+        names = [o["name"] for o in entry.memory_options() if o["rule"] == "heap"]
+        out[tool] = entry.settings(divisor, {n: heap for n in names} if heap else None)
+    return out
+
+
+def _largest_input(sizes_of: Mapping[str, str], scales_of: Mapping[str, list[int]]) -> int:
+    """Bytes of the largest input any run reads (its tool's baseline size times its largest scale)."""
     largest = 0
-    for tool, kind in kinds.items():
+    for tool, size in sizes_of.items():
         try:
-            largest = max(largest, parse_size(input_sizes[kind]) * max(scales_of.get(tool) or [1]))
+            largest = max(largest, parse_size(size) * max(scales_of.get(tool) or [1]))
         except (KeyError, ValueError):
             continue  # named by the checks of the sizes
     return largest
@@ -541,7 +604,12 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                                  if not _WHOLE_RE.match(s)) if p not in problems]
     scales_of = {t: sorted({int(s) for s in v if _WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
     kinds = {t: entries[t].data["input"] for t in known}
+    tool_input_sizes = _tool_input_sizes(params, known, entries, problems)
+    settings = _settings(params, known, entries, problems)
     chains, chain_steps, chain_kinds = _chains(params, entries, caps, overrides, stub, problems)
+    for steps in chain_steps.values():
+        for step in steps:
+            settings.setdefault(step["tool"], _settings(params, [step["tool"]], entries, [])[step["tool"]])
     input_sizes = _input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
     chain_repeats = str(params.get("chain_repeats") or params.get("repeats", ""))
     if chains and not _WHOLE_RE.match(chain_repeats):
@@ -591,11 +659,12 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                         "name the host with --host")
         host = ""
     if not stub:
-        problems += space_problems(params, classes, emulated, _largest_input(input_sizes, kinds, scales_of))
+        sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
+        problems += space_problems(params, classes, emulated, _largest_input(sizes_of, scales_of))
     problems += device_record_problems(params.get("device_records"), host, classes)
 
     return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
-                input_sizes=input_sizes, time_limit_s=time_limit_s,
+                input_sizes=input_sizes, tool_input_sizes=tool_input_sizes, settings=settings, time_limit_s=time_limit_s,
                 scaling_repeats=int(scaling_repeats) if _WHOLE_RE.match(scaling_repeats) else 0,
                 cachegrind_divisor=cachegrind_divisor, chains=chains, chain_steps=chain_steps, chain_kinds=chain_kinds,
                 chain_repeats=int(chain_repeats) if chains and _WHOLE_RE.match(chain_repeats) else 0,

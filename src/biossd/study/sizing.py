@@ -1,55 +1,150 @@
-"""The sizing rule of the one-machine study (issue 16): one memory cap for every tool, four times
-it for GATK, and each input kind sized by the paper's own criterion, scaled to this machine.
+"""The sizing rule of the one-machine study: scale the paper's machine, not each tool.
 
-Seed 000 §5.1 gave every program 1 GB of RAM and the GATK tools 4 GB, and chose "for each
-program, an input data set of appropriate size that can be processed in a reasonable amount of
-time (the criterion used: less than 72 hours)". The one-machine study keeps both rules and scales
-them once:
+Lee, Min and Yoon (2015) shrank their machine on purpose — "to see the effects of changing
+secondary storages clearly … 4GB for the GATK tools and 1GB for the others" (§5.1) — and chose
+"for each program, an input data set of appropriate size" (§5.1). Their G+ tools were fast on
+SSDs because they paged: Pfault is "the most notable difference" between the groups (§3.2), and
+speedup comes "when the memory footprint of a program exceeds the capacity of main memory"
+(§3.7). The one stated input:memory pair is Fig. 9's: 20 GB of input on 4, 16 and 32 GB of RAM.
 
-* **Memory**: the paper's sizes divided by :data:`MEMORY_DIVISOR` — :data:`CAP` for every tool,
-  :data:`GATK_MULTIPLE` times it for the GATK tools (§5.1), and Fig. 9's 4, 16 and 32 GB as
-  :data:`FIG9_CAPS`. The divisor is the smallest that keeps GATK's cap at twice the heap its JVM
-  needs to start (the catalogue's ``min_mem``, 512M), so the smaller caps that would page more
-  tools cannot be had for GATK without breaking the 1:4 ratio.
-* **Input**: each input kind at the largest size on a doubling ladder
-  (:data:`LADDER_MIN` .. :data:`LADDER_MAX`) at which every runnable tool reading it that ends
-  ``ok`` finishes within :data:`NATIVE_BUDGET_S` on the native disk under its cap — the 72-hour
-  criterion scaled to a study that ends within 45 minutes. ``benchmarks/sizing.py`` measures it;
-  the sizes it gave here are ``--input_sizes`` of ``nextflow/conf/full.config``. A tool that
-  ends ``oom`` or ``failed`` at every size does not bound its kind; it stays in the study as such.
-* **Time limit**: a run is stopped after :data:`TIME_LIMIT_S` (outcome ``timeout``), eight times
-  the per-run budget — the paper's 72 hours stood for the same bound on its slow side. A tool
-  whose HDD runs all time out has a speedup of at least the limit over its native runtime
-  (:func:`biossd.analysis.speedup.speedup_table`), which decides its group once it reaches 2x.
+The rule keeps that regime on a small machine, the same for every tool:
+
+* **Floor F** (:func:`floor_bytes`): what does not grow with a tool's input — code, libraries,
+  fixed tables, a JVM — is its peak RSS (GNU time), uncapped, on :data:`FLOOR_DIVISOR`-th of its
+  input. Measured by ``benchmarks/sizing.py``, never chosen. A JVM tool runs with a fixed,
+  pre-touched heap (``-Xms = -Xmx = HEAP_MARGIN × the smallest heap that completes its input``,
+  ``-XX:+AlwaysPreTouch``), which is part of F.
+* **Data memory M** (:func:`data_memory_bytes`): one memory for data and page cache, the same for
+  every tool, as the paper gave every tool one RAM: the median per-program input over
+  :data:`INPUT_PER_MEMORY` (Fig. 9's 20 GB on 4 GB); for the GATK steps, their shared input over
+  the same ratio, so that Table 1's GATK setting is Fig. 9's lowest point, as in the paper.
+* **Cap** = F + M (:func:`cap_bytes`).
+* **Tools' own memory settings** (samtools sort's ``-m``, bwa mem's batch, igvtools' record
+  buffer) are their paper-era defaults divided by D = :data:`PAPER_MEMORY_BYTES` / M
+  (:func:`memory_divisor`), never a fraction of the cap; the catalogue cites each default.
+* **Inputs per program** (:func:`largest_within_budget`): each tool's input is the largest
+  doubling step whose uncapped native run adds at most :data:`INPUT_BUDGET_S` to its
+  1/:data:`FLOOR_DIVISOR` run; the GATK steps share one input and the aligners of Fig. 1 one
+  (the paper shares a data set there), and a tool whose capped native run exceeds half the time
+  limit is halved (:func:`fits_time_limit`), so that a censored slow-side run proves at least
+  :data:`CENSORED_MIN_SPEEDUP` x.
+* **Fig. 9** (:data:`FIG9_MEMORY_PER_INPUT`): GATK at F + {0.2, 0.8, 1.6} × its input, the
+  paper's 4, 16 and 32 GB on 20 GB, with the heap fixed across the three.
+
+``benchmarks/sizing.py`` measures F, the inputs and the heaps on this machine and writes the
+parameters of ``nextflow/conf/full.config``; the supplement's methods quote this docstring's
+constants.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import statistics
+from typing import Iterable, Mapping
 
-#: §5.1: 1 GB for the programs, 4 GB for GATK; divided by this on one machine.
-MEMORY_DIVISOR = 4
-#: The cap of every non-GATK tool (the paper's 1 GB / MEMORY_DIVISOR).
-CAP = "256M"
-#: §5.1: GATK had four times the others' memory.
-GATK_MULTIPLE = 4
-GATK_TOOLS = "gatk_*"
-#: Fig. 9's 4, 16 and 32 GB, divided the same way.
-FIG9_CAPS = ("1G", "4G", "8G")
-#: Per-run budget on the native disk that sets each kind's input size (benchmarks/sizing.py).
-NATIVE_BUDGET_S = 15.0
-LADDER_MIN, LADDER_MAX = "64K", "64M"  # proteins and expression needed sizes below 1M
-#: A run's time limit, as a multiple of the per-run budget: the paper's 72 hours, scaled.
-TIME_LIMIT_BUDGETS = 8
-TIME_LIMIT_S = TIME_LIMIT_BUDGETS * NATIVE_BUDGET_S
+#: §5.1: the paper's RAM for every program but GATK.
+PAPER_MEMORY_BYTES = 1 << 30
+#: §3.5, Fig. 9: 20 GB of input on 4 GB of RAM, the paper's one stated input:memory ratio.
+INPUT_PER_MEMORY = 5
+#: Fig. 9's memories as fractions of its input: 4, 16 and 32 GB on 20 GB.
+FIG9_MEMORY_PER_INPUT = (0.2, 0.8, 1.6)
+#: The floor is measured on this fraction of the tool's input (what does not grow with it).
+FLOOR_DIVISOR = 64
+#: Seconds an input may add to the tool's 1/FLOOR_DIVISOR run, uncapped on the native disk: the
+#: paper's "less than 72 hours" per program, scaled to a study that ends within 45 minutes.
+INPUT_BUDGET_S = 5.0
+#: A run's time limit (outcome ``timeout``), standing for the paper's 72 hours.
+TIME_LIMIT_S = 60.0
+#: A censored slow-side run must prove at least this speedup: the capped native run of an input
+#: stays within TIME_LIMIT_S / CENSORED_MIN_SPEEDUP, else the input is halved.
+CENSORED_MIN_SPEEDUP = 2.0
+#: A JVM's fixed heap is this times the smallest heap (on a doubling ladder) that completes the
+#: tool's input.
+HEAP_MARGIN = 2
+#: The doubling ladder of inputs the benchmark tries, and of JVM heaps.
+LADDER_MIN, LADDER_MAX = "64K", "256M"
+HEAP_LADDER_MIN, HEAP_LADDER_MAX = "32M", "2G"
 #: Swap for each run on its class's device (the paper's machines paged to the disk under test).
 SWAP_SIZE = "1G"
+#: The GATK steps share one input (Fig. 9: "an input dataset of 20GB … each of the four
+#: subprograms"), and their data memory follows it.
+GATK_TOOLS = "gatk_*"
+#: The aligners of Fig. 1 share one input (the paper's S. aureus set for all three).
+FIG1_TOOLS = ("maq", "bwa", "bowtie2")
+#: Tools whose input the paper gives as a count, scaled by the rule instead of the budget:
+#: AmpliconNoise's baseline of 2,000 454 reads (§3.4), whose clustering matrix grows as n², so
+#: the read count is scaled by √(M / 1 GB) to keep its footprint:memory ratio.
+PAPER_BASELINE_READS = {"ampliconnoise": 2000}
 
 
-def cap_of(tool: str, cap: str = CAP) -> str:
-    """The rule's cap for ``tool``: ``cap``, or GATK_MULTIPLE times it for the GATK tools."""
-    from biossd.core.units import format_size, parse_size
+def is_gatk(tool: str) -> bool:
+    """The GATK steps, whose data memory follows their shared input (§3.5)."""
+    return fnmatch.fnmatchcase(tool, GATK_TOOLS)
 
-    if fnmatch.fnmatchcase(tool, GATK_TOOLS):
-        return format_size(parse_size(cap) * GATK_MULTIPLE)
-    return cap
+
+def floor_bytes(peak_rss_kib_small_input: float) -> int:
+    """F: the peak RSS (KiB, GNU time) of an uncapped run on 1/FLOOR_DIVISOR of the input, in bytes."""
+    return int(round(peak_rss_kib_small_input)) * 1024
+
+
+def data_memory_bytes(input_bytes: Iterable[int]) -> int:
+    """M: the median of the per-program inputs over INPUT_PER_MEMORY (§3.5's 20 GB on 4 GB)."""
+    sizes = sorted(int(b) for b in input_bytes)
+    if not sizes:
+        raise ValueError("no inputs to take the median of")
+    return round_kib(statistics.median(sizes) / INPUT_PER_MEMORY)
+
+
+def memory_divisor(data_memory: int) -> float:
+    """D = 1 GB / M: the paper's RAM over this study's data memory; a tool's memory-sized
+    defaults are divided by it."""
+    if data_memory <= 0:
+        raise ValueError(f"data memory must be positive, got {data_memory}")
+    return PAPER_MEMORY_BYTES / data_memory
+
+
+def cap_bytes(floor: int, data_memory: int) -> int:
+    """The rule's cap: the tool's own floor plus the shared data memory."""
+    return round_kib(int(floor) + int(data_memory))
+
+
+def fig9_caps(floor: int, gatk_input_bytes: int) -> list[int]:
+    """Fig. 9's three caps for a GATK step: F + {0.2, 0.8, 1.6} × the GATK input."""
+    return [round_kib(floor + f * gatk_input_bytes) for f in FIG9_MEMORY_PER_INPUT]
+
+
+def scaled_setting(default: float, divisor: float, minimum: float = 1) -> int:
+    """A tool's memory-sized default (bytes or a count) divided by D, at least the tool's own
+    ``minimum`` (a constant of the tool that does not scale, named in its catalogue entry)."""
+    return max(int(minimum), int(float(default) / float(divisor)))
+
+
+def round_kib(n_bytes: float) -> int:
+    """A size of the rule rounded up to whole KiB (what caps and tool options accept)."""
+    return -(-int(n_bytes) // 1024) * 1024
+
+
+def baseline_reads(tool: str, data_memory: int) -> int | None:
+    """The paper's stated baseline count for ``tool`` scaled to keep its footprint:memory ratio
+    (a quadratic matrix: by √(M / 1 GB)), or None when the paper gives none."""
+    n = PAPER_BASELINE_READS.get(tool)
+    if n is None:
+        return None
+    return max(2, int(round(n * (data_memory / PAPER_MEMORY_BYTES) ** 0.5)))
+
+
+def largest_within_budget(added_s: Mapping[int, float], budget_s: float = INPUT_BUDGET_S) -> int | None:
+    """The largest input size (bytes) of a doubling ladder whose run added at most ``budget_s``
+    over the smallest run; sizes are taken in order and the ladder stops at the first over."""
+    best = None
+    for size in sorted(added_s):
+        if added_s[size] > budget_s:
+            break
+        best = size
+    return best
+
+
+def fits_time_limit(capped_native_s: float, limit_s: float = TIME_LIMIT_S) -> bool:
+    """Whether an input's capped native run leaves room for a censored slow side to prove
+    CENSORED_MIN_SPEEDUP x (else the input is halved)."""
+    return capped_native_s <= limit_s / CENSORED_MIN_SPEEDUP

@@ -40,8 +40,10 @@ def run_prepare(argvs: list[list[str]], scratch: Path, what: str) -> None:
 
 
 def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
-          container: str | None = None) -> list[str]:
-    """Copy ``input_dir`` into ``scratch``, run the preparation, and return the tool's argv."""
+          container: str | None = None, settings: dict[str, str] | None = None) -> list[str]:
+    """Copy ``input_dir`` into ``scratch``, run the preparation, and return the tool's argv, its
+    memory settings ``settings`` (:meth:`biossd.study.catalogue.Entry.settings`; the cap
+    ``mem_bytes`` only reaches a container engine that enforces it)."""
     block = entry.data.get("stage")
     if not block:
         raise StageError(f"{entry.source}: the entry has no stage block (is it recipe-only?)")
@@ -55,7 +57,7 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
     run_prepare(block.get("prepare", []), scratch, entry.id)
     values = {name: str(scratch / rel) for name, rel in block.get("files", {}).items()}
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
-    return command_argv(entry, values, scratch, mem_bytes, container)
+    return command_argv(entry, values, scratch, mem_bytes, container, settings)
 
 
 def check_image(entry: Entry, container: str) -> None:
@@ -72,13 +74,13 @@ def check_image(entry: Entry, container: str) -> None:
 
 
 def command_argv(entry: Entry, values: dict[str, str], scratch: Path, mem_bytes: int | None,
-                 container: str | None = None) -> list[str]:
+                 container: str | None = None, settings: dict[str, str] | None = None) -> list[str]:
     """The tool's argv for command ``values`` whose files are under ``scratch``: native, or in its
     ``container`` with ``scratch`` bound inside (the paths rewritten to match)."""
     if container is None:
-        return entry.render(values, mem_bytes=mem_bytes)
+        return entry.render(values, settings)
     from biossd.study import containers
 
     check_image(entry, container)
     inside = containers.inside_paths(values, Path(scratch))
-    return containers.wrap_argv(container, entry, Path(scratch), entry.render(inside, mem_bytes=mem_bytes), mem_bytes)
+    return containers.wrap_argv(container, entry, Path(scratch), entry.render(inside, settings), mem_bytes)

@@ -35,6 +35,16 @@ AA_FREQ = np.array([8.25, 1.38, 5.46, 6.72, 3.86, 7.07, 2.27, 5.96, 5.84, 9.66,
 PROTEIN_FAMILY_SIZE = 5
 PROTEIN_LEN_RANGE = (80, 400)
 PROTEIN_DIVERGENCE = 0.3
+#: BLAST and BLAT search a database that grows with the input with this many query proteins, a
+#: fixed random subset (data-manifests/uniref50.yaml's recipe): the database is what grows.
+QUERY_PROTEINS = 64
+#: GATK's reads: the depth of a whole-genome sample such as NA12878's (Lee, Min and Yoon 2015,
+#: §3.5), over a genome that grows with the input.
+GATK_COVERAGE = 30
+#: Known sites one per this many bases: dbSNP build 132's density (≈30 M SNVs over 3.1 Gbp, 2010).
+KNOWN_SITE_SPACING_BP = 100
+#: Bytes of BAM per 100 bp read with qualities (measured on the synthetic reads: samtools' level 6).
+BAM_BYTES_PER_READ = 67
 FLOW_ORDER = np.frombuffer(b"TACG", dtype=np.uint8)
 FLOWS_PER_READ = 360
 FLOW_KEY = "TCAG"
@@ -165,37 +175,41 @@ def _aligned_bam(out_dir: Path, contigs: list[np.ndarray], n_reads: int, rng: np
 
 
 def vcf(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, object]:
-    """Inputs of the GATK steps: ``genome.fa`` (with ``.fai`` and ``.dict``), ``reads.bam``
-    (sorted, indexed, one read group; 1,000 reads per MiB requested) and ``known_sites.vcf``
-    (SNVs whose REF is the genome's base), sorted by position."""
+    """Inputs of the GATK steps, shaped like a whole-genome sample: ``genome.fa`` (with ``.fai``
+    and ``.dict``), ``reads.bam`` (sorted, indexed, one read group) at :data:`GATK_COVERAGE` x
+    over that genome, and ``known_sites.vcf`` at dbSNP's density (:data:`KNOWN_SITE_SPACING_BP`;
+    SNVs whose REF is the genome's base), sorted by position. The genome grows with
+    ``size_bytes`` so that the three files together are about that size; ``scale`` replicates the
+    reads (more depth over the same genome, as a larger sample of one person would)."""
     rng = np.random.default_rng(seed)
-    contigs = genome(rng, 1_000_000)
+    per_bp = 1 + 40 / KNOWN_SITE_SPACING_BP + GATK_COVERAGE / READ_BP * BAM_BYTES_PER_READ
+    contigs = genome(rng, max(20_000, int(size_bytes / per_bp)))
+    total_bp = sum(c.size for c in contigs)
     write_fasta(out_dir / "genome.fa", [(f"chr{i + 1}", c) for i, c in enumerate(contigs)])
-    n = max(1, size_bytes // 40)
+    n = max(1, total_bp // KNOWN_SITE_SPACING_BP)
     lines = ["##fileformat=VCFv4.2", "##source=biossd data synth vcf"]
     lines += [f"##contig=<ID=chr{i + 1},length={c.size}>" for i, c in enumerate(contigs)]
     lines.append("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO")
     records = []
     for i, c in enumerate(contigs):
-        share = n * c.size // sum(x.size for x in contigs)
+        share = n * c.size // total_bp
         pos = np.unique(rng.integers(1, c.size + 1, max(1, share)))
         ref = c[pos - 1]
         alt, _ = _mutate(ref, 1.0, BASES, rng)
         records += [(i, int(p), chr(r), chr(a)) for p, r, a in zip(pos, ref, alt)]
-    for k in range(scale):  # replicas: distinct IDs (a VCF may list a site once per source)
-        lines += [f"chr{i + 1}\t{p}\trs{k}_{j}\t{r}\t{a}\t.\tPASS\t." for j, (i, p, r, a) in enumerate(records)]
-    if scale > 1:
-        body = sorted(lines[len(contigs) + 3:], key=lambda l: (int(l.split("\t")[0][3:]), int(l.split("\t")[1])))
-        lines = lines[: len(contigs) + 3] + body
+    lines += [f"chr{i + 1}\t{p}\trs{j}\t{r}\t{a}\t.\tPASS\t." for j, (i, p, r, a) in enumerate(records)]
     (out_dir / "known_sites.vcf").write_text("\n".join(lines) + "\n")
-    _aligned_bam(out_dir, contigs, max(100, size_bytes * 1000 // (1 << 20)) * scale, rng)
+    n_reads = max(100, total_bp * GATK_COVERAGE // READ_BP)
+    _aligned_bam(out_dir, contigs, n_reads * scale, rng)
     return {"files": ["genome.fa", "genome.fa.fai", "genome.dict", "reads.bam", "reads.bam.bai", "known_sites.vcf"],
-            "records": len(records) * scale}
+            "records": n_reads * scale}
 
 
 def proteins(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, object]:
     """Protein families (``proteins.fa``): each family's members are 30% diverged copies of an
-    ancestor drawn with UniProt's amino-acid frequencies; ``families.tsv`` is the truth."""
+    ancestor drawn with UniProt's amino-acid frequencies; ``families.tsv`` is the truth;
+    ``queries.fa`` is a fixed random subset of :data:`QUERY_PROTEINS` of them (not replicated by
+    ``scale``): the database grows, the queries do not."""
     rng = np.random.default_rng(seed)
     mean_len = sum(PROTEIN_LEN_RANGE) / 2
     n_families = max(1, int(size_bytes / (mean_len * 1.03 + 12) / PROTEIN_FAMILY_SIZE))
@@ -209,9 +223,11 @@ def proteins(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str,
             truth.append(f"fam{fam:06d}_m{m}\tfam{fam:06d}")
     out = [(f"x{k}_{name}", seq) for k in range(scale) for name, seq in recs]
     write_fasta(out_dir / "proteins.fa", out)
+    picked = sorted(rng.choice(len(recs), min(QUERY_PROTEINS, len(recs)), replace=False).tolist())
+    write_fasta(out_dir / "queries.fa", [(f"q_{recs[i][0]}", recs[i][1]) for i in picked])
     (out_dir / "families.tsv").write_text(
         truth[0] + "\n" + "".join(f"x{k}_{line}\n" for k in range(scale) for line in truth[1:]))
-    return {"files": ["proteins.fa", "families.tsv"], "records": len(out)}
+    return {"files": ["proteins.fa", "queries.fa", "families.tsv"], "records": len(out)}
 
 
 def expression(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, object]:

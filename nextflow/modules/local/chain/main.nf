@@ -26,8 +26,9 @@ process CHAIN {
     def engine  = task.ext.engine ? "--container ${q(task.ext.engine)}" : ''
     def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
-    // One line per step: index, step name, tool, cap (from the study plan).
-    def steps   = meta.steps.collect { s -> "${s.index} ${s.name} ${s.tool} ${s.mem}" }.join('\n')
+    // One line per step: index, step name, tool, cap and its tool's memory settings under the
+    // sizing rule (NAME=VALUE,...; '-' for none), from the study plan.
+    def steps   = meta.steps.collect { s -> "${s.index} ${s.name} ${s.tool} ${s.mem} " + ((s.settings ?: [:]).collect { k, v -> "${k}=${v}" }.join(',') ?: '-') }.join('\n')
     """
     scratch=${scratch}
     if [ -e "\$scratch" ]; then
@@ -39,15 +40,21 @@ process CHAIN {
     workdir=\$PWD
     echo '"${task.process}":' > versions.yml
     echo "    biossd: \$(biossd --version | sed 's/biossd //')" >> versions.yml
-    while read -r index name tool mem; do
+    while read -r index name tool mem settings; do
+        set_args=()
+        set_labels=()
+        if [ "\$settings" != - ]; then
+            IFS=, read -ra pairs <<< "\$settings"
+            for pair in "\${pairs[@]}"; do set_args+=(--set "\$pair"); set_labels+=(--label "setting.\$pair"); done
+        fi
         version=\$(biossd catalogue version ${engine} "\$tool")
         echo "    \$tool: \$version" >> versions.yml
-        mapfile -d '' -t tool_argv < <(biossd chain stage --print0 --mem "\$mem" ${engine} ${q(meta.pipeline)} \\
+        mapfile -d '' -t tool_argv < <(biossd chain stage --print0 --mem "\$mem" "\${set_args[@]}" ${engine} ${q(meta.pipeline)} \\
             --step "\$index" --input ${q(input_dir)} --scratch "\$scratch")
         [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd chain stage ${meta.pipeline} step \$name gave no command" >&2; exit 1; }
         cd "\$scratch"
         biossd profile --mem "\$mem" --out "\$workdir/steps/\$name" ${args} ${owner} \\
-            ${labels} --label "tool=\$tool" --label "mem=\$mem" --label "step=\$name" --label "tool_version=\$version" \\
+            ${labels} "\${set_labels[@]}" --label "tool=\$tool" --label "mem=\$mem" --label "step=\$name" --label "tool_version=\$version" \\
             --label "scratch=\$scratch" --tool-version "\$version" --device-record "\$workdir/device.json" \\
             -- "\${tool_argv[@]}"
         cd "\$workdir"

@@ -40,6 +40,9 @@ process PROFILE {
     // A probe is not capped: valgrind's own memory would push the tool over its cap (the tool's
     // memory options still follow meta.mem, as in its timed runs).
     def cap     = q(meta.probe ? 'none' : meta.mem)
+    // The tool's own memory settings under the sizing rule (src/biossd/study/sizing.py), from the plan.
+    def sets    = (meta.settings ?: [:]).collect { k, v -> "--set ${q("${k}=${v}")}" }.join(' ')
+    def setLabels = (meta.settings ?: [:]).collect { k, v -> "--label ${q("setting.${k}=${v}")}" }.join(' ')
     """
     # The run's scratch carries biossd's mark; only a marked one is ever removed.
     scratch=${scratch}
@@ -57,13 +60,14 @@ process PROFILE {
         image=(--image "\$image_ref")
     fi
     # The input is copied into scratch and prepared there (indexes etc., not profiled).
-    mapfile -d '' -t tool_argv < <(biossd catalogue stage --print0 --mem ${mem} ${engine} ${tool} \\
+    mapfile -d '' -t tool_argv < <(biossd catalogue stage --print0 --mem ${mem} ${sets} ${engine} ${tool} \\
         --input ${q(input_dir)} --scratch "\$scratch")
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
+    input_bytes=\$(du -sbL ${q(input_dir)} | cut -f1)
     cd "\$scratch"
     biossd profile --mem ${cap} --out "\$workdir/run" ${args} ${owner} \\
-        ${labels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --tool-version "\$version" \\
+        ${labels} ${setLabels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --label "input_bytes=\$input_bytes" --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
     cd "\$workdir"
