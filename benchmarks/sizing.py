@@ -19,7 +19,7 @@ Steps, each a profiled run on the native disk (``/var/tmp``) with the page cache
    their input / INPUT_PER_MEMORY; AmpliconNoise's input is the paper's 2,000-read baseline
    scaled by √(M / 1 GB). Cap = F + M.
 5. **Time.** Each tool capped (F + M, with the class's swap) on the native disk: an input whose
-   run exceeds TIME_LIMIT_S / CENSORED_MIN_SPEEDUP is halved (at most three times).
+   run exceeds TIME_LIMIT_S / CENSORED_MIN_SPEEDUP is halved until it fits.
 
 Prints one line per run, then the parameters of ``nextflow/conf/full.config`` and a JSON record
 (``--out``) with every measurement.
@@ -39,6 +39,8 @@ from biossd.core.units import format_size, parse_size
 from biossd.study import catalogue, data, sizing, synthgen
 
 JVM_LADDER_HEAP = "1G"
+#: An input over L / 2 capped is halved until it fits, at most this many times.
+MAX_HALVINGS = 8
 
 
 def is_jvm(entry: catalogue.Entry) -> bool:
@@ -192,7 +194,7 @@ def main() -> None:
         for tool in sorted(chosen):
             mem = m_gatk if sizing.is_gatk(tool) else m
             caps[tool] = sizing.cap_bytes(floors[tool], mem)
-            for _ in range(3):
+            for _ in range(MAX_HALVINGS):
                 r = run(tool, chosen[tool], format_size(caps[tool]), settings_of(tool), "capped",
                         timeout=sizing.TIME_LIMIT_S)
                 if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"]):

@@ -48,12 +48,12 @@ def test_stub_takes_every_tool_entry():
 
 
 def test_every_problem_is_listed_at_once():
-    p = plan(tools="samtools_sort,bogus,pipeline_transcriptome,gatk_printreads", mem_caps="1G,8M,lots",
-             tool_caps="gatk_*=256M;zz*=1G;broken", scales="0,2", repeats="x", emulate="nvme=seagate-barracuda-7200")
+    p = plan(tools="samtools_sort,bogus,pipeline_transcriptome,gatk_printreads", mem_caps="1G,2M,lots",
+             tool_caps="gatk_*=128M;zz*=1G;broken", scales="0,2", repeats="x", emulate="nvme=seagate-barracuda-7200")
     text = "\n".join(p.problems)
     for needle in ("Unknown tool 'bogus'", "'pipeline_transcriptome' in --tools is a pipeline",
-                   "'8M' in --mem_caps is below the 16M minimum", "'lots' in --mem_caps is not a size",
-                   "'256M' in --tool_caps is below the 512M minimum of gatk_printreads",
+                   "'2M' in --mem_caps is below the 4M minimum", "'lots' in --mem_caps is not a size",
+                   "'128M' in --tool_caps is below the 256M minimum of gatk_printreads",
                    "pattern 'zz*' matches no catalogue tool", "'broken' is not of that form",
                    "Scale '0'", "--repeats x", "--emulate names class 'nvme'"):
         assert needle in text, needle
@@ -66,7 +66,7 @@ def test_recipe_only_tool_asked_for_by_name_is_a_problem_unless_stub():
 
 
 def test_catalogue_min_mem_is_read():
-    assert matrix.min_cap_bytes(catalogue.get("gatk_baserecalibrator")) == 512 << 20
+    assert matrix.min_cap_bytes(catalogue.get("gatk_baserecalibrator")) == 256 << 20
     assert matrix.min_cap_bytes(catalogue.get("samtools_sort")) == matrix.MIN_CAP_BYTES
 
 
@@ -165,7 +165,8 @@ def _full_params() -> dict[str, str]:
 
     text = (catalogue.REPO_ROOT / "nextflow" / "conf" / "full.config").read_text()
     body = text[text.index("params {"):]
-    return {k: v.strip("'") for k, v in re.findall(r"^\s+(\w+)\s*=\s*('[^']*'|[\w.]+)", body, re.M)}
+    pairs = re.findall(r"^\s+(\w+)\s*=\s*('[^']*'|[\w.]+)", body, re.M)
+    return {k: v.strip("'") if v.startswith("'") else int(v) if v.isdigit() else v for k, v in pairs}
 
 
 def test_the_full_profile_follows_the_sizing_rule():
@@ -178,10 +179,10 @@ def test_the_full_profile_follows_the_sizing_rule():
     params = _full_params()
     assert params["time_limit"] == f"{sizing.TIME_LIMIT_S:g}s"
     m = parse_size(params["data_memory"])
-    p = matrix.plan({**params, "repeats": int(params["repeats"]), "storage_classes": "ssd,hdd"}, stub=True)
+    p = matrix.plan(params, stub=True)
     assert p.problems == []
     runnable = {e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"}
-    assert set(p.tools) == runnable and set(p.tool_input_sizes) == runnable
+    assert runnable <= set(p.tools) and set(p.tool_input_sizes) == runnable  # a stub plan lists every entry
     for tool in runnable:
         caps = sorted(parse_size(c) for c in p.caps[tool])
         if sizing.is_gatk(tool):

@@ -30,7 +30,7 @@ def bam(biossd, tmp_path_factory):
 def test_samtools_sort_under_a_cap_spills_and_is_recorded(biossd, bam, tmp_path, root_required):
     before = set(find_leftovers())
     (tmp_path / "tmp").mkdir()
-    cmd = biossd("catalogue", "command", "--mem", "64M", "samtools_sort", f"in_bam={bam}",
+    cmd = biossd("catalogue", "command", "--mem", "64M", "--set", "sort_mem=16M", "samtools_sort", f"in_bam={bam}",
                  f"out_bam={tmp_path / 'sorted.bam'}", f"tmp_prefix={tmp_path / 'tmp' / 'sort'}").stdout.split()
     run = tmp_path / "run"
     biossd("profile", "--mem", "64M", "--out", str(run), "--label", "tool=samtools_sort", "--", *cmd)

@@ -29,9 +29,9 @@ def test_staged_run_profiles_ok(biossd, env, inputs, tool, tmp_path):
     entry = catalogue.get(tool)
     scratch = tmp_path / "scratch"  # (hisat2's and blast's wrappers split paths on spaces)
     argv = biossd("catalogue", "stage", tool, "--input", str(inputs / entry.data["input"]), "--scratch", str(scratch),
-                  "--mem", "512M", "--print0").stdout.split("\0")[:-1]
+                  "--mem", "1G", "--print0").stdout.split("\0")[:-1]
     run = tmp_path / "run"
-    biossd("profile", "--mem", "512M", "--no-drop-caches", "--blocktrace", "off", "--label", f"tool={tool}",
+    biossd("profile", "--mem", "1G", "--no-drop-caches", "--blocktrace", "off", "--label", f"tool={tool}",
            "--out", str(run), "--", *argv, cwd=scratch)
     body = manifest.read_manifest(run)
     assert body["outcome"] == "ok", (run / "stderr.log").read_text()[-2000:]

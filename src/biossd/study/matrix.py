@@ -31,9 +31,10 @@ SCHEMA_PATH = catalogue.CATALOGUE_DIR.parent / "nextflow_schema.json"
 #: (plus the run's swap, when swap lives in scratch) is what a class's scratch must have free.
 SCRATCH_PER_INPUT = 4
 
-#: The smallest cap any run may have: below it no tool here starts (the JVM, samtools' buffers).
-#: A catalogue entry may ask for more with ``min_mem``.
-MIN_CAP_BYTES = 16 << 20
+#: The smallest cap any run may have: below it not even the shell and GNU time around a tool
+#: start. Each tool's own floor is measured (the sizing rule, biossd.study.sizing), and a
+#: catalogue entry may ask for more with ``min_mem`` (a JVM).
+MIN_CAP_BYTES = 4 << 20
 #: On a scheduler the job holds biossd's profiler beside the tool, and the scheduler's cgroup caps
 #: them together (``--cap-backend external``): the job asks for the tool's cap plus this (the
 #: profiler's resident memory, with its collectors, stays below it; the run records both).
