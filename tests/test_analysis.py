@@ -216,6 +216,14 @@ def test_a_tool_without_writes_is_clustered_with_the_documented_values():
             == "Rsize = 130 (no reads), Wsize = 260 (no writes), CAR = 0.55 (no requests)")
 
 
+def test_speedup_with_the_flush_is_shown_beside_it():
+    """Wall time plus the post-exit flush: a write-heavy run whose writes land after exit."""
+    runs = _runs([("w", "ssd", "ok", 1.0), ("w", "hdd", "ok", 1.2)]).assign(flush_s=[0.1, 2.0])
+    table = speedup.speedup_table(runs, "ssd", "hdd").set_index("tool")
+    assert table.at["w", "speedup"] == pytest.approx(1.2)
+    assert table.at["w", "speedup_with_flush"] == pytest.approx(3.2 / 1.1)
+
+
 def _runs(rows):
     return pd.DataFrame([{"side": f"h-{st}", "storage": st, "tool": t, "mem": "256M", "scale": 1, "outcome": o,
                           "runtime_s": r} for t, st, o, r in rows])

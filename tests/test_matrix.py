@@ -48,11 +48,11 @@ def test_stub_takes_every_tool_entry():
 
 
 def test_every_problem_is_listed_at_once():
-    p = plan(tools="samtools_sort,bogus,pipeline_transcriptome,gatk_printreads", mem_caps="1G,2M,lots",
+    p = plan(tools="samtools_sort,bogus,pipeline_transcriptome,gatk_printreads", mem_caps="1G,1M,lots",
              tool_caps="gatk_*=128M;zz*=1G;broken", scales="0,2", repeats="x", emulate="nvme=seagate-barracuda-7200")
     text = "\n".join(p.problems)
     for needle in ("Unknown tool 'bogus'", "'pipeline_transcriptome' in --tools is a pipeline",
-                   "'2M' in --mem_caps is below the 4M minimum", "'lots' in --mem_caps is not a size",
+                   "'1M' in --mem_caps is below the 2M minimum", "'lots' in --mem_caps is not a size",
                    "'128M' in --tool_caps is below the 256M minimum of gatk_printreads",
                    "pattern 'zz*' matches no catalogue tool", "'broken' is not of that form",
                    "Scale '0'", "--repeats x", "--emulate names class 'nvme'"):
@@ -160,13 +160,34 @@ def test_bad_sizing_parameters_are_named(changes, problem):
     assert any(problem in text for text in plan(**changes).problems), plan(**changes).problems
 
 
-def _full_params() -> dict[str, str]:
+def _full_params(name: str = "full") -> dict[str, str]:
     import re
 
-    text = (catalogue.REPO_ROOT / "nextflow" / "conf" / "full.config").read_text()
+    text = (catalogue.REPO_ROOT / "nextflow" / "conf" / f"{name}.config").read_text()
     body = text[text.index("params {"):]
     pairs = re.findall(r"^\s+(\w+)\s*=\s*('[^']*'|[\w.]+)", body, re.M)
-    return {k: v.strip("'") if v.startswith("'") else int(v) if v.isdigit() else v for k, v in pairs}
+    return {k: v.strip("'") if v.startswith("'") else int(v) if v.isdigit() else None if v == "null" else v
+            for k, v in pairs}
+
+
+@pytest.mark.parametrize("profile, factor", [("memory_x4", 4), ("memory_div4", 0.25)])
+def test_the_sensitivity_profiles_change_m_alone(profile, factor):
+    """-profile full,memory_x4 / memory_div4: the same floors and inputs, M four times or a
+    quarter of the full profile's, caps F + that M, settings / the D that follows."""
+    from biossd.core.units import parse_size
+    from biossd.study import sizing
+
+    full, side = _full_params(), _full_params(profile)
+    p_full = matrix.plan(full, stub=True)
+    p = matrix.plan({**full, **side}, stub=True)
+    assert p.problems == []
+    m_full, m = parse_size(full["data_memory"]), parse_size(side["data_memory"])
+    assert abs(m - factor * m_full) <= 1024
+    for tool in p.tools:
+        floor = parse_size(p_full.caps[tool][0]) - m_full
+        assert abs(parse_size(p.caps[tool][0]) - (floor + m)) <= 2048, tool
+        assert p.tool_input_sizes[tool] == p_full.tool_input_sizes[tool]
+    assert p.settings["samtools_sort"] == catalogue.get("samtools_sort").settings(sizing.memory_divisor(m))
 
 
 def test_the_full_profile_follows_the_sizing_rule():

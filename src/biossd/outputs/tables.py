@@ -108,11 +108,13 @@ def table1_tools(a: Analysis) -> pd.DataFrame:
             b = base.loc[entry.id]
             row.update(mem=b["mem"], scale=int(b["scale"]), runtime_fast_s=b["runtime_s_fast"],
                        runtime_slow_s=b["runtime_s_slow"], speedup=b["speedup"],
+                       speedup_with_flush=b.get("speedup_with_flush", np.nan),
                        speedup_is_lower_bound=bool(b.get("speedup_is_lower_bound", False)), group=b["group"],
                        status=b["status"])
         else:
             why = "not run" if d["status"] == "runnable" else "not run: recipe-only here"  # why: catalogue
             row.update(mem="", scale=np.nan, runtime_fast_s=np.nan, runtime_slow_s=np.nan, speedup=np.nan,
+                       speedup_with_flush=np.nan,
                        speedup_is_lower_bound=False, group="", status=why)
         rows.append(row)
     table = pd.DataFrame(rows)

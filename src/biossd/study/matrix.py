@@ -34,7 +34,7 @@ SCRATCH_PER_INPUT = 4
 #: The smallest cap any run may have: below it not even the shell and GNU time around a tool
 #: start. Each tool's own floor is measured (the sizing rule, biossd.study.sizing), and a
 #: catalogue entry may ask for more with ``min_mem`` (a JVM).
-MIN_CAP_BYTES = 4 << 20
+MIN_CAP_BYTES = 2 << 20
 #: On a scheduler the job holds biossd's profiler beside the tool, and the scheduler's cgroup caps
 #: them together (``--cap-backend external``): the job asks for the tool's cap plus this (the
 #: profiler's resident memory, with its collectors, stays below it; the run records both).
