@@ -85,6 +85,10 @@ def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str) -> st
     rss, cap = facts["peak_rss_mib"], facts["cap_mib"]
     did_page = bool(paged(facts))
     footprint = f"peak RSS {_whole(rss, ' MiB')} of the {_whole(cap, ' MiB')} cap"
+    data_over_m = row.get("data_over_m", math.nan)
+    if isinstance(data_over_m, float) and np.isfinite(data_over_m):
+        # The sizing rule's regime variable: what grows with the input against the data memory M.
+        footprint += f" (data part {data_over_m:.2g} x M)"
     faults = (f"{_whole(facts['major_faults_fast'])} major faults per run on {fast}, "
               f"{_whole(facts['major_faults_slow'])} on {slow}")
     paging = (f"it paged: {faults}; {footprint}" if did_page else

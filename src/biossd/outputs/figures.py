@@ -473,7 +473,7 @@ def fig08_input_size(a: Analysis, focus_tool: str = "ampliconnoise") -> plt.Figu
     """Fig. 8: (a) ``focus_tool``'s runtime against the input replication factor on both sides,
     with its break-even scale; (b) every tool's speedup against scale, at its smallest cap."""
     table = a.speedups
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 4.8))
     first_cap = table.assign(_m=table["mem"].map(_cap_order(a))).sort_values("_m").groupby("tool")["mem"].first()
     mine = table[(table["tool"] == focus_tool) & (table["mem"] == first_cap.get(focus_tool))].sort_values("scale")
     if mine.empty:
@@ -529,8 +529,9 @@ def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, 
     ax.set_xlabel(xlabel)
     ax.set_ylabel("speedup")
     ax.set_title(title, loc="left", fontsize=10)
-    if lines:
-        ax.legend(fontsize=5, ncol=2)
+    if lines:  # beside the axes: inside, it would cover lines
+        ax.legend(fontsize=6, ncol=1 if len(lines) <= 12 else 2, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0)
 
 
 def _cap_order(a: Analysis) -> dict[str, float]:
@@ -564,7 +565,7 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
     table["_m"] = table["mem"].map(order)
     table["_ratio"] = _memory_over_input(a, table)
     by_ratio = table["_ratio"].notna().all() and len(table)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 4.8))
     gatk = sorted(t for t in table["tool"].unique() if t.startswith(prefix))
     n_points = max((table["tool"].eq(t).sum() for t in gatk), default=0)
     if not gatk:
