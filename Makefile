@@ -8,6 +8,10 @@ VENV       ?= $(CURDIR)/.venv
 RESULTS    ?= results
 PROFILE    ?= full
 NXF_ARGS   ?=
+# `make run` resumes: an interrupted study runs only what is missing, a second one with nothing
+# changed measures nothing again (Nextflow's -resume); FRESH=1 starts over.
+FRESH      ?=
+RESUME     := $(if $(FRESH),,-resume)
 PYTEST_ARGS ?=
 
 export VENV
@@ -18,7 +22,7 @@ export NXF_HOME ?= $(VENV)/nextflow/home
 .PHONY: run experiments slurm-up slurm-down test install tex tools containers study figures paper crate summary lock clean-results help
 
 help:
-	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE)', render figures"
+	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE) -resume', render figures (FRESH=1: start over)"
 	@echo "make test   install everything, run the whole test suite"
 	@echo "make experiments [EXPERIMENT=sort_memory]   the related experiments of seeds 001-004 on this machine"
 	@echo "make slurm-up / slurm-down   a one-node SLURM cluster on this host (partitions fast, slow)"
@@ -33,7 +37,7 @@ install:
 
 # The pipeline renders the report itself (its REPORT step); `make figures` re-renders it.
 run: install tools
-	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(NXF_ARGS)
+	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(RESUME) $(NXF_ARGS)
 	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
 
 # The related experiments of seeds 001-004 (study/experiments/), at their test size, on this machine.
@@ -57,6 +61,8 @@ figures: install
 	@$(MAKE) --no-print-directory summary RESULTS="$(RESULTS)"
 
 summary:
+	@awk -F'\t' 'NR > 1 && $$4 ~ /PROFILE/ { n[$$5]++ } END { for (s in n) printf "profiled tasks %s: %d\n", tolower(s), n[s] }' \
+	  $(firstword $(RESULTS))/pipeline_info/trace.txt 2>/dev/null || true
 	@echo
 	@echo "results:  $(foreach r,$(RESULTS),$(abspath $(r))/)  (runs per host and storage class)"
 	@echo "features: $(foreach r,$(RESULTS),$(abspath $(r))/features.csv)"

@@ -285,3 +285,54 @@ def test_slurm_profile_resolves(env, tmp_path):
                          capture_output=True, text=True, timeout=120).stdout
     assert "executor = 'slurm'" in out and "cap_backend = 'external'" in out and "meta.partition" in out
     assert "withName:CHARACTERIZE" in out.replace(" ", "")
+
+
+def _profile_statuses(outdir: Path) -> dict[str, str]:
+    """Each PROFILE task of the last session's trace: its name and status (COMPLETED, CACHED...)."""
+    lines = (outdir / "pipeline_info" / "trace.txt").read_text().splitlines()
+    head = lines[0].split("\t")
+    rows = [dict(zip(head, line.split("\t"))) for line in lines[1:]]
+    return {r["name"]: r["status"] for r in rows if ":PROFILE" in r["name"]}
+
+
+def test_an_interrupted_study_resumes_where_it_stopped(env, tmp_path, study_results):
+    """SIGINT after the first profiled runs, then -resume: the finished tasks are CACHED (no task
+    script holds a session's pid), the rest run, every planned run is there exactly once, and the
+    host is as before; a second -resume caches everything. The emulated disk comes up again."""
+    import signal
+
+    from interrupts import differences, host_snapshot
+
+    outdir = tmp_path / "results"
+    args = ["-profile", "test", "--outdir", str(outdir), "--skip_report",
+            "--device_records", str(study_results[1]), "--host", STUDY_HOST, "--repeats", "2"]
+    before = host_snapshot()
+    exe = shutil.which("nextflow", path=env["PATH"])
+    proc = subprocess.Popen([exe, "run", str(REPO / "study"), *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list(outdir.glob(f"{STUDY_HOST}-*/runs/*/*/*/*/run.json"))) >= 2:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the study ended before it could be interrupted"
+    published = {p.parent for p in outdir.glob(f"{STUDY_HOST}-*/runs/*/*/*/*/run.json")}
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=300)
+    assert differences(before, host_snapshot()) == {}, "the interrupted study left something on the host"
+    assert 2 <= len(published) < 4 + 1, published
+
+    resumed = nextflow(env, tmp_path, *args, "-resume")
+    statuses = _profile_statuses(outdir)
+    assert len(statuses) == 2 * 2 + 1, statuses  # two repeats on two classes, one cachegrind probe
+    assert list(statuses.values()).count("CACHED") >= len(published), (statuses, resumed.stdout[-3000:])
+    assert set(statuses.values()) <= {"CACHED", "COMPLETED"}
+    runs = features.find_run_dirs([outdir])
+    assert sorted((manifest.read_manifest(r)["labels"]["storage"], manifest.read_manifest(r)["labels"]["rep"])
+                  for r in runs) == [("hdd", "1"), ("hdd", "2"), ("ssd", "1"), ("ssd", "2")]
+    assert len(features.read_table(outdir / layout.FEATURES_FILE)) == 4
+    assert differences(before, host_snapshot()) == {}, "the resumed study left something on the host"
+
+    nextflow(env, tmp_path, *args, "-resume")
+    assert set(_profile_statuses(outdir).values()) == {"CACHED"}, "a second resume measured again"
+    assert differences(before, host_snapshot()) == {}

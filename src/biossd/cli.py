@@ -48,16 +48,30 @@ def _labels(pairs: list[str]) -> dict[str, str]:
     return labels
 
 
+def _owner(args: argparse.Namespace, what: str = "nothing was run"):
+    """Who the command works for: ``--owner-pid`` (a process that must exist), else the owner a
+    workflow hands its tasks in the environment (:data:`biossd.core.owners.OWNER_ENV`, this host
+    and boot only), else nobody. An owner already gone refuses the command."""
+    from biossd.core import owners
+
+    if args.owner_pid:
+        owner = owners.ProcessRef.of(args.owner_pid, args.owner_label or "")
+        if owner.start_ticks is None:
+            raise UsageError(f"--owner-pid {args.owner_pid}: no such process; {what}")
+        return owner
+    owner = owners.from_environment()
+    if owner is not None and owner.start_ticks is None:
+        raise UsageError(f"the owner in ${owners.OWNER_ENV} ({owner.describe()}) is gone; {what}")
+    return owner
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
-    from biossd.core.owners import ProcessRef
     from biossd.core.units import parse_size
     from biossd.measure import profile
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     mem = None if args.mem.lower() == "none" else parse_size(args.mem)
-    owner = ProcessRef.of(args.owner_pid, args.owner_label or "") if args.owner_pid else None
-    if owner is not None and owner.start_ticks is None:
-        raise UsageError(f"--owner-pid {args.owner_pid}: no such process; nothing was run")
+    owner = _owner(args)
     request = profile.ProfileRequest(
         argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=_labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
@@ -465,13 +479,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
 
     if args.action in ("up", "down") and not args.root:
         raise UsageError("give --root DIR")
-    owner = None
-    if args.owner_pid:
-        from biossd.core.owners import ProcessRef
-
-        owner = ProcessRef.of(args.owner_pid, args.owner_label or "")
-        if owner.start_ticks is None:
-            raise storage.StorageError(f"--owner-pid {args.owner_pid}: no such process")
+    owner = _owner(args, "nothing was done")
     if args.action == "up":
         for line in storage.reconcile():
             print(f"biossd storage up: reconciled: {line}", file=sys.stderr)
@@ -862,13 +870,10 @@ def cmd_experiment_plan(args: argparse.Namespace) -> int:
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
     from biossd import experiments
-    from biossd.core.owners import ProcessRef
 
     task = _json_arg(args.task, "--task")
     storage = _json_arg(args.storage, "--storage") if args.storage else {}
-    owner = ProcessRef.of(args.owner_pid, args.owner_label or "") if args.owner_pid else None
-    if owner is not None and owner.start_ticks is None:
-        raise UsageError(f"--owner-pid {args.owner_pid}: no such process; nothing was run")
+    owner = _owner(args)
     try:
         record = experiments.run_task(task, Path(args.scratch), Path(args.out),
                                       Path(args.device_record) if args.device_record else None, storage, owner,

@@ -88,7 +88,8 @@ def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str) -> st
     data_over_m = row.get("data_over_m", math.nan)
     if isinstance(data_over_m, float) and np.isfinite(data_over_m):
         # The sizing rule's regime variable: what grows with the input against the data memory M.
-        footprint += f" (data part {data_over_m:.2g} x M)"
+        footprint += (f" (data part {data_over_m:.2g} x M)" if data_over_m >= 0 else
+                      " (below the floor measured at sizing: no data part above it)")
     faults = (f"{_whole(facts['major_faults_fast'])} major faults per run on {fast}, "
               f"{_whole(facts['major_faults_slow'])} on {slow}")
     paging = (f"it paged: {faults}; {footprint}" if did_page else

@@ -87,6 +87,33 @@ class ProcessRef:
         return f"{self.label + ' ' if self.label else ''}(pid {self.pid})"
 
 
+#: The owner a workflow hands its tasks through the environment, not the task's script (a
+#: session's pid in the script would change every task's hash and defeat ``-resume``):
+#: ``"<boot id> <pid> <label>"``. The boot id (``/proc/sys/kernel/random/boot_id``) says on which
+#: host and boot the pid means something; on another node of a cluster, or after a reboot, the
+#: variable is ignored.
+OWNER_ENV = "BIOSSD_OWNER"
+BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
+
+
+def boot_id() -> str:
+    """This host's current boot (a new id at every boot, a different one on every host)."""
+    try:
+        return BOOT_ID_PATH.read_text().strip()
+    except OSError:
+        return ""
+
+
+def from_environment(environ: Mapping[str, str] | None = None) -> ProcessRef | None:
+    """The owner named by :data:`OWNER_ENV` when it names a process of this host and boot,
+    else ``None`` (unset, malformed, another host, another boot)."""
+    text = (os.environ if environ is None else environ).get(OWNER_ENV, "").strip()
+    parts = text.split(" ", 2)
+    if len(parts) < 2 or not parts[1].isdigit() or not parts[0] or parts[0] != boot_id():
+        return None
+    return ProcessRef.of(int(parts[1]), parts[2] if len(parts) > 2 else "")
+
+
 class HostObject:
     """Something a run makes on the host (a swap area, a tracefs instance): ``_setup`` makes it,
     ``close`` undoes whatever part of it exists. As a context manager it is closed on exit and

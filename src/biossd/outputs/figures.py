@@ -523,7 +523,7 @@ def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, 
     ax.set_xscale("log", base=2)
     xs = sorted({float(v) for x, _ in lines.values() for v in x})
     if xs:
-        ax.set_xticks(xs, [f"{v:.3g}" for v in xs])
+        ax.set_xticks(xs, [f"{v:.2g}" for v in xs])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     _speedup_axis(ax, [v for _, y in lines.values() for v in y])
     ax.set_xlabel(xlabel)
@@ -586,7 +586,7 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
         shown += list(rows["speedup"].dropna())
         for j, (_, row) in enumerate(rows.iterrows()):
             ax1.text(j + i * width, 1 if pd.isna(row["speedup"]) else max(row["speedup"], 1),
-                     "n/a" if pd.isna(row["speedup"]) else f"{row['speedup']:.2g}", fontsize=6, ha="center",
+                     "n/a" if pd.isna(row["speedup"]) else f"{row['speedup']:.2f}", fontsize=6, ha="center",
                      va="bottom", color=MISSING_COLOUR if pd.isna(row["speedup"]) else "0.2")
     if gatk:
         ax1.set_xticks(np.arange(len(gatk)) + 0.4 - width / 2, gatk, rotation=20, fontsize=7)

@@ -24,7 +24,6 @@ process CHAIN {
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
     def args    = task.ext.args ?: ''
     def engine  = task.ext.engine ? "--container ${q(task.ext.engine)}" : ''
-    def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     // One line per step: index, step name, tool, cap and its tool's memory settings under the
     // sizing rule (NAME=VALUE,...; '-' for none), from the study plan.
@@ -53,7 +52,7 @@ process CHAIN {
             --step "\$index" --input ${q(input_dir)} --scratch "\$scratch")
         [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd chain stage ${meta.pipeline} step \$name gave no command" >&2; exit 1; }
         cd "\$scratch"
-        biossd profile --mem "\$mem" --out "\$workdir/steps/\$name" ${args} ${owner} \\
+        biossd profile --mem "\$mem" --out "\$workdir/steps/\$name" ${args} \\
             ${labels} "\${set_labels[@]}" --label "tool=\$tool" --label "mem=\$mem" --label "step=\$name" --label "tool_version=\$version" \\
             --label "scratch=\$scratch" --tool-version "\$version" --device-record "\$workdir/device.json" \\
             -- "\${tool_argv[@]}"

@@ -21,10 +21,8 @@ process CHARACTERIZE {
     script:
     def q     = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     def args  = task.ext.args ?: ''
-    // Stops if this Nextflow dies (a cluster node cannot see its pid).
-    def owner = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     """
-    biossd storage characterize --input ${q(storage_json)} ${args} ${owner} -o devices
+    biossd storage characterize --input ${q(storage_json)} ${args} -o devices
     biossd host -o host.json > /dev/null
     rm -rf scratch  # fio's directory for classes without a scratch, made by the line above in this task directory
 

@@ -22,7 +22,6 @@ process EXPERIMENT {
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
-    def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     def taskJson    = groovy.json.JsonOutput.toJson(meta)
     def storageJson = groovy.json.JsonOutput.toJson(storage)
     """
@@ -37,7 +36,7 @@ process EXPERIMENT {
     printf '%s\\n' ${q(taskJson)} > task.json
     printf '%s\\n' ${q(storageJson)} > storage.json
     biossd experiment run --task @task.json --storage @storage.json --scratch "\$scratch/task" --out task \\
-        --device-record device.json --input input ${owner}
+        --device-record device.json --input input
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

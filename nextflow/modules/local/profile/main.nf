@@ -32,9 +32,6 @@ process PROFILE {
     def engine_name = task.ext.engine ?: ''
     def engine  = engine_name ? "--container ${q(engine_name)}" : ''
     def engineLabel = engine_name ? "--label ${q("container_engine=${engine_name}")}" : ''
-    // On this host the run works for this Nextflow process: if Nextflow dies (even by SIGKILL)
-    // the run stops and cleans up. On a cluster node that pid means nothing.
-    def owner   = task.executor == 'local' ? "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}" : ''
     def tool    = q(meta.tool)
     def mem     = q(meta.mem)
     // A probe is not capped: valgrind's own memory would push the tool over its cap (the tool's
@@ -66,7 +63,7 @@ process PROFILE {
     workdir=\$PWD
     input_bytes=\$(du -sbL ${q(input_dir)} | cut -f1)
     cd "\$scratch"
-    biossd profile --mem ${cap} --out "\$workdir/run" ${args} ${owner} \\
+    biossd profile --mem ${cap} --out "\$workdir/run" ${args} \\
         ${labels} ${setLabels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --label "input_bytes=\$input_bytes" --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"

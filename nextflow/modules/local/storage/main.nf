@@ -26,9 +26,8 @@ process STORAGE_UP {
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     def args    = task.ext.args ?: ''
-    def owner   = "--owner-pid ${ProcessHandle.current().pid()} --owner-label ${q("nextflow session ${workflow.sessionId}")}"
     """
-    biossd storage up --classes ${q(classes)} ${args} ${owner} -o storage.json
+    biossd storage up --classes ${q(classes)} ${args} -o storage.json
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

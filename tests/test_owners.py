@@ -1,0 +1,38 @@
+"""Who a task works for, handed in the environment (src/biossd/core/owners.py): a workflow's tasks
+get their owner from ``BIOSSD_OWNER``, not from their scripts, so ``-resume`` finds them cached;
+the boot id keeps a pid from meaning anything on another host or after a reboot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from biossd.core import owners
+
+
+def _env(text: str) -> dict[str, str]:
+    return {owners.OWNER_ENV: text}
+
+
+def test_the_owner_in_the_environment_is_this_host_s_process():
+    me = owners.from_environment(_env(f"{owners.boot_id()} {os.getpid()} nextflow (the study's launcher)"))
+    assert me is not None and me.pid == os.getpid() and me.alive()
+    assert me.label == "nextflow (the study's launcher)"
+
+
+def test_another_boot_or_a_malformed_value_names_nobody():
+    assert owners.from_environment({}) is None
+    assert owners.from_environment(_env(f"not-this-boot {os.getpid()} x")) is None
+    assert owners.from_environment(_env(f"{owners.boot_id()} notapid")) is None
+    assert owners.from_environment(_env("")) is None
+
+
+def test_a_command_whose_environment_owner_is_gone_refuses(tmp_path):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    env = {**os.environ, owners.OWNER_ENV: f"{owners.boot_id()} {gone.pid} nextflow"}
+    proc = subprocess.run([sys.executable, "-m", "biossd", "profile", "--mem", "none", "--out", str(tmp_path / "r"),
+                           "--", "true"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 2 and "BIOSSD_OWNER" in proc.stderr and "is gone" in proc.stderr
+    assert not (tmp_path / "r").exists()
