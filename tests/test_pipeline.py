@@ -320,6 +320,9 @@ def test_an_interrupted_study_resumes_where_it_stopped(env, tmp_path, study_resu
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=300)
     assert differences(before, host_snapshot()) == {}, "the interrupted study left something on the host"
+    storage_root = tmp_path / ".biossd-storage"
+    left = sorted(str(p.relative_to(storage_root)) for p in storage_root.rglob("*")) if storage_root.exists() else []
+    assert left in ([], ["hdd"]), f"the interrupted study left files under its storage root: {left}"
     assert 2 <= len(published) < 4 + 1, published
 
     resumed = nextflow(env, tmp_path, *args, "-resume")

@@ -48,8 +48,10 @@ process CHAIN {
         fi
         version=\$(biossd catalogue version ${engine} "\$tool")
         echo "    \$tool: \$version" >> versions.yml
-        mapfile -d '' -t tool_argv < <(biossd chain stage --print0 --mem "\$mem" "\${set_args[@]}" ${engine} ${q(meta.pipeline)} \\
-            --step "\$index" --input ${q(input_dir)} --scratch "\$scratch")
+        # In the foreground (see PROFILE): the EXIT trap then never races a copy into scratch.
+        biossd chain stage --print0 --mem "\$mem" "\${set_args[@]}" ${engine} ${q(meta.pipeline)} \\
+            --step "\$index" --input ${q(input_dir)} --scratch "\$scratch" > .tool_argv
+        mapfile -d '' -t tool_argv < .tool_argv
         [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd chain stage ${meta.pipeline} step \$name gave no command" >&2; exit 1; }
         cd "\$scratch"
         biossd profile --mem "\$mem" --out "\$workdir/steps/\$name" ${args} \\

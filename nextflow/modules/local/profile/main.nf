@@ -56,9 +56,13 @@ process PROFILE {
         image_ref=\$(biossd catalogue image --engine ${q(engine_name)} ${tool})
         image=(--image "\$image_ref")
     fi
-    # The input is copied into scratch and prepared there (indexes etc., not profiled).
-    mapfile -d '' -t tool_argv < <(biossd catalogue stage --print0 --mem ${mem} ${sets} ${engine} ${tool} \\
-        --input ${q(input_dir)} --scratch "\$scratch")
+    # The input is copied into scratch and prepared there (indexes etc., not profiled). In the
+    # foreground, not a process substitution: on a signal bash runs the EXIT trap only once the
+    # staging has ended, so the trap's removal of scratch cannot race a copy still writing into it
+    # (on an emulated disk already taken down, into its bare mount point).
+    biossd catalogue stage --print0 --mem ${mem} ${sets} ${engine} ${tool} \\
+        --input ${q(input_dir)} --scratch "\$scratch" > .tool_argv
+    mapfile -d '' -t tool_argv < .tool_argv
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
     input_bytes=\$(du -sbL ${q(input_dir)} | cut -f1)
