@@ -318,11 +318,21 @@ def test_an_interrupted_study_resumes_where_it_stopped(env, tmp_path, study_resu
     assert proc.poll() is None, "the study ended before it could be interrupted"
     published = {p.parent for p in outdir.glob(f"{STUDY_HOST}-*/runs/*/*/*/*/run.json")}
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=300)
-    assert differences(before, host_snapshot()) == {}, "the interrupted study left something on the host"
+    said, _ = proc.communicate(timeout=300)
     storage_root = tmp_path / ".biossd-storage"
-    left = sorted(str(p.relative_to(storage_root)) for p in storage_root.rglob("*")) if storage_root.exists() else []
-    assert left in ([], ["hdd"]), f"the interrupted study left files under its storage root: {left}"
+
+    def left_behind() -> dict[str, object]:
+        found = differences(before, host_snapshot())
+        files = sorted(str(p.relative_to(storage_root)) for p in storage_root.rglob("*")) if storage_root.exists() else []
+        if files not in ([], ["hdd"]):
+            found["files under the storage root"] = files
+        return found
+
+    # A task's profiler may still be taking its run down when Nextflow has exited: give it a moment.
+    settle = time.monotonic() + 20
+    while left_behind() and time.monotonic() < settle:
+        time.sleep(0.5)
+    assert left_behind() == {}, f"the interrupted study left something on the host:\n{said[-3000:]}"
     assert 2 <= len(published) < 4 + 1, published
 
     resumed = nextflow(env, tmp_path, *args, "-resume")

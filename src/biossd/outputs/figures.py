@@ -35,7 +35,7 @@ from biossd.study import catalogue, chain
 ALIGNERS = ("maq", "bwa", "bowtie2")
 #: Fig. 4: which features share a panel, with the panel's axis label and units.
 FIG04_PANELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("(a) Butil", ("Butil",), "fraction of bandwidth"),
+    ("(a) Butil", ("Butil",), "fraction of time busy (%util)"),
     ("(b) Riops, Wiops", ("Riops", "Wiops"), "requests/s"),
     ("(c) Pfault", ("Pfault",), "major faults/s"),
     ("(d) CAR", ("CAR",), "fraction"),
