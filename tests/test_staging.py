@@ -45,3 +45,18 @@ def test_a_failing_preparation_is_named(biossd, tmp_path):
     empty.mkdir()
     proc = biossd("catalogue", "stage", "bwa", "--input", str(empty), "--scratch", str(tmp_path / "s"), check=False)
     assert proc.returncode == 2 and "bwa index genome.fa" in proc.stderr
+
+
+def test_a_workflow_s_staging_never_makes_its_scratch(biossd, tmp_path):
+    """--existing-scratch (PROFILE, CHAIN): when the scratch is gone — an emulated disk taken down
+    under a study interrupted while this run was staging — the copy fails and makes nothing in the
+    bare mount point, where it would otherwise recreate the scratch without its mark."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "reads.bam").write_bytes(b"x")
+    gone = tmp_path / "mountpoint" / "biossd-3"
+    (tmp_path / "mountpoint").mkdir()
+    proc = biossd("catalogue", "stage", "samtools_sort", "--input", str(source), "--scratch", str(gone),
+                  "--existing-scratch", check=False)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr and "nothing was staged" in proc.stderr
+    assert list((tmp_path / "mountpoint").iterdir()) == []

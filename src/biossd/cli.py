@@ -89,6 +89,17 @@ def cmd_profile(args: argparse.Namespace) -> int:
         why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
         print(f"biossd profile: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
         return profile.signal_exit_code(intr.signum)
+    except KeyboardInterrupt:
+        # A signal in the instant after the run was published: the run is complete, a result.
+        from biossd.measure import manifest
+
+        if not manifest.is_complete(Path(args.out)):
+            raise
+        body = manifest.read_manifest(Path(args.out))
+    # The run is complete: a signal from now until exit (Python restores the default handlers
+    # while it shuts down, where SIGINT would kill it) does not turn a result into a failure.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     print(f"biossd profile: outcome {body['outcome']} (exit {body['exit_code']}) in "
           f"{body['wall_s']:.2f} s; manifest {Path(args.out) / 'run.json'}", file=sys.stderr)
     return 0
@@ -229,7 +240,8 @@ def cmd_catalogue_stage(args: argparse.Namespace) -> int:
 
     entry = catalogue.get(args.tool)
     mem = _mem_bytes(args.mem)
-    argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container, _settings(entry.id, args.set))
+    argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container, _settings(entry.id, args.set),
+                         create_scratch=not args.existing_scratch)
     _print_argv(argv, args.print0)
     return 0
 
@@ -249,7 +261,8 @@ def cmd_chain_stage(args: argparse.Namespace) -> int:
     ch = chain.of(catalogue.get(args.pipeline))
     tool = ch.steps[args.step - 1].tool if 1 <= args.step <= len(ch.steps) else args.pipeline
     argv = chain.stage_step(ch, args.step, Path(args.input) if args.input else None, Path(args.scratch),
-                            _mem_bytes(args.mem), args.container, _settings(tool, args.set))
+                            _mem_bytes(args.mem), args.container, _settings(tool, args.set),
+                            create_scratch=not args.existing_scratch)
     _print_argv(argv, args.print0)
     return 0
 
@@ -657,6 +670,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, required=True, help="1-based; step 1 copies --input into scratch first")
     p.add_argument("--input", help="directory of the chain's input kind (step 1)")
     p.add_argument("--scratch", required=True, help="the chain's scratch directory, on the device under study")
+    p.add_argument("--existing-scratch", action="store_true",
+                   help="the scratch must exist (a workflow made and marked it); never make it here")
     p.add_argument("--mem", help="the step's memory cap (a container engine enforces it)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
@@ -681,6 +696,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tool")
     p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
     p.add_argument("--scratch", required=True, help="the run's scratch directory, on the device under study")
+    p.add_argument("--existing-scratch", action="store_true",
+                   help="the scratch must exist (a workflow made and marked it); never make it here")
     p.add_argument("--mem", help="the run's memory cap (a container engine enforces it)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")

@@ -30,7 +30,7 @@ from typing import Any
 
 from biossd.core.errors import BiossdError
 from biossd.study import catalogue
-from biossd.study.staging import SYNTH_RECORD, StageError, check_image, command_argv, run_prepare
+from biossd.study.staging import SYNTH_RECORD, StageError, check_image, command_argv, existing_scratch, run_prepare
 
 #: A step's directory name inside its chain's run folder: its 1-based position and tool.
 STEP_NAME = "{index:02d}-{tool}"
@@ -101,7 +101,8 @@ def of(entry: catalogue.Entry) -> Chain:
 
 
 def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, mem_bytes: int | None,
-               container: str | None = None, settings: dict[str, str] | None = None) -> list[str]:
+               container: str | None = None, settings: dict[str, str] | None = None,
+               create_scratch: bool = True) -> list[str]:
     """Prepare step ``index`` (1-based) in ``scratch`` and return its argv, to be run with
     ``scratch`` as its working directory (its paths are relative to it, or to the directory
     its command changes into; in a container, the container's paths). The first step first
@@ -115,7 +116,10 @@ def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, 
     if index == 1:
         if input_dir is None:
             raise ChainError(f"{chain.pipeline}: the first step needs the chain's input (--input)")
-        scratch.mkdir(parents=True, exist_ok=True)
+        if create_scratch:
+            scratch.mkdir(parents=True, exist_ok=True)
+        else:
+            existing_scratch(scratch)
         for path in sorted(Path(input_dir).iterdir()):
             if path.is_file() and path.name != SYNTH_RECORD:
                 shutil.copyfile(path, scratch / path.name)

@@ -40,17 +40,22 @@ def run_prepare(argvs: list[list[str]], scratch: Path, what: str) -> None:
 
 
 def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
-          container: str | None = None, settings: dict[str, str] | None = None) -> list[str]:
+          container: str | None = None, settings: dict[str, str] | None = None,
+          create_scratch: bool = True) -> list[str]:
     """Copy ``input_dir`` into ``scratch``, run the preparation, and return the tool's argv, its
     memory settings ``settings`` (:meth:`biossd.study.catalogue.Entry.settings`; the cap
-    ``mem_bytes`` only reaches a container engine that enforces it)."""
+    ``mem_bytes`` only reaches a container engine that enforces it). ``create_scratch=False``:
+    the scratch must exist (:func:`existing_scratch`)."""
     block = entry.data.get("stage")
     if not block:
         raise StageError(f"{entry.source}: the entry has no stage block (is it recipe-only?)")
     if container is not None:
         check_image(entry, container)
     scratch = Path(scratch).resolve()
-    scratch.mkdir(parents=True, exist_ok=True)
+    if create_scratch:
+        scratch.mkdir(parents=True, exist_ok=True)
+    else:
+        existing_scratch(scratch)
     for path in sorted(Path(input_dir).iterdir()):
         if path.is_file() and path.name != SYNTH_RECORD:
             shutil.copyfile(path, scratch / path.name)  # a real copy: the tool's reads hit this device
@@ -58,6 +63,16 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
     values = {name: str(scratch / rel) for name, rel in block.get("files", {}).items()}
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
     return command_argv(entry, values, scratch, mem_bytes, container, settings)
+
+
+def existing_scratch(scratch: Path) -> Path:
+    """``scratch`` as a workflow made it (and marked it) for a run; staging never makes it. An
+    emulated disk taken down under a run that is still staging (a study interrupted) leaves only
+    its bare mount point, where a copy must fail rather than recreate the scratch unmarked."""
+    if not Path(scratch).is_dir():
+        raise StageError(f"the scratch {scratch} does not exist (its storage went away?): make it on the device "
+                         "under study first; nothing was staged")
+    return Path(scratch)
 
 
 def check_image(entry: Entry, container: str) -> None:
