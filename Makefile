@@ -11,7 +11,10 @@ NXF_ARGS   ?=
 # `make run` resumes: an interrupted study runs only what is missing, a second one with nothing
 # changed measures nothing again (Nextflow's -resume); FRESH=1 starts over.
 FRESH      ?=
-RESUME     := $(if $(FRESH),,-resume)
+# It resumes the last session that wrote into $(RESULTS) (pipeline_info/sessions.tsv), not
+# whichever ran last in this directory (a test or another study would be a different plan).
+LAST_SESSION = $(shell awk -F'\t' 'NR > 1 { s = $$1 } END { print s }' $(RESULTS)/pipeline_info/sessions.tsv 2>/dev/null)
+RESUME     = $(if $(FRESH),,-resume $(LAST_SESSION))
 PYTEST_ARGS ?=
 
 export VENV
@@ -61,8 +64,7 @@ figures: install
 	@$(MAKE) --no-print-directory summary RESULTS="$(RESULTS)"
 
 summary:
-	@awk -F'\t' 'NR > 1 && $$4 ~ /PROFILE/ { n[$$5]++ } END { for (s in n) printf "profiled tasks %s: %d\n", tolower(s), n[s] }' \
-	  $(firstword $(RESULTS))/pipeline_info/trace.txt 2>/dev/null || true
+	@biossd study harness $(firstword $(RESULTS)) 2>/dev/null || true
 	@echo
 	@echo "results:  $(foreach r,$(RESULTS),$(abspath $(r))/)  (runs per host and storage class)"
 	@echo "features: $(foreach r,$(RESULTS),$(abspath $(r))/features.csv)"

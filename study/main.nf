@@ -38,6 +38,17 @@ workflow.onComplete {
             revision: workflow.commitId ?: workflow.scriptId, params: params.collectEntries { k, v -> [k, v?.toString()] },
         ]
         file("${info}/provenance.json").text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(record)) + "\n"
+        // Every session that wrote into this folder, one line each (a resumed study's runs come
+        // from several): its runs name this process as their owner (pid and start ticks, with the
+        // boot), so the report can say which session measured which run.
+        def stat = new File('/proc/self/stat').text
+        def ticks = stat.substring(stat.lastIndexOf(')') + 2).tokenize(' ')[19]
+        def boot = new File('/proc/sys/kernel/random/boot_id').text.trim()
+        def sessions = file("${info}/sessions.tsv")
+        if( !sessions.exists() )
+            sessions.text = "session_id\trun_name\tboot_id\tpid\tstart_ticks\tstart\tcomplete\tsuccess\tresumed\n"
+        sessions.append([workflow.sessionId, workflow.runName, boot, ProcessHandle.current().pid(), ticks,
+                         workflow.start, workflow.complete, workflow.success, workflow.resume].join('\t') + "\n")
         def table = file("${params.outdir}/features.csv")
         if( table.exists() && table.size() > 0 ) {
             def rows = table.readLines()

@@ -265,3 +265,50 @@ def test_the_answer_and_each_disagreement_come_from_the_features(fixture):
     assert f"{agree} land in the paper's group" in text
     lines = verdict.disagreements_text(explained)
     assert len(lines) == int((explained["agrees"] == False).sum())  # noqa: E712
+
+
+def test_trace_durations_are_read_as_nextflow_writes_them():
+    from biossd.analysis import harness
+
+    assert harness.trace_duration_s("1m 2s") == 62.0
+    assert harness.trace_duration_s("9.4s") == pytest.approx(9.4)
+    assert harness.trace_duration_s("500ms") == pytest.approx(0.5)
+    assert np.isnan(harness.trace_duration_s("-"))
+
+
+def test_harness_is_task_time_minus_the_tool_s_wall_time(tmp_path):
+    from biossd.analysis import harness
+
+    work = tmp_path / "work" / "ab"
+    (work / "run").mkdir(parents=True)
+    (work / "run" / "run.json").write_text('{"wall_s": 30.0}')
+    (tmp_path / "pipeline_info").mkdir()
+    (tmp_path / "pipeline_info" / "trace.txt").write_text(
+        "task_id\tname\tstatus\trealtime\tworkdir\n"
+        f"1\tBIOSSD:PROFILE (bwa ssd 1G x1 #1)\tCOMPLETED\t33s\t{work}\n"
+        f"2\tBIOSSD:PROFILE_REPEAT (bwa ssd 1G x1 #2)\tCACHED\t40s\t{tmp_path / 'gone'}\n"
+        f"3\tBIOSSD:FEATURES (2 runs)\tCOMPLETED\t2s\t{work}\n")
+    tasks = harness.profiled_tasks(tmp_path)
+    assert list(tasks["harness_s"].round(6).fillna(-1)) == [3.0, -1]
+    text = harness.summary_text(tmp_path)
+    assert "profiled tasks completed: 1; task 0.6 min = tools 0.5 min + harness 0.1 min (10%" in text
+    assert "1 profiled task(s) without a run" in text
+
+
+def test_repeats_not_run_and_the_sessions_behind_the_runs_are_read(fixture, tmp_path):
+    truth, a = fixture
+    root = a.rs.roots[0]
+    info = root / resultset.PIPELINE_INFO
+    info.mkdir(exist_ok=True)
+    (info / resultset.REPEATS_NOT_RUN_FILE).write_text(
+        "tool\tstorage\tmem\tscale\trep\twhy\ntool_a\thdd\t1G\t1\t2\tthe first repeat reached the time limit\n"
+        "tool_a\thdd\t1G\t1\t3\tthe first repeat reached the time limit\n")
+    try:
+        table = resultset.repeats_not_run(a.rs)
+        assert list(table["rep"]) == ["2", "3"]
+        assert "tool_a on hdd at 1G, scale 1: repeat(s) 2, 3 not run" in resultset.repeats_not_run_text(table)
+        sessions = resultset.run_sessions(a.rs)
+        assert sessions["runs"].sum() == len(a.rs.runs) and set(sessions["session_id"]) == {"unknown"}
+    finally:
+        (info / resultset.REPEATS_NOT_RUN_FILE).unlink()
+    assert "Every planned repeat ran" in resultset.repeats_not_run_text(resultset.repeats_not_run(a.rs))

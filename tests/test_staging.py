@@ -3,6 +3,11 @@ run takes (issue 8), natively here; the output the entry declares is written."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from biossd.measure import manifest
@@ -60,3 +65,28 @@ def test_a_workflow_s_staging_never_makes_its_scratch(biossd, tmp_path):
                   "--existing-scratch", check=False)
     assert proc.returncode == 2 and "does not exist" in proc.stderr and "nothing was staged" in proc.stderr
     assert list((tmp_path / "mountpoint").iterdir()) == []
+
+
+def test_an_input_prepared_once_stages_without_preparing_again(biossd, env, inputs, tmp_path):
+    """PREPARE runs a tool's preparation once per input; each run copies the prepared directory:
+    real files (no links into the prepared one), the index kept newer than its file, and no
+    preparation command run again (bwa is not on PATH when the run stages)."""
+    prepared = tmp_path / "prepared"
+    out = biossd("catalogue", "prepare", "bwa", "--input", str(inputs / "reads"), "--out", str(prepared)).stdout
+    assert int(out) == sum(p.stat().st_size for p in (inputs / "reads").iterdir() if p.name != "synth.json")
+    assert (prepared / "genome.fa").is_symlink() and (prepared / "genome.fa.bwt").is_file()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    no_bwa = {**env, "PATH": os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "bwa").exists())}
+    staged_run = subprocess.run([shutil.which("biossd", path=env["PATH"]), "catalogue", "stage", "bwa", "--input",
+                                 str(prepared), "--scratch", str(scratch)], env=no_bwa, capture_output=True, text=True)
+    assert staged_run.returncode == 0, staged_run.stderr
+    staged = {p.name for p in scratch.iterdir()}
+    assert {"genome.fa", "genome.fa.bwt", "reads_1.fq"} <= staged and "prepared.json" not in staged
+    assert not any(p.is_symlink() for p in scratch.iterdir())
+    assert (scratch / "genome.fa.bwt").stat().st_mtime >= (scratch / "genome.fa").stat().st_mtime
+    again = biossd("catalogue", "prepare", "bwa", "--input", str(inputs / "reads"), "--out", str(prepared), check=False)
+    assert again.returncode == 2 and "replaces nothing" in again.stderr
+    wrong = biossd("catalogue", "stage", "bowtie2", "--input", str(prepared), "--scratch", str(tmp_path / "s2"),
+                   check=False)
+    assert wrong.returncode == 2 and "was prepared for 'bwa'" in wrong.stderr

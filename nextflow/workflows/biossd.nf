@@ -5,7 +5,10 @@
 include { STORAGE_UP   } from '../modules/local/storage/main'
 include { CHARACTERIZE } from '../modules/local/characterize/main'
 include { SYNTH_INPUT } from '../modules/local/synth_input/main'
+include { TOOL_VERSION } from '../modules/local/tool_version/main'
+include { PREPARE     } from '../modules/local/prepare/main'
 include { PROFILE     } from '../modules/local/profile/main'
+include { PROFILE as PROFILE_REPEAT } from '../modules/local/profile/main'
 include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
@@ -35,6 +38,26 @@ def studyPlan(String host) {
     return plan
 }
 
+// A run's outcome (ok, oom, timeout, ...), from its record.
+def runOutcome(dir) {
+    def record = dir.resolve('run.json')
+    return record.exists() ? new groovy.json.JsonSlurper().parse(record.toFile()).outcome : null
+}
+
+// A configuration: the runs that differ only in their repeat.
+def configKey(meta) {
+    return [meta.tool, meta.storage, meta.mem, meta.scale].join('/')
+}
+
+// This Nextflow session as its runs record their owner (the pid and its start in clock ticks
+// since boot, field 22 of /proc/PID/stat), for the report's list of the sessions behind its runs.
+def thisSession() {
+    def stat = new File('/proc/self/stat').text
+    return [id: workflow.sessionId.toString(), run_name: workflow.runName, resumed: workflow.resume,
+            boot_id: new File('/proc/sys/kernel/random/boot_id').text.trim(), pid: ProcessHandle.current().pid(),
+            start_ticks: stat.substring(stat.lastIndexOf(')') + 2).tokenize(' ')[19], start: workflow.start.toString()]
+}
+
 workflow BIOSSD {
     main:
     def host   = params.host ?: java.net.InetAddress.localHost.hostName
@@ -44,44 +67,77 @@ workflow BIOSSD {
     def scales = plan.scales
     log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats (scaling runs: ${plan.scaling_repeats}) x ${classes.join('/')}" + (plan.probes ? "; ${plan.probes.size()} cachegrind probes on ${classes[0]}" : '') + (plan.chain_runs ? "; ${plan.chain_runs.size()} chained pipelines x ${classes.join('/')}" : '')
 
-    // Each storage class resolved to its scratch directory ('' = the task directory).
-    STORAGE_UP(classes.join(','))
-    // Every class's device is measured first; no run starts before that is done.
-    CHARACTERIZE(STORAGE_UP.out.json, host)
-    ch_classes = STORAGE_UP.out.json
-        .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] } }
-        .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
-
     // Every synthetic input the runs read, from the plan: one per (kind, scale) at its kind's size
     // (--input_sizes, else --input_size), and the probes' reduced ones; shared by every run of it.
     ch_inputs = Channel
         .fromList(plan.inputs)
         .map { i -> [[kind: i.kind, scale: i.scale, id: i.id], i.size, params.seed] }
     SYNTH_INPUT(ch_inputs)
+    ch_input_dirs = SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }
+
+    // Each tool's version, asked once (every run of the tool takes it, and with it its hash).
+    TOOL_VERSION(Channel.fromList(plan.tasks.collect { it.tool }.unique()))
+    // Each (tool, input) prepared once — indexes, dictionaries — for every run of it to copy.
+    PREPARE(Channel.fromList(plan.tasks.collect { [it.input, it.tool] }.unique())
+                .combine(ch_input_dirs, by: 0)
+                .map { id, tool, dir -> [tool, id, dir] })
+
+    // Each storage class resolved to its scratch directory ('' = the task directory). Every
+    // class's device is measured first, once nothing else writes: after the inputs are written
+    // and prepared (fio beside a writing task would measure the load, not the device).
+    ch_quiet = SYNTH_INPUT.out.input.mix(PREPARE.out.prepared, TOOL_VERSION.out.version).collect().map { true }.ifEmpty(true)
+    STORAGE_UP(classes.join(','))
+    CHARACTERIZE(STORAGE_UP.out.json.combine(ch_quiet).map { json, quiet -> json }, host)
+    ch_classes = STORAGE_UP.out.json
+        .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] } }
+        .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
     // Every profiled task of the plan, with its whole meta (labels, cap in bytes, input, publish
     // path), in the plan's order: the classes side by side, so that a drift of the host's load
-    // falls on both alike. Each is joined to its class's scratch and device record and its input.
+    // falls on both alike. Each is joined to its class's scratch and device record, its prepared
+    // input and its tool's version.
     ch_runs = Channel
         .fromList(plan.tasks)
         .map { meta -> [meta.storage, meta] }
         .combine(ch_classes, by: 0)
-        .map { storage, meta, scratch, device -> [meta.input, meta, scratch, device] }
-        .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
-        .toSortedList { a, b -> a[1].order <=> b[1].order }
+        .map { storage, meta, scratch, device -> [[meta.tool, meta.input], meta, scratch, device] }
+        .combine(PREPARE.out.prepared.map { tool, id, dir, nbytes -> [[tool, id], dir, nbytes] }, by: 0)
+        .map { key, meta, scratch, device, dir, nbytes -> [meta.tool, meta + [input_bytes: nbytes as long], dir, scratch, device] }
+        .combine(TOOL_VERSION.out.version, by: 0)
+        .map { tool, meta, dir, scratch, device, version, image, biossd -> [meta, dir, scratch, device, version, image, biossd] }
+        .toSortedList { a, b -> a[0].order <=> b[0].order }
         .flatMap { it }
-        .map { id, meta, scratch, device, dir -> [meta, dir, scratch, device] }
-    PROFILE(ch_runs)
+        .branch { first: it[0].rep == 1; repeat: true }
+
+    // The first repeat of every configuration, then the others: a configuration (tool, cap,
+    // scale, class) whose first repeat reached the time limit is not repeated — its censored run
+    // already bounds the speedup from below (the sizing halves an input whose capped native run
+    // exceeds half the limit, so a censored slow run proves at least 2x), and two more runs to the
+    // limit would only spend the study's time. Those repeats are listed, not dropped silently.
+    PROFILE(ch_runs.first)
+    ch_censored = PROFILE.out.run_dir
+        .filter { meta, dir -> !meta.probe && runOutcome(dir) == 'timeout' }
+        .map { meta, dir -> configKey(meta) }
+        .collect().ifEmpty([]).map { keys -> [keys] }
+    ch_repeats = ch_runs.repeat
+        .combine(ch_censored)
+        .branch { run: !(configKey(it[0]) in it[-1]); censored: true }
+    PROFILE_REPEAT(ch_repeats.run.map { it[0..-2] })
+    ch_not_run = Channel.of('')
+        .mix(ch_repeats.censored.map { it[0] }.map { m -> "${m.tool}\t${m.storage}\t${m.mem}\t${m.scale}\t${m.rep}\tthe first repeat reached the time limit\n".toString() })
+        .collectFile(name: 'repeats_not_run.tsv', seed: "tool\tstorage\tmem\tscale\trep\twhy\n", sort: true,
+                     storeDir: "${params.outdir}/pipeline_info")
+    ch_profiled = PROFILE.out.run_dir.mix(PROFILE_REPEAT.out.run_dir)
 
     // Fig. 3: the chained pipelines on every class, once every profiled run is done (a chain's
     // staging — copies, indexes — must not load the host under a measured run).
-    ch_runs_done = PROFILE.out.run_dir.collect().map { true }.ifEmpty(true)
+    ch_runs_done = ch_profiled.collect().map { true }.ifEmpty(true)
     ch_chains = Channel
         .fromList(plan.chain_tasks)
         .map { meta -> [meta.storage, meta] }
         .combine(ch_classes, by: 0)
         .map { storage, meta, scratch, device -> [meta.input, meta, scratch, device] }
-        .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
+        .combine(ch_input_dirs, by: 0)
         .combine(ch_runs_done)
         .map { id, meta, scratch, device, dir, done -> [meta, dir, scratch, device] }
     CHAIN(ch_chains)
@@ -91,18 +147,20 @@ workflow BIOSSD {
 
     // Timed runs make the features table; the report also reads the probes (Fig. 10) and the
     // chained pipelines' steps (Fig. 3).
-    ch_run_dirs = PROFILE.out.run_dir.filter { meta, dir -> !meta.probe }.map { meta, dir -> dir }.collect()
+    ch_run_dirs = ch_profiled.filter { meta, dir -> !meta.probe }.map { meta, dir -> dir }.collect()
     FEATURES(ch_run_dirs)
     if( !params.skip_report )
         REPORT(FEATURES.out.table,
-               PROFILE.out.run_dir.map { meta, dir -> [meta.publish, dir] }.mix(ch_step_dirs)
+               ch_profiled.map { meta, dir -> [meta.publish, dir] }.mix(ch_step_dirs)
                    .toSortedList { a, b -> a[0] <=> b[0] }
                    .map { pairs -> [pairs.collect { it[0] }, pairs.collect { it[1] }] },
-               CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, host)
+               CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, ch_not_run,
+               file("${params.outdir}/pipeline_info/sessions.tsv").exists() ? file("${params.outdir}/pipeline_info/sessions.tsv") : [],
+               thisSession(), host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions
-        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, CHAIN.out.versions,
+        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, PROFILE_REPEAT.out.versions, CHAIN.out.versions,
              FEATURES.out.versions, params.skip_report ? Channel.empty() : REPORT.out.versions)
         .map { f -> f.text }
         .unique()

@@ -246,6 +246,14 @@ def cmd_catalogue_stage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_catalogue_prepare(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, staging
+
+    record = staging.prepare(catalogue.get(args.tool), Path(args.input), Path(args.out))
+    print(record["input_bytes"])
+    return 0
+
+
 def cmd_chain_steps(args: argparse.Namespace) -> int:
     from biossd.study import catalogue, chain
 
@@ -567,6 +575,16 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
     return 1 if result.problems else 0
 
 
+def cmd_study_harness(args: argparse.Namespace) -> int:
+    from biossd.analysis import harness
+
+    try:
+        print(harness.summary_text(Path(args.results)))
+    except harness.HarnessError as err:
+        raise UsageError(str(err)) from None
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="biossd", description=__doc__)
     parser.add_argument("--version", action="version", version=f"biossd {__version__}")
@@ -704,6 +722,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--container", choices=_ENGINES, help="run the tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
     p.set_defaults(func=cmd_catalogue_stage)
+    p = cat_p.add_parser("prepare", help="prepare an input for a tool once (links + its indexes), for every run "
+                                         "of it to stage; print the input's bytes")
+    p.add_argument("tool")
+    p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
+    p.add_argument("--out", required=True, help="the prepared directory to write (must not exist)")
+    p.set_defaults(func=cmd_catalogue_prepare)
     p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")
     p.add_argument("tool")
     p.add_argument("--engine", choices=_ENGINES, default="charliecloud")
@@ -809,6 +833,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", required=True, help="the study's params as a JSON object (study/nextflow.config)")
     p.add_argument("--stub", action="store_true", help="a -stub-run: every tool entry, no device checks")
     p.set_defaults(func=cmd_study_plan)
+    p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
+    p.add_argument("results", help="the study's --outdir (its pipeline_info/trace.txt)")
+    p.set_defaults(func=cmd_study_harness)
 
     exp_p = sub.add_parser("experiment", help="the related experiments of seeds 001-004").add_subparsers(
         dest="exp_cmd", required=True)

@@ -24,6 +24,10 @@ from biossd.study import layout
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
+#: The study's repeats it did not run because their configuration's first repeat reached the time
+#: limit (Nextflow's workflow writes it; one row per repeat).
+REPEATS_NOT_RUN_FILE = "repeats_not_run.tsv"
+REPEATS_NOT_RUN_COLUMNS = ["tool", "storage", "mem", "scale", "rep", "why"]
 HOST_FILE_GLOB = "host-*.json"
 #: Host facts that make two sides' runtimes incomparable when they differ (the run table's).
 COMPARED_HOST_FACTS = features.HOST_FACT_COLUMNS
@@ -128,6 +132,68 @@ def chains(rs: ResultSet) -> pd.DataFrame:
                      "outcome": body.get("outcome"), "runtime_s": body.get("wall_s"),
                      "major_faults": rusage.get("major_faults", float("nan"))})
     return pd.DataFrame(rows, columns=CHAIN_COLUMNS)
+
+
+def repeats_not_run(rs: ResultSet) -> pd.DataFrame:
+    """The repeats the study planned and did not run, from every folder's
+    ``pipeline_info/repeats_not_run.tsv``: a configuration whose first repeat was censored at the
+    time limit is not repeated (its lower bound is already proved). Empty when none were left."""
+    tables = []
+    for root in rs.roots:
+        path = Path(root) / PIPELINE_INFO / REPEATS_NOT_RUN_FILE
+        if path.is_file():
+            table = pd.read_csv(path, sep="\t", dtype=str)
+            missing = set(REPEATS_NOT_RUN_COLUMNS) - set(table.columns)
+            if missing:
+                raise ResultSetError(f"{path}: no column(s) {', '.join(sorted(missing))}; was it written by the study?")
+            tables.append(table[REPEATS_NOT_RUN_COLUMNS].assign(root=str(root)))
+    if not tables:
+        return pd.DataFrame(columns=[*REPEATS_NOT_RUN_COLUMNS, "root"])
+    return pd.concat(tables, ignore_index=True)
+
+
+def repeats_not_run_text(table: pd.DataFrame) -> str:
+    """One sentence per configuration whose repeats were not run (or that none were)."""
+    if table.empty:
+        return "Every planned repeat ran: no configuration's first repeat reached the time limit."
+    lines = []
+    for (tool, storage, mem, scale), rows in table.groupby(["tool", "storage", "mem", "scale"], sort=True):
+        lines.append(f"{tool} on {storage} at {mem}, scale {scale}: repeat(s) {', '.join(sorted(rows['rep']))} "
+                     f"not run ({rows['why'].iloc[0]}); its speedup is a lower bound from the censored run.")
+    return "\n".join(lines)
+
+
+SESSIONS_FILE = "sessions.tsv"
+
+
+def run_sessions(rs: ResultSet) -> pd.DataFrame:
+    """Which Nextflow session measured the runs: every run's owner (the launcher's pid and start
+    ticks, :mod:`biossd.core.owners`, in its ``run.json``) matched against the sessions that wrote
+    into its folder (``pipeline_info/sessions.tsv``). One row per session with its number of runs;
+    runs whose session is not recorded (measured by hand, or by a launcher that was killed) are
+    one row with ``session_id`` ``unknown``. A resumed study's runs come from several sessions."""
+    counts: dict[tuple[str, str], int] = {}
+    for root in rs.roots:
+        path = Path(root) / PIPELINE_INFO / SESSIONS_FILE
+        known: dict[tuple[str, str], tuple[str, str]] = {}
+        if path.is_file():
+            for row in pd.read_csv(path, sep="\t", dtype=str).fillna("").itertuples():
+                known[(row.pid, row.start_ticks)] = (row.session_id, row.run_name)
+        for rel in rs.runs.loc[rs.runs["root"] == str(root), "run_dir"]:
+            owner = _json(Path(root) / str(rel) / manifest.MANIFEST_NAME).get("owner") or {}
+            key = known.get((str(owner.get("pid", "")), str(owner.get("start_ticks", ""))), ("unknown", ""))
+            counts[key] = counts.get(key, 0) + 1
+    return pd.DataFrame([{"session_id": k[0], "run_name": k[1], "runs": n} for k, n in counts.items()],
+                        columns=["session_id", "run_name", "runs"])
+
+
+def run_sessions_text(table: pd.DataFrame) -> str:
+    """The sessions behind the result set's runs, in one line."""
+    if table.empty:
+        return "No runs."
+    parts = [f"{r.session_id} ({r.run_name}): {r.runs} runs" if r.run_name else f"{r.session_id}: {r.runs} runs"
+             for r in table.itertuples()]
+    return f"The runs come from {len(table)} Nextflow session(s): " + "; ".join(parts) + "."
 
 
 def first_trace(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame | None:

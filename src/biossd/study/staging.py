@@ -6,18 +6,29 @@ A runnable catalogue entry's ``stage`` block says which file of its input kind (
 preparation step) each command value is (``files``, relative to scratch), the literal values
 (``values``), and the ``prepare`` commands (run in scratch, natively, before profiling; they are
 setup, not the measured program). In a container the command sees scratch at ``/mnt/0``.
+
+A study prepares each input once per tool (:func:`prepare`, Nextflow's cached PREPARE task) and
+every run of it stages the prepared directory: a copy of the input and of what the preparation
+made, with no preparation repeated per run (the copy is still a real one, so the tool's reads hit
+the device under study).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from biossd.core.errors import BiossdError
 from biossd.study.catalogue import Entry
 
 SYNTH_RECORD = "synth.json"
+#: The record :func:`prepare` leaves in a prepared directory: which tool it was prepared for, the
+#: input's bytes, the preparation commands.
+PREPARED_RECORD = "prepared.json"
 PREPARE_TIMEOUT_S = 3600
 
 
@@ -46,9 +57,7 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
     memory settings ``settings`` (:meth:`biossd.study.catalogue.Entry.settings`; the cap
     ``mem_bytes`` only reaches a container engine that enforces it). ``create_scratch=False``:
     the scratch must exist (:func:`existing_scratch`)."""
-    block = entry.data.get("stage")
-    if not block:
-        raise StageError(f"{entry.source}: the entry has no stage block (is it recipe-only?)")
+    block = stage_block(entry)
     if container is not None:
         check_image(entry, container)
     scratch = Path(scratch).resolve()
@@ -56,13 +65,85 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
         scratch.mkdir(parents=True, exist_ok=True)
     else:
         existing_scratch(scratch)
-    for path in sorted(Path(input_dir).iterdir()):
-        if path.is_file() and path.name != SYNTH_RECORD:
-            shutil.copyfile(path, scratch / path.name)  # a real copy: the tool's reads hit this device
-    run_prepare(block.get("prepare", []), scratch, entry.id)
+    record = prepared_record(Path(input_dir))
+    if record is not None:
+        if record.get("tool") != entry.id:
+            raise StageError(f"{input_dir} was prepared for {record.get('tool')!r}, not {entry.id}; "
+                             f"prepare the input for {entry.id} (`biossd catalogue prepare {entry.id}`)")
+        copy_prepared(Path(input_dir), scratch)
+    else:
+        for path in sorted(Path(input_dir).iterdir()):
+            if path.is_file() and path.name != SYNTH_RECORD:
+                shutil.copyfile(path, scratch / path.name)  # a real copy: the tool's reads hit this device
+        run_prepare(block.get("prepare", []), scratch, entry.id)
     values = {name: str(scratch / rel) for name, rel in block.get("files", {}).items()}
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
     return command_argv(entry, values, scratch, mem_bytes, container, settings)
+
+
+def stage_block(entry: Entry) -> dict[str, Any]:
+    """The entry's ``stage`` block; a recipe-only entry has none and cannot be staged."""
+    block = entry.data.get("stage")
+    if not block:
+        raise StageError(f"{entry.source}: the entry has no stage block (is it recipe-only?)")
+    return block
+
+
+def input_bytes(input_dir: Path) -> int:
+    """The bytes of the input's files (its ``synth.json`` record not counted)."""
+    return sum(p.stat().st_size for p in Path(input_dir).iterdir() if p.is_file() and p.name != SYNTH_RECORD)
+
+
+def prepare(entry: Entry, input_dir: Path, out: Path) -> dict[str, Any]:
+    """Prepare ``input_dir`` for ``entry`` once, into the new directory ``out``: a link to each
+    input file, the entry's preparation commands run beside them (indexes, dictionaries), and
+    :data:`PREPARED_RECORD`. Every run of the input then stages ``out`` (:func:`stage`). Written
+    under a temporary name and renamed when complete; an existing ``out`` is refused."""
+    block = stage_block(entry)
+    input_dir, out = Path(input_dir).resolve(), Path(out)
+    if not input_dir.is_dir():
+        raise StageError(f"--input {input_dir}: no such directory (an input from `biossd data synth`)")
+    if out.exists() or out.is_symlink():
+        raise StageError(f"{out} exists; `biossd catalogue prepare` writes a new directory and replaces nothing")
+    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    partial.mkdir(parents=True)
+    try:
+        for path in sorted(input_dir.iterdir()):
+            if path.is_file() and path.name != SYNTH_RECORD:
+                (partial / path.name).symlink_to(path.resolve())
+        run_prepare(block.get("prepare", []), partial, entry.id)
+        record = {"tool": entry.id, "input": str(input_dir), "input_bytes": input_bytes(input_dir),
+                  "prepare": block.get("prepare", [])}
+        (partial / PREPARED_RECORD).write_text(json.dumps(record, indent=1) + "\n")
+        partial.rename(out)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return record
+
+
+def prepared_record(input_dir: Path) -> dict[str, Any] | None:
+    """The :data:`PREPARED_RECORD` of a prepared directory, or None for a plain input."""
+    path = Path(input_dir) / PREPARED_RECORD
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as err:
+        raise StageError(f"{path}: not a prepared directory's record ({err}); prepare the input again") from None
+
+
+def copy_prepared(prepared: Path, scratch: Path) -> None:
+    """Copy a prepared directory into ``scratch``: real copies of the input's files (followed
+    links) and of the preparation's, modification times kept (an index stays newer than its file,
+    as GATK's Tribble indexes check)."""
+    for path in sorted(Path(prepared).iterdir()):
+        if path.name in (PREPARED_RECORD, SYNTH_RECORD):
+            continue
+        if path.is_dir():
+            shutil.copytree(path, scratch / path.name, copy_function=shutil.copy2)
+        else:
+            shutil.copy2(path, scratch / path.name)
 
 
 def existing_scratch(scratch: Path) -> Path:

@@ -4,9 +4,11 @@
  * meta.publish, OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/ (the study plan
  * computes it, src/biossd/study/layout.py; conf/modules.config publishes it). The meta is the
  * plan's task (`biossd study plan`): labels, cap in bytes, input, publish path.
- * `biossd catalogue stage` copies the tool's input into scratch on the storage class's device
- * and prepares it (unprofiled), and the tool runs there, so its reads and writes hit the device
- * under study and that device is the one traced (plus the run's swap area, when --swap is set).
+ * `biossd catalogue stage` copies the tool's input, prepared once for the tool (PREPARE: indexes
+ * etc., unprofiled), into scratch on the storage class's device, and the tool runs there, so its
+ * reads and writes hit the device under study and that device is the one traced (plus the run's
+ * swap area, when --swap is set). The tool's version comes from TOOL_VERSION, asked once per
+ * tool: with the biossd version it is part of the task's hash, as the prepared input is.
  */
 process PROFILE {
     tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}${meta.probe ? ' ' + meta.probe : ''}"
@@ -16,7 +18,7 @@ process PROFILE {
     maxForks workflow.stubRun ? 64 : 1
 
     input:
-    tuple val(meta), path(input_dir), val(scratch_root), path(device_record, stageAs: 'device.json')
+    tuple val(meta), path(input_dir, stageAs: 'input'), val(scratch_root), path(device_record, stageAs: 'device.json'), val(version), val(image_ref), val(biossd_version)
 
     output:
     tuple val(meta), path('run'), emit: run_dir
@@ -49,26 +51,24 @@ process PROFILE {
     fi
     mkdir -p "\$scratch" && : > "\$scratch/.biossd-scratch"
     trap '[ -f "\$scratch/.biossd-scratch" ] && rm -rf "\$scratch"' EXIT
-    version=\$(biossd catalogue version ${engine} ${tool})
+    version=${q(version)}
     image=()
-    image_ref=native
+    image_ref=${q(image_ref)}
     if [ -n ${q(engine_name)} ]; then
-        image_ref=\$(biossd catalogue image --engine ${q(engine_name)} ${tool})
         image=(--image "\$image_ref")
     fi
-    # The input is copied into scratch and prepared there (indexes etc., not profiled). In the
+    # The prepared input (its files and indexes) is copied into scratch. In the
     # foreground, not a process substitution: on a signal bash runs the EXIT trap only once the
     # staging has ended, so the trap's removal of scratch cannot race a copy still writing into it
     # (on an emulated disk already taken down, into its bare mount point).
     biossd catalogue stage --print0 --existing-scratch --mem ${mem} ${sets} ${engine} ${tool} \\
-        --input ${q(input_dir)} --scratch "\$scratch" > .tool_argv
+        --input input --scratch "\$scratch" > .tool_argv
     mapfile -d '' -t tool_argv < .tool_argv
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
     workdir=\$PWD
-    input_bytes=\$(du -sbL ${q(input_dir)} | cut -f1)
     cd "\$scratch"
     biossd profile --mem ${cap} --out "\$workdir/run" ${args} \\
-        ${labels} ${setLabels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --label "input_bytes=\$input_bytes" --tool-version "\$version" \\
+        ${labels} ${setLabels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --label ${q("input_bytes=${meta.input_bytes}")} --tool-version "\$version" \\
         --device-record "\$workdir/device.json" "\${image[@]}" \\
         -- "\${tool_argv[@]}"
     cd "\$workdir"
@@ -77,7 +77,7 @@ process PROFILE {
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
-        biossd: \$(biossd --version | sed 's/biossd //')
+        biossd: ${biossd_version}
         ${meta.tool}: \$version
         ${meta.tool}_image: "\$image_ref"
     END_VERSIONS

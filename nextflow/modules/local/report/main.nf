@@ -14,6 +14,9 @@ process REPORT {
     tuple val(publish), path(run_dirs, stageAs: 'runs/run?')
     path device_records, stageAs: 'devices/*'
     path host_json, stageAs: 'host.json'
+    path not_run, stageAs: 'repeats_not_run.tsv'
+    path earlier_sessions, stageAs: 'earlier_sessions.tsv'
+    val launcher
     val host
 
     output:
@@ -32,8 +35,13 @@ process REPORT {
         params: params.collectEntries { k, v -> [k, v?.toString()] }])
     """
     printf '%s\\n' ${q(record)} > provenance.json
+    # The sessions whose runs the result set holds: the earlier ones of this folder, and this one.
+    if [ -s earlier_sessions.tsv ]; then cp earlier_sessions.tsv sessions.tsv
+    else printf 'session_id\\trun_name\\tboot_id\\tpid\\tstart_ticks\\tstart\\tcomplete\\tsuccess\\tresumed\\n' > sessions.tsv; fi
+    printf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t\\t\\t%s\\n' ${[launcher.id, launcher.run_name, launcher.boot_id, launcher.pid, launcher.start_ticks, launcher.start, launcher.resumed].collect { q(it) }.join(' ')} >> sessions.tsv
     biossd layout assemble results ${runs} ${devices} --file ${q("features.csv=${features_csv}")} \\
-        --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json
+        --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json \\
+        --file pipeline_info/repeats_not_run.tsv=repeats_not_run.tsv --file pipeline_info/sessions.tsv=sessions.tsv
     biossd report results > /dev/null
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

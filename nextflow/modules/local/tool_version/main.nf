@@ -1,0 +1,34 @@
+/*
+ * TOOL_VERSION — one tool's installed version (and, in a container, its image's reference),
+ * queried once per study, not once per run: every PROFILE task of the tool takes it as an input,
+ * so its hash — whether -resume reuses a run — changes exactly when the tool (or biossd) does.
+ * Never cached: a tool upgraded between two sessions is asked again.
+ */
+process TOOL_VERSION {
+    tag "${tool}"
+    label 'process_single'
+    cache false
+
+    input:
+    val tool
+
+    output:
+    tuple val(tool), env(version), env(image_ref), env(biossd_version), emit: version
+
+    script:
+    def q      = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def engine = task.ext.engine ?: ''
+    """
+    version=\$(biossd catalogue version ${engine ? "--container ${q(engine)}" : ''} ${q(tool)})
+    image_ref=native
+    if [ -n ${q(engine)} ]; then
+        image_ref=\$(biossd catalogue image --engine ${q(engine)} ${q(tool)})
+    fi
+    biossd_version=\$(biossd --version | sed 's/biossd //')
+    """
+
+    stub:
+    """
+    version=stub image_ref=native biossd_version=stub
+    """
+}

@@ -1,0 +1,87 @@
+"""Harness time: what a study spends around its tools' own runs.
+
+A profiled task (Nextflow's PROFILE and PROFILE_REPEAT) is the tool's run — its wall time in the
+run's ``run.json`` (``wall_s``) — inside everything that makes it measurable: making the scratch,
+copying the prepared input onto the device under study, setting up and tearing down the memory
+cap, swap area and block trace, dropping caches, the flush after exit, writing the record and the
+quality check. The task's ``realtime`` in Nextflow's trace minus the tool's wall time is that
+harness; the study keeps it a small share of the tools' time (preparation and version queries run
+once per input and tool, not per run).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from biossd.measure import manifest
+
+TRACE_FILE = Path("pipeline_info") / "trace.txt"
+#: The processes whose tasks are profiled runs.
+PROFILED_PROCESSES = ("PROFILE", "PROFILE_REPEAT")
+#: Nextflow's trace durations: "1h 2m 3s", "4.5s", "120ms".
+_DURATION_PART = re.compile(r"([\d.]+)\s*(ms|s|m|h|d)")
+_UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class HarnessError(ValueError):
+    pass
+
+
+def trace_duration_s(text: object) -> float:
+    """A duration of Nextflow's trace (``1m 2s``, ``9.4s``, ``500ms``) in seconds; NaN for ``-``."""
+    parts = _DURATION_PART.findall(str(text))
+    return sum(float(v) * _UNIT_S[u] for v, u in parts) if parts else float("nan")
+
+
+def profiled_tasks(results_dir: Path) -> pd.DataFrame:
+    """Every profiled task of the last session's trace with its task time (``realtime_s``), the
+    tool's own wall time (``tool_s``, from the run in the task's work directory) and their
+    difference (``harness_s``). A task whose work directory is gone has no tool time."""
+    path = Path(results_dir) / TRACE_FILE
+    if not path.is_file():
+        raise HarnessError(f"{path}: no Nextflow trace (run the study with --outdir {results_dir} first)")
+    trace = pd.read_csv(path, sep="\t", dtype=str)
+    if "workdir" not in trace.columns:
+        raise HarnessError(f"{path}: the trace has no workdir column (written by an older biossd); run the study again")
+    process = trace["name"].str.extract(r":?([A-Z_]+) \(", expand=False)
+    tasks = trace.loc[process.isin(PROFILED_PROCESSES), ["name", "status", "realtime", "workdir"]].copy()
+    tasks["realtime_s"] = tasks["realtime"].map(trace_duration_s)
+    tasks["tool_s"] = [_wall_s(Path(w) / "run" / manifest.MANIFEST_NAME) for w in tasks["workdir"]]
+    tasks["harness_s"] = tasks["realtime_s"] - tasks["tool_s"]
+    return tasks.reset_index(drop=True)
+
+
+def _wall_s(run_json: Path) -> float:
+    try:
+        return float(json.loads(run_json.read_text()).get("wall_s") or "nan")
+    except (OSError, ValueError):
+        return float("nan")
+
+
+def summary(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Per task status (COMPLETED this session, CACHED from an earlier one): tasks, task minutes,
+    the tools' minutes, harness minutes and the harness as a share of the tools' time."""
+    known = tasks.dropna(subset=["tool_s"])
+    table = known.groupby("status").agg(tasks=("name", "size"), task_min=("realtime_s", "sum"),
+                                        tool_min=("tool_s", "sum"), harness_min=("harness_s", "sum"))
+    table[["task_min", "tool_min", "harness_min"]] /= 60.0
+    table["harness_over_tool"] = table["harness_min"] / table["tool_min"]
+    return table
+
+
+def summary_text(results_dir: Path) -> str:
+    """One line per task status: the profiled tasks' time, the tools' own and the harness."""
+    tasks = profiled_tasks(results_dir)
+    if tasks.empty:
+        return "no profiled tasks in the trace"
+    lines = [f"profiled tasks {status.lower()}: {int(r.tasks)}; task {r.task_min:.1f} min = tools {r.tool_min:.1f} min "
+             f"+ harness {r.harness_min:.1f} min ({100 * r.harness_over_tool:.0f}% of the tools' time)"
+             for status, r in summary(tasks).iterrows()]
+    missing = int(tasks["tool_s"].isna().sum())
+    if missing:
+        lines.append(f"{missing} profiled task(s) without a run in their work directory (not counted)")
+    return "\n".join(lines)
