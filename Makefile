@@ -14,7 +14,7 @@ FRESH      ?=
 # It resumes the last session that wrote into $(RESULTS) (pipeline_info/sessions.tsv), not
 # whichever ran last in this directory (a test or another study would be a different plan).
 LAST_SESSION = $(shell awk -F'\t' 'NR > 1 { s = $$1 } END { print s }' $(RESULTS)/pipeline_info/sessions.tsv 2>/dev/null)
-RESUME     = $(if $(FRESH),,-resume $(LAST_SESSION))
+RESUME     = $(if $(FRESH),--replace_results true,-resume $(LAST_SESSION))
 PYTEST_ARGS ?=
 
 export VENV

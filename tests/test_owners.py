@@ -36,3 +36,17 @@ def test_a_command_whose_environment_owner_is_gone_refuses(tmp_path):
                            "--", "true"], env=env, capture_output=True, text=True)
     assert proc.returncode == 2 and "BIOSSD_OWNER" in proc.stderr and "is gone" in proc.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_a_name_s_owner_is_known_by_pid_and_start_time():
+    """cgroups, tracefs instances and swap files are named <prefix><pid>-<start ticks>-<hex>: a
+    name whose pid now belongs to another process (reused) is a leftover, not a live run's."""
+    from biossd.core import owners
+
+    name = owners.owned_name("biossd-")
+    assert owners.owner_alive(name, "biossd-")
+    pid, ticks, _ = name[len("biossd-"):].split("-")
+    assert int(pid) == os.getpid() and int(ticks) == owners.start_ticks(os.getpid())
+    reused = f"biossd-{pid}-{int(ticks) - 1}-abcdef12"
+    assert not owners.owner_alive(reused, "biossd-")
+    assert owners.owner_alive(f"biossd-{pid}-abcdef12", "biossd-"), "an older name: by pid alone"

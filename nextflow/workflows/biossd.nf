@@ -25,6 +25,8 @@ def studyPlan(String host) {
     def argv = ['biossd', 'study', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
     if( workflow.stubRun )
         argv << '--stub'
+    if( workflow.resume )
+        argv << '--resumed'
     def out = new StringBuilder(), err = new StringBuilder()
     def proc = argv.execute()
     proc.waitForProcessOutput(out, err)
@@ -33,6 +35,14 @@ def studyPlan(String host) {
     def plan = new groovy.json.JsonSlurper().parseText(out.toString())
     if( plan.problems )
         error "The study cannot start; nothing was run:\n  - " + plan.problems.join("\n  - ")
+    // The plan this folder now holds (src/biossd/study/outdir.py): a later study of another plan
+    // into it is refused unless it resumes this one or replaces it. Written whole, then renamed.
+    def info = file("${params.outdir}/pipeline_info")
+    info.mkdirs()
+    def partial = file("${info}/.plan.json.partial")
+    partial.text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(plan.record)) + "\n"
+    java.nio.file.Files.move(partial, file("${info}/plan.json"), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                             java.nio.file.StandardCopyOption.ATOMIC_MOVE)
     if( plan.skipped )
         log.warn "--tools all: skipping ${plan.skipped.size()} recipe-only tools: " + plan.skipped.collect { k, v -> "${k} (${v})" }.join('; ')
     return plan

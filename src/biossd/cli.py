@@ -72,6 +72,19 @@ def cmd_profile(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     mem = None if args.mem.lower() == "none" else parse_size(args.mem)
     owner = _owner(args)
+    if args.die_with_parent:
+        # SIGTERM from the kernel when the process that started this one dies, even by SIGKILL
+        # (a concurrent group's leader); armed here, not in the parent's fork, and checked once
+        # armed: a parent already gone means no run.
+        import os
+
+        from biossd.core.owners import dies_with_parent
+
+        parent = os.getppid()
+        dies_with_parent(signal.SIGTERM)()
+        if os.getppid() != parent or parent == 1:
+            print("biossd profile: the process that started it is gone; nothing was run", file=sys.stderr)
+            return profile.signal_exit_code(signal.SIGTERM)
     request = profile.ProfileRequest(
         argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=_labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
@@ -235,13 +248,26 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _held_host_lock(args: argparse.Namespace, what: str):
+    """The host lock for an unmeasured write to a device under study (``--hold-host-lock``), so
+    it never falls inside another run's measured window; else nothing."""
+    import contextlib
+
+    from biossd.host import hostlock
+
+    if not getattr(args, "hold_host_lock", False):
+        return contextlib.nullcontext()
+    return hostlock.HostLock(what, owner=_owner(args, "nothing was staged"))
+
+
 def cmd_catalogue_stage(args: argparse.Namespace) -> int:
     from biossd.study import catalogue, staging
 
     entry = catalogue.get(args.tool)
     mem = _mem_bytes(args.mem)
-    argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container, _settings(entry.id, args.set),
-                         create_scratch=not args.existing_scratch)
+    with _held_host_lock(args, f"biossd catalogue stage {entry.id} (copying its input into {args.scratch})"):
+        argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container,
+                             _settings(entry.id, args.set), create_scratch=not args.existing_scratch)
     _print_argv(argv, args.print0)
     return 0
 
@@ -268,9 +294,10 @@ def cmd_chain_stage(args: argparse.Namespace) -> int:
 
     ch = chain.of(catalogue.get(args.pipeline))
     tool = ch.steps[args.step - 1].tool if 1 <= args.step <= len(ch.steps) else args.pipeline
-    argv = chain.stage_step(ch, args.step, Path(args.input) if args.input else None, Path(args.scratch),
-                            _mem_bytes(args.mem), args.container, _settings(tool, args.set),
-                            create_scratch=not args.existing_scratch)
+    with _held_host_lock(args, f"biossd chain stage {args.pipeline} step {args.step} (into {args.scratch})"):
+        argv = chain.stage_step(ch, args.step, Path(args.input) if args.input else None, Path(args.scratch),
+                                _mem_bytes(args.mem), args.container, _settings(tool, args.set),
+                                create_scratch=not args.existing_scratch)
     _print_argv(argv, args.print0)
     return 0
 
@@ -570,8 +597,10 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
         params = json.loads(args.params)
     except json.JSONDecodeError as err:
         raise UsageError(f"--params is not JSON ({err})") from None
-    result = matrix.plan(params, stub=args.stub)
-    print(json.dumps(result.as_json(), indent=2))
+    from biossd.study import outdir
+
+    result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
+    print(json.dumps({**result.as_json(), "record": outdir.record(params)}, indent=2))
     return 1 if result.problems else 0
 
 
@@ -625,6 +654,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--owner-pid", type=int, metavar="PID",
                    help="the process this run works for (e.g. Nextflow): if it dies, the run is stopped")
     p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
+    p.add_argument("--die-with-parent", action="store_true",
+                   help="stop (SIGTERM) when the process that started this one dies, even by SIGKILL")
     p.add_argument("--group", metavar="TOKEN",
                    help="run as a member of a declared concurrent group whose leader holds the host lock")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
@@ -695,6 +726,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
     p.add_argument("--container", choices=_ENGINES, help="run the step's tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="stage under the host lock, never inside another run's measured window (the workflow does)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this staging works for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
     p.set_defaults(func=cmd_chain_stage)
 
     cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
@@ -721,6 +756,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
     p.add_argument("--container", choices=_ENGINES, help="run the tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="copy under the host lock, never inside another run's measured window (the workflow does)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this staging works for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
     p.set_defaults(func=cmd_catalogue_stage)
     p = cat_p.add_parser("prepare", help="prepare an input for a tool once (links + its indexes), for every run "
                                          "of it to stage; print the input's bytes")
@@ -832,6 +871,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = study_p.add_parser("plan", help="the runs the study's parameters ask for, and every problem with them (JSON)")
     p.add_argument("--params", required=True, help="the study's params as a JSON object (study/nextflow.config)")
     p.add_argument("--stub", action="store_true", help="a -stub-run: every tool entry, no device checks")
+    p.add_argument("--resumed", action="store_true",
+                   help="the study resumes an earlier session (-resume): its --outdir may hold another plan's runs")
     p.set_defaults(func=cmd_study_plan)
     p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
     p.add_argument("results", help="the study's --outdir (its pipeline_info/trace.txt)")

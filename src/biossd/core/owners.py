@@ -43,6 +43,28 @@ def parent_and_group(pid: int) -> tuple[int, int] | None:
             int(fields[_STAT_PGRP_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]))
 
 
+_STAT_SESSION_FIELD = 6
+
+
+def session_members(sid: int, started_from: int | None = None) -> list[int]:
+    """The live processes of session ``sid`` (a run's command starts one of its own), those that
+    started at or after ``started_from`` clock ticks when given: a process of a later session
+    that reused the number would have to be its leader, and the leader is checked by its caller."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is None or fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] in _ENDED_STATES:
+            continue
+        if int(fields[_STAT_SESSION_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) != sid:
+            continue
+        if started_from is not None and int(fields[_STAT_START_TIME_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) < started_from:
+            continue
+        members.append(int(entry.name))
+    return members
+
+
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot; ``None`` if there is no such process
     or it has ended (a zombie waiting for its parent runs no more)."""
@@ -137,10 +159,25 @@ class HostObject:
         self.close()
 
 
+def owned_name(prefix: str) -> str:
+    """A fresh name for something this process makes on the host (a cgroup, a tracefs instance,
+    a swap file): ``<prefix><pid>-<start ticks>-<hex>``, so its owner is known by pid *and* start
+    time (:func:`owner_alive`)."""
+    import uuid
+
+    return f"{prefix}{os.getpid()}-{start_ticks(os.getpid())}-{uuid.uuid4().hex[:8]}"
+
+
 def owner_alive(name: str, prefix: str) -> bool:
-    """Whether the process whose pid follows ``prefix`` in ``name`` still runs."""
-    pid = name[len(prefix):].split("-", 1)[0]
-    return pid.isdigit() and start_ticks(int(pid)) is not None
+    """Whether the process that made ``name`` (:func:`owned_name`) still runs: its pid alive with
+    the recorded start ticks; a name of an older biossd (``<prefix><pid>-<hex>``) by pid alone."""
+    parts = name[len(prefix):].split("-")
+    if not parts[0].isdigit():
+        return False
+    now = start_ticks(int(parts[0]))
+    if len(parts) >= 3 and parts[1].isdigit():
+        return now is not None and now == int(parts[1])
+    return now is not None
 
 
 #: prctl(2)'s option: the signal a child gets when its parent dies.

@@ -39,7 +39,7 @@ from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_duration_s, parse_size
 from biossd.features import extract
-from biossd.measure import manifest, profile
+from biossd.measure import manifest, profile, rundir
 from biossd.study import catalogue, data, layout
 
 EXPERIMENTS_DIR = catalogue.CATALOGUE_DIR.parent / "experiments"
@@ -48,7 +48,7 @@ NAMES = ("sort_memory", "object_store", "kmer_io", "shared_device")
 SIZES = ("tiny", "test", "full")
 POINT_RECORD = "point.json"
 #: Marks a task's partial directory as this code's (only such a directory is ever removed).
-PARTIAL_MARKER = ".biossd-experiment-partial"
+PARTIAL_MARKER = rundir.EXPERIMENT_MARKER
 #: The input a task synthesizes into its scratch (on the class's device), unprofiled.
 INPUT_DIR = "input"
 #: The seed of the synthetic inputs (the study's default, nextflow.config's params.seed).
@@ -308,7 +308,9 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
     spec = load_spec(task["experiment"])
     partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
     partial.mkdir(parents=True)
-    (partial / PARTIAL_MARKER).write_text("a biossd experiment task being written\n")
+    # The marker names its maker: `biossd cleanup` removes it after a SIGKILL only for that maker.
+    (partial / PARTIAL_MARKER).write_text(json.dumps({"made_by": "biossd experiment run",
+                                                      **ProcessRef.current().record()}) + "\n")
     made_scratch = not scratch.exists()
     scratch.mkdir(parents=True, exist_ok=True)
     done = False

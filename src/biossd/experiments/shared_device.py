@@ -131,7 +131,8 @@ def _run_group(ctx: Task, names: list[str], where: list[str], dirs: list[Path],
     version = tool_version(ctx.spec, TOOL)
     members: list[subprocess.Popen[bytes]] = []
     with hostlock.HostLock(f"biossd experiment shared_device (group of {len(names)})", owner=ctx.owner,
-                           **{hostlock.GROUP_KEY: token}, members=names, out=str(ctx.out)):
+                           **{hostlock.GROUP_KEY: token}, members=names, out=str(ctx.out),
+                           experiment_partial=str(ctx.out)):
         drop = profile.drop_page_cache()
         before = read_diskstats(list(loops.values()))
         t0 = time.monotonic()
@@ -140,7 +141,11 @@ def _run_group(ctx: Task, names: list[str], where: list[str], dirs: list[Path],
                 others = ",".join(x for x in names if x != name) or "none"
                 labels = ctx.labels(TOOL, instance=name, device=dev, concurrent_group=token,
                                     concurrent_with=others)
+                # Each member works for this leader (--owner-pid) and gets SIGTERM from the kernel
+                # when the leader dies, even by SIGKILL: it stops its tool and removes what it made.
                 argv = [sys.executable, "-m", "biossd", "profile", "--group", token, "--no-drop-caches",
+                        "--owner-pid", str(os.getpid()), "--owner-label", "biossd experiment shared_device (leader)",
+                        "--die-with-parent",
                         "--mem", ctx.cap, "--out", str(ctx.out / name),
                         "--timeout", str(ctx.timeout_s), "--tool-version", version or "unknown",
                         *(x for k, v in labels.items() for x in ("--label", f"{k}={v}")),

@@ -35,12 +35,11 @@ import os
 import shutil
 import signal
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import owner_alive
+from biossd.core.owners import owned_name, owner_alive
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_MEMORY_ROOT = CGROUP_ROOT / "memory"
@@ -126,7 +125,7 @@ class MemoryCap:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "MemoryCap":
-        name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = owned_name(CGROUP_PREFIX)
         if self.backend == "cgroup-v1":
             parent = _v1_self_path()
             if parent is None:

@@ -9,10 +9,12 @@ refuses (``--no-wait``). Work that measures nothing (stub-runs, ``features``, ``
 no lock.
 
 The holder describes itself in ``host.holder.json`` beside the lock (pid with start time, what
-it runs, its owner — e.g. the Nextflow session — and its partial run directory), which
-``biossd doctor`` shows. The kernel releases a ``flock`` when its process dies, even by
-SIGKILL; the record such a process leaves behind is moved to ``stale/`` by the next holder, and
-``biossd cleanup`` removes what it names (see :func:`stale_records`).
+it runs, its owner — e.g. the Nextflow session —, its partial run directory and the session its
+measured command runs in), which ``biossd doctor`` shows. The kernel releases a ``flock`` when its
+process dies, even by SIGKILL — but not the tool it was measuring, which runs on in a session of
+its own. So the next holder first *reaps* a dead holder (:func:`reap`: its command's session and
+its cgroups are killed) and only then measures, and says so in its run's record; the record is
+then moved to ``stale/``, and ``biossd cleanup`` removes what it names (see :func:`stale_records`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Callable
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
-from biossd.core.owners import ProcessRef
+from biossd.core.owners import ProcessRef, session_members, start_ticks
 
 RUN_ROOT = Path("/run/biossd")
 LOCK_NAME = "host.lock"
@@ -40,6 +42,11 @@ STALE_DIR = "stale"
 POLL_S = 0.2
 #: Exit status of a measuring command refused with ``--no-wait`` (sysexits' EX_TEMPFAIL).
 EXIT_BUSY = 75
+#: The holder record's key for the session its measured command runs in: the session leader's
+#: pid and start ticks (``biossd profile``'s gate, started with a session of its own).
+COMMAND_KEY = "command"
+#: How long a dead holder's processes are given to be gone after SIGKILL.
+REAP_WAIT_S = 5.0
 
 
 class HostBusy(BiossdError, RuntimeError):
@@ -65,6 +72,31 @@ def runtime_dir() -> Path:
         return RUN_ROOT
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     return Path(base) / f"biossd-{os.getuid()}"
+
+
+class UnsafeRuntimeDir(BiossdError, RuntimeError):
+    """A non-root user's runtime directory that another user could write into or redirect."""
+
+
+def ensure_runtime_dir() -> Path:
+    """:func:`runtime_dir`, made if missing (0755 for root's ``/run/biossd``, 0700 for a user's)
+    and, for a user, checked: a real directory (not a symlink), owned by the user, with no access
+    for group or others — else refused, since the lock and its records there decide what biossd
+    kills and removes."""
+    directory = runtime_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o755 if os.geteuid() == 0 else 0o700)
+    if os.geteuid() != 0:
+        st = os.lstat(directory)
+        import stat
+
+        problem = ("is a symlink" if stat.S_ISLNK(st.st_mode) else "is not a directory" if not stat.S_ISDIR(st.st_mode)
+                   else f"is owned by uid {st.st_uid}, not {os.getuid()}" if st.st_uid != os.getuid()
+                   else f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700" if stat.S_IMODE(st.st_mode) & 0o077
+                   else None)
+        if problem:
+            raise UnsafeRuntimeDir(f"biossd's runtime directory {directory} {problem}; remove it (or set "
+                                   "XDG_RUNTIME_DIR to a directory of your own) and run again")
+    return directory
 
 
 def lock_path() -> Path:
@@ -136,6 +168,66 @@ def stale_records() -> list[Path]:
     return sorted(stale.glob("*.json")) if stale.is_dir() else []
 
 
+def reap(old: dict[str, Any] | None) -> list[str]:
+    """Kill what a holder that died with the lock left running, before anything else is measured:
+    the processes of its command's session (started at or after the recorded leader; none when the
+    leader's pid now belongs to another process) and the cgroups it made (named after its pid,
+    :mod:`biossd.host.cgroups`). A holder still alive is never touched. Returns what was done."""
+    import signal
+
+    from biossd.host import cgroups
+
+    holder = ProcessRef.from_record(old)
+    if holder is None or holder.alive():
+        return []
+    done = []
+    command = (old or {}).get(COMMAND_KEY) or {}
+    if command.get("pid"):
+        sid, ticks = int(command["pid"]), command.get("start_ticks")
+        leader = start_ticks(sid)
+        if leader is None or leader == ticks:
+            members = session_members(sid, ticks)
+            for pid in members:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + REAP_WAIT_S
+            while session_members(sid, ticks) and time.monotonic() < deadline:
+                time.sleep(POLL_S / 4)
+            if members:
+                done.append(f"killed {len(members)} process(es) of its command's session {sid}")
+    for path in cgroups.find_leftovers():
+        if path.name.startswith(f"{cgroups.CGROUP_PREFIX}{holder.pid}-"):
+            cgroups.remove_cgroup(path)
+            done.append(f"removed its cgroup {path}")
+    return [f"{describe(old)} died holding the host lock: " + "; ".join(done)] if done else []
+
+
+def reap_dead_holder() -> list[str]:
+    """When the lock is free and a dead holder's record remains, :func:`reap` it and move the
+    record aside (``storage up`` does this before it touches a device); the lock held by a live
+    run is left alone. Returns what was done."""
+    path = lock_path()
+    if not (holder_path().exists() and path.exists()):
+        return []
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return []
+    try:
+        old = read_holder()
+        done = reap(old)
+        _move_aside(old)
+        return done
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def _move_aside(old: dict[str, Any] | None) -> None:
     """Keep a dead holder's record in ``stale/`` for ``cleanup`` (call with the lock held)."""
     if old is None:
@@ -166,10 +258,11 @@ class HostLock:
         self.details = details
         self.fd: int | None = None
         self.waited_s = 0.0
+        #: What :func:`reap` did about a holder that died with the lock, before this one measured.
+        self.reaped: list[str] = []
 
     def __enter__(self) -> "HostLock":
-        directory = runtime_dir()
-        directory.mkdir(parents=True, exist_ok=True, mode=0o755)
+        directory = ensure_runtime_dir()
         self.fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         t0 = time.monotonic()
         announced = False
@@ -196,7 +289,13 @@ class HostLock:
             self.fd = None
             raise
         self.waited_s = time.monotonic() - t0
-        _move_aside(read_holder())  # left by a run killed with the lock held
+        old = read_holder()  # left by a run killed with the lock held
+        try:
+            self.reaped = reap(old)
+        except BaseException:
+            self.__exit__()
+            raise
+        _move_aside(old)
         self._write()
         return self
 

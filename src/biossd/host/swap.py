@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.owners import HostObject, owner_alive
+from biossd.core.owners import HostObject, owned_name, owner_alive
 
 FILE_PREFIX = "biossd-swap-"
 #: Higher than the kernel's default negative priorities, so this area is used first.
@@ -46,7 +45,7 @@ def active_swaps() -> list[str]:
 def backing_path(directory: Path) -> Path:
     """A fresh name for a swap file in ``directory`` (named before it is made, so a record of
     the intent lets ``biossd cleanup`` remove what a SIGKILL right after its creation left)."""
-    return Path(directory) / f"{FILE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}.img"
+    return Path(directory) / f"{owned_name(FILE_PREFIX)}.img"
 
 
 def loops_over(path: Path) -> list[str]:

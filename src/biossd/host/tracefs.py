@@ -22,13 +22,12 @@ import errno
 import os
 import subprocess
 import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import HostObject, owner_alive
+from biossd.core.owners import HostObject, owned_name, owner_alive, start_ticks
 
 HOST_TRACEFS = Path("/sys/kernel/tracing")
 PREFIX = "biossd-"
@@ -95,7 +94,7 @@ class BlockTraceInstance(HostObject):
         if (HOST_TRACEFS / "instances").is_dir():
             self.mount_point = HOST_TRACEFS
         else:
-            self.mount_point = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-"))
+            self.mount_point = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-{start_ticks(os.getpid())}-"))
             self.own_mount = True
             proc = subprocess.run(["mount", "-t", "tracefs", "nodev", str(self.mount_point)],
                                   capture_output=True, text=True, start_new_session=True)
@@ -104,7 +103,7 @@ class BlockTraceInstance(HostObject):
         for event in self.events:
             if not (self.mount_point / "events" / "block" / event).is_dir():
                 raise TracefsError(f"this kernel has no block:{event} tracepoint")
-        self.path = self.mount_point / "instances" / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path = self.mount_point / "instances" / owned_name(PREFIX)
         try:
             self.path.mkdir()
         except OSError as err:

@@ -10,6 +10,7 @@ it, which is what a resumed study does first."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -37,10 +38,11 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     for state_dir in objectstore.find_leftovers():
         found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
                       lambda d=state_dir: objectstore.remove_leftover(d)))
-    for state_dir in emulate.all_states():
-        if emulate.in_use(state_dir):
-            continue
-        status = emulate.status_of(state_dir)
+    # Innermost first: a disk emulated inside another one's mount (seed 004's instances) must be
+    # down before the disk holding its image can be.
+    leftover_disks = [(d, emulate.status_of(d)) for d in emulate.all_states() if not emulate.in_use(d)]
+    leftover_disks.sort(key=lambda pair: -len(Path(str(pair[1].get("mount", ""))).parts))
+    for state_dir, status in leftover_disks:
         owner = emulate.owner_of(status)
         why = f"its owner {owner.describe()} is gone" if owner else "brought up by hand, and broken"
         what = f"{status['mount']} ({'healthy' if status['healthy'] else 'broken'}; {why}; {state_dir})"
@@ -94,15 +96,22 @@ def _remove_stale(record: Path) -> None:
     :func:`biossd.host.swap.find_leftovers`'s."""
     import json
 
-    from biossd.host import characterize, swap
+    from biossd.host import characterize, hostlock, swap
     from biossd.measure import rundir
 
     try:
         body = json.loads(record.read_text())
     except (OSError, ValueError):
         body = {}
-    if body.get("partial"):
+    hostlock.reap(body)  # the tool it was measuring, if it still runs
+    # Only the partial this dead holder made (its marker names it): never a run directory the
+    # record merely points at.
+    if body.get("partial") and rundir.partial_of(Path(body["partial"]), body.get("pid"), body.get("start_ticks")):
         rundir.remove(Path(body["partial"]))
+    # An experiment task's partial directory (its marker names the dead holder).
+    partial_task = Path(body["experiment_partial"]) if body.get("experiment_partial") else None
+    if partial_task is not None and _made_by(partial_task / rundir.EXPERIMENT_MARKER, body):
+        shutil.rmtree(partial_task, ignore_errors=True)
     test_file = Path(body["test_file"]) if body.get("test_file") else None
     if test_file is not None and test_file.name.startswith(characterize.TEST_FILE_PREFIX):
         test_file.unlink(missing_ok=True)
@@ -110,6 +119,18 @@ def _remove_stale(record: Path) -> None:
     if swap_file is not None and swap_file.name.startswith(swap.FILE_PREFIX) and not swap.loops_over(swap_file):
         swap_file.unlink(missing_ok=True)
     record.unlink(missing_ok=True)
+
+
+def _made_by(marker: Path, holder: dict) -> bool:
+    """Whether ``marker`` (JSON with pid and start ticks) names the process of ``holder``."""
+    import json
+
+    try:
+        made = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(made, dict) and made.get("pid") == holder.get("pid")
+            and made.get("start_ticks") in (None, holder.get("start_ticks")))
 
 
 def stop_orphans(owner: "ProcessRef | None" = None, grace_s: float | None = None) -> list[str]:

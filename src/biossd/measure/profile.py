@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import ProcessRef
+from biossd.core.owners import ProcessRef, start_ticks
 from biossd.host import devices as block_devices
 from biossd.host import emulate, hostfacts, hostlock, scheduler
 from biossd.host.cgroups import MemoryCap
@@ -270,13 +270,16 @@ def run(request: ProfileRequest) -> dict[str, Any]:
                             scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
             body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
                                   "leader_pid": (lock.leader or {}).get("pid")} if request.group
-                                 else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3)})
+                                 else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3),
+                                       "reaped_stale_holder": lock.reaped})
             if received:
                 raise Interrupted(received[0])
             body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
             manifest.write_manifest(partial, body)
             try:
-                rundir.publish(partial, target)
+                rundir.publish(partial, target, request.overwrite)
+            except rundir.RunAppeared as err:
+                raise ProfileError(str(err)) from None  # the partial is removed below
             except rundir.RunDirError as err:
                 partial = None  # the complete run stays where the message says
                 raise ProfileError(str(err)) from None
@@ -363,6 +366,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 os.close(gate_r)
             child_box.append(child)
             stack.callback(processes.kill_group, child)
+            # Named in the host lock's record: if this profiler is SIGKILLed, the next holder
+            # kills the command's session before it measures (biossd.host.hostlock.reap).
+            record_intent(**{hostlock.COMMAND_KEY: {"pid": child.pid, "start_ticks": start_ticks(child.pid)}})
             command_pid = child.pid
             tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
             if tracer is not None:

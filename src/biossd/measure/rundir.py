@@ -24,6 +24,8 @@ from biossd.core.owners import ProcessRef
 from biossd.measure import manifest
 
 MARKER = ".biossd-run"
+#: The marker of an experiment task's partial directory (JSON: its maker's pid and start ticks).
+EXPERIMENT_MARKER = ".biossd-experiment-partial"
 PARTIAL_INFIX = ".biossd-partial-"
 OLD_INFIX = ".biossd-replaced-"
 
@@ -99,6 +101,17 @@ def make_partial(out_dir: Path, partial: Path | None = None) -> Path:
     return partial
 
 
+def partial_of(path: Path, pid: int, start_ticks: int | None) -> bool:
+    """Whether ``path`` is a partial run directory whose marker names the process ``pid`` (with
+    ``start_ticks`` when known) as its maker: what a dead holder's record may delete."""
+    try:
+        marker = json.loads((Path(path) / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return (PARTIAL_INFIX in Path(path).name and marker.get("pid") == pid
+            and (start_ticks is None or marker.get("start_ticks") in (None, start_ticks)))
+
+
 def remove(path: Path) -> None:
     """Delete a run directory biossd made; anything else is refused (never deleted)."""
     path = Path(path)
@@ -109,14 +122,23 @@ def remove(path: Path) -> None:
     shutil.rmtree(path)
 
 
-def publish(partial: Path, out_dir: Path) -> None:
+class RunAppeared(RunDirError):
+    """A complete run appeared at the target while this one measured; it is kept."""
+
+
+def publish(partial: Path, out_dir: Path, overwrite: bool = False) -> None:
     """Put the complete run at ``out_dir``: a rename; a run it replaces (checked to be biossd's
-    again) is first renamed aside, then removed, so no moment lacks a complete run."""
+    again) is first renamed aside, then removed, so no moment lacks a complete run. Checked again
+    here, after the wait for the host lock and the run: a complete run that appeared at
+    ``out_dir`` meanwhile is kept, and this one refused (:class:`RunAppeared`), unless ``overwrite``."""
     old = None
     if out_dir.exists():
         if not is_ours(out_dir):
             raise RunDirError(f"{out_dir} appeared during the run and is not a biossd run directory; "
                               f"the new run is kept at {partial}")
+        if manifest.is_complete(out_dir) and not overwrite:
+            raise RunAppeared(f"{out_dir}: a complete run appeared there while this one ran; it is kept and this "
+                              "run is not (pass --overwrite to replace it)")
         old = out_dir.parent / f".{out_dir.name}{OLD_INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.rename(out_dir, old)
     os.rename(partial, out_dir)

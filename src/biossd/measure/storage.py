@@ -48,7 +48,10 @@ def reconcile() -> list[str]:
     only things whose owner is dead (:mod:`biossd.measure.leftovers`). Returns what was done."""
     from biossd.measure import leftovers
 
+    from biossd.host import hostlock
+
     done = leftovers.stop_orphans()
+    done += hostlock.reap_dead_holder()  # a tool a SIGKILLed profiler left running
     for kind, what, remove in leftovers.find_all():
         remove()
         done.append(f"removed {kind} {what}")

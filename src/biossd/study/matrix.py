@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from biossd.core.units import format_size, is_size_label, parse_duration_s, parse_size
 from biossd.host import devices
-from biossd.study import catalogue, layout
+from biossd.study import catalogue, layout, outdir
 
 #: Every parameter of the study, typed and documented (nf-core's nextflow_schema.json).
 SCHEMA_PATH = catalogue.CATALOGUE_DIR.parent / "nextflow_schema.json"
@@ -564,9 +564,13 @@ def device_record_problems(records_dir: object, host: str, classes: list[str]) -
 
 
 def plan(params: Mapping[str, Any], stub: bool = False,
-         catalogue_dir: Path = catalogue.CATALOGUE_DIR) -> Plan:
-    """The matrix of ``params`` (the study's Nextflow params), with every problem found."""
+         catalogue_dir: Path = catalogue.CATALOGUE_DIR, resumed: bool = False) -> Plan:
+    """The matrix of ``params`` (the study's Nextflow params), with every problem found
+    (``resumed``: the study resumes an earlier session, which may change its plan)."""
     problems: list[str] = schema_problems(params)
+    held = outdir.problem(params.get("outdir") or "results", params, resumed, params.get("replace_results") in (True, "true"))
+    if held:
+        problems.append(held)
     entries = {e.id: e for e in catalogue.load_all(catalogue_dir)}
     tools, skipped = select_tools(str(params.get("tools", "all")), entries, stub, problems)
 

@@ -49,7 +49,7 @@ process CHAIN {
         version=\$(biossd catalogue version ${engine} "\$tool")
         echo "    \$tool: \$version" >> versions.yml
         # In the foreground (see PROFILE): the EXIT trap then never races a copy into scratch.
-        biossd chain stage --print0 --existing-scratch --mem "\$mem" "\${set_args[@]}" ${engine} ${q(meta.pipeline)} \\
+        biossd chain stage --print0 --existing-scratch --hold-host-lock --mem "\$mem" "\${set_args[@]}" ${engine} ${q(meta.pipeline)} \\
             --step "\$index" --input ${q(input_dir)} --scratch "\$scratch" > .tool_argv
         mapfile -d '' -t tool_argv < .tool_argv
         [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd chain stage ${meta.pipeline} step \$name gave no command" >&2; exit 1; }

@@ -61,7 +61,7 @@ process PROFILE {
     # foreground, not a process substitution: on a signal bash runs the EXIT trap only once the
     # staging has ended, so the trap's removal of scratch cannot race a copy still writing into it
     # (on an emulated disk already taken down, into its bare mount point).
-    biossd catalogue stage --print0 --existing-scratch --mem ${mem} ${sets} ${engine} ${tool} \\
+    biossd catalogue stage --print0 --existing-scratch --hold-host-lock --mem ${mem} ${sets} ${engine} ${tool} \\
         --input input --scratch "\$scratch" > .tool_argv
     mapfile -d '' -t tool_argv < .tool_argv
     [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
