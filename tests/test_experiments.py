@@ -131,6 +131,37 @@ def test_the_object_store_serves_a_mounted_bucket_and_leaves_nothing(tmp_path, r
 
 
 @pytest.mark.integration
+def test_the_object_store_answers_only_its_own_signed_requests(tmp_path, root_required):
+    """The server takes only requests signed with its random key: another local user (nobody)
+    gets 403 on its port, a name with '..' never reaches it, and its key files are private."""
+    import stat
+    import urllib.request
+
+    (tmp_path / "x").write_bytes(b"data")
+    with objectstore.ObjectStore(tmp_path / "objects", tmp_path / "mnt") as store:
+        store.put(tmp_path / "x")
+        assert stat.S_IMODE(store.state_dir.stat().st_mode) == 0o700
+        assert stat.S_IMODE((store.state_dir / "s3proxy.conf").stat().st_mode) == 0o600
+        for method, path in (("PUT", f"/{store.bucket}/intruder"), ("GET", f"/{store.bucket}/x")):
+            probe = ("import sys, urllib.request, urllib.error\n"
+                     f"req = urllib.request.Request({store.endpoint + path!r}, data=b'x' if {method!r} == 'PUT' else None,"
+                     f" method={method!r})\n"
+                     "try:\n    urllib.request.urlopen(req, timeout=10); print(200)\n"
+                     "except urllib.error.HTTPError as e:\n    print(e.code)\n")
+            code = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                                   probe], capture_output=True, text=True, timeout=60).stdout.strip()
+            assert code == "403", (method, code)
+        with pytest.raises(objectstore.ObjectStoreError, match="no '..'"):
+            store.put(tmp_path / "x", key="../../etc/passwd")
+        mount = store.mount()
+        assert stat.S_IMODE((store.state_dir / "s3fs.passwd").stat().st_mode) == 0o600
+        assert (mount / "x").read_bytes() == b"data"
+        assert not (tmp_path / "objects" / store.bucket / "intruder").exists()
+    with pytest.raises(objectstore.ObjectStoreError, match="bucket '..'"):
+        objectstore.ObjectStore(tmp_path / "o2", tmp_path / "m2", bucket="..")
+
+
+@pytest.mark.integration
 def test_an_object_store_whose_maker_was_killed_is_a_leftover_cleanup_removes(tmp_path, root_required, biossd):
     script = ("import sys, time; from pathlib import Path; from biossd.host.objectstore import ObjectStore\n"
               f"s = ObjectStore(Path({str(tmp_path / 'o')!r}), Path({str(tmp_path / 'm')!r})).__enter__(); s.mount()\n"
@@ -174,6 +205,54 @@ def test_an_interrupted_task_leaves_nothing(tmp_path, root_required, biossd):
     assert set(find_leftovers()) == before_cgroups
     assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]
     assert hostlock.held_by() is None
+
+
+#: How soon a member stops after its leader died: its teardown, well under the sort's own time.
+MEMBER_STOP_S = 1.0
+
+
+@pytest.mark.integration
+def test_a_killed_leader_s_members_die_with_it(tmp_path, root_required, biossd):
+    """SIGKILL of a shared_device task while its group runs: every member (biossd profile --group)
+    is gone within a second (the kernel's parent-death signal, and their owner gone), and
+    `biossd cleanup` then removes the rest and exits 0."""
+    plan = experiments.plan("shared_device", "tiny", ["hdd"], "h")
+    task = next(t for t in plan["tasks"] if t["point"] == "n2-two")
+    (tmp_path / "task.json").write_text(json.dumps(task))
+    before_loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "experiment", "run",
+                             "--task", f"@{tmp_path / 'task.json'}",
+                             "--storage", '{"emulated": true, "profile": "seagate-barracuda-7200"}',
+                             "--scratch", str(tmp_path / "scratch"), "--out", str(tmp_path / "out")],
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(tmp_path.glob(".out.partial-*/.inst2.log")):
+        time.sleep(0.02)  # until the group's members are started
+    assert proc.poll() is None, "the task ended before the group started"
+    proc.kill()
+    proc.wait()
+    token = f"shared_device-{proc.pid}-"
+
+    def members() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+        return found
+
+    # Each member stops at once (SIGTERM from the kernel), not when its sort would have ended.
+    deadline = time.monotonic() + MEMBER_STOP_S
+    while members() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert members() == [], f"a member outlived its leader by {MEMBER_STOP_S} s"
+    cleanup = biossd("cleanup", check=False)
+    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+    assert subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout == before_loops
+    assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]
+    assert hostlock.held_by() is None and not list(tmp_path.glob(".out.partial-*"))
 
 
 # -- every experiment for real, through the workflow ------------------------------------------------------

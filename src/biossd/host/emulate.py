@@ -43,16 +43,16 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
+from biossd.core.signals import signals_held
 from biossd.host import swap as swaps
 from biossd.host.diskmodel import load_profile
 
@@ -113,28 +113,6 @@ def _load(state_dir: Path) -> dict[str, Any]:
         return json.loads((state_dir / "state.json").read_text())
     except (OSError, ValueError):
         return {}
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block ends: a teardown is not cut short; one that came
-    meanwhile is delivered again at its end. Handlers, not a signal mask: a mask holds a signal
-    for this thread only, and a process-directed SIGTERM goes to any thread that does not block
-    it — a thread a library started (OpenBLAS's, once NumPy is imported) would take it and the
-    default action would kill the process halfway through the teardown."""
-    held = (signal.SIGINT, signal.SIGTERM)
-    if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
-        yield
-        return
-    received: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum)) for sig in held}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        for signum in dict.fromkeys(received):
-            signal.raise_signal(signum)
 
 
 def missing_features(fuse: bool = True) -> list[str]:
@@ -220,7 +198,7 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
         # split (one arriving meanwhile is raised at the block's end, inside this try): an
         # interrupt right after the mkdir must not leave it, nor one that fails it remove
         # another ``up``'s.
-        with _signals_held():
+        with signals_held():
             state_dir.mkdir(parents=True)
             made = True
             _save(state_dir, state)
@@ -371,7 +349,7 @@ def down_state(state_dir: Path, grace_s: float = UMOUNT_GRACE_S) -> list[str]:
     """Take the emulation of ``state_dir`` down, reconciling with what the host really has;
     returns what was done. Signals wait until it ends. If a step fails, the others still run,
     the state is kept (stage ``down-failed``) and :class:`EmulateError` lists what remains."""
-    with _signals_held():
+    with signals_held():
         return _down(state_dir, grace_s)
 
 
