@@ -22,11 +22,14 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     ranges: list[str] = []
     lie_by = 0
+    etag = '"v1"'
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         rng = self.headers.get("Range")
         self.ranges.append(rng or "")
         body, status = PAYLOAD, 200
+        if rng and self.headers.get("If-Range") not in (None, self.etag):
+            rng = None  # RFC 9110: a changed file is sent whole
         if rng:
             start = int(rng.split("=")[1].split("-")[0])
             if start >= len(PAYLOAD):
@@ -37,6 +40,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
                 return
             body, status = PAYLOAD[start:], 206
         self.send_response(status)
+        self.send_header("ETag", self.etag)
         if status == 206:
             first = start + self.lie_by
             self.send_header("Content-Range", f"bytes {first}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
@@ -55,6 +59,7 @@ def server():
     thread.start()
     _Handler.ranges = []
     _Handler.lie_by = 0
+    _Handler.etag = '"v1"'
     yield f"http://127.0.0.1:{httpd.server_address[1]}/file.bin"
     httpd.shutdown()
 
@@ -76,6 +81,7 @@ def test_fetch_verifies_and_resumes(tmp_path, server):
     out = tmp_path / "data"
     out.mkdir()
     (out / "file.bin.part").write_bytes(PAYLOAD[:300_000])  # an interrupted earlier download
+    (out / "file.bin.part.validator").write_text('"v1"\n')  # of this version of the file
     record = datasets.fetch("toy", out, manifest_dir=mdir)
     assert (out / "file.bin").read_bytes() == PAYLOAD and not (out / "file.bin.part").exists()
     assert _Handler.ranges[-1] == "bytes=300000-" and record["files"][0]["resumed_from_bytes"] == 300_000
@@ -93,15 +99,36 @@ def test_a_complete_part_is_verified_and_renamed_without_a_request(tmp_path, ser
     assert record["files"][0]["downloaded_bytes"] == 0
 
 
-def test_a_complete_part_of_unknown_size_meets_416_and_is_kept(tmp_path, server):
-    """Without size_bytes the .part is resumed past the end: the server's 416 means it is whole."""
+def test_a_416_for_a_part_of_unknown_size_is_not_complete(tmp_path, server):
+    """Without size_bytes a 416 does not prove the .part whole (it may be longer than a changed
+    file): the .part is removed, and the next fetch downloads the file whole."""
     mdir = _manifest(tmp_path, server, hashlib.sha256(PAYLOAD).hexdigest(), size=False)
     out = tmp_path / "data"
     out.mkdir()
     (out / "file.bin.part").write_bytes(PAYLOAD)
+    (out / "file.bin.part.validator").write_text('"v1"\n')
+    with pytest.raises(datasets.DatasetError, match="416"):
+        datasets.fetch("toy", out, manifest_dir=mdir)
+    assert _Handler.ranges[-1] == f"bytes={len(PAYLOAD)}-" and not (out / "file.bin.part").exists()
     datasets.fetch("toy", out, manifest_dir=mdir)
-    assert _Handler.ranges[-1] == f"bytes={len(PAYLOAD)}-"
-    assert (out / "file.bin").read_bytes() == PAYLOAD
+    assert (out / "file.bin").read_bytes() == PAYLOAD and _Handler.ranges[-1] == ""
+
+
+def test_a_part_of_a_file_that_changed_since_is_not_resumed(tmp_path, server):
+    """If-Range: the server's file is another version than the .part's, so it comes whole (and a
+    .part with no recorded version is never resumed)."""
+    mdir = _manifest(tmp_path, server, hashlib.sha256(PAYLOAD).hexdigest())
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "file.bin.part").write_bytes(b"x" * 300_000)  # bytes of an older version
+    (out / "file.bin.part.validator").write_text('"v0"\n')
+    record = datasets.fetch("toy", out, manifest_dir=mdir)
+    assert (out / "file.bin").read_bytes() == PAYLOAD and record["files"][0]["resumed_from_bytes"] == 0
+    (out / "file.bin").unlink()
+    (out / "file.bin.part").write_bytes(b"x" * 300_000)
+    assert not (out / "file.bin.part.validator").exists()  # removed with the finished download
+    datasets.fetch("toy", out, manifest_dir=mdir)
+    assert (out / "file.bin").read_bytes() == PAYLOAD and _Handler.ranges[-1] == ""
 
 
 def test_a_wrong_content_range_is_refused_and_the_part_kept(tmp_path, server):
@@ -109,6 +136,7 @@ def test_a_wrong_content_range_is_refused_and_the_part_kept(tmp_path, server):
     out = tmp_path / "data"
     out.mkdir()
     (out / "file.bin.part").write_bytes(PAYLOAD[:1000])
+    (out / "file.bin.part.validator").write_text('"v1"\n')
     _Handler.lie_by = 24
     with pytest.raises(datasets.DatasetError, match="Content-Range"):
         datasets.fetch("toy", out, manifest_dir=mdir)
@@ -143,6 +171,10 @@ def test_offline_fails_at_once_pointing_to_synth(tmp_path):
     (lambda d: d["files"][0].update(sha256=None), "files[0].checksum_note"),
     (lambda d: d.update(colour="blue"), "colour"),
     (lambda d: d.update(id="other"), "id"),
+    (lambda d: d["files"][0].update(name=".."), "files[0].name"),
+    (lambda d: d["files"][0].update(name="."), "files[0].name"),
+    (lambda d: d["files"][0].update(name=""), "files[0].name"),
+    (lambda d: d["files"].append(dict(d["files"][0])), "files"),
 ])
 def test_malformed_manifest_names_the_field(tmp_path, edit, field):
     doc = yaml.safe_load((_manifest(tmp_path, "http://x/f", "0" * 64) / "toy.yaml").read_text())

@@ -90,3 +90,12 @@ def test_an_input_prepared_once_stages_without_preparing_again(biossd, env, inpu
     wrong = biossd("catalogue", "stage", "bowtie2", "--input", str(prepared), "--scratch", str(tmp_path / "s2"),
                    check=False)
     assert wrong.returncode == 2 and "was prepared for 'bwa'" in wrong.stderr
+
+
+def test_an_input_changed_since_it_was_made_is_refused_before_any_run(biossd, tmp_path):
+    source = tmp_path / "in"
+    biossd("data", "synth", "proteins", "--size", "16K", "-o", str(source))
+    (source / "proteins.fa").write_text(">changed\nMK\n")
+    proc = biossd("catalogue", "prepare", "blast", "--input", str(source), "--out", str(tmp_path / "p"), check=False)
+    assert proc.returncode == 2 and "proteins.fa is not the file" in proc.stderr and "sha256" in proc.stderr
+    assert not (tmp_path / "p").exists()

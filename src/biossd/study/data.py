@@ -8,6 +8,7 @@ test profile use synthetic stand-ins generated here instead. Each kind writes it
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, sha256_file
 from biossd.study import synthgen
 
+SYNTH_RECORD = "synth.json"
+PARTIAL_INFIX = ".biossd-synth-partial-"
 READ_LENGTH_BP = 100
 MAPQ = 60
 #: GC fraction of the synthetic genome (human genome average, ~41%).
@@ -121,24 +124,63 @@ KINDS = {
 
 def synth(kind: str, out_dir: Path, size_bytes: int, seed: int, scale: int = 1) -> dict[str, object]:
     """Generate ``kind`` (baseline of ``size_bytes``, replicated ``scale`` times) into
-    ``out_dir`` and write ``synth.json``; returns that record."""
+    ``out_dir`` and write ``synth.json``; returns that record.
+
+    The files are made in a partial directory beside ``out_dir`` and moved in only when all are
+    complete, ``synth.json`` last, so an interrupted synth leaves no record beside half-new files.
+    ``out_dir`` may be new, empty, or an earlier synth (whose recorded files are replaced); any
+    other file there is refused, never written over."""
     if scale < 1:
         raise SynthError(f"--scale must be a whole number >= 1, got {scale}")
     if kind not in KINDS:
         raise SynthError(f"unknown kind {kind!r}; `biossd data synth --list` shows {sorted(KINDS)}")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    made = KINDS[kind].make(out_dir, size_bytes, seed, scale)
-    record = {
-        "kind": kind,
-        "seed": seed,
-        "requested_size_bytes": size_bytes,
-        "scale": scale,
-        "records": made["records"],
-        "files": {
-            name: {"size_bytes": (out_dir / name).stat().st_size, "sha256": sha256_file(out_dir / name)}
-            for name in made["files"]
-        },
-    }
-    atomic_write_text(out_dir / "synth.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
+    replaced = _replaceable(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    partial = out_dir.parent / f".{out_dir.name}{PARTIAL_INFIX}{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)  # this pid's own, from a failure before
+    partial.mkdir()
+    try:
+        made = KINDS[kind].make(partial, size_bytes, seed, scale)
+        record = {
+            "kind": kind,
+            "seed": seed,
+            "requested_size_bytes": size_bytes,
+            "scale": scale,
+            "records": made["records"],
+            "files": {
+                name: {"size_bytes": (partial / name).stat().st_size, "sha256": sha256_file(partial / name)}
+                for name in made["files"]
+            },
+        }
+        out_dir.mkdir(exist_ok=True)
+        (out_dir / SYNTH_RECORD).unlink(missing_ok=True)  # no record while the files change
+        for name in replaced - set(made["files"]):
+            (out_dir / name).unlink(missing_ok=True)
+        for name in made["files"]:
+            os.replace(partial / name, out_dir / name)
+        atomic_write_text(out_dir / SYNTH_RECORD, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return record
+
+
+def _replaceable(out_dir: Path) -> set[str]:
+    """The files of an earlier synth in ``out_dir`` (which a new one replaces); refuses a
+    directory holding anything else."""
+    if not out_dir.exists():
+        return set()
+    if not out_dir.is_dir():
+        raise SynthError(f"-o {out_dir} exists and is not a directory; give a new directory")
+    present = {p.name for p in out_dir.iterdir()}
+    if not present:
+        return set()
+    try:
+        earlier = set(json.loads((out_dir / SYNTH_RECORD).read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        earlier = None
+    others = sorted(present - (earlier or set()) - {SYNTH_RECORD}) if earlier is not None else sorted(present)
+    if others:
+        raise SynthError(f"-o {out_dir} holds files biossd data synth did not make ({', '.join(others[:5])}); "
+                         "nothing was written: give a new or empty directory")
+    return earlier

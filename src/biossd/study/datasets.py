@@ -71,8 +71,12 @@ def load(path: Path) -> dict[str, Any]:
             raise DatasetError(f"{path}: field '{where}.checksum_note' is missing: say why the sha256 is unknown")
         if sha is not None and not _SHA256_RE.match(str(sha)):
             raise DatasetError(f"{path}: field '{where}.sha256' is not 64 hex digits")
-        if "/" in f["name"]:
-            raise DatasetError(f"{path}: field '{where}.name' must be a plain file name")
+        if not isinstance(f["name"], str) or f["name"] in ("", ".", "..") or "/" in f["name"] or "\0" in f["name"]:
+            raise DatasetError(f"{path}: field '{where}.name' must be a plain file name (not empty, '.' or '..')")
+    names = [f["name"] for f in data["files"]]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DatasetError(f"{path}: field 'files' names {', '.join(twice)} more than once")
     if "kind" not in data["synthetic"]:
         raise DatasetError(f"{path}: field 'synthetic.kind' is missing")
     return data
@@ -127,10 +131,17 @@ def fetch_file(entry: dict[str, Any], out_dir: Path, accept_unverified: bool = F
         have = 0
     if have and size is not None and have == size:
         return _finish(entry, part, target, downloaded=0, resumed_from=have)
+    validator_file = part.with_name(part.name + VALIDATOR_SUFFIX)
+    validator = validator_file.read_text().strip() if have and validator_file.is_file() else ""
+    if have and not validator:
+        have = 0  # a .part whose version is unknown is not resumed: the file may have changed since
     request = urllib.request.Request(entry["url"])
     if have:
+        # Only the rest of the same version of the file: If-Range makes a changed file come whole.
         request.add_header("Range", f"bytes={have}-")
+        request.add_header("If-Range", validator)
     downloaded = 0
+    resumed = False
     try:
         with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S * 6) as response:
             status = getattr(response, "status", 200)
@@ -140,13 +151,21 @@ def fetch_file(entry: dict[str, Any], out_dir: Path, accept_unverified: bool = F
             elif size is not None and response.headers.get("Content-Length") not in (None, str(size)):
                 raise DatasetError(f"{entry['url']}: the server sends {response.headers['Content-Length']} bytes, "
                                    f"the manifest's size_bytes is {size}; nothing was kept")
+            if not resumed:
+                answer = response.headers.get("ETag") or response.headers.get("Last-Modified") or ""
+                atomic_write_text(validator_file, answer + "\n")
             with open(part, "ab" if resumed else "wb") as f:
                 while chunk := response.read(CHUNK_BYTES):
                     f.write(chunk)
                     downloaded += len(chunk)
     except urllib.error.HTTPError as err:
         if err.code == HTTP_RANGE_NOT_SATISFIABLE and have:
-            return _finish(entry, part, target, downloaded=0, resumed_from=have)
+            # Not "complete": a .part as long as a known size was finished above; here the server
+            # says the .part does not fit its file, so it is dropped and the next try starts over.
+            part.unlink(missing_ok=True)
+            validator_file.unlink(missing_ok=True)
+            raise DatasetError(f"{entry['url']}: the server refused to resume at byte {have} (416): the file is "
+                               "not the one the .part began; the .part was removed, run again to download it whole") from None
         raise DatasetError(f"{entry['url']}: download failed ({err}); run again to resume") from None
     except (urllib.error.URLError, OSError) as err:
         raise DatasetError(f"{entry['url']}: download failed ({err}); run again to resume") from None
@@ -154,12 +173,14 @@ def fetch_file(entry: dict[str, Any], out_dir: Path, accept_unverified: bool = F
     if size is not None and got < size:
         raise DatasetError(f"{entry['url']}: the download ended after {got} of {size} bytes; kept as {part}: "
                            "run again to resume")
-    return _finish(entry, part, target, downloaded=downloaded, resumed_from=have if have and downloaded else 0)
+    return _finish(entry, part, target, downloaded=downloaded, resumed_from=have if resumed and downloaded else 0)
 
 
 #: HTTP statuses of a resumed download: the rest of the file, or a range past its end.
 HTTP_PARTIAL = 206
 HTTP_RANGE_NOT_SATISFIABLE = 416
+#: Beside a ``.part``: the ETag (or Last-Modified) of the answer it began with, for If-Range.
+VALIDATOR_SUFFIX = ".validator"
 
 
 def _check_content_range(entry: dict[str, Any], header: str | None, have: int, size: int | None) -> None:
@@ -179,6 +200,7 @@ def _finish(entry: dict[str, Any], part: Path, target: Path, downloaded: int, re
     size = entry.get("size_bytes")
     got = part.stat().st_size
     actual = _sha256(part)
+    part.with_name(part.name + VALIDATOR_SUFFIX).unlink(missing_ok=True)
     if (expected and actual != expected) or (size is not None and got != size):
         part.unlink()
         raise DatasetError(f"{entry['url']}: the download ({got} bytes, sha256 {actual}) does not match the "

@@ -105,6 +105,7 @@ def prepare(entry: Entry, input_dir: Path, out: Path) -> dict[str, Any]:
         raise StageError(f"--input {input_dir}: no such directory (an input from `biossd data synth`)")
     if out.exists() or out.is_symlink():
         raise StageError(f"{out} exists; `biossd catalogue prepare` writes a new directory and replaces nothing")
+    check_input(input_dir)
     partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
     partial.mkdir(parents=True)
     try:
@@ -120,6 +121,28 @@ def prepare(entry: Entry, input_dir: Path, out: Path) -> dict[str, Any]:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return record
+
+
+def check_input(input_dir: Path) -> None:
+    """The input's files are those its ``synth.json`` records, byte for byte (size and sha256):
+    an input changed or damaged since it was made is refused, naming the file, before any run
+    reads it. An input without a record (a user's own files) is taken as it is."""
+    from biossd.core.files import sha256_file
+
+    record_path = Path(input_dir) / SYNTH_RECORD
+    if not record_path.is_file():
+        return
+    try:
+        files = json.loads(record_path.read_text())["files"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise StageError(f"{record_path}: not a synth record ({err}); make the input again") from None
+    for name, want in sorted(files.items()):
+        path = Path(input_dir) / name
+        if not path.is_file():
+            raise StageError(f"{path}: recorded in {record_path} but missing; make the input again")
+        if path.stat().st_size != want.get("size_bytes") or sha256_file(path) != want.get("sha256"):
+            raise StageError(f"{path} is not the file {record_path} records (size or sha256 differs); "
+                             "make the input again (biossd data synth)")
 
 
 def prepared_record(input_dir: Path) -> dict[str, Any] | None:
