@@ -5,6 +5,11 @@
 # and a step that failed half-way is redone whole.
 #
 #   install/bootstrap.sh [check|system|python|nextflow|s3proxy|tex|all]   (all: all but tex)
+#   install/bootstrap.sh pins [LIST]   the pinned packages of LIST as installed here (to refresh pins)
+#
+# Debian packages that shape a measurement are pinned (install/debian-packages.txt); the Maven
+# artefacts are checked against install/*/sha256sums.txt. apt waits for a busy dpkg lock (up to
+# 300 s) and finishes an interrupted dpkg (dpkg --configure -a) first.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,19 +39,65 @@ system_satisfied() {
   done < <(packages "$1")
 }
 
+# How long apt waits for another apt/dpkg (unattended-upgrades, a second install) to let go.
+dpkg_lock_timeout_s=300
+
+# Run an apt/dpkg command ($2...) described as $1; on failure, die with the command's own last
+# lines of output rather than a guess at the cause.
+apt_run() {
+  local what=$1 log; shift
+  log=$(mktemp -t biossd-apt.XXXXXX)
+  if ! DEBIAN_FRONTEND=noninteractive "$@" >"$log" 2>&1; then
+    note "$what failed: $*"
+    tail -n 15 "$log" | sed 's/^/  | /' >&2
+    rm -f "$log"
+    die "$what failed (apt's own words above)"
+  fi
+  rm -f "$log"
+}
+
+# dpkg left half-way (an interrupted install) refuses every later one: finish what it started.
+dpkg_recover() {
+  if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+    note "dpkg was interrupted earlier; finishing its work: dpkg --configure -a"
+    apt_run "dpkg --configure -a" dpkg --configure -a
+  fi
+}
+
 # Install a package list ($2) under a stamp ($1): skipped when the stamp and the packages agree.
 apt_list() {
   local stamp=$1 list=$2 key; key=$(hash_of "$list")
   if stamp_ok "$stamp" "$key" && system_satisfied "$list"; then return 0; fi
   if ! system_satisfied "$list"; then
     note "installing Debian packages: $(packages "$list" | tr '\n' ' ')"
-    apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed: no network to the Debian package registry? (check with: apt-get update)"
+    dpkg_recover
+    apt_run "apt-get update" apt-get -o DPkg::Lock::Timeout=$dpkg_lock_timeout_s update -qq
     # shellcheck disable=SC2046
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(packages "$list") >/dev/null \
-      || die "apt-get install failed for: $(packages "$list" | tr '\n' ' ') (run it by hand to see why)"
+    apt_run "apt-get install" apt-get -o DPkg::Lock::Timeout=$dpkg_lock_timeout_s install -y -qq \
+      --no-install-recommends $(packages "$list")
     system_satisfied "$list" || die "packages still missing or at other versions after apt-get install: see $list"
   fi
   stamp_write "$stamp" "$key"
+}
+
+# The pins of a package list ($1) as this host has them installed (NAME=VERSION): how the pins
+# are refreshed — install the newer packages, run this, and replace the list's pinned lines.
+pins() {
+  local spec name
+  while read -r spec; do
+    name=${spec%%=*}
+    [ "$name" = "$spec" ] && continue
+    printf '%s=%s\n' "$name" "$(dpkg-query -W -f='${Version}' "$name" 2>/dev/null || echo NOT-INSTALLED)"
+  done < <(packages "${1:-$here/debian-packages.txt}")
+}
+
+# The jars Maven resolved into $1 are exactly those $2 (sha256sum's format) pins.
+check_jars() {
+  local dir=$1 sums=$2
+  diff <(cd "$dir" && ls -1 -- *.jar | sort) <(awk '{ print $2 }' "$sums" | sort) >/dev/null \
+    || die "Maven delivered other jars into $dir than $sums pins; nothing was installed"
+  (cd "$dir" && sha256sum --quiet --strict -c "$sums" >/dev/null 2>&1) \
+    || die "a jar in $dir does not have the SHA-256 that $sums pins; nothing was installed"
 }
 
 check() {
@@ -130,6 +181,7 @@ nextflow_env() {
     mvn -q -B -f "$here/nextflow/pom.xml" dependency:copy-dependencies -DoutputDirectory="$lib.tmp" >"$venv/nextflow/mvn.log" 2>&1 \
       || die "resolving io.nextflow:nextflow:$nextflow_version failed: no network to Maven Central? (see $venv/nextflow/mvn.log)"
     [ -f "$lib.tmp/nextflow-$nextflow_version.jar" ] || die "Maven did not deliver nextflow-$nextflow_version.jar"
+    check_jars "$lib.tmp" "$here/nextflow/sha256sums.txt"
     rm -rf "$lib" && mv "$lib.tmp" "$lib"
     write_launcher "$lib"
     stamp_write nextflow "$key"
@@ -151,7 +203,9 @@ s3proxy_env() {
       -Dartifact="org.gaul:s3proxy:$s3proxy_version:jar:jar-with-dependencies" -DoutputDirectory="$dir.tmp" \
       >"$dir.tmp/mvn.log" 2>&1) || die "resolving org.gaul:s3proxy:$s3proxy_version failed: no network to Maven Central? (see $dir.tmp/mvn.log)"
   [ -f "$dir.tmp/$jar" ] || die "Maven did not deliver $jar"
-  rm -f "$dir.tmp/mvn.log"; rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  rm -f "$dir.tmp/mvn.log"
+  check_jars "$dir.tmp" "$here/s3proxy/sha256sums.txt"
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
   stamp_write s3proxy "$s3proxy_version"
 }
 
@@ -163,6 +217,7 @@ case ${1:-all} in
   nextflow) nextflow_env ;;
   s3proxy) s3proxy_env ;;
   tex) tex ;;
+  pins) pins "${2:-}" ;;
   all) system; python_env; nextflow_env; s3proxy_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, tex, all)" ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, tex, pins, all)" ;;
 esac

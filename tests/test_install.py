@@ -52,3 +52,52 @@ def test_no_network_to_pypi_leaves_no_stamp_and_a_rerun_works(tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("biossd ")
     again = run(["python"], env={"VENV": str(venv)}, timeout=60)
     assert again.returncode == 0 and "creating" not in again.stderr, "a second call must skip the step"
+
+
+def _fake(bin_dir, name, script):
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+
+
+def test_an_interrupted_dpkg_is_finished_and_apt_s_own_error_is_shown(tmp_path, root_required):
+    """dpkg left half-way is finished (dpkg --configure -a) before apt runs, apt waits for the
+    dpkg lock, and a failing apt-get's own message reaches the user instead of a guess."""
+    fakebin, calls = tmp_path / "bin", tmp_path / "calls"
+    fakebin.mkdir()
+    _fake(fakebin, "dpkg-query", "exit 1\n")
+    _fake(fakebin, "dpkg", f'echo "dpkg $*" >> {calls}\n[ "$1" = --audit ] && echo "half-configured: fio"\nexit 0\n')
+    _fake(fakebin, "apt-get", f'echo "apt-get $*" >> {calls}\ncase "$*" in *install*) '
+                              'echo "E: Unable to locate package nosuchpkg" >&2; exit 100;; esac\nexit 0\n')
+    proc = run(["system"], env={"VENV": str(tmp_path / "venv"), "PATH": f"{fakebin}:{os.environ['PATH']}"})
+    assert proc.returncode != 0
+    assert "E: Unable to locate package nosuchpkg" in proc.stderr and "apt's own words" in proc.stderr
+    said = calls.read_text()
+    assert "dpkg --configure -a" in said and said.index("dpkg --configure -a") < said.index("apt-get")
+    assert "DPkg::Lock::Timeout=" in said
+
+
+def test_maven_jars_are_checked_against_their_pinned_sums(tmp_path):
+    from biossd.study import toolinstall
+
+    (tmp_path / "a.jar").write_bytes(b"a")
+    sums = tmp_path / "sums.txt"
+    sums.write_text("ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  a.jar\n")
+    toolinstall.check_sha256sums(tmp_path, sums)
+    (tmp_path / "a.jar").write_bytes(b"b")
+    with pytest.raises(toolinstall.InstallError, match="a.jar: its SHA-256"):
+        toolinstall.check_sha256sums(tmp_path, sums)
+    (tmp_path / "b.jar").write_bytes(b"b")
+    with pytest.raises(toolinstall.InstallError, match="other jars"):
+        toolinstall.check_sha256sums(tmp_path, sums)
+    for name in ("gatk", "nextflow", "s3proxy"):
+        assert (REPO / "install" / name / "sha256sums.txt").read_text().strip(), name
+
+
+def test_a_component_s_sources_file_names_the_host_s_own_release(tmp_path):
+    from biossd.study import toolinstall
+
+    release = tmp_path / "os-release"
+    release.write_text('NAME="Debian GNU/Linux"\nVERSION_CODENAME=trixie\n')
+    assert toolinstall.debian_suite(release) == "trixie"
+    assert toolinstall.debian_suite(tmp_path / "none") == toolinstall.DEFAULT_DEBIAN_SUITE

@@ -28,10 +28,15 @@ from biossd.study.catalogue import Entry
 
 APT_SOURCES_DIR = Path("/etc/apt/sources.list.d")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-DEBIAN_SUITE = "bookworm"
+#: The release a sources file names when /etc/os-release does not say (the study's own).
+DEFAULT_DEBIAN_SUITE = "bookworm"
 DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 GATK_POM = REPO_ROOT / "install" / "gatk" / "pom.xml"
 GATK_LAUNCHER = REPO_ROOT / "install" / "gatk" / "gatk"
+#: The SHA-256 of every jar Maven resolves for GATK (``sha256sum *.jar`` in the resolved lib; a
+#: new GATK version regenerates it the same way).
+GATK_SHA256SUMS = REPO_ROOT / "install" / "gatk" / "sha256sums.txt"
+OS_RELEASE = Path("/etc/os-release")
 
 
 class InstallError(BiossdError, RuntimeError):
@@ -45,12 +50,43 @@ def venv_dir() -> Path:
 def _component_sources(component: str) -> Path:
     path = APT_SOURCES_DIR / f"biossd-{component}.sources"
     text = (f"# Added by `biossd catalogue install` for catalogue tools in Debian's {component} component.\n"
-            f"Types: deb\nURIs: {DEBIAN_MIRROR}\nSuites: {DEBIAN_SUITE}\nComponents: {component}\n"
+            f"Types: deb\nURIs: {DEBIAN_MIRROR}\nSuites: {debian_suite()}\nComponents: {component}\n"
             f"Signed-By: {DEBIAN_KEYRING}\n")
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
         return path
     return path
+
+
+def debian_suite(os_release: Path = OS_RELEASE) -> str:
+    """The host's own Debian release (``VERSION_CODENAME`` of /etc/os-release): a component's
+    sources file must name it, never a release the host does not run."""
+    try:
+        for line in os_release.read_text().splitlines():
+            if line.startswith("VERSION_CODENAME="):
+                return line.split("=", 1)[1].strip().strip('"') or DEFAULT_DEBIAN_SUITE
+    except OSError:
+        pass
+    return DEFAULT_DEBIAN_SUITE
+
+
+def check_sha256sums(directory: Path, sums: Path) -> None:
+    """Every ``*.jar`` in ``directory`` is listed in ``sums`` (``sha256sum`` format) with its
+    hash, and every listed one is there; else :class:`InstallError` naming the first mismatch."""
+    expected = {}
+    for line in sums.read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        if name:
+            expected[name.strip()] = digest
+    found = {p.name for p in Path(directory).glob("*.jar")}
+    extra, missing = sorted(found - set(expected)), sorted(set(expected) - found)
+    if extra or missing:
+        raise InstallError(f"Maven delivered other jars than {sums} pins (new: {extra[:3]}, missing: {missing[:3]}); "
+                           "nothing was installed")
+    for name in sorted(found):
+        digest = hashlib.sha256((Path(directory) / name).read_bytes()).hexdigest()
+        if digest != expected[name]:
+            raise InstallError(f"{name}: its SHA-256 {digest} is not the one {sums} pins; nothing was installed")
 
 
 def _installed_debian(spec: str) -> bool:
@@ -96,6 +132,11 @@ def install_gatk() -> bool:
         tmp.mkdir(parents=True)
         run_checked(["mvn", "-q", "-B", "-f", str(GATK_POM), "dependency:copy-dependencies",
                      f"-DoutputDirectory={tmp}"], InstallError, "resolve GATK from Maven Central")
+        try:
+            check_sha256sums(tmp, GATK_SHA256SUMS)
+        except InstallError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         shutil.rmtree(lib, ignore_errors=True)
         tmp.rename(lib)
         changed = True
