@@ -49,8 +49,10 @@ workflow.onComplete {
             sessions.text = "session_id\trun_name\tboot_id\tpid\tstart_ticks\tstart\tcomplete\tsuccess\tresumed\n"
         sessions.append([workflow.sessionId, workflow.runName, boot, ProcessHandle.current().pid(), ticks,
                          workflow.start, workflow.complete, workflow.success, workflow.resume].join('\t') + "\n")
+        // The outcomes of this session's runs: only a study that completed wrote its features
+        // table (an interrupted one leaves the earlier session's, which is not this one's count).
         def table = file("${params.outdir}/features.csv")
-        if( table.exists() && table.size() > 0 ) {
+        if( workflow.success && !workflow.stubRun && table.exists() && table.size() > 0 ) {
             def rows = table.readLines()
             def col = rows[0].tokenize(',').indexOf('outcome')
             def counts = rows.drop(1).countBy { it.tokenize(',')[col] }
