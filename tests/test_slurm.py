@@ -170,3 +170,42 @@ def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path,
         assert cap["backend"] == "external" and cap["limit_bytes"] == 64 << 20
         assert cap["enforced_limit_bytes"] == (64 << 20) + matrix.PROFILER_JOB_OVERHEAD_BYTES
     assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]
+
+
+def test_up_refuses_beside_another_slurm(tmp_path, root_required):
+    """A slurmctld that is not biossd's (here a stand-in with that process name) makes `up`
+    refuse before it writes anything."""
+    import shutil as _shutil
+
+    fake = tmp_path / "slurmctld"
+    _shutil.copy("/bin/sleep", fake)
+    other = subprocess.Popen([str(fake), "30"])
+    try:
+        # Popen may return before the child has exec'd (its name is still python's): wait for it.
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{other.pid}/comm").read_text().strip() != "slurmctld" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ("slurmctld", other.pid) in slurmcluster.foreign_daemons()
+        with pytest.raises(slurmcluster.SlurmError, match=f"another SLURM runs on this host \\(.*slurmctld pid {other.pid}"):
+            slurmcluster.up(state_dir=tmp_path / "cluster")
+        assert not (tmp_path / "cluster").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_job_s_step_daemon_is_found_by_the_cluster_s_cgroup(cluster, tmp_path):
+    """slurmstepd names no spool path: `down` finds this cluster's by the cgroups its slurmd made,
+    so none outlives the cluster even when scancel fails."""
+    job = subprocess.run(["sbatch", "-p", "fast", "--parsable", "--wrap", "sleep 60"], cwd=tmp_path,
+                         env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        deadline = time.monotonic() + 60
+        while not slurmcluster._stepds(slurmcluster.load()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        stepds = slurmcluster._stepds(slurmcluster.load())
+        assert stepds, "the running job's slurmstepd was not found"
+        assert all(Path(f"/proc/{pid}/comm").read_text().strip() == "slurmstepd" for pid in stepds)
+        assert slurmcluster.foreign_daemons() == []
+    finally:
+        subprocess.run(["scancel", job], env=cluster["env"], capture_output=True)

@@ -33,7 +33,7 @@ from typing import Any
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
-from biossd.core.owners import ProcessRef
+from biossd.core.owners import ProcessRef, start_ticks
 
 STATE_DIR = Path("/run/biossd/slurm")
 STATE_FILE = "state.json"
@@ -185,6 +185,11 @@ def up(partitions: tuple[str, ...] = DEFAULT_PARTITIONS, owner: ProcessRef | Non
         down(state_dir)
     elif state_dir.exists():
         raise SlurmError(f"{state_dir} exists and holds no cluster record; move it away")
+    foreign = foreign_daemons()
+    if foreign:
+        raise SlurmError("another SLURM runs on this host (" + ", ".join(f"{n} pid {pid}" for n, pid in foreign)
+                         + "); biossd's one-node cluster would share its ports, cgroups and jobs: stop it, or use "
+                         "that cluster with -profile slurm")
     host = socket.gethostname().split(".")[0]
     state: dict[str, Any] = {
         "dir": str(state_dir), "host": host, "partitions": list(partitions), "owner": owner.record() if owner else None,
@@ -330,16 +335,45 @@ def _jobs(state: dict[str, Any]) -> list[str]:
     return proc.stdout.split() if proc.returncode == 0 else []
 
 
-def _stepds(state: dict[str, Any]) -> list[int]:
-    spool = str(Path(state["dir"]) / "spool")
+#: The daemons of a SLURM cluster, by their process name (``/proc/PID/comm``).
+SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmstepd")
+
+
+def _processes_named(names: tuple[str, ...]) -> list[tuple[str, int]]:
+    """Live processes (not zombies) whose name is one of ``names``."""
     found = []
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError, ValueError):
+                comm = (proc / "comm").read_text().strip()
+                if comm in names and start_ticks(int(proc.name)) is not None:
+                    found.append((comm, int(proc.name)))
+    return found
+
+
+def foreign_daemons(state_dir: Path = STATE_DIR) -> list[tuple[str, int]]:
+    """SLURM daemons on this host that are not this cluster's (another installation's)."""
+    state = load(state_dir) or {}
+    ours = {ProcessRef.from_record(r).pid for r in state.get("daemons", {}).values() if ProcessRef.from_record(r)}
+    ours |= set(_stepds(state)) if state else set()
+    return [(name, pid) for name, pid in _processes_named(("slurmctld", "slurmd")) if pid not in ours]
+
+
+def _stepds(state: dict[str, Any]) -> list[int]:
+    """This cluster's step daemons. slurmstepd carries no spool path on its command line: it is
+    found by the cgroups this cluster's slurmd made (``/proc/PID/cgroup`` under one of
+    ``made_cgroups``), or, where it does carry one, by this cluster's spool."""
+    spool = str(Path(state["dir"]) / "spool").encode()
+    made = [Path(p) for p in state.get("made_cgroups", [])]
+    # As /proc/PID/cgroup names them: the path below the controller's mount (v1: /slurm_<host>).
+    roots = {"/" + p.name for p in made}
+    found = []
+    for name, pid in _processes_named(("slurmstepd",)):
         with contextlib.suppress(OSError):
-            cmd = (proc / "cmdline").read_bytes().split(b"\0")
-            if cmd and cmd[0].endswith(b"slurmstepd") and any(spool.encode() in c for c in cmd):
-                found.append(int(proc.name))
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            groups = [line.split(":", 2)[-1] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()]
+            if any(spool in c for c in cmd) or any(g == r or g.startswith(r + "/") for g in groups for r in roots):
+                found.append(pid)
     return found
 
 
