@@ -12,7 +12,7 @@
  */
 nextflow.enable.dsl = 2
 
-include { BIOSSD      } from '../nextflow/workflows/biossd'
+include { BIOSSD; thisSession } from '../nextflow/workflows/biossd'
 include { EXPERIMENTS } from '../nextflow/workflows/experiments'
 
 // --experiment NAME[,NAME] (or all) runs the related experiments of seeds 001–004 instead of the
@@ -41,14 +41,12 @@ workflow.onComplete {
         // Every session that wrote into this folder, one line each (a resumed study's runs come
         // from several): its runs name this process as their owner (pid and start ticks, with the
         // boot), so the report can say which session measured which run.
-        def stat = new File('/proc/self/stat').text
-        def ticks = stat.substring(stat.lastIndexOf(')') + 2).tokenize(' ')[19]
-        def boot = new File('/proc/sys/kernel/random/boot_id').text.trim()
+        def me = thisSession()
         def sessions = file("${info}/sessions.tsv")
         if( !sessions.exists() )
             sessions.text = "session_id\trun_name\tboot_id\tpid\tstart_ticks\tstart\tcomplete\tsuccess\tresumed\n"
-        sessions.append([workflow.sessionId, workflow.runName, boot, ProcessHandle.current().pid(), ticks,
-                         workflow.start, workflow.complete, workflow.success, workflow.resume].join('\t') + "\n")
+        sessions.append([me.id, me.run_name, me.boot_id, me.pid, me.start_ticks, me.start, workflow.complete,
+                         workflow.success, me.resumed].join('\t') + "\n")
         // The outcomes of this session's runs: only a study that completed wrote its features
         // table (an interrupted one leaves the earlier session's, which is not this one's count).
         def table = file("${params.outdir}/features.csv")

@@ -213,9 +213,11 @@ MEMBER_STOP_S = 1.0
 
 @pytest.mark.integration
 def test_a_killed_leader_s_members_die_with_it(tmp_path, root_required, biossd):
-    """SIGKILL of a shared_device task while its group runs: every member (biossd profile --group)
-    is gone within a second (the kernel's parent-death signal, and their owner gone), and
-    `biossd cleanup` then removes the rest and exits 0."""
+    """SIGKILL of a shared_device task while its group runs: no member (biossd profile --group)
+    outlives it by a second, and `biossd cleanup` then removes the rest — nested emulated disks,
+    the task's partial directory — and exits 0. (At the tiny size the members also end because
+    their disks' servers die with the leader; tests/test_host_lock.py tests --die-with-parent
+    itself with a member that would run on.)"""
     plan = experiments.plan("shared_device", "tiny", ["hdd"], "h")
     task = next(t for t in plan["tasks"] if t["point"] == "n2-two")
     (tmp_path / "task.json").write_text(json.dumps(task))

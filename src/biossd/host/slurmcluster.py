@@ -335,10 +335,6 @@ def _jobs(state: dict[str, Any]) -> list[str]:
     return proc.stdout.split() if proc.returncode == 0 else []
 
 
-#: The daemons of a SLURM cluster, by their process name (``/proc/PID/comm``).
-SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmstepd")
-
-
 def _processes_named(names: tuple[str, ...]) -> list[tuple[str, int]]:
     """Live processes (not zombies) whose name is one of ``names``."""
     found = []

@@ -110,7 +110,8 @@ def _remove_stale(record: Path) -> None:
         rundir.remove(Path(body["partial"]))
     # An experiment task's partial directory (its marker names the dead holder).
     partial_task = Path(body["experiment_partial"]) if body.get("experiment_partial") else None
-    if partial_task is not None and _made_by(partial_task / rundir.EXPERIMENT_MARKER, body):
+    if partial_task is not None and rundir.made_by(partial_task / rundir.EXPERIMENT_MARKER, body.get("pid"),
+                                                   body.get("start_ticks")):
         shutil.rmtree(partial_task, ignore_errors=True)
     test_file = Path(body["test_file"]) if body.get("test_file") else None
     if test_file is not None and test_file.name.startswith(characterize.TEST_FILE_PREFIX):
@@ -119,18 +120,6 @@ def _remove_stale(record: Path) -> None:
     if swap_file is not None and swap_file.name.startswith(swap.FILE_PREFIX) and not swap.loops_over(swap_file):
         swap_file.unlink(missing_ok=True)
     record.unlink(missing_ok=True)
-
-
-def _made_by(marker: Path, holder: dict) -> bool:
-    """Whether ``marker`` (JSON with pid and start ticks) names the process of ``holder``."""
-    import json
-
-    try:
-        made = json.loads(marker.read_text())
-    except (OSError, ValueError):
-        return False
-    return (isinstance(made, dict) and made.get("pid") == holder.get("pid")
-            and made.get("start_ticks") in (None, holder.get("start_ticks")))
 
 
 def stop_orphans(owner: "ProcessRef | None" = None, grace_s: float | None = None) -> list[str]:

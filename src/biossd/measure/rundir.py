@@ -101,15 +101,20 @@ def make_partial(out_dir: Path, partial: Path | None = None) -> Path:
     return partial
 
 
-def partial_of(path: Path, pid: int, start_ticks: int | None) -> bool:
-    """Whether ``path`` is a partial run directory whose marker names the process ``pid`` (with
-    ``start_ticks`` when known) as its maker: what a dead holder's record may delete."""
+def made_by(marker: Path, pid: object, start_ticks: object = None) -> bool:
+    """Whether ``marker`` (JSON naming its maker's pid and start ticks) names the process ``pid``
+    (with ``start_ticks`` when known): what a dead holder's record may delete."""
     try:
-        marker = json.loads((Path(path) / MARKER).read_text())
+        made = json.loads(Path(marker).read_text())
     except (OSError, ValueError):
         return False
-    return (PARTIAL_INFIX in Path(path).name and marker.get("pid") == pid
-            and (start_ticks is None or marker.get("start_ticks") in (None, start_ticks)))
+    return (isinstance(made, dict) and made.get("pid") == pid
+            and (start_ticks is None or made.get("start_ticks") in (None, start_ticks)))
+
+
+def partial_of(path: Path, pid: int, start_ticks: int | None) -> bool:
+    """Whether ``path`` is a partial run directory made by the process ``pid`` (its marker)."""
+    return PARTIAL_INFIX in Path(path).name and made_by(Path(path) / MARKER, pid, start_ticks)
 
 
 def remove(path: Path) -> None:
