@@ -86,3 +86,17 @@ def test_rows_are_written_in_groups_not_held(tmp_path, monkeypatch):
 
 def test_op_of_rwbs():
     assert [blocktrace.op_of(x) for x in ("R", "WS", "WFS", "FF", "DS", "N")] == ["R", "W", "W", "F", "D", "N"]
+
+
+def test_columns_are_built_as_pyarrow_would_build_them_nulls_and_all():
+    import pyarrow as pa
+
+    from biossd.measure.blocktrace import SCHEMA, arrow_column
+
+    cols = {"issue_s": [0.1, 0.2, 0.3], "complete_s": [0.5, None, 0.7], "device": ["vda", "loop3", "vda"],
+            "op": ["R", "W", "R"], "rwbs": ["RS", "W", ""], "sector": [1, 2**40, 3], "bytes": [4096, 512, 8],
+            "pid": [1, None, 3], "comm": ["sam,tools", "é", None], "error": [0, None, 0]}
+    built = pa.Table.from_arrays([arrow_column(cols[f.name], f.type) for f in SCHEMA], schema=SCHEMA)
+    built.validate(full=True)
+    assert built.equals(pa.table(cols, schema=SCHEMA))
+    assert pa.Table.from_arrays([arrow_column([], f.type) for f in SCHEMA], schema=SCHEMA).num_rows == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from biossd.measure import manifest
-from biossd.study import catalogue
+from biossd.study import catalogue, staging
 
 pytestmark = pytest.mark.integration
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
@@ -99,3 +99,94 @@ def test_an_input_changed_since_it_was_made_is_refused_before_any_run(biossd, tm
     proc = biossd("catalogue", "prepare", "blast", "--input", str(source), "--out", str(tmp_path / "p"), check=False)
     assert proc.returncode == 2 and "proteins.fa is not the file" in proc.stderr and "sha256" in proc.stderr
     assert not (tmp_path / "p").exists()
+
+
+def _prepared_dir(tmp_path: Path) -> Path:
+    """A prepared directory as PREPARE leaves it: the input, an index newer than it, the record."""
+    prepared = tmp_path / "prepared"
+    (prepared / "index").mkdir(parents=True)
+    (prepared / "reads.bam").write_bytes(b"r" * 4096)
+    (prepared / "index" / "part.1").write_bytes(b"i" * 512)
+    (prepared / staging.PREPARED_RECORD).write_text('{"tool": "samtools_sort"}\n')
+    return prepared
+
+
+def test_a_class_s_shared_copy_is_made_once_and_linked_into_each_scratch(tmp_path):
+    """On biossd's own loop device each prepared input is copied once and every run's scratch
+    links it: the same inode (no second write), and no record or prepared.json in the scratch."""
+    prepared = _prepared_dir(tmp_path)
+    shared_root = tmp_path / "mount"
+    shared_root.mkdir()
+    inodes = []
+    for rep in (1, 2):
+        scratch = tmp_path / f"scratch{rep}"
+        scratch.mkdir()
+        staging.link_tree(staging.shared_copy(prepared, shared_root), scratch)
+        assert sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*")) == ["index", "index/part.1", "reads.bam"]
+        inodes.append((scratch / "reads.bam").stat().st_ino)
+        assert not (scratch / "reads.bam").is_symlink()
+    assert inodes[0] == inodes[1] and (tmp_path / "scratch1" / "reads.bam").stat().st_nlink == 3
+    assert (tmp_path / "scratch1" / "reads.bam").stat().st_ino != (prepared / "reads.bam").stat().st_ino
+
+
+def test_a_shared_copy_a_run_wrote_into_is_made_again_never_linked(tmp_path):
+    prepared = _prepared_dir(tmp_path)
+    shared = staging.shared_copy(prepared, tmp_path / "mount")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    staging.link_tree(shared, scratch)
+    with open(scratch / "reads.bam", "ab") as f:  # a tool appending to its input, through the link
+        f.write(b"changed")
+    again = staging.shared_copy(prepared, tmp_path / "mount")
+    assert (again / "reads.bam").read_bytes() == b"r" * 4096
+    assert (again / "reads.bam").stat().st_ino != (scratch / "reads.bam").stat().st_ino
+
+
+def test_a_directory_biossd_did_not_make_where_a_shared_copy_goes_is_refused(tmp_path):
+    prepared = _prepared_dir(tmp_path)
+    shared = staging.shared_copy(prepared, tmp_path / "mount")
+    (shared / staging.SHARED_RECORD).unlink()
+    (shared / "users-file").write_text("keep me")
+    with pytest.raises(staging.StageError, match="not a shared copy biossd made"):
+        staging.shared_copy(prepared, tmp_path / "mount")
+    assert (shared / "users-file").read_text() == "keep me"
+
+
+def test_shared_copies_are_evicted_before_they_fill_half_the_disk(tmp_path, monkeypatch):
+    first, second = _prepared_dir(tmp_path / "a"), _prepared_dir(tmp_path / "b")
+    root = tmp_path / "mount"
+    kept = staging.shared_copy(first, root)
+    real = os.statvfs(root)
+
+    class Full:  # what statvfs says of a disk all but full
+        f_frsize, f_blocks, f_bavail = real.f_frsize, real.f_blocks, 1
+
+    monkeypatch.setattr(staging.os, "statvfs", lambda path: Full)
+    made = staging.shared_copy(second, root)
+    assert made.is_dir() and not kept.exists()
+
+
+def test_catalogue_run_stages_profiles_and_removes_its_marked_scratch(biossd, inputs, tmp_path):
+    """PROFILE's one process: the scratch is made with its mark, the prepared input staged, the
+    tool profiled in it (its outputs land there), and the scratch removed once the run is kept."""
+    prepared = tmp_path / "prepared"
+    biossd("catalogue", "prepare", "samtools_sort", "--input", str(inputs / "bam"), "--out", str(prepared))
+    scratch, run = tmp_path / "scratch", tmp_path / "run"
+    proc = biossd("catalogue", "run", "samtools_sort", "--input", str(prepared), "--scratch", str(scratch),
+                  "--out", str(run), "--mem", "256M", "--no-drop-caches", "--blocktrace", "off",
+                  "--label", "tool=samtools_sort")
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "ok" and body["memory_cap"]["limit_bytes"] == 256 * 2**20
+    assert body["cwd"] == str(scratch) and body["labels"]["scratch"] == str(scratch)
+    assert "has no quality check" in proc.stderr
+    assert not scratch.exists()
+
+
+def test_catalogue_run_never_touches_an_unmarked_scratch(biossd, inputs, tmp_path):
+    scratch = tmp_path / "mine"
+    scratch.mkdir()
+    (scratch / "thesis.tex").write_text("keep")
+    proc = biossd("catalogue", "run", "samtools_sort", "--input", str(inputs / "bam"), "--scratch", str(scratch),
+                  "--out", str(tmp_path / "run"), "--mem", "256M", check=False)
+    assert proc.returncode == 2 and "not a biossd scratch directory" in proc.stderr
+    assert (scratch / "thesis.tex").read_text() == "keep" and not (tmp_path / "run").exists()

@@ -20,6 +20,7 @@ signal.signal(signal.SIGINT, _terminate_as_interrupt)
 import argparse  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import os  # noqa: E402
 import platform  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -65,56 +66,80 @@ def _owner(args: argparse.Namespace, what: str = "nothing was run"):
     return owner
 
 
-def cmd_profile(args: argparse.Namespace) -> int:
+def _profile_request(args: argparse.Namespace, command: list[str], mem_bytes: int | None, out: Path):
+    """The profiler's request from the options :func:`_add_profile_options` declares."""
     from biossd.core.units import parse_size
     from biossd.measure import profile
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    mem = None if args.mem.lower() == "none" else parse_size(args.mem)
-    owner = _owner(args)
-    if args.die_with_parent:
-        # SIGTERM from the kernel when the process that started this one dies, even by SIGKILL
-        # (a concurrent group's leader); armed here, not in the parent's fork, and checked once
-        # armed: a parent already gone means no run.
-        import os
-
-        from biossd.core.owners import dies_with_parent
-
-        parent = os.getppid()
-        dies_with_parent(signal.SIGTERM)()
-        if os.getppid() != parent or parent == 1:
-            print("biossd profile: the process that started it is gone; nothing was run", file=sys.stderr)
-            return profile.signal_exit_code(signal.SIGTERM)
-    request = profile.ProfileRequest(
-        argv=command, out_dir=Path(args.out), mem_bytes=mem, labels=_labels(args.label),
+    return profile.ProfileRequest(
+        argv=command, out_dir=out, mem_bytes=mem_bytes, labels=_labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
         devices=args.device, sample_interval_s=args.sample_interval,
         swap_bytes=parse_size(args.swap) if args.swap else None,
         swap_dir=Path(args.swap_dir) if args.swap_dir else None,
         blocktrace=args.blocktrace, perf=args.perf, cachegrind=args.cachegrind,
         timeout_s=args.timeout, tool_version=args.tool_version, image=args.image,
-        device_record=Path(args.device_record) if args.device_record else None,
-        wait_for_lock=args.wait, owner=owner, no_swap=args.no_swap, group=args.group,
+        device_record=Path(args.device_record).absolute() if args.device_record else None,
+        wait_for_lock=args.wait, owner=_owner(args), no_swap=args.no_swap, group=args.group,
     )
+
+
+def _parent_gone(args: argparse.Namespace, name: str) -> bool:
+    """``--die-with-parent``: SIGTERM from the kernel when the process that started this one
+    dies, even by SIGKILL (a concurrent group's leader); armed here, not in the parent's fork,
+    and checked once armed: a parent already gone means no run."""
+    if not args.die_with_parent:
+        return False
+    from biossd.core.owners import dies_with_parent
+
+    parent = os.getppid()
+    dies_with_parent(signal.SIGTERM)()
+    if os.getppid() != parent or parent == 1:
+        print(f"{name}: the process that started it is gone; nothing was run", file=sys.stderr)
+        return True
+    return False
+
+
+def _profile(request, name: str) -> tuple[dict[str, Any] | None, int | None]:
+    """Run the profiler: ``(manifest, None)``, or ``(None, signal)`` when a signal stopped the
+    run (said on stderr)."""
+    from biossd.measure import manifest, profile
+
     try:
         body = profile.run(request)
     except profile.Interrupted as intr:
+        owner = request.owner
         why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
-        print(f"biossd profile: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
-        return profile.signal_exit_code(intr.signum)
+        print(f"{name}: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
+        return None, intr.signum
     except KeyboardInterrupt:
         # A signal in the instant after the run was published: the run is complete, a result.
-        from biossd.measure import manifest
-
-        if not manifest.is_complete(Path(args.out)):
+        if not manifest.is_complete(request.out_dir):
             raise
-        body = manifest.read_manifest(Path(args.out))
-    # The run is complete: a signal from now until exit (Python restores the default handlers
-    # while it shuts down, where SIGINT would kill it) does not turn a result into a failure.
+        body = manifest.read_manifest(request.out_dir)
+    print(f"{name}: outcome {body['outcome']} (exit {body['exit_code']}) in "
+          f"{body['wall_s']:.2f} s; manifest {request.out_dir / 'run.json'}", file=sys.stderr)
+    return body, None
+
+
+def _result_kept() -> None:
+    """The run is complete: a signal from now until exit (Python restores the default handlers
+    while it shuts down, where SIGINT would kill it) does not turn a result into a failure."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
-    print(f"biossd profile: outcome {body['outcome']} (exit {body['exit_code']}) in "
-          f"{body['wall_s']:.2f} s; manifest {Path(args.out) / 'run.json'}", file=sys.stderr)
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from biossd.measure import profile
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if _parent_gone(args, "biossd profile"):
+        return profile.signal_exit_code(signal.SIGTERM)
+    request = _profile_request(args, command, _mem_bytes(args.mem), Path(args.out))
+    _, signum = _profile(request, "biossd profile")
+    if signum is not None:
+        return profile.signal_exit_code(signum)
+    _result_kept()
     return 0
 
 
@@ -566,27 +591,65 @@ def cmd_host(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_quality(args: argparse.Namespace) -> int:
+def _quality(tool: str, scratch: Path, run: Path) -> str:
+    """Score a run's output against its input's truth (Fig. 1(b)); what was done, in a line."""
     from biossd.measure import manifest
     from biossd.study import catalogue
 
-    entry = catalogue.get(args.tool)
+    entry = catalogue.get(tool)
     if not entry.data.get("quality"):  # most tools: decided before pandas is imported (a second per run)
-        print(f"biossd quality: {entry.id} has no quality check; nothing written")
-        return 0
+        return f"{entry.id} has no quality check; nothing written"
     from biossd.features import quality
 
-    outcome = manifest.read_manifest(Path(args.run)).get("outcome")
+    outcome = manifest.read_manifest(run).get("outcome")
     if outcome != "ok":
-        print(f"biossd quality: the run ended {outcome}; not scored")
-        return 0
+        return f"the run ended {outcome}; not scored"
     try:
-        result = quality.evaluate(entry, Path(args.scratch))
+        result = quality.evaluate(entry, scratch)
     except quality.QualityError as err:  # recorded, not fatal: the run itself is a result
         result = {"tool": entry.id, "error": str(err)}
         print(f"biossd quality: {err}", file=sys.stderr)
-    path = quality.write(Path(args.run), result)
-    print(f"{path}: " + ", ".join(f"{c} {result.get(c, float('nan')):.4f}" for c in quality.QUALITY_COLUMNS))
+    path = quality.write(run, result)
+    return f"{path}: " + ", ".join(f"{c} {result.get(c, float('nan')):.4f}" for c in quality.QUALITY_COLUMNS)
+
+
+def cmd_quality(args: argparse.Namespace) -> int:
+    print(f"biossd quality: {_quality(args.tool, Path(args.scratch), Path(args.run))}")
+    return 0
+
+
+def cmd_catalogue_run(args: argparse.Namespace) -> int:
+    """One study run in one process: scratch made and marked on the device under study, the
+    prepared input staged into it (under the host lock), the tool profiled there, its output
+    scored, and the scratch removed however the run ends."""
+    from biossd.host import emulate
+    from biossd.measure import profile, rundir
+    from biossd.study import catalogue, staging
+
+    entry = catalogue.get(args.tool)
+    mem = _mem_bytes(args.mem)
+    settings = _settings(entry.id, args.set)
+    out = Path(args.out).absolute()
+    if _parent_gone(args, "biossd catalogue run"):
+        return profile.signal_exit_code(signal.SIGTERM)
+    with rundir.scratch(Path(args.scratch)) as scratch:
+        # On a class of biossd's own loop device, one copy of the prepared input for every run.
+        shared_root = emulate.mount_of(scratch)
+        with _held_host_lock(args, f"biossd catalogue run {entry.id} (copying its input into {scratch})"):
+            argv = staging.stage(entry, Path(args.input), scratch, mem, args.container, settings,
+                                 create_scratch=False, shared_root=shared_root)
+        request = _profile_request(args, argv, None if args.uncapped else mem, out)
+        request.labels.setdefault("scratch", str(scratch))
+        here = Path.cwd()
+        os.chdir(scratch)  # the tool's working directory: its relative writes land on the device
+        try:
+            _, signum = _profile(request, "biossd catalogue run")
+        finally:
+            os.chdir(here)
+        if signum is not None:
+            return profile.signal_exit_code(signum)
+        print(f"biossd catalogue run: quality: {_quality(entry.id, scratch, out)}", file=sys.stderr)
+    _result_kept()
     return 0
 
 
@@ -614,14 +677,8 @@ def cmd_study_harness(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="biossd", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"biossd {__version__}")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-
-    p = sub.add_parser("profile", help="run one command under a memory cap and record it")
-    p.add_argument("--mem", required=True, help="memory cap, e.g. 1G, or 'none'")
-    p.add_argument("--out", required=True, help="run directory to write")
+def _add_profile_options(p: argparse.ArgumentParser) -> None:
+    """The profiler's options (`biossd profile`, `biossd catalogue run`), declared once."""
     p.add_argument("--device", action="append", default=[], help="block device to trace")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--cap-backend", default="auto",
@@ -658,6 +715,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop (SIGTERM) when the process that started this one dies, even by SIGKILL")
     p.add_argument("--group", metavar="TOKEN",
                    help="run as a member of a declared concurrent group whose leader holds the host lock")
+
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="biossd", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"biossd {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("profile", help="run one command under a memory cap and record it")
+    p.add_argument("--mem", required=True, help="memory cap, e.g. 1G, or 'none'")
+    p.add_argument("--out", required=True, help="run directory to write")
+    _add_profile_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     p.set_defaults(func=cmd_profile)
 
@@ -761,6 +830,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this staging works for")
     p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
     p.set_defaults(func=cmd_catalogue_stage)
+    p = cat_p.add_parser("run", help="one run of a tool in one process: stage its prepared input into a "
+                                     "marked scratch, profile it there, score it, remove the scratch")
+    p.add_argument("tool")
+    p.add_argument("--input", required=True, help="the input, prepared for the tool (biossd catalogue prepare)")
+    p.add_argument("--scratch", required=True,
+                   help="the run's scratch directory on the device under study (made, marked and removed here)")
+    p.add_argument("--out", required=True, help="run directory to write")
+    p.add_argument("--mem", required=True, help="the run's memory: the tool's settings follow it, and it is the cap")
+    p.add_argument("--uncapped", action="store_true",
+                   help="no memory cap (a probe under valgrind); the tool's settings still follow --mem")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    p.add_argument("--container", choices=_ENGINES, help="run the tool in its container")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="stage under the host lock, never inside another run's measured window (the workflow does)")
+    _add_profile_options(p)
+    p.set_defaults(func=cmd_catalogue_run)
     p = cat_p.add_parser("prepare", help="prepare an input for a tool once (links + its indexes), for every run "
                                          "of it to stage; print the input's bytes")
     p.add_argument("tool")

@@ -462,14 +462,28 @@ def remove_stale_backing(dirs: list[Path]) -> list[Path]:
     return removed
 
 
-def run_record(path: Path) -> dict[str, Any] | None:
-    """For a run's manifest: the emulation ``path`` lives on, if any (real devices: ``None``)."""
+def _state_holding(path: Path) -> dict[str, Any] | None:
+    """The state of the innermost emulation holding ``path`` (one may be mounted inside
+    another's file system), if any."""
     target = os.path.realpath(path)
-    # The innermost emulation holding the path (one may be mounted inside another's file system).
     states = sorted((_load(d) for d in all_states()), key=lambda s: len(s.get("mount") or ""), reverse=True)
     for state in states:
         mount = state.get("mount")
         if mount and (target == mount or target.startswith(mount.rstrip("/") + "/")):
-            return {"emulated": state.get("profile") != NATIVE_PROFILE, "mechanism": state["mechanism"], "profile": state["profile"],
-                    "profile_name": state["profile_name"], "loop_device": state.get("loop_device")}
+            return state
     return None
+
+
+def mount_of(path: Path) -> Path | None:
+    """The mount point of the emulation (biossd's own loop device) ``path`` lives on, if any."""
+    state = _state_holding(path)
+    return Path(state["mount"]) if state is not None else None
+
+
+def run_record(path: Path) -> dict[str, Any] | None:
+    """For a run's manifest: the emulation ``path`` lives on, if any (real devices: ``None``)."""
+    state = _state_holding(path)
+    if state is None:
+        return None
+    return {"emulated": state.get("profile") != NATIVE_PROFILE, "mechanism": state["mechanism"], "profile": state["profile"],
+            "profile_name": state["profile_name"], "loop_device": state.get("loop_device")}

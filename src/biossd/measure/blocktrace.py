@@ -29,6 +29,7 @@ counts them).
 
 from __future__ import annotations
 
+import array
 import os
 import re
 import select
@@ -65,6 +66,27 @@ SCHEMA = pa.schema([
     ("op", pa.string()), ("rwbs", pa.string()), ("sector", pa.int64()), ("bytes", pa.int64()),
     ("pid", pa.int32()), ("comm", pa.string()), ("error", pa.int32()),
 ])
+
+
+#: Python ``array`` type codes of the fixed-width columns (buffers Arrow takes as they are).
+_ARRAY_CODES = {pa.float64(): "d", pa.int64(): "q", pa.int32(): "i"}
+
+
+def arrow_column(values: list[Any], type_: pa.DataType) -> pa.Array:
+    """One column of Python values (``None`` for null) as an Arrow array, built from its buffers.
+
+    ``pa.array`` would do the same, but its first call imports pandas to ask whether the values
+    are a pandas object: a fifth of a second in every profiled run's process."""
+    n = len(values)
+    valid = [v is not None for v in values]
+    bitmap = None if all(valid) else pa.py_buffer(np.packbits(np.array(valid, dtype=bool), bitorder="little"))
+    if type_ == pa.string():
+        encoded = [v.encode() if v is not None else b"" for v in values]
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        return pa.Array.from_buffers(type_, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    data = array.array(_ARRAY_CODES[type_], [0 if v is None else v for v in values])
+    return pa.Array.from_buffers(type_, n, [bitmap, pa.py_buffer(data)])
 
 
 def op_of(rwbs: str) -> str:
@@ -215,7 +237,8 @@ class CanonicalWriter:
 
     def _flush(self) -> None:
         if self._columns["issue_s"]:
-            self._writer.write_table(pa.table(self._columns, schema=SCHEMA))
+            arrays = [arrow_column(self._columns[f.name], f.type) for f in SCHEMA]
+            self._writer.write_table(pa.Table.from_arrays(arrays, schema=SCHEMA))
             self._columns = {name: [] for name in SCHEMA.names}
 
     def close(self) -> None:
@@ -279,6 +302,9 @@ class TracefsBlockTrace:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fd: int | None = None
+        #: Written to on stop, so the reader leaves its wait at once rather than at the next poll.
+        self._wake_r: int | None = None
+        self._wake_w: int | None = None
 
     def start(self, t0_s: float) -> None:
         try:
@@ -287,6 +313,7 @@ class TracefsBlockTrace:
             raise BlockTraceUnavailable(str(err)) from None
         self.writer = CanonicalWriter(self.out_dir / BLOCKTRACE_FILE, self.devices, t0_s)
         self._fd = os.open(self.instance.pipe, os.O_RDONLY | os.O_NONBLOCK)
+        self._wake_r, self._wake_w = os.pipe()
         self.instance.start()
         self._thread = threading.Thread(target=self._loop, name="biossd-blocktrace", daemon=True)
         self._thread.start()
@@ -323,7 +350,7 @@ class TracefsBlockTrace:
         tail = b""
         try:
             while not self._stop.is_set():
-                select.select([self._fd], [], [], POLL_S)
+                select.select([self._fd, self._wake_r], [], [], POLL_S)
                 tail, _ = self._read_available(tail)
             # Recording is off: drain what the ring buffer still holds.
             while True:
@@ -338,14 +365,12 @@ class TracefsBlockTrace:
         lost: dict[str, int] = {}
         try:
             self.instance.stop()
-            self._stop.set()
+            self._wake()
             if self._thread is not None:
                 self._thread.join()
             lost = self.instance.lost_events()
         finally:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._close_fds()
             self.instance.close()
         assert self.writer is not None
         if self.error is not None:
@@ -354,13 +379,23 @@ class TracefsBlockTrace:
         self.writer.close()
         return _record(self.source, self.writer, lost, self.parse_errors)
 
-    def abort(self) -> None:
+    def _wake(self) -> None:
         self._stop.set()
+        if self._wake_w is not None:
+            os.write(self._wake_w, b"x")
+
+    def _close_fds(self) -> None:
+        for name in ("_fd", "_wake_r", "_wake_w"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
+
+    def abort(self) -> None:
+        self._wake()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_fds()
         self.instance.close()
         if self.writer is not None:
             self.writer.abort()

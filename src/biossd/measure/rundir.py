@@ -5,6 +5,9 @@ and an interrupted run leaves nothing.
   ``PARENT/.NAME.biossd-partial-<pid>-<hex>``, whose first file is the marker :data:`MARKER`;
   only a complete run (its manifest written) is renamed onto the target. An interrupted or
   failed run's partial directory is removed — it carries the marker, so it is biossd's.
+* A run's *scratch* (where the tool reads its staged input and writes its outputs, on the
+  device under study) is made with the mark :data:`SCRATCH_MARKER` and removed when the run
+  ends, however it ends (:func:`scratch`).
 * biossd deletes a directory only when it carries its mark: the marker, or a valid biossd
   manifest (run directories of older versions). ``--out`` naming an existing directory without
   that mark is refused, and so are ``/``, the home directory, the current directory and any
@@ -13,10 +16,12 @@ and an interrupted run leaves nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from biossd.core.errors import BiossdError
@@ -28,6 +33,8 @@ MARKER = ".biossd-run"
 EXPERIMENT_MARKER = ".biossd-experiment-partial"
 PARTIAL_INFIX = ".biossd-partial-"
 OLD_INFIX = ".biossd-replaced-"
+#: The mark of a run's scratch directory (an empty file), written before anything else in it.
+SCRATCH_MARKER = ".biossd-scratch"
 
 
 class RunDirError(BiossdError, ValueError):
@@ -125,6 +132,26 @@ def remove(path: Path) -> None:
     if not is_ours(path) or _protected(path.resolve()):
         raise RunDirError(f"{path} does not carry biossd's mark ({MARKER}); not deleting it")
     shutil.rmtree(path)
+
+
+@contextlib.contextmanager
+def scratch(path: Path) -> Iterator[Path]:
+    """A run's scratch directory, made and marked, and removed with what it holds when the block
+    ends (success, error or signal). One an earlier attempt left (carrying the mark) is removed
+    first; an existing directory without the mark is refused and never touched."""
+    path = Path(path).absolute()
+    if path.exists() or path.is_symlink():
+        if not (path / SCRATCH_MARKER).is_file() or _protected(path.resolve()):
+            raise RunDirError(f"{path} exists and is not a biossd scratch directory (no {SCRATCH_MARKER}); "
+                              "not touching it: name another scratch or remove it yourself")
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    (path / SCRATCH_MARKER).touch()
+    try:
+        yield path
+    finally:
+        if (path / SCRATCH_MARKER).is_file():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class RunAppeared(RunDirError):

@@ -10,11 +10,16 @@ setup, not the measured program). In a container the command sees scratch at ``/
 A study prepares each input once per tool (:func:`prepare`, Nextflow's cached PREPARE task) and
 every run of it stages the prepared directory: a copy of the input and of what the preparation
 made, with no preparation repeated per run (the copy is still a real one, so the tool's reads hit
-the device under study).
+the device under study). On a storage class of biossd's own (a loop device it brought up, removed
+with it) the copy is made once per prepared input and class (:func:`shared_copy`) and each run's
+scratch holds hard links to it: the same blocks on the same device, read cold after the page
+cache is dropped, laid out alike for every repeat, and not written again for each.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
 import shutil
@@ -26,6 +31,14 @@ from biossd.core.errors import BiossdError
 from biossd.study.catalogue import Entry
 
 SYNTH_RECORD = "synth.json"
+#: Where a class's shared copies live, under its mount: ``<mount>/SHARED_DIR/<key>/``.
+SHARED_DIR = "biossd-inputs"
+#: A shared copy's record (written last, so a copy without it is incomplete): the prepared
+#: directory it copies and each file's size and modification time, checked before every link.
+SHARED_RECORD = ".biossd-shared-copy.json"
+#: Shared copies never leave their class's disk less than this share free: the runs' outputs,
+#: temporaries and swap files need the room more (copies are evicted first, then made).
+SHARED_MIN_FREE_FRACTION = 0.5
 #: The record :func:`prepare` leaves in a prepared directory: which tool it was prepared for, the
 #: input's bytes, the preparation commands.
 PREPARED_RECORD = "prepared.json"
@@ -52,11 +65,12 @@ def run_prepare(argvs: list[list[str]], scratch: Path, what: str) -> None:
 
 def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
           container: str | None = None, settings: dict[str, str] | None = None,
-          create_scratch: bool = True) -> list[str]:
+          create_scratch: bool = True, shared_root: Path | None = None) -> list[str]:
     """Copy ``input_dir`` into ``scratch``, run the preparation, and return the tool's argv, its
     memory settings ``settings`` (:meth:`biossd.study.catalogue.Entry.settings`; the cap
     ``mem_bytes`` only reaches a container engine that enforces it). ``create_scratch=False``:
-    the scratch must exist (:func:`existing_scratch`)."""
+    the scratch must exist (:func:`existing_scratch`). A prepared input with ``shared_root`` (on
+    the scratch's file system) is linked from its shared copy there (:func:`shared_copy`)."""
     block = stage_block(entry)
     if container is not None:
         check_image(entry, container)
@@ -70,7 +84,10 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
         if record.get("tool") != entry.id:
             raise StageError(f"{input_dir} was prepared for {record.get('tool')!r}, not {entry.id}; "
                              f"prepare the input for {entry.id} (`biossd catalogue prepare {entry.id}`)")
-        copy_prepared(Path(input_dir), scratch)
+        if shared_root is not None:
+            link_tree(shared_copy(Path(input_dir), Path(shared_root)), scratch)
+        else:
+            copy_prepared(Path(input_dir), scratch)
     else:
         for path in sorted(Path(input_dir).iterdir()):
             if path.is_file() and path.name != SYNTH_RECORD:
@@ -167,6 +184,88 @@ def copy_prepared(prepared: Path, scratch: Path) -> None:
             shutil.copytree(path, scratch / path.name, copy_function=shutil.copy2)
         else:
             shutil.copy2(path, scratch / path.name)
+
+
+def _file_stats(root: Path) -> dict[str, list[int]]:
+    """Each file under ``root`` (but the shared record) by relative path: size and mtime (ns)."""
+    out = {}
+    for path in sorted(Path(root).rglob("*")):
+        if path.is_file() and path.name != SHARED_RECORD:
+            st = path.stat()
+            out[str(path.relative_to(root))] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def shared_copy(prepared: Path, shared_root: Path) -> Path:
+    """The one copy of ``prepared`` under ``shared_root`` (made now if missing, incomplete or
+    changed since it was made): a real copy written once per input and class, for every run's
+    scratch to link. A copy whose files no longer match its record (a tool wrote into its
+    input) is made again, never linked."""
+    key = hashlib.sha256(str(Path(prepared).resolve()).encode()).hexdigest()[:16]
+    shared = Path(shared_root) / SHARED_DIR / key
+    record_path = shared / SHARED_RECORD
+    try:
+        record = json.loads(record_path.read_text())
+        if record.get("files") == _file_stats(shared):
+            return shared
+    except (OSError, ValueError):
+        pass
+    if shared.exists():
+        if not record_path.is_file():  # every copy is renamed into place with its record
+            raise StageError(f"{shared} is not a shared copy biossd made (no {SHARED_RECORD}); not touching it")
+        shutil.rmtree(shared)
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    disk = os.statvfs(shared.parent)
+    if (disk.f_bavail * disk.f_frsize - _tree_bytes(Path(prepared))
+            < SHARED_MIN_FREE_FRACTION * disk.f_blocks * disk.f_frsize):
+        _evict_shared(shared.parent)
+    try:
+        _make_shared(Path(prepared), shared)
+    except OSError as err:
+        if err.errno != errno.ENOSPC:
+            raise
+        _evict_shared(shared.parent)
+        _make_shared(Path(prepared), shared)
+    return shared
+
+
+def _tree_bytes(root: Path) -> int:
+    """The bytes of every file under ``root``, links followed (what a copy of it writes)."""
+    return sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
+
+
+def _evict_shared(shared_dir: Path) -> None:
+    """Remove every shared copy under ``shared_dir``: runs made of them keep their links, later
+    runs copy again."""
+    for copy in shared_dir.iterdir():
+        if (copy / SHARED_RECORD).is_file():
+            shutil.rmtree(copy)
+
+
+def _make_shared(prepared: Path, shared: Path) -> None:
+    """Copy ``prepared`` to ``shared`` through a partial directory renamed when complete."""
+    partial = shared.with_name(f".{shared.name}.partial-{os.getpid()}")
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True)
+    try:
+        copy_prepared(prepared, partial)
+        record = {"prepared": str(prepared.resolve()), "files": _file_stats(partial)}
+        (partial / SHARED_RECORD).write_text(json.dumps(record, indent=1) + "\n")
+        os.rename(partial, shared)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def link_tree(shared: Path, scratch: Path) -> None:
+    """Hard links in ``scratch`` to every file of the shared copy ``shared`` (directories made)."""
+    for path in sorted(Path(shared).rglob("*")):
+        rel = path.relative_to(shared)
+        if path.is_dir():
+            (scratch / rel).mkdir(exist_ok=True)
+        elif path.name != SHARED_RECORD:
+            os.link(path, scratch / rel)
 
 
 def existing_scratch(scratch: Path) -> Path:

@@ -2,7 +2,7 @@
  * PREPARE — a tool's unprofiled preparation of one input (indexes, dictionaries: the catalogue
  * entry's `stage.prepare`), done once per (tool, input) and cached by Nextflow, not once per run:
  * every PROFILE task of the pair copies the prepared directory into its scratch on the device
- * under study (`biossd catalogue stage`), so the tool's reads still hit that device.
+ * under study (`biossd catalogue run`), so the tool's reads still hit that device.
  */
 process PREPARE {
     tag "${tool} ${input_id}"

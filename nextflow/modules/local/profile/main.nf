@@ -4,7 +4,7 @@
  * meta.publish, OUTDIR/<host>-<storage>/runs/<tool>/<mem>/<scale>/<rep>/ (the study plan
  * computes it, src/biossd/study/layout.py; conf/modules.config publishes it). The meta is the
  * plan's task (`biossd study plan`): labels, cap in bytes, input, publish path.
- * `biossd catalogue stage` copies the tool's input, prepared once for the tool (PREPARE: indexes
+ * `biossd catalogue run` copies the tool's input, prepared once for the tool (PREPARE: indexes
  * etc., unprofiled), into scratch on the storage class's device, and the tool runs there, so its
  * reads and writes hit the device under study and that device is the one traced (plus the run's
  * swap area, when --swap is set). The tool's version comes from TOOL_VERSION, asked once per
@@ -26,7 +26,7 @@ process PROFILE {
 
     script:
     def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
-    def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
+    def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : 'scratch'
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     // A cachegrind probe (Fig. 10 without a PMU) runs the tool under valgrind's cache simulation.
     def args    = [task.ext.args ?: '', meta.probe == 'cachegrind' ? '--cachegrind' : ''].findAll().join(' ')
@@ -38,42 +38,25 @@ process PROFILE {
     def mem     = q(meta.mem)
     // A probe is not capped: valgrind's own memory would push the tool over its cap (the tool's
     // memory options still follow meta.mem, as in its timed runs).
-    def cap     = q(meta.probe ? 'none' : meta.mem)
+    def uncapped = meta.probe ? '--uncapped' : ''
     // The tool's own memory settings under the sizing rule (src/biossd/study/sizing.py), from the plan.
     def sets    = (meta.settings ?: [:]).collect { k, v -> "--set ${q("${k}=${v}")}" }.join(' ')
     def setLabels = (meta.settings ?: [:]).collect { k, v -> "--label ${q("setting.${k}=${v}")}" }.join(' ')
     """
-    # The run's scratch carries biossd's mark; only a marked one is ever removed.
-    scratch=${scratch}
-    if [ -e "\$scratch" ]; then
-        [ -f "\$scratch/.biossd-scratch" ] || { echo "\$scratch exists and is not a biossd scratch directory; not touching it" >&2; exit 1; }
-        rm -rf "\$scratch"
-    fi
-    mkdir -p "\$scratch" && : > "\$scratch/.biossd-scratch"
-    trap '[ -f "\$scratch/.biossd-scratch" ] && rm -rf "\$scratch"' EXIT
     version=${q(version)}
     image=()
     image_ref=${q(image_ref)}
     if [ -n ${q(engine_name)} ]; then
         image=(--image "\$image_ref")
     fi
-    # The prepared input (its files and indexes) is copied into scratch. In the
-    # foreground, not a process substitution: on a signal bash runs the EXIT trap only once the
-    # staging has ended, so the trap's removal of scratch cannot race a copy still writing into it
-    # (on an emulated disk already taken down, into its bare mount point).
-    biossd catalogue stage --print0 --existing-scratch --hold-host-lock --mem ${mem} ${sets} ${engine} ${tool} \\
-        --input input --scratch "\$scratch" > .tool_argv
-    mapfile -d '' -t tool_argv < .tool_argv
-    [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd catalogue stage ${tool} gave no command" >&2; exit 1; }
-    workdir=\$PWD
-    cd "\$scratch"
-    biossd profile --mem ${cap} --out "\$workdir/run" ${args} \\
-        ${labels} ${setLabels} ${engineLabel} --label "tool_version=\$version" --label "scratch=\$scratch" --label ${q("input_bytes=${meta.input_bytes}")} --tool-version "\$version" \\
-        --device-record "\$workdir/device.json" "\${image[@]}" \\
-        -- "\${tool_argv[@]}"
-    cd "\$workdir"
-    # Aligners (Fig. 1(b)): the output scored against the input's truth, while scratch still holds it.
-    biossd quality ${tool} --scratch "\$scratch" --run run > /dev/null
+    # One process: the scratch made and marked on the class's device, the prepared input (its
+    # files and indexes) copied into it under the host lock, the tool profiled there, its output
+    # scored while scratch still holds it (aligners, Fig. 1(b)), the scratch removed however the
+    # run ends (src/biossd/measure/rundir.py).
+    biossd catalogue run ${tool} --input input --scratch ${scratch} --out run --hold-host-lock \
+        --mem ${mem} ${uncapped} ${sets} ${engine} ${args} \
+        ${labels} ${setLabels} ${engineLabel} --label "tool_version=\$version" --label ${q("input_bytes=${meta.input_bytes}")} --tool-version "\$version" \
+        --device-record device.json "\${image[@]}"
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
