@@ -302,6 +302,10 @@ def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results
 @pytest.mark.integration
 def test_the_experiments_measured_what_they_say(experiment_results):
     sort = pd.read_csv(experiments.table_path(experiment_results, "sort_memory"))
+    # Each row carries its size, input and cap (sambamba's own cap: its runtime alone needs more).
+    assert set(sort["size"]) == {"tiny"} and set(sort["input_size"]) == {"8M"}
+    assert sort.groupby("sorter")["cap"].unique().map(list).to_dict() == {"samtools_sort": ["16M"],
+                                                                          "sambamba_sort": ["96M"]}
     samtools = sort[sort["sorter"] == "samtools_sort"]
     assert (samtools["temp_files"] == samtools["reported_temp_files"]).all(), "inotify and samtools disagree"
     small, large = (samtools[samtools["sort_mem"] == m]["temp_files"].mean() for m in ("1M", "4M"))
@@ -402,3 +406,42 @@ def test_runs_that_were_not_ok_are_named_with_what_the_tool_said(tmp_path):
     assert experiments.not_ok(table, ["sorter", "sort_mem"]) == (
         f"Not ok: a 1M on hdd, ssd (2 run(s) failed: '{said}'); b 1M on hdd (1 run(s) timeout).")
     assert experiments.not_ok(table[table["outcome"] == "ok"], ["sorter"]) == ""
+
+
+def test_a_summary_never_averages_points_of_different_sizes():
+    """Rows of two sizes of one experiment (two result sets read together) stay apart in the
+    summary, and the headline speaks of each size on its own."""
+    def rows(size, input_size, runtime_s):
+        return [{"size": size, "input_size": input_size, "cap": "32M", "storage": "hdd", "location": loc,
+                 "outcome": "ok", "runtime_s": runtime_s * k, "read_phase_s": 0.5 * k, "rest_s": 0.5, "read_mbs": 10.0,
+                 "Riops": 1.0, "Rsize": 4.0} for loc, k in (("local", 1.0), ("object_store", 2.0))]
+    table = pd.DataFrame(rows("tiny", "8M", 1.0) + rows("test", "48M", 10.0))
+    summary = experiments.module("object_store").summary(table)
+    assert len(summary) == 4 and sorted(summary["runtime_s"]) == [1.0, 2.0, 10.0, 20.0]
+    assert summary["vs_local"].tolist() == [1.0, 2.0, 1.0, 2.0]
+    said = experiments.headline("object_store", table)
+    assert said.count("At size") == 2 and "size tiny, input_size 8M" in said and "20.00 s" in said
+
+
+@pytest.mark.integration
+def test_a_second_sigterm_while_the_object_store_closes_leaves_nothing(tmp_path, root_required):
+    """The teardown holds signals: a SIGTERM that arrives while the mount is gone but the server
+    still stops does not cut the teardown short — no s3proxy, no s3fs mount, no state."""
+    script = ("import signal, sys, time; from pathlib import Path; from biossd.host.objectstore import ObjectStore\n"
+              "def stop(signum, frame): raise KeyboardInterrupt(signum)\n"
+              "signal.signal(signal.SIGTERM, stop)\n"
+              f"with ObjectStore(Path({str(tmp_path / 'o')!r}), Path({str(tmp_path / 'm')!r})) as s:\n"
+              "    s.mount(); print(s.server.pid, s.state_dir, flush=True); time.sleep(600)\n")
+    maker = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    pid, state_dir = maker.stdout.readline().split()
+    server = ProcessRef.of(int(pid))
+    maker.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while os.path.ismount(tmp_path / "m") and time.monotonic() < deadline:
+        time.sleep(0.005)
+    server_was_up = server.alive()
+    maker.send_signal(signal.SIGTERM)  # mid-teardown: the mount is gone, the server not yet
+    maker.wait(timeout=60)
+    assert server_was_up, "the teardown ended before the second signal; the test proved nothing"
+    assert not os.path.ismount(tmp_path / "m") and not server.alive() and not Path(state_dir).exists()
+    assert objectstore.find_leftovers() == []

@@ -56,7 +56,11 @@ DEFAULT_SEED = 1
 #: Keys every size of every experiment has.
 SIZE_KEYS = ("input_size", "cap", "repeats", "timeout")
 #: The columns every experiment table has before its own.
-TASK_COLUMNS = ("experiment", "point", "host", "storage", "rep", "run", "substitute_of", "failure")
+TASK_COLUMNS = ("experiment", "point", "size", "input_size", "cap", "host", "storage", "rep", "run",
+                "substitute_of", "failure")
+#: What makes two runs of a point comparable: the experiment's size, its input and the run's memory
+#: cap. A summary never averages rows that differ in these (:func:`scale_keys`).
+SCALE_COLUMNS = ("size", "input_size", "cap")
 
 
 class ExperimentError(BiossdError, ValueError):
@@ -421,8 +425,9 @@ def run_rows(point_dir: Path, record: Mapping[str, Any]) -> list[dict[str, Any]]
         row["run_dir"] = str(Path(task["publish"]) / name)
         body = manifest.read_manifest(point_dir / name)
         tool = body["labels"].get("tool")
-        row.update({"experiment": task["experiment"], "point": task["point"], "host": task["host"],
-                    "storage": task["storage"], "rep": task["rep"], "run": name,
+        row.update({"experiment": task["experiment"], "point": task["point"], "size": task["size"],
+                    "input_size": task["input"]["size"], "cap": body["labels"].get("mem"),
+                    "host": task["host"], "storage": task["storage"], "rep": task["rep"], "run": name,
                     "substitute_of": subs.get(tool),
                     "failure": last_words(point_dir / name / "stderr.log") if body["outcome"] == "failed" else None})
         row.update(task["values"])
@@ -462,6 +467,28 @@ def load_table(results_dirs: Sequence[Path | str], name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else table(name, [])
 
 
+def scale_keys(table: pd.DataFrame) -> list[str]:
+    """The :data:`SCALE_COLUMNS` a table has (tables written by older versions lack them), to
+    lead every summary's grouping."""
+    return [c for c in SCALE_COLUMNS if c in table.columns]
+
+
+def headline(name: str, table: pd.DataFrame) -> str:
+    """The experiment's headline (its module's ``headline``), one per size and input when the
+    table holds runs of more than one: points of different sizes are never put together."""
+    head = module(name).headline
+    keys = [c for c in ("size", "input_size") if c in table.columns]
+    scales = table[keys].drop_duplicates() if keys and not table.empty else pd.DataFrame()
+    if len(scales) <= 1:
+        return head(table)
+    parts = []
+    for values, part in table.groupby(keys, sort=False):
+        values = values if isinstance(values, tuple) else (values,)
+        label = ", ".join(f"{k} {v}" for k, v in zip(keys, values))
+        parts.append(f"At {label}: {head(part)}")
+    return " ".join(parts)
+
+
 def since_start_s(body: Mapping[str, Any], monotonic_s: float | None) -> float | None:
     """An observer's ``time.monotonic()`` time as seconds since the run's command started (the
     manifest's ``monotonic_origin_s`` and ``command_started_s``); ``None`` when either is unknown."""
@@ -476,10 +503,14 @@ CLASS_ORDER = ("ssd", "hdd")
 
 
 def by_class(frame: pd.DataFrame, *then: str) -> pd.DataFrame:
-    """``frame`` sorted by storage class (:data:`CLASS_ORDER`, then others by name), then by ``then``."""
+    """``frame`` sorted by its scale (:data:`SCALE_COLUMNS`, in order of first appearance), storage
+    class (:data:`CLASS_ORDER`, then others by name), then by ``then``."""
     rank = frame["storage"].map(lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else len(CLASS_ORDER))
-    return (frame.assign(_class=rank).sort_values(["_class", "storage", *then], kind="stable")
-            .drop(columns="_class").reset_index(drop=True))
+    scale = scale_keys(frame)
+    scale_rank = (frame.groupby(scale, sort=False).ngroup() if scale and not frame.empty
+                  else pd.Series(0, index=frame.index))
+    return (frame.assign(_scale=scale_rank, _class=rank).sort_values(["_scale", "_class", "storage", *then], kind="stable")
+            .drop(columns=["_scale", "_class"]).reset_index(drop=True))
 
 
 def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -> dict[str, float]:

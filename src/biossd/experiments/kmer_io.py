@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from biossd.core.units import format_size
-from biossd.experiments import Task, by_class, run_rows
+from biossd.experiments import Task, by_class, run_rows, scale_keys
 
 TOOL = "khmer"
 COMPRESSIONS = {"none": "", "gz": ".gz", "bz2": ".bz2"}
@@ -103,7 +103,7 @@ def rows(point_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
 def throughput(table: pd.DataFrame) -> pd.DataFrame:
     """Mean reads/s, CPU cores used and I/O share of the ok runs per (class, compression, threads)."""
     ok = table[table["outcome"] == "ok"]
-    return ok.groupby(["storage", "compression", "threads"], sort=False)[
+    return ok.groupby([*scale_keys(table), "storage", "compression", "threads"], sort=False)[
         ["reads_per_s", "cpu_cores_used", "io_share", "runtime_s"]].mean().reset_index()
 
 
@@ -111,7 +111,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Table S4: per (class, compression, threads, table size / cap), the runs' mean runtime,
     throughput, CPU/I-O split and fault rates, and how many did not end ok (a table that pages
     runs into the size's time limit)."""
-    keys = ["storage", "compression", "threads", "table_fraction_of_cap"]
+    keys = [*scale_keys(table), "storage", "compression", "threads", "table_fraction_of_cap"]
     out = table.groupby(keys, sort=False).agg(
         runs=("outcome", "size"), not_ok=("outcome", lambda o: int((o != "ok").sum())),
         runtime_s=("runtime_s", "mean"), reads_per_s=("reads_per_s", "mean"), cpu_cores_used=("cpu_cores_used", "mean"),

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from biossd.experiments import Task, by_class, run_rows, since_start_s
+from biossd.experiments import Task, by_class, run_rows, scale_keys, since_start_s
 from biossd.host.objectstore import ObjectStore
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch
@@ -92,13 +92,15 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Table S3: per (class, input location), the ok runs' mean runtime, read phase, the rest and
     read throughput, and the object store's runtime over local disk's."""
     ok = table[table["outcome"] == "ok"]
-    out = ok.groupby(["storage", "location"], sort=False)[["runtime_s", "read_phase_s", "rest_s", "read_mbs",
-                                                            "Riops", "Rsize"]].mean()
-    out["runtime_s_sd"] = ok.groupby(["storage", "location"], sort=False)["runtime_s"].std().fillna(0.0)
-    out["runs"] = ok.groupby(["storage", "location"], sort=False).size()
+    scale = scale_keys(table)
+    keys = [*scale, "storage", "location"]
+    out = ok.groupby(keys, sort=False)[["runtime_s", "read_phase_s", "rest_s", "read_mbs", "Riops", "Rsize"]].mean()
+    out["runtime_s_sd"] = ok.groupby(keys, sort=False)["runtime_s"].std().fillna(0.0)
+    out["runs"] = ok.groupby(keys, sort=False).size()
     out = out.reset_index()
-    local = out[out["location"] == "local"].set_index("storage")["runtime_s"]
-    out["vs_local"] = out["runtime_s"] / out["storage"].map(local)
+    local = out[out["location"] == "local"].set_index([*scale, "storage"])["runtime_s"]
+    out["vs_local"] = out["runtime_s"].to_numpy() / local.reindex(
+        pd.MultiIndex.from_frame(out[[*scale, "storage"]]) if scale else out["storage"]).to_numpy()
     return by_class(out.assign(_loc=out["location"].map({loc: i for i, loc in enumerate(LOCATIONS)})),
                     "_loc").drop(columns="_loc")
 

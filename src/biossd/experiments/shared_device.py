@@ -41,7 +41,7 @@ import pandas as pd
 
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_size
-from biossd.experiments import Task, Teardown, by_class, run_rows, tool_version
+from biossd.experiments import Task, Teardown, by_class, run_rows, scale_keys, tool_version
 from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.host import emulate, hostlock
 from biossd.host.devices import SECTOR_BYTES
@@ -231,7 +231,7 @@ def point_order(table: pd.DataFrame) -> list[str]:
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Table S5: per (class, instances, allocation), the instances' mean and slowest runtime, the
     group's makespan, the devices' aggregate MB/s and the mean sequential-write ratio."""
-    keys = ["storage", "instances", "allocation"]
+    keys = [*scale_keys(table), "storage", "instances", "allocation"]
     out = table.groupby(keys, sort=False).agg(
         runs=("outcome", "size"), not_ok=("outcome", lambda o: int((o != "ok").sum())),
         runtime_s=("runtime_s", "mean"), slowest_s=("runtime_s", "max"), makespan_s=("group_makespan_s", "mean"),

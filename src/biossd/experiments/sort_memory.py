@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from biossd.core.units import format_size, parse_size
-from biossd.experiments import Task, by_class, not_ok, run_rows, since_start_s, window_features
+from biossd.experiments import Task, by_class, not_ok, run_rows, scale_keys, since_start_s, window_features
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch
 from biossd.study import catalogue
@@ -100,13 +100,15 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Table S2: per (class, sorter, -m), smallest memory first, the ok runs' means (and the
     runtime's SD), and how many runs were not ok."""
     ok = table[table["outcome"] == "ok"]
-    keys = ["storage", "sorter", "sort_mem", "sort_mem_bytes"]
+    scale = scale_keys(table)
+    keys = [*scale, "storage", "sorter", "sort_mem", "sort_mem_bytes"]
     out = ok.groupby(keys, sort=False)[list(SUMMARY_MEANS)].mean()
     out["runtime_s_sd"] = ok.groupby(keys, sort=False)["runtime_s"].std().fillna(0.0)
     out["runs"] = ok.groupby(keys, sort=False).size()
     out = out.reset_index()
-    not_ok = table[table["outcome"] != "ok"].groupby(["storage", "sorter", "sort_mem"]).size()
-    out["not_ok"] = [int(not_ok.get((r.storage, r.sorter, r.sort_mem), 0)) for r in out.itertuples()]
+    counted = [*scale, "storage", "sorter", "sort_mem"]
+    not_ok = table[table["outcome"] != "ok"].groupby(counted).size()
+    out["not_ok"] = [int(not_ok.get(tuple(r), 0)) for r in out[counted].itertuples(index=False)]
     out["substitute_of"] = out["sorter"].map(table.drop_duplicates("sorter").set_index("sorter")["substitute_of"])
     out["merge_share"] = out["merge_s"] / out["runtime_s"]
     out["_sorter"] = out["sorter"].map({s: i for i, s in enumerate(SORTERS)})

@@ -277,7 +277,7 @@ def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: 
         text.append("; ".join(tools) + ".")
         for what, why in (spec.get("not_available") or {}).items():
             text.append(esc(f"Not available here: {' '.join(why.split())}"))
-        text += ["", "\\paragraph{Result.} " + esc(experiments.module(name).headline(table)), "\\clearpage"]
+        text += ["", "\\paragraph{Result.} " + esc(experiments.headline(name, table)), "\\clearpage"]
         floats = [_float_tex(x, report_rel) for x in artefacts.of_experiment(name)
                   if all((report_dir / f).is_file() for f in x.files)]
         parts.append("\n".join(text) + "\n" + "\n".join(floats))
