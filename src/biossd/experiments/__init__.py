@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from biossd.core import yamlfile
+from biossd.core import made, yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
@@ -311,6 +311,7 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
         raise ExperimentError(f"--scratch {scratch} is not empty; a task works in an empty directory of its own")
     spec = load_spec(task["experiment"])
     partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
+    made.remember(partial, "experiment partial")  # found after a reboot too, if never finished
     partial.mkdir(parents=True)
     # The marker names its maker: `biossd cleanup` removes it after a SIGKILL only for that maker.
     (partial / PARTIAL_MARKER).write_text(json.dumps({"made_by": "biossd experiment run",
@@ -331,12 +332,14 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
             atomic_write_text(partial / POINT_RECORD, json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
             (partial / PARTIAL_MARKER).unlink()
             partial.rename(out)
+            made.forget(partial)
             done = True
             return record
     finally:
         with signals_held():
             if not done and (partial / PARTIAL_MARKER).is_file():
                 shutil.rmtree(partial, ignore_errors=True)
+                made.forget(partial)
             _empty_scratch(scratch, made_scratch)
 
 

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from biossd.core import made
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
 from biossd.core.owners import HostObject, owned_name, owner_alive
@@ -73,6 +74,7 @@ class LoopSwap(HostObject):
         if not directory.is_dir():
             raise SwapError(f"swap directory {directory} does not exist")
         name = self.planned or backing_path(directory)
+        made.remember(name, "swap file")  # found after a reboot too (its loop device is not)
         fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         self.backing_file = name
         try:
@@ -105,6 +107,7 @@ class LoopSwap(HostObject):
             self.loop_device = None
         if self.backing_file is not None:
             self.backing_file.unlink(missing_ok=True)
+            made.forget(self.backing_file)
             self.backing_file = None
 
 
@@ -134,3 +137,4 @@ def remove_leftover(entry: str) -> None:
         _run(["swapoff", device])
     _run(["losetup", "--detach", device])
     back.unlink(missing_ok=True)
+    made.forget(back)

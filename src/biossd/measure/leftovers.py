@@ -3,10 +3,11 @@ instances and mounts, loop-device swap areas, the partial run directories named 
 host-lock records, and emulated HDDs whose owner is gone (or that broke, if brought up by hand).
 ``biossd doctor`` lists them and ``biossd cleanup`` removes them — and nothing that is in use.
 
-Every such object is named ``<prefix><pid>-<hex>`` after the process that made it; one whose
+Every such object is named ``<prefix><pid>-<ticks>-<hex>`` after the process that made it; one whose
 process is still running belongs to a live run and is not a leftover. A profiled run whose
 owner (the Nextflow session it worked for) is dead is an *orphan*: :func:`stop_orphans` ends
-it, which is what a resumed study does first."""
+it, which is what a resumed study does first. Swap files and partial directories also have a
+record that survives a reboot (:mod:`biossd.core.made`), so they are found when ``/run`` is empty."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
+    from biossd.core import made
     from biossd.host import cgroups, emulate, hostlock, objectstore, slurmcluster, swap, tracefs
 
     found: list[tuple[str, str, Callable[[], None]]] = []
@@ -38,6 +40,16 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     for state_dir in objectstore.find_leftovers():
         found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
                       lambda d=state_dir: objectstore.remove_leftover(d)))
+    # After a reboot (/run empty): swap files and partial directories on the devices under
+    # study, found through their persistent records (each removed only if it carries the mark).
+    for record in made.gone_makers():
+        path, kind = Path(record["path"]), record["kind"]
+        if _marked(path, kind):
+            found.append((kind, f"{path} (its maker, pid {record.get('pid')}, is gone)",
+                          lambda p=path: _remove_made(p)))
+        elif not path.exists() or not swap.loops_over(path):
+            found.append(("record", f"{record['record_file']} ({kind} {path}: gone, or not biossd's)",
+                          lambda p=path: made.forget(p)))
     # Innermost first: a disk emulated inside another one's mount (seed 004's instances) must be
     # down before the disk holding its image can be.
     leftover_disks = [(d, emulate.status_of(d)) for d in emulate.all_states() if not emulate.in_use(d)]
@@ -48,6 +60,29 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
         what = f"{status['mount']} ({'healthy' if status['healthy'] else 'broken'}; {why}; {state_dir})"
         found.append(("emulated-hdd", what, lambda d=state_dir: emulate.down_state(d)))
     return found
+
+
+def _marked(path: Path, kind: str) -> bool:
+    """Whether ``path`` still carries biossd's mark for its kind (nothing else is ever deleted):
+    a swap file by its name and no loop device over it, a partial directory by its marker."""
+    from biossd.host import swap
+    from biossd.measure import rundir
+
+    if kind == "swap file":
+        return path.is_file() and path.name.startswith(swap.FILE_PREFIX) and not swap.loops_over(path)
+    if kind == "partial run":
+        return path.is_dir() and rundir.PARTIAL_INFIX in path.name and (path / rundir.MARKER).is_file()
+    return path.is_dir() and (path / rundir.EXPERIMENT_MARKER).is_file()
+
+
+def _remove_made(path: Path) -> None:
+    from biossd.core import made
+
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    made.forget(path)
 
 
 def in_use() -> list[str]:
@@ -96,6 +131,7 @@ def _remove_stale(record: Path) -> None:
     :func:`biossd.host.swap.find_leftovers`'s."""
     import json
 
+    from biossd.core import made
     from biossd.host import characterize, hostlock, swap
     from biossd.measure import rundir
 
@@ -113,12 +149,14 @@ def _remove_stale(record: Path) -> None:
     if partial_task is not None and rundir.made_by(partial_task / rundir.EXPERIMENT_MARKER, body.get("pid"),
                                                    body.get("start_ticks")):
         shutil.rmtree(partial_task, ignore_errors=True)
+        made.forget(partial_task)
     test_file = Path(body["test_file"]) if body.get("test_file") else None
     if test_file is not None and test_file.name.startswith(characterize.TEST_FILE_PREFIX):
         test_file.unlink(missing_ok=True)
     swap_file = Path(body["swap_file"]) if body.get("swap_file") else None
     if swap_file is not None and swap_file.name.startswith(swap.FILE_PREFIX) and not swap.loops_over(swap_file):
         swap_file.unlink(missing_ok=True)
+        made.forget(swap_file)
     record.unlink(missing_ok=True)
 
 

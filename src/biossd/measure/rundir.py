@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from biossd.core import made
 from biossd.core.errors import BiossdError
 from biossd.core.owners import ProcessRef
 from biossd.measure import manifest
@@ -102,6 +103,7 @@ def make_partial(out_dir: Path, partial: Path | None = None) -> Path:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     me = ProcessRef.current()
     partial = partial or partial_path(out_dir)
+    made.remember(partial, "partial run")  # found after a reboot too, if it is never finished
     partial.mkdir()
     marker = {"made_by": "biossd profile", **me.record(), "target": str(out_dir)}
     (partial / MARKER).write_text(json.dumps(marker) + "\n")
@@ -132,6 +134,7 @@ def remove(path: Path) -> None:
     if not is_ours(path) or _protected(path.resolve()):
         raise RunDirError(f"{path} does not carry biossd's mark ({MARKER}); not deleting it")
     shutil.rmtree(path)
+    made.forget(path)
 
 
 @contextlib.contextmanager
@@ -174,5 +177,6 @@ def publish(partial: Path, out_dir: Path, overwrite: bool = False) -> None:
         old = out_dir.parent / f".{out_dir.name}{OLD_INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.rename(out_dir, old)
     os.rename(partial, out_dir)
+    made.forget(partial)
     if old is not None:
         remove(old)
