@@ -15,6 +15,9 @@ FRESH      ?=
 # whichever ran last in this directory (a test or another study would be a different plan).
 LAST_SESSION = $(shell awk -F'\t' 'NR > 1 { s = $$1 } END { print s }' $(RESULTS)/pipeline_info/sessions.tsv 2>/dev/null)
 RESUME     = $(if $(FRESH),--replace_results true,-resume $(LAST_SESSION))
+# Run directories reach the results as hard links when they share the work directory's file
+# system (nothing is written while the next run measures), else as Nextflow's copies.
+publish_mode = $(shell mkdir -p $(1) work && [ "$$(stat -c %d $(1))" = "$$(stat -c %d work)" ] && echo link || echo copy)
 PYTEST_ARGS ?=
 
 export VENV
@@ -40,7 +43,8 @@ install:
 
 # The pipeline renders the report itself (its REPORT step); `make figures` re-renders it.
 run: install tools
-	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(RESUME) $(NXF_ARGS)
+	nextflow -log $(RESULTS)/pipeline_info/nextflow.log run study -profile $(PROFILE) --outdir $(RESULTS) $(RESUME) \
+	  --publish_mode $(call publish_mode,$(RESULTS)) $(NXF_ARGS)
 	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
 
 # The related experiments of seeds 001-004 (study/experiments/), at their test size, on this machine.
@@ -48,7 +52,7 @@ EXPERIMENT ?= all
 EXPERIMENTS_RESULTS ?= results-experiments
 experiments: install tools
 	nextflow -log $(EXPERIMENTS_RESULTS)/pipeline_info/nextflow.log run study -profile test --experiment $(EXPERIMENT) \
-	  --outdir $(EXPERIMENTS_RESULTS) $(NXF_ARGS)
+	  --outdir $(EXPERIMENTS_RESULTS) --publish_mode $(call publish_mode,$(EXPERIMENTS_RESULTS)) $(NXF_ARGS)
 	@echo "experiments: $(abspath $(EXPERIMENTS_RESULTS))/experiments/  report: $(abspath $(EXPERIMENTS_RESULTS))/report/"
 
 # A one-node SLURM cluster on this host (partitions fast and slow), to try -profile slurm:

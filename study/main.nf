@@ -18,6 +18,15 @@ include { EXPERIMENTS } from '../nextflow/workflows/experiments'
 // --experiment NAME[,NAME] (or all) runs the related experiments of seeds 001–004 instead of the
 // study (study/experiments/, at --experiment_size).
 workflow {
+    // --publish_mode link hard-links each run directory into --outdir (nothing is written while
+    // the next run measures); that needs --outdir on the work directory's file system.
+    if( params.publish_mode == 'link' && !workflow.stubRun ) {
+        def out = file(params.outdir)
+        def existing = { path -> while( !path.exists() ) path = path.parent; path }
+        def dev = { path -> java.nio.file.Files.getAttribute(existing(path), 'unix:dev') }
+        if( dev(out) != dev(workflow.workDir) )
+            error "--publish_mode link: --outdir ${out} is not on the file system of the work directory ${workflow.workDir}; use --publish_mode copy or another --outdir"
+    }
     if( params.experiment )
         EXPERIMENTS()
     else

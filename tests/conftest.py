@@ -101,7 +101,7 @@ def study_results(env, tmp_path_factory, root_required):
     before = set(find_leftovers())
     nextflow(env, launch, "-profile", "test", "--outdir", str(outdir), "--host", STUDY_HOST,
              "--scratch_dir", str(scratch), "--chains", "pipeline_transcriptome", "--chain_repeats", "1",
-             "--characterize_budget", "3s")
+             "--characterize_budget", "3s", "--publish_mode", "link")
     assert set(find_leftovers()) == before, "the pipeline left cgroups behind"
     assert list(scratch.iterdir()) == [], "per-run scratch directories were not removed"
     ours = [d for d in emulate.all_states() if str(launch) in emulate.status_of(d)["mount"]]

@@ -2,6 +2,7 @@
 results: the walking skeleton from a tool run to a figure."""
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -50,6 +51,8 @@ def test_every_expected_run_is_present_and_complete(result_set, storage):
             assert body["labels"]["scratch"].startswith(str(result_set.parent / ".biossd-storage" / "hdd"))
             assert body["devices"] == [Path(emulated["loop_device"]).name], "the emulated disk is traced"
         assert body["tool_version"] == "1.16.1"
+        # --publish_mode link: the run reached the results as hard links, nothing copied.
+        assert (run / "run.json").stat().st_nlink == 2 and (run / "blocktrace.parquet").stat().st_nlink == 2
         for collector in ("rusage", "sampler", "blocktrace", "perf"):
             assert body["collectors"][collector]["ran"] is True, (collector, body["collectors"][collector])
     assert (result_set / "pipeline_info" / "trace.txt").is_file()
@@ -367,3 +370,14 @@ def test_a_configuration_censored_at_its_first_repeat_is_not_repeated(env, tmp_p
     assert not any(":PROFILE_REPEAT " in name for name in _profile_statuses(outdir))
     notebook = (outdir / "report" / "notebooks" / "01_speedup.ipynb").read_text()
     assert "repeat(s) 2, 3 not run (the first repeat reached the time limit)" in notebook
+
+
+def test_hard_links_into_another_file_system_are_refused_before_any_run(env, tmp_path):
+    outdir = Path("/dev/shm") / f"biossd-test-{os.getpid()}"
+    try:
+        proc = nextflow(env, tmp_path, "-profile", "test", "--outdir", str(outdir), "--publish_mode", "link",
+                        check=False)
+        assert proc.returncode != 0 and "is not on the file system of the work directory" in proc.stdout + proc.stderr
+        assert not (outdir / "vm-ssd").exists() and not list((tmp_path / "work").glob("*/*/.command.run"))
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)  # Nextflow's own trace files, made at its start
