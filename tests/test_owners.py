@@ -50,3 +50,16 @@ def test_a_name_s_owner_is_known_by_pid_and_start_time():
     reused = f"biossd-{pid}-{int(ticks) - 1}-abcdef12"
     assert not owners.owner_alive(reused, "biossd-")
     assert owners.owner_alive(f"biossd-{pid}-abcdef12", "biossd-"), "an older name: by pid alone"
+
+
+def test_only_names_biossd_gives_are_taken_for_leftovers():
+    """A cgroup, tracefs instance or swap file is biossd's leftover only by the name it gives
+    (pid, start ticks, a random part): `biossd-docker` (the Docker engine's cgroup parent) and a
+    user's `biossd-notes` are never reaped."""
+    from biossd.core import owners
+
+    assert owners.is_owned_name(owners.owned_name("biossd-"), "biossd-")
+    assert owners.is_owned_name(owners.owned_name("biossd-swap-") + ".img", "biossd-swap-")
+    assert owners.is_owned_name("biossd-123-ab12cd34", "biossd-")  # an older biossd's
+    for other in ("biossd-docker", "biossd-notes", "biossd-1-2", "biossd-12-34-abc"):
+        assert not owners.is_owned_name(other, "biossd-"), other

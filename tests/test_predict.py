@@ -147,7 +147,7 @@ def test_the_io_throttle_is_made_for_this_process_and_removed_on_an_error(root_r
     with pytest.raises(RuntimeError, match="inside"):
         with iothrottle.IoThrottle(f"/dev/{disk}", read_bps=10**12, read_iops=10**9) as throttle:
             made = throttle.path
-            assert made.name.startswith(f"{iothrottle.NAME_PREFIX}{os.getpid()}{iothrottle.NAME_INFIX}") and made.is_dir()
+            assert made.name.startswith(f"{iothrottle.NAME_PREFIX}{os.getpid()}-") and made.is_dir()
             from biossd.host import cgroups
             assert made not in cgroups.find_leftovers()  # its process lives
             assert made in cgroups.find_leftovers(include_live=True)

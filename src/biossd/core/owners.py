@@ -168,6 +168,15 @@ def owned_name(prefix: str) -> str:
     return f"{prefix}{os.getpid()}-{start_ticks(os.getpid())}-{uuid.uuid4().hex[:8]}"
 
 
+def is_owned_name(name: str, prefix: str) -> bool:
+    """Whether ``name`` is one :func:`owned_name` gives (or an older biossd's ``<prefix><pid>-<hex>``):
+    something else that merely starts with ``prefix`` (``biossd-docker``, a user's ``biossd-notes``)
+    is never taken for a leftover."""
+    import re
+
+    return re.fullmatch(re.escape(prefix) + r"\d+-(\d+-)?\w{8}(\.[a-z]+)?", name) is not None
+
+
 def owner_alive(name: str, prefix: str) -> bool:
     """Whether the process that made ``name`` (:func:`owned_name`) still runs: its pid alive with
     the recorded start ticks; a name of an older biossd (``<prefix><pid>-<hex>``) by pid alone."""

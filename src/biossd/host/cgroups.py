@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import owned_name, owner_alive
+from biossd.core.owners import is_owned_name, owned_name, owner_alive
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_MEMORY_ROOT = CGROUP_ROOT / "memory"
@@ -366,7 +366,7 @@ def find_leftovers(include_live: bool = False) -> list[Path]:
             continue
         for dirpath, dirnames, _ in os.walk(root):
             for name in list(dirnames):
-                if name.startswith(CGROUP_PREFIX):
+                if is_owned_name(name, CGROUP_PREFIX):
                     if include_live or not owner_alive(name, CGROUP_PREFIX):
                         found.append(Path(dirpath) / name)
                     dirnames.remove(name)

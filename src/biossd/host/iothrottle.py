@@ -2,7 +2,7 @@
 (cgroup v1 ``blkio.throttle.*``, cgroup v2 ``io.max``), for a *third* device that the
 prediction of issue 18 was not built with (``benchmarks/predict_third_device.py``).
 
-:class:`IoThrottle` makes a cgroup of its own (``biossd-<pid>-throttle-<n>``), limits the
+:class:`IoThrottle` makes a cgroup of its own (``biossd-<pid>-<start ticks>-<hex>``), limits the
 device's read and/or write bytes/s and IOPS in it, and moves the calling process into it, so
 every process it starts afterwards inherits the limits; on leaving (also on an exception or an
 interrupt) it moves the process back where it was and removes the cgroup. Nothing it did not
@@ -18,21 +18,19 @@ reads only under v1 (the class of device this makes is "slow to read"), and meas
 
 from __future__ import annotations
 
-import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from biossd.core.errors import BiossdError
+from biossd.core.owners import owned_name
 from biossd.host import cgroups, devices
 
 V1_ROOT = Path("/sys/fs/cgroup/blkio")
 V2_ROOT = Path("/sys/fs/cgroup")
-#: The cgroup is ``biossd-<pid>-throttle-<n>``: the memory caps' naming
-#: (:data:`biossd.host.cgroups.CGROUP_PREFIX`), so ``biossd doctor`` finds one whose process died.
+#: The cgroup is named as the memory caps' are (:func:`biossd.core.owners.owned_name` with
+#: :data:`biossd.host.cgroups.CGROUP_PREFIX`), so ``biossd doctor`` finds one whose process died.
 NAME_PREFIX = cgroups.CGROUP_PREFIX
-NAME_INFIX = "-throttle-"
-_serial = itertools.count()
 
 
 class ThrottleError(BiossdError, RuntimeError):
@@ -82,7 +80,7 @@ class IoThrottle:
                                 "controller is available)")
         majmin = self.majmin()
         root = V1_ROOT if self._backend == "v1" else V2_ROOT / _own_v2_cgroup().relative_to("/")
-        path = root / f"{NAME_PREFIX}{os.getpid()}{NAME_INFIX}{next(_serial)}"
+        path = root / owned_name(NAME_PREFIX)
         path.mkdir()
         self.path = path
         try:

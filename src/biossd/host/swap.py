@@ -21,7 +21,7 @@ from pathlib import Path
 from biossd.core import made
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.owners import HostObject, owned_name, owner_alive
+from biossd.core.owners import HostObject, is_owned_name, owned_name, owner_alive
 
 FILE_PREFIX = "biossd-swap-"
 #: Higher than the kernel's default negative priorities, so this area is used first.
@@ -125,7 +125,7 @@ def find_leftovers() -> list[str]:
     for loop in _loops():
         back = (loop.get("back-file") or "").replace(" (deleted)", "")
         name = Path(back).name
-        if name.startswith(FILE_PREFIX) and not owner_alive(name, FILE_PREFIX):
+        if is_owned_name(name, FILE_PREFIX) and not owner_alive(name, FILE_PREFIX):
             found.append(f"{loop['name']} ({back})")
     return found
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Sequence
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import HostObject, owned_name, owner_alive, start_ticks
+from biossd.core.owners import HostObject, is_owned_name, owned_name, owner_alive, start_ticks
 
 HOST_TRACEFS = Path("/sys/kernel/tracing")
 PREFIX = "biossd-"
@@ -180,7 +180,7 @@ def find_leftovers(include_live: bool = False) -> list[Path]:
     """biossd tracefs instances in any tracefs mount, and biossd's private tracefs mounts, whose
     process is gone (with ``include_live``, also those of runs still going)."""
     def gone(name: str, prefix: str) -> bool:
-        return include_live or not owner_alive(name, prefix)
+        return is_owned_name(name, prefix) and (include_live or not owner_alive(name, prefix))
 
     found: list[Path] = []
     for point in tracefs_mounts():
