@@ -41,13 +41,23 @@ def cluster(env, root_required, tmp_path_factory):
     cluster_env = {**env, **slurmcluster.env()}
     config = tmp_path_factory.mktemp("slurm-config") / "fast-poll.config"
     config.write_text(FAST_POLL)
-    yield {"env": cluster_env, "state": state, "config": config}
-    assert any("stopped slurmd" in step for step in slurmcluster.down())
+    yield (handle := {"env": cluster_env, "state": state, "config": config, "down": None})
+    # The module's last test may have taken it down itself (with scancel failing).
+    said = handle["down"] if handle["down"] is not None else slurmcluster.down()
+    assert any("stopped slurmd" in step for step in said)
     assert not slurmcluster.STATE_DIR.exists()
     for record in state["daemons"].values():
         assert not Path(f"/proc/{record['pid']}").exists() or not _same_process(record)
     assert set(slurmcluster.CGROUP_ROOT.glob("*/slurm*")) == cgroups_before, "SLURM's cgroup directories stayed"
     assert set(find_leftovers()) == before
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its new parent to reap it does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _same_process(record: dict) -> bool:
@@ -209,3 +219,25 @@ def test_a_job_s_step_daemon_is_found_by_the_cluster_s_cgroup(cluster, tmp_path)
         assert slurmcluster.foreign_daemons() == []
     finally:
         subprocess.run(["scancel", job], env=cluster["env"], capture_output=True)
+
+
+def test_down_leaves_no_job_and_no_step_daemon_when_scancel_fails(cluster, tmp_path, monkeypatch):
+    """The module's last test: `down` with a scancel that fails (a stand-in first on PATH) still
+    stops the running job — its slurmstepd and its task — by the cgroups this cluster made."""
+    job = subprocess.run(["sbatch", "-p", "fast", "--parsable", "--wrap", "sleep 97"], cwd=tmp_path,
+                         env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
+    assert job
+    deadline = time.monotonic() + 60
+    while not slurmcluster._stepds(slurmcluster.load()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    stepds = slurmcluster._stepds(slurmcluster.load())
+    assert stepds, "the job never started"
+    failing = tmp_path / "bin"
+    failing.mkdir()
+    (failing / "scancel").write_text("#!/bin/sh\necho 'scancel: error: stand-in' >&2\nexit 1\n")
+    (failing / "scancel").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{failing}:{__import__('os').environ['PATH']}")
+    cluster["down"] = slurmcluster.down()
+    assert not any(_running(pid) for pid in stepds), cluster["down"]
+    sleepers = subprocess.run(["pgrep", "-f", "^sleep 97$"], capture_output=True, text=True).stdout.split()
+    assert sleepers == [], cluster["down"]

@@ -34,6 +34,7 @@ from typing import Any
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef, start_ticks
+from biossd.core.signals import signals_held
 
 STATE_DIR = Path("/run/biossd/slurm")
 STATE_FILE = "state.json"
@@ -300,8 +301,7 @@ def down(state_dir: Path = STATE_DIR) -> list[str]:
     if state is None:
         return []
     done = []
-    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with signals_held():
         daemons = {n: ProcessRef.from_record(r) for n, r in state.get("daemons", {}).items()}
         if daemons.get("slurmctld") and daemons["slurmctld"].alive():
             subprocess.run(["scancel", "--full", "-p", ",".join(state["partitions"])], capture_output=True,
@@ -315,18 +315,20 @@ def down(state_dir: Path = STATE_DIR) -> list[str]:
             if ref is not None and ref.alive():
                 _stop(ref)
                 done.append(f"stopped {name} (pid {ref.pid})")
-        # A job's slurmstepd outlives slurmd; those of this cluster are found by its spool.
-        for pid in _stepds(state):
+        # A job's slurmstepd outlives slurmd, and its tasks outlive a failed scancel: whatever
+        # still runs in this cluster's cgroups (and its step daemons) is killed.
+        for pid in sorted(set(_stepds(state)) | set(_cgroup_pids(state))):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+                done.append(f"killed pid {pid}, left in the cluster's cgroups")
+        deadline = time.monotonic() + STOP_TIMEOUT_S  # a killed process leaves its cgroup when it is gone
+        while _cgroup_pids(state) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
         for path in state.get("made_cgroups", []):
             if _remove_cgroup_tree(Path(path)):
                 done.append(f"removed {path}")
         shutil.rmtree(state_dir, ignore_errors=True)
         done.append(f"removed {state_dir}")
-    finally:
-        for s, handler in held.items():
-            signal.signal(s, handler)
     return done
 
 
@@ -371,6 +373,16 @@ def _stepds(state: dict[str, Any]) -> list[int]:
             if any(spool in c for c in cmd) or any(g == r or g.startswith(r + "/") for g in groups for r in roots):
                 found.append(pid)
     return found
+
+
+def _cgroup_pids(state: dict[str, Any]) -> list[int]:
+    """Every process in the cgroup trees this cluster's slurmd made (jobs' tasks, step daemons)."""
+    pids: set[int] = set()
+    for root in (Path(p) for p in state.get("made_cgroups", [])):
+        for procs in root.rglob("cgroup.procs") if root.is_dir() else []:
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(line) for line in procs.read_text().split())
+    return sorted(pids - {os.getpid()})
 
 
 def _stop(ref: ProcessRef) -> None:
