@@ -1,10 +1,13 @@
-"""Randomized interrupts, the long version (issue 15): at least 20 kill points of `biossd
-profile` (cap, swap, block trace), 10 of `emulate-hdd up`/`down` and 3 of the pipeline with
-emulated storage (each followed by -resume), SIGINT, SIGTERM and SIGKILL mixed, seeded; then
+"""Randomized interrupts, the long version: at least 20 kill points of `biossd profile` (cap,
+swap, block trace), 10 of `emulate-hdd up`/`down`, 3 of the pipeline with emulated storage (each
+followed by -resume), 6 of the object-store and shared-device experiments' tasks (S3Proxy and
+s3fs; nested emulated disks and a concurrent group) and 6 SIGKILLs of `biossd profile` followed,
+with no cleanup between, by the next run; SIGINT, SIGTERM and SIGKILL mixed, seeded; then
 (``--edges N``) N rounds of every *edge* — the moment just after each step of `biossd profile`
 and of `emulate-hdd up` — with each of the three signals.
 
-    sudo .venv/bin/python benchmarks/interrupts.py [--seed 15] [--profile 20] [--emulate 10] [--pipeline 3] [--edges 3]
+    sudo .venv/bin/python benchmarks/interrupts.py [--seed 15] [--profile 20] [--emulate 10] [--pipeline 3]
+        [--experiment 6] [--next 6] [--edges 3]
 
 Prints one line per kill point (what was left: the answer must be "nothing") and a summary;
 exits 1 if any point left something. `make test` runs a short version (tests/test_interrupts.py).
@@ -28,6 +31,8 @@ def main() -> int:
     ap.add_argument("--profile", type=int, default=20)
     ap.add_argument("--emulate", type=int, default=10)
     ap.add_argument("--pipeline", type=int, default=3)
+    ap.add_argument("--experiment", type=int, default=6, help="experiment tasks (object store, shared device)")
+    ap.add_argument("--next", type=int, default=6, help="SIGKILLs followed by the next run, no cleanup between")
     ap.add_argument("--edges", type=int, default=3, help="rounds of every edge with every signal")
     args = ap.parse_args()
     env = dict(os.environ)
@@ -37,7 +42,8 @@ def main() -> int:
         env["NXF_TEMP"] = str(Path(work) / "nxf-temp")  # what a killed Nextflow leaves stays here
         Path(env["NXF_TEMP"]).mkdir()
         points = interrupts.run_points(args.seed, Path(work), env, args.profile, args.emulate, args.pipeline,
-                                       report=lambda line: print(line, flush=True))
+                                       report=lambda line: print(line, flush=True), n_experiment=args.experiment,
+                                       n_next=args.next)
         for i in range(args.edges):
             points += interrupts.edge_points(Path(work) / f"edges-{i}", env,
                                              report=lambda line: print(line, flush=True))

@@ -1,12 +1,15 @@
 """Seeded random interrupts of biossd's host-changing commands, and what each one left.
 
 A *kill point* starts a real command (``biossd profile`` with a cap, swap and a block trace;
-``biossd device emulate-hdd up`` or ``down``; the study pipeline with emulated storage),
+``biossd device emulate-hdd up`` or ``down``; the study pipeline with emulated storage; a task of
+the object-store or shared-device experiment: servers, s3fs, nested emulated disks, a group),
 sends it SIGINT, SIGTERM or SIGKILL after a random delay, then checks the host against the
 snapshot taken before: no cgroup, tracefs instance, loop device, swap area, mount, FUSE daemon,
 scratch, state or process of biossd's may remain (after ``biossd cleanup`` where the kill was
 SIGKILL — or, for the pipeline, after ``-resume``, which reconciles by itself), and no manifest
-for an interrupted run. The same seed gives the same points. Used by ``tests/test_interrupts.py``
+for an interrupted run. A *next-run* point SIGKILLs ``biossd profile`` and, with no cleanup
+between, starts the next run at once: it must reap the dead run's tool before it measures. The
+same seed gives the same points. Used by ``tests/test_interrupts.py``
 (a few points) and ``benchmarks/interrupts.py`` (many).
 """
 
@@ -26,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from biossd import experiments
+from biossd.core import made
 from biossd.features import extract as features
 from biossd.host import cgroups, emulate, hostlock, swap, tracefs
 from biossd.measure import manifest, rundir
@@ -125,6 +130,7 @@ def host_snapshot() -> dict[str, object]:
         "emulations": sorted(str(p) for p in emulate.all_states()),
         "lock_holder": hostlock.held_by() is not None or (run_dir / hostlock.HOLDER_NAME).exists(),
         "stale_records": sorted(map(str, hostlock.stale_records())),
+        "made_records": sorted(str(p) for p in made.records_dir().glob("*.json")),
     }
 
 
@@ -269,6 +275,78 @@ def _emulate(point: KillPoint, signum: int, work: Path, env: dict[str, str], act
     return point
 
 
+#: The experiment tasks a kill point interrupts (tiny size): the object store (S3Proxy, s3fs)
+#: and two concurrent instances on two emulated disks (a group of members).
+EXPERIMENT_POINTS = {"object_store": None, "shared_device": "n2-two"}
+
+
+def experiment_point(rng: random.Random, work: Path, env: dict[str, str], name: str,
+                     max_delay_s: float = 6.0) -> KillPoint:
+    """A tiny task of ``name`` killed at a random moment: no server, mount, disk, member or
+    partial task may remain (after ``biossd cleanup`` for a SIGKILL)."""
+    signum = rng.choice(SIGNALS)
+    point = KillPoint(f"experiment {name}", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
+    work.mkdir(parents=True)
+    before = host_snapshot()
+    tasks = experiments.plan(name, "tiny", ["hdd"], "ip")["tasks"]
+    task = next(t for t in tasks if EXPERIMENT_POINTS[name] in (None, t["point"]))
+    (work / "task.json").write_text(json.dumps(task))
+    _interrupt_biossd(["experiment", "run", "--task", f"@{work / 'task.json'}",
+                       "--storage", '{"emulated": true, "profile": "seagate-barracuda-7200"}',
+                       "--scratch", str(work / "scratch"), "--out", str(work / "out")], point, signum, env, cwd=work)
+    left = point.left | differences(before, host_snapshot())
+    partial = sorted(p.name for p in work.glob(".out.partial-*"))
+    if partial:
+        left["partial task"] = partial
+    if (work / "scratch").exists():
+        left["scratch"] = sorted(p.name for p in (work / "scratch").iterdir())
+    if not point.completed and (work / "out").exists():
+        left["task directory of an interrupted task"] = str(work / "out")
+    point.left = left
+    return point
+
+
+def next_run_point(rng: random.Random, work: Path, env: dict[str, str], max_delay_s: float = 2.0) -> KillPoint:
+    """``biossd profile`` SIGKILLed at a random moment and, with no cleanup, the next run at
+    once: the dead run's tool must be gone before the next window opens (its record says it
+    reaped a stale holder when there was one); after the next run and a cleanup, nothing is left."""
+    point = KillPoint("profile, next run", "SIGKILL", round(rng.uniform(0.0, max_delay_s), 2))
+    work.mkdir(parents=True)
+    before = host_snapshot()
+    hog = [sys.executable, str(PROGRAMS / "memory_hog.py"), str(HOG_MIB)]
+    proc = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", CAP, "--swap", SWAP, "--swap-dir",
+                             str(work), "--out", str(work / "killed"), "--", *hog], env=env, cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(point.delay_s)
+    point.completed = proc.poll() == 0
+    holder = hostlock.held_by()
+    proc.kill()
+    proc.wait()
+    point.exit_code = proc.returncode
+    # The next run's command fails if the killed run's hog still runs when its window is open.
+    hog_alive = ("import os, sys\n"
+                 "def argv(p):\n"
+                 "    try: return open(f'/proc/{p}/cmdline', 'rb').read().decode(errors='replace').split('\\0')\n"
+                 "    except OSError: return []\n"
+                 f"sys.exit(1 if any(argv(p)[1:2] == [{str(PROGRAMS / 'memory_hog.py')!r}]"
+                 " for p in os.listdir('/proc') if p.isdigit()) else 0)\n")
+    nxt = _biossd(env, "profile", "--mem", CAP, "--out", str(work / "next"), "--", sys.executable, "-c", hog_alive)
+    if nxt.returncode != 0 or not manifest.is_complete(work / "next"):
+        point.left["next run"] = nxt.stderr[-500:]
+    else:
+        body = manifest.read_manifest(work / "next")
+        if body["outcome"] != "ok":
+            point.left["next run measured beside the dead run's tool"] = body["outcome"]
+        reaped = body["host_lock"]["reaped_stale_holder"]
+        point.cleanup = f"next run reaped a stale holder: {'yes' if reaped else 'no'}"
+        if holder is not None and not point.completed and not reaped:
+            point.left["next run"] = "the killed run held the lock, and the next run did not reap it"
+    done = _biossd(env, "cleanup")
+    point.cleanup += f"; cleanup exit {done.returncode}"
+    point.left.update(differences(before, host_snapshot()))
+    return point
+
+
 def pipeline_point(rng: random.Random, work: Path, env: dict[str, str], min_delay_s: float = 10.0,
                    max_delay_s: float = 60.0) -> KillPoint:
     """The study with emulated storage (``-profile test``) killed at a random moment, then
@@ -320,9 +398,11 @@ def pipeline_point(rng: random.Random, work: Path, env: dict[str, str], min_dela
 
 
 def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emulate: int,
-               n_pipeline: int, report=print) -> list[KillPoint]:
+               n_pipeline: int, report=print, n_experiment: int = 0, n_next: int = 0) -> list[KillPoint]:
     """The kill points of one seed: ``n_profile`` of the profiler, ``n_emulate`` of the
-    emulation (up and down alternating) and ``n_pipeline`` of the pipeline."""
+    emulation (up and down alternating), ``n_pipeline`` of the pipeline, ``n_experiment`` of the
+    experiments' tasks (object store and shared device alternating) and ``n_next`` next-run
+    points (SIGKILL, no cleanup before the next run)."""
     rng = random.Random(seed)
     points = []
     for i in range(n_profile):
@@ -333,6 +413,13 @@ def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emu
         report(points[-1].line())
     for i in range(n_pipeline):
         points.append(pipeline_point(rng, work / f"pipeline-{i}", env))
+        report(points[-1].line())
+    names = list(EXPERIMENT_POINTS)
+    for i in range(n_experiment):
+        points.append(experiment_point(rng, work / f"experiment-{i}", env, names[i % len(names)]))
+        report(points[-1].line())
+    for i in range(n_next):
+        points.append(next_run_point(rng, work / f"next-{i}", env))
         report(points[-1].line())
     return points
 

@@ -14,7 +14,8 @@ SEED = 14  # profile points spread over 0.8-2.0 s, all three signals; the pipeli
 
 def test_random_kill_points_leave_nothing(env, tmp_path, root_required):
     lines: list[str] = []
-    points = run_points(SEED, tmp_path, env, n_profile=6, n_emulate=4, n_pipeline=1, report=lines.append)
+    points = run_points(SEED, tmp_path, env, n_profile=5, n_emulate=4, n_pipeline=1, report=lines.append,
+                        n_experiment=2, n_next=1)
     assert {p.signal for p in points} == {"SIGINT", "SIGTERM", "SIGKILL"}, "all three signals are tried"
     assert sum(not p.completed for p in points) >= 8, "most points interrupt the command, not its end"
     bad = [p.line() for p in points if p.left]
