@@ -275,21 +275,22 @@ def _emulate(point: KillPoint, signum: int, work: Path, env: dict[str, str], act
     return point
 
 
-#: The experiment tasks a kill point interrupts (tiny size): the object store (S3Proxy, s3fs)
-#: and two concurrent instances on two emulated disks (a group of members).
-EXPERIMENT_POINTS = {"object_store": None, "shared_device": "n2-two"}
+#: The experiment tasks a kill point interrupts (tiny size) and the span of their random moments
+#: (about each task's length here): the object store (S3Proxy, s3fs), and two concurrent
+#: instances on two emulated disks (a group of members).
+EXPERIMENT_POINTS = {"object_store": (None, 2.5), "shared_device": ("n2-two", 4.0)}
 
 
-def experiment_point(rng: random.Random, work: Path, env: dict[str, str], name: str,
-                     max_delay_s: float = 6.0) -> KillPoint:
+def experiment_point(rng: random.Random, work: Path, env: dict[str, str], name: str) -> KillPoint:
     """A tiny task of ``name`` killed at a random moment: no server, mount, disk, member or
     partial task may remain (after ``biossd cleanup`` for a SIGKILL)."""
+    point_id, max_delay_s = EXPERIMENT_POINTS[name]
     signum = rng.choice(SIGNALS)
     point = KillPoint(f"experiment {name}", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
     work.mkdir(parents=True)
     before = host_snapshot()
     tasks = experiments.plan(name, "tiny", ["hdd"], "ip")["tasks"]
-    task = next(t for t in tasks if EXPERIMENT_POINTS[name] in (None, t["point"]))
+    task = next(t for t in tasks if point_id in (None, t["point"]))
     (work / "task.json").write_text(json.dumps(task))
     _interrupt_biossd(["experiment", "run", "--task", f"@{work / 'task.json'}",
                        "--storage", '{"emulated": true, "profile": "seagate-barracuda-7200"}',
