@@ -94,9 +94,16 @@ tools: install
 	@biossd catalogue install
 
 # podman build + Charliecloud, cached: a second run rebuilds nothing that did not change.
+ENGINE ?= charliecloud
 containers: tools
+ifeq ($(ENGINE),docker)
+	eval "$$(biossd docker up --owner-pid $$$$)"; trap 'biossd docker down' EXIT; \
+	  biossd catalogue build --engine docker; \
+	  BIOSSD_ALL_CONTAINERS=1 BIOSSD_CONTAINER_ENGINE=docker python -m pytest -q tests/test_tools.py -k container
+else
 	biossd catalogue build
-	python -m pytest -q tests/test_tools.py
+	BIOSSD_ALL_CONTAINERS=1 python -m pytest -q tests/test_tools.py
+endif
 	biossd catalogue status
 
 # Regenerate install/requirements.lock from install/requirements.in (needs network to PyPI).

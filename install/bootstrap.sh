@@ -4,7 +4,7 @@
 # hash of its inputs only after it succeeded; a later call with the same inputs skips the step,
 # and a step that failed half-way is redone whole.
 #
-#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|tex|all]   (all: all but tex)
+#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|docker|tex|all]   (all: all but tex)
 #   install/bootstrap.sh pins [LIST]   the pinned packages of LIST as installed here (to refresh pins)
 #
 # Debian packages that shape a measurement are pinned (install/debian-packages.txt); the Maven
@@ -118,6 +118,27 @@ tex() {
   apt_list tex "$here/tex-packages.txt"
 }
 
+# Debian's Docker engine (docker.io) for -profile docker; biossd starts a dockerd of its own
+# (`biossd docker up`). A host that already has a dockerd (the user's Docker) keeps it as it is.
+# The package's service is not started by the install: for its duration /usr/sbin/policy-rc.d
+# answers 101 ("not allowed"), made here only when the host has none and removed afterwards.
+docker_env() {
+  check
+  if system_satisfied "$here/docker-packages.txt"; then return 0; fi
+  if command -v dockerd >/dev/null; then
+    note "dockerd is already installed here (not Debian's pinned docker.io): biossd uses it as it is"
+    return 0
+  fi
+  local policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    printf '#!/bin/sh\n# made by biossd install/bootstrap.sh for the install of docker.io; removed after it\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+  fi
+  apt_list docker "$here/docker-packages.txt"
+  if grep -q 'made by biossd' "$policy" 2>/dev/null; then rm -f "$policy"; trap - EXIT; fi
+}
+
 # Only a directory this script made (its .stamps) or an empty/missing one is rebuilt: VENV=/usr or
 # VENV=$HOME by mistake must never lose its bin/ and lib/.
 venv_is_ours() {
@@ -216,8 +237,9 @@ case ${1:-all} in
   python) python_env ;;
   nextflow) nextflow_env ;;
   s3proxy) s3proxy_env ;;
+  docker) docker_env ;;
   tex) tex ;;
   pins) pins "${2:-}" ;;
-  all) system; python_env; nextflow_env; s3proxy_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, tex, pins, all)" ;;
+  all) system; python_env; nextflow_env; s3proxy_env; docker_env ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, docker, tex, pins, all)" ;;
 esac

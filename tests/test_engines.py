@@ -1,5 +1,5 @@
-"""Container engines other than Charliecloud (apptainer, docker): built and run on users' hosts
-only, so here their command lines and their refusals are checked."""
+"""Container engines other than Charliecloud (apptainer, docker): their command lines and their
+refusals (Apptainer runs on users' hosts only; Docker runs for real in tests/test_docker.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,14 @@ def test_docker_is_given_the_cap_because_it_runs_outside_the_profilers_cgroup(tm
     argv = containers.wrap_argv("docker", ENTRY, tmp_path, ["samtools", "--version"], 64 << 20)
     assert argv[:3] == ["docker", "run", "--rm"] and f"--memory={64 << 20}b" in argv and "--memory-swap=-1" in argv
     assert argv[argv.index(containers.image_ref(ENTRY))+1:] == ["samtools", "--version"]
+    assert f"type=bind,source={tmp_path},target=/mnt/0" in argv and argv[argv.index("--network") + 1] == "none"
+
+
+def test_a_profiled_docker_run_keeps_its_container_for_the_profiler(tmp_path):
+    """With a cidfile the container is not removed at its end: the profiler reads Docker's
+    state (the OOM kill) and then removes it."""
+    argv = containers.wrap_argv("docker", ENTRY, tmp_path, ["true"], 64 << 20, cidfile=tmp_path / "cid")
+    assert "--rm" not in argv and argv[argv.index("--cidfile") + 1] == str(tmp_path / "cid")
 
 
 def test_build_commands_use_the_entrys_recipes():

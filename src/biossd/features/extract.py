@@ -304,6 +304,14 @@ def swap_counts(run_dir: Path) -> dict[str, float]:
     return out
 
 
+def _engine(body: dict[str, Any]) -> str:
+    """The engine the tool ran in: ``native``, ``charliecloud``, ... with Docker's version when the
+    run recorded it (``docker 20.10.24``)."""
+    engine = (body.get("labels") or {}).get("container_engine") or "native"
+    version = ((body.get("memory_cap") or {}).get("container") or {}).get("engine_version")
+    return f"{engine} {version}" if version else engine
+
+
 def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
     """The :data:`RUN_FACT_COLUMNS` of one run, from its manifest and its device record."""
     collectors = body.get("collectors") or {}
@@ -312,7 +320,7 @@ def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
     host = body.get("host") or {}
     return {
         "tool_version": body.get("tool_version"),
-        "container_engine": (body.get("labels") or {}).get("container_engine") or "native",
+        "container_engine": _engine(body),
         "container_image": body.get("container_image"),
         "cap_mechanism": (body.get("memory_cap") or {}).get("backend"),
         "trace_mechanism": (trace.get("source") or "a source not recorded") if trace.get("ran") else "none",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
     from biossd.core import made
-    from biossd.host import cgroups, emulate, hostlock, objectstore, slurmcluster, swap, tracefs
+    from biossd.host import cgroups, dockerengine, emulate, hostlock, objectstore, slurmcluster, swap, tracefs
 
     found: list[tuple[str, str, Callable[[], None]]] = []
     for record in hostlock.stale_records():
@@ -37,6 +37,10 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     if cluster is not None:
         found.append(("slurm-cluster", f"one-node SLURM cluster whose owner is gone ({cluster['dir']})",
                       lambda: slurmcluster.down()))
+    engine = dockerengine.leftover()
+    if engine is not None:
+        found.append(("docker-engine", f"Docker engine whose owner is gone ({engine['dir']})",
+                      lambda: dockerengine.down()))
     for state_dir in objectstore.find_leftovers():
         found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
                       lambda d=state_dir: objectstore.remove_leftover(d)))
@@ -89,9 +93,15 @@ def in_use() -> list[str]:
     """What biossd has on this host that is in use (not leftovers): the host lock's holder and
     owned emulations, for ``biossd doctor``."""
     from biossd.core.owners import ProcessRef
-    from biossd.host import emulate, hostlock, slurmcluster
+    from biossd.host import dockerengine, emulate, hostlock, slurmcluster
 
     lines = []
+    engine = dockerengine.load()
+    if engine is not None and dockerengine.leftover() is None:
+        owner = ProcessRef.from_record(engine.get("owner"))
+        lines.append(f"Docker engine {engine.get('docker_host') or engine['dir']}: "
+                     + (f"in use by {owner.describe()}" if owner else "brought up by hand; `biossd docker down` "
+                        "takes it down"))
     cluster = slurmcluster.load()
     if cluster is not None and slurmcluster.leftover() is None:
         owner = ProcessRef.from_record(cluster.get("owner"))

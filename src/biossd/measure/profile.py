@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 from biossd.core.errors import BiossdError
 from biossd.core.owners import ProcessRef, start_ticks
 from biossd.host import devices as block_devices
-from biossd.host import emulate, hostfacts, hostlock, scheduler
+from biossd.host import dockerengine, emulate, hostfacts, hostlock, scheduler
 from biossd.host.cgroups import MemoryCap
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path
@@ -118,6 +118,10 @@ class ProfileRequest:
     #: A declared concurrent group's token (seed 004): the run takes no host lock of its own but
     #: runs only while the group's leader holds it (:class:`biossd.host.hostlock.GroupMember`).
     group: str | None = None
+    #: The command is a ``docker run --cidfile`` of this file: the tool runs in Docker's
+    #: container, outside the profiler's cgroup; Docker's cap, OOM kill and peak are recorded
+    #: (:mod:`biossd.host.dockerengine`), and ``docker run``'s own failure is a harness error.
+    container_id_file: Path | None = None
 
 
 def _utc_now() -> str:
@@ -313,6 +317,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
     :func:`biossd.measure.gnutime.find`'s answer (the command then runs under it)."""
     if request.device_record is not None:
         shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
+    container = None
     command = list(request.argv)
     if request.cachegrind and launch_problem is None:
         command = counters.cachegrind_argv(out_dir, command)
@@ -365,6 +370,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             finally:
                 os.close(gate_r)
             child_box.append(child)
+            if request.container_id_file is not None:  # runs after the client is killed (LIFO)
+                stack.callback(dockerengine.remove, request.container_id_file)
             stack.callback(processes.kill_group, child)
             # Named in the host lock's record: if this profiler is SIGKILLed, the next holder
             # kills the command's session before it measures (biossd.host.hostlock.reap).
@@ -385,6 +392,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 stack.callback(perf.abort)
             if received:
                 raise Interrupted(received[0])
+            watch = (dockerengine.ContainerWatch(request.container_id_file).start()
+                     if request.container_id_file is not None else None)
             t_command = time.monotonic()
             os.write(gate_w, b"go\n")
             _close_quietly(gate_w)
@@ -393,12 +402,19 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             timed_out = timed_out or bool(scheduler_timeout)
             wall_s = time.monotonic() - t_command
             t_command_s = t_command - t0
+            if watch is not None:  # after the wall time: inspecting and removing it is not the tool's time
+                peak = watch.stop()
+                container = {**dockerengine.finish(request.container_id_file), "peak_usage_bytes": peak}
             if received:
                 raise Interrupted(received[0])
             report = gnutime.read(report_file) if timer else None
             if report is not None:
                 status = report.wait_status  # the command's own, not GNU time's 128+signal
-            outcome, exit_code, term_signal = _outcome(status, cap.stats()["oom_kills"], timed_out)
+            oom_kills = cap.stats()["oom_kills"] if container is None else int(bool(container.get("oom_killed")))
+            outcome, exit_code, term_signal = _outcome(status, oom_kills, timed_out)
+            if container is not None and exit_code == dockerengine.DOCKER_RUN_ERROR_EXIT:
+                raise ProfileError("docker run could not run the tool (exit 125: the engine's or the mount's "
+                                   f"failure, not the tool's): {_last_line(out_dir / 'stderr.log')}")
             if outcome == "failed":
                 full = _scratch_full(Path.cwd(), out_dir / "stderr.log")
                 if full:
@@ -414,6 +430,12 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 collectors["blocktrace"] = _collect(tracer.stop, notes=trace_notes)
         ended_at = _utc_now()
         cap_record = cap.record()
+        if launch_problem is None and container is not None:
+            # Docker enforced the cap on its container: its limit, OOM kill and peak, not the
+            # profiler's cgroup's.
+            cap_record.update({"enforced_by": "docker", "enforced_limit_bytes": container.get("memory_bytes"),
+                               "oom_kills": oom_kills, "oom_source": "docker inspect State.OOMKilled",
+                               "peak_usage_bytes": container.get("peak_usage_bytes"), "container": container})
         swap_record = swap.record() if swap is not None else None
 
     if accounting is not None:
@@ -487,6 +509,15 @@ def flush_filesystem(path: Path) -> float | None:
 #: A failed run whose working directory's file system has less than this left (or whose
 #: stderr says ENOSPC) ran out of scratch: a fault of the harness, not a result of the tool.
 FULL_DISK_BYTES = 4 << 20
+
+
+def _last_line(log: Path) -> str:
+    """The last non-empty line a command wrote to ``log`` (or a note that it wrote none)."""
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    return lines[-1] if lines else "it wrote nothing on stderr"
 
 
 def _scratch_full(cwd: Path, stderr_log: Path) -> str | None:

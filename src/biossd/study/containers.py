@@ -1,6 +1,7 @@
 """Building and running the catalogue's containers on this kind of machine (issue 6).
 
-Here (no Docker engine, no Apptainer, ``podman run`` denied) an image is made in four steps:
+Here (no Apptainer, ``podman run`` denied; Docker only as biossd's own engine) an image is made in
+four steps:
 
 1. a bookworm base: ``debootstrap --variant=minbase`` into a temporary directory, imported into
    podman as ``localhost/biossd/bookworm-base:<BASE_TAG>`` (made once);
@@ -22,10 +23,15 @@ and a study runs each tool through :func:`wrap_argv` with the engine it names:
                   profiler's cgroup caps it and rusage/perf see it (runs here).
 ``apptainer``     ``apptainer exec`` of ``<cache>/<id>-<version>.sif``; likewise a child process
                   (no Apptainer here: built and checked on users' hosts only).
-``docker``        ``docker run``: the tool runs under the Docker daemon, *outside* the profiler's
-                  process tree, so the cap is Docker's own (``--memory``, swap unlimited; the
-                  profiler records it as ``external``), and rusage/perf measure the client, not
-                  the tool; block traces and wall time stay valid (no Docker engine here).
+``docker``        ``docker run`` on an engine (biossd's own, :mod:`biossd.host.dockerengine`, or the
+                  user's named by ``DOCKER_HOST``) of the image podman built, loaded into it
+                  (here) or ``docker build`` (users' hosts): the tool runs outside the profiler's
+                  process tree, so the cap is Docker's (``--memory``; ``--memory-swap -1``, so it
+                  pages to the class's swap as a native run does), recorded as ``external`` with
+                  the limit Docker enforced, its OOM kill from the container's state and its peak
+                  from the container's cgroup. rusage and perf measure the client, not the tool;
+                  block traces hold the run's requests, and the wall time includes the
+                  container's start.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ BASE_TAG = "minbase-1"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BIND_POINT = "/mnt/0"
 IMAGE_ID_FILE = ".biossd-image-id"
+#: Where ``docker run --cidfile`` writes a run's container id, in the run's scratch.
+CIDFILE_NAME = ".biossd-container-id"
 MAVEN_MOUNT = "/m2cache"
 WHEEL_MOUNT = "/wheels"
 
@@ -84,8 +92,9 @@ def check_engine(engine: str) -> None:
         raise ContainerError(f"unknown container engine {engine!r}; use one of {', '.join(ENGINES)}")
     if shutil.which(ENGINE_PROGRAMS[engine]) is None:
         raise ContainerError(f"container engine {engine} needs `{ENGINE_PROGRAMS[engine]}`, which is not installed "
-                             "on this host (this project's machines have only charliecloud)")
-    if engine == "docker":  # a docker client without a daemon is common (and is what this VM has)
+                             "on this host" + (" (`install/bootstrap.sh docker` installs Debian's docker.io)"
+                                               if engine == "docker" else ""))
+    if engine == "docker":  # a docker client without a daemon is common
         try:
             proc = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True,
                                   text=True, timeout=DOCKER_PROBE_TIMEOUT_S)
@@ -94,7 +103,8 @@ def check_engine(engine: str) -> None:
             failure = f"no answer in {DOCKER_PROBE_TIMEOUT_S:.0f} s"
         if failure:
             raise ContainerError(f"container engine docker: the docker client is installed but no Docker engine "
-                                 f"answers ({failure}); start dockerd, or use charliecloud or apptainer")
+                                 f"answers ({failure}); `biossd docker up` starts biossd's own and prints the "
+                                 "DOCKER_HOST to export, or set DOCKER_HOST to yours")
 
 
 def cache_dir() -> Path:
@@ -156,9 +166,13 @@ def build_command(entry: Entry, engine: str) -> list[str]:
 
 def build(entry: Entry, engine: str = "charliecloud") -> Path:
     """Build ``entry``'s image for ``engine``; for charliecloud (here: podman, then unpacked), the
-    image directory, else the image file or reference."""
+    image directory, else the image file or reference. For docker where podman is installed (this
+    kind of machine, offline), podman's image loaded into the engine (:func:`_docker_load`)."""
     if entry.data.get("status") != "runnable":
         raise ContainerError(f"{entry.id} is recipe-only: {entry.data.get('status_reason')}")
+    if engine == "docker" and shutil.which("podman") is not None:
+        check_engine(engine)
+        return _docker_load(entry, _podman_build(entry))
     if engine != "charliecloud":
         check_engine(engine)
         if engine == "apptainer":
@@ -170,24 +184,7 @@ def build(entry: Entry, engine: str = "charliecloud") -> Path:
             Path(str(sif_path(entry)) + SIF_DIGEST_SUFFIX).write_text(digest + "\n")
             return sif_path(entry)
         return Path(image_ref(entry))
-    missing = missing_tools()
-    if missing:
-        raise ContainerError(f"building containers here needs {', '.join(missing)} (`make install`)")
-    base = base_image()
-    dockerfile = REPO_ROOT / entry.data["container"]["dockerfile"]
-    extra: list[str] = []
-    maven_repo = Path.home() / ".m2" / "repository"
-    if entry.data["install"].get("maven") and maven_repo.is_dir():
-        # Share the host's Maven repository (filled by `biossd catalogue install`) with the build.
-        extra = ["-v", f"{maven_repo}:{MAVEN_MOUNT}", "--build-arg", f"MAVEN_REPO={MAVEN_MOUNT}"]
-    wheels = _wheel_dir(entry)
-    if wheels is not None:
-        # The wheel `biossd catalogue install` downloaded (the build checks its sha256 again);
-        # a build without it fetches it from PyPI.
-        extra = ["-v", f"{wheels}:{WHEEL_MOUNT}", "--build-arg", f"WHEEL_DIR={WHEEL_MOUNT}"]
-    _podman("build", "--isolation", "chroot", "--build-arg", f"BASE_IMAGE={base}", *extra, "-t", image_ref(entry),
-            "-f", str(dockerfile), str(REPO_ROOT), what=f"podman build {dockerfile}")
-    image_id = _image_id(image_ref(entry))
+    image_id = _podman_build(entry)
     target = image_dir(entry)
     marker = target / IMAGE_ID_FILE
     if marker.is_file() and marker.read_text().strip() == image_id and (target / "ch" / "environment").is_file():
@@ -211,6 +208,58 @@ def build(entry: Entry, engine: str = "charliecloud") -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _podman_build(entry: Entry) -> str:
+    """``podman build`` of ``entry``'s Dockerfile on the debootstrapped base (offline: the host's
+    Maven repository and downloaded wheels are mounted in); the image's id."""
+    missing = missing_tools()
+    if missing:
+        raise ContainerError(f"building containers here needs {', '.join(missing)} (`make install`)")
+    base = base_image()
+    dockerfile = REPO_ROOT / entry.data["container"]["dockerfile"]
+    extra: list[str] = []
+    maven_repo = Path.home() / ".m2" / "repository"
+    if entry.data["install"].get("maven") and maven_repo.is_dir():
+        # Share the host's Maven repository (filled by `biossd catalogue install`) with the build.
+        extra = ["-v", f"{maven_repo}:{MAVEN_MOUNT}", "--build-arg", f"MAVEN_REPO={MAVEN_MOUNT}"]
+    wheels = _wheel_dir(entry)
+    if wheels is not None:
+        # The wheel `biossd catalogue install` downloaded (the build checks its sha256 again);
+        # a build without it fetches it from PyPI.
+        extra = ["-v", f"{wheels}:{WHEEL_MOUNT}", "--build-arg", f"WHEEL_DIR={WHEEL_MOUNT}"]
+    _podman("build", "--isolation", "chroot", "--build-arg", f"BASE_IMAGE={base}", *extra, "-t", image_ref(entry),
+            "-f", str(dockerfile), str(REPO_ROOT), what=f"podman build {dockerfile}")
+    image_id = _image_id(image_ref(entry))
+    if image_id is None:
+        raise ContainerError(f"podman built {image_ref(entry)} but does not list it")
+    return image_id
+
+
+def _docker_image_id(ref: str) -> str | None:
+    proc = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True, text=True)
+    return proc.stdout.strip().removeprefix("sha256:") if proc.returncode == 0 else None
+
+
+def _docker_load(entry: Entry, image_id: str) -> Path:
+    """The podman-built image into the Docker engine (``podman save | docker load``), offline and
+    the same image (its id is the config's digest in both); skipped when Docker has it."""
+    ref = image_ref(entry)
+    want = image_id.removeprefix("sha256:")
+    if _docker_image_id(ref) == want:
+        return Path(ref)
+    save = subprocess.Popen(["podman", "save", "--format", "docker-archive", ref], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert save.stdout is not None and save.stderr is not None
+    load = subprocess.run(["docker", "load"], stdin=save.stdout, capture_output=True, text=True)
+    save.stdout.close()
+    saved_err = save.stderr.read().decode(errors="replace")
+    if save.wait() != 0 or load.returncode != 0:
+        raise ContainerError(f"podman save {ref} | docker load failed: {(load.stderr or saved_err).strip()[-400:]}")
+    got = _docker_image_id(ref)
+    if got != want:
+        raise ContainerError(f"docker load gave {ref} the id {got or 'none'}, not podman's {image_id}")
+    return Path(ref)
 
 
 def unpack(ref: str, target: Path) -> None:
@@ -261,9 +310,13 @@ def inside_paths(values: dict[str, str], bind: Path) -> dict[str, str]:
 
 
 def wrap_argv(engine: str, entry: Entry, bind: Path, argv: Sequence[str], mem_bytes: int | None = None,
-              cwd: str = BIND_POINT) -> list[str]:
+              cwd: str = BIND_POINT, cidfile: Path | None = None) -> list[str]:
     """``argv`` run by ``engine`` in ``entry``'s image, with ``bind`` seen at :data:`BIND_POINT`.
-    Docker alone is given the memory cap (its containers are outside the profiler's cgroup)."""
+    Docker alone is given the memory cap (its containers are outside the profiler's cgroup),
+    swap unlimited as a native run's (it pages to the class's swap), no network, and the bind
+    as a mount that fails when ``bind`` is missing (never an empty directory Docker made). With
+    ``cidfile`` Docker writes the container's id there and keeps the container for the profiler
+    to inspect and remove (:func:`biossd.host.dockerengine.finish`); without, it is removed."""
     if engine == "charliecloud":
         return ch_run_argv(entry, bind, argv, cwd)
     if engine == "apptainer":
@@ -271,8 +324,9 @@ def wrap_argv(engine: str, entry: Entry, bind: Path, argv: Sequence[str], mem_by
                 str(sif_path(entry)), *argv]
     if engine == "docker":
         cap = [f"--memory={mem_bytes}b", "--memory-swap=-1"] if mem_bytes else []
-        return ["docker", "run", "--rm", "--init", "-v", f"{bind}:{BIND_POINT}", "-w", cwd, *cap,
-                image_ref(entry), *argv]
+        keep = ["--cidfile", str(cidfile)] if cidfile is not None else ["--rm"]
+        return ["docker", "run", *keep, "--init", "--network", "none",
+                "--mount", f"type=bind,source={bind},target={BIND_POINT}", "-w", cwd, *cap, image_ref(entry), *argv]
     raise ContainerError(f"unknown container engine {engine!r}; use one of {', '.join(ENGINES)}")
 
 

@@ -545,6 +545,22 @@ def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[
     return problems
 
 
+def image_problems(engine: str, entries: list[catalogue.Entry]) -> list[str]:
+    """With a container engine: the engine must answer and every planned tool's image must be
+    there, before any run (each missing image named with the command that builds it)."""
+    if not engine:
+        return []
+    from biossd.study import containers
+
+    try:
+        containers.check_engine(engine)
+    except containers.ContainerError as err:
+        return [str(err)]
+    missing = [e.id for e in entries if e.kind == "tool" and not containers.built(e, engine)]
+    return [f"{tool}'s {engine} image is not built here: run `biossd catalogue build --engine {engine} {tool}`"
+            for tool in missing]
+
+
 def device_record_problems(records_dir: object, host: str, classes: list[str]) -> list[str]:
     """--device_records DIR: an earlier result folder must hold a device record for every class
     of this host (whether each is of the same device is checked when the class is up)."""
@@ -666,6 +682,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     if not stub:
         sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
         problems += space_problems(params, classes, emulated, _largest_input(sizes_of, scales_of))
+        problems += image_problems(str(params.get("container_engine") or ""), [entries[t] for t in tools if t in entries])
     problems += device_record_problems(params.get("device_records"), host, classes)
 
     return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,

@@ -65,7 +65,8 @@ def run_prepare(argvs: list[list[str]], scratch: Path, what: str) -> None:
 
 def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
           container: str | None = None, settings: dict[str, str] | None = None,
-          create_scratch: bool = True, shared_root: Path | None = None) -> list[str]:
+          create_scratch: bool = True, shared_root: Path | None = None,
+          cidfile: Path | None = None) -> list[str]:
     """Copy ``input_dir`` into ``scratch``, run the preparation, and return the tool's argv, its
     memory settings ``settings`` (:meth:`biossd.study.catalogue.Entry.settings`; the cap
     ``mem_bytes`` only reaches a container engine that enforces it). ``create_scratch=False``:
@@ -95,7 +96,7 @@ def stage(entry: Entry, input_dir: Path, scratch: Path, mem_bytes: int | None,
         run_prepare(block.get("prepare", []), scratch, entry.id)
     values = {name: str(scratch / rel) for name, rel in block.get("files", {}).items()}
     values.update({name: str(v) for name, v in block.get("values", {}).items()})
-    return command_argv(entry, values, scratch, mem_bytes, container, settings)
+    return command_argv(entry, values, scratch, mem_bytes, container, settings, cidfile)
 
 
 def stage_block(entry: Entry) -> dict[str, Any]:
@@ -292,13 +293,16 @@ def check_image(entry: Entry, container: str) -> None:
 
 
 def command_argv(entry: Entry, values: dict[str, str], scratch: Path, mem_bytes: int | None,
-                 container: str | None = None, settings: dict[str, str] | None = None) -> list[str]:
+                 container: str | None = None, settings: dict[str, str] | None = None,
+                 cidfile: Path | None = None) -> list[str]:
     """The tool's argv for command ``values`` whose files are under ``scratch``: native, or in its
-    ``container`` with ``scratch`` bound inside (the paths rewritten to match)."""
+    ``container`` with ``scratch`` bound inside (the paths rewritten to match; ``cidfile``: see
+    :func:`biossd.study.containers.wrap_argv`)."""
     if container is None:
         return entry.render(values, settings)
     from biossd.study import containers
 
     check_image(entry, container)
     inside = containers.inside_paths(values, Path(scratch))
-    return containers.wrap_argv(container, entry, Path(scratch), entry.render(inside, settings), mem_bytes)
+    return containers.wrap_argv(container, entry, Path(scratch), entry.render(inside, settings), mem_bytes,
+                                cidfile=cidfile)

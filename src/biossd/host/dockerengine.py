@@ -1,0 +1,404 @@
+"""A Docker engine of biossd's own on this host, brought up and taken down like its SLURM cluster.
+
+``biossd docker up`` starts Debian's ``dockerd`` with everything of its own: a private socket,
+exec root and pid file under ``/run/biossd/docker``, a data root (its image store, kept between
+``up``\\ s like podman's) under ``/var/lib/biossd/docker``, its own ``daemon.json`` (never
+``/etc/docker``), no iptables rules, no bridge (containers run with ``--network none``), the
+cgroupfs driver with every container under the ``biossd-docker`` cgroup. The storage driver is
+``overlay2`` where the data root's file system takes it, else ``vfs`` (recorded). Its state —
+owner (pid, start ticks), the daemon, its command line written *before* it starts — is in
+``state.json``; ``down`` stops it under held signals; ``biossd cleanup`` takes down an engine
+whose owner died. With ``DOCKER_HOST`` set, ``up`` uses that engine (the user's own) and never
+starts, stops or changes it.
+
+A run in Docker (:mod:`biossd.study.containers`) is a ``docker run`` whose container is outside
+the profiler's process tree: the cap is Docker's (``--memory``; ``--memory-swap -1`` so it pages
+to the class's swap like a native run), recorded as ``external`` with the limit Docker enforced,
+its OOM kill read from the container's state and its peak from the container's own cgroup
+(:func:`finish`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from biossd.core.errors import BiossdError
+from biossd.core.files import atomic_write_text
+from biossd.core.owners import ProcessRef
+from biossd.core.signals import signals_held
+
+STATE_DIR = Path("/run/biossd/docker")
+DATA_ROOT = Path("/var/lib/biossd/docker")
+STATE_FILE = "state.json"
+SOCKET_NAME = "docker.sock"
+#: The cgroup (under each v1 controller, or the unified root) that holds biossd's containers.
+CGROUP_PARENT = "biossd-docker"
+#: Tried in this order; the first the data root's file system takes is used.
+STORAGE_DRIVERS = ("overlay2", "vfs")
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+_POLL_S = 0.2
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: A memory cgroup's peak: v1's, v2's.
+PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak")
+#: How often a running container's cgroup peak is read.
+WATCH_INTERVAL_S = 0.1
+#: ``docker run``'s own failures (the daemon's, the mount's), never a tool's exit status.
+DOCKER_RUN_ERROR_EXIT = 125
+
+
+class DockerError(BiossdError, RuntimeError):
+    """The engine could not be brought up, reached or taken down; the message says why."""
+
+
+def missing_features() -> list[str]:
+    """What this host lacks for an engine of biossd's own (empty: nothing)."""
+    missing = [f"{c} (Debian's docker.io: `install/bootstrap.sh docker`)" for c in ("dockerd", "docker")
+               if shutil.which(c) is None]
+    if os.geteuid() != 0:
+        missing.append("root (dockerd makes cgroups, mounts and namespaces)")
+    return missing
+
+
+def socket_path(state_dir: Path = STATE_DIR) -> Path:
+    return Path(state_dir) / SOCKET_NAME
+
+
+def _save(state: dict[str, Any]) -> None:
+    atomic_write_text(Path(state["dir"]) / STATE_FILE, json.dumps(state, indent=2) + "\n")
+
+
+def load(state_dir: Path = STATE_DIR) -> dict[str, Any] | None:
+    try:
+        return json.loads((Path(state_dir) / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def env(state_dir: Path = STATE_DIR) -> dict[str, str]:
+    """What a client needs to reach the engine: ``DOCKER_HOST`` (the user's own, when that is
+    the one ``up`` recorded)."""
+    state = load(state_dir)
+    if state is not None and state.get("external"):
+        return {"DOCKER_HOST": state["docker_host"]}
+    return {"DOCKER_HOST": f"unix://{socket_path(state_dir)}"}
+
+
+def _client(docker_host: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "DOCKER_HOST": docker_host})
+
+
+def answers(docker_host: str) -> str | None:
+    """The engine's version if one answers at ``docker_host``, else ``None``."""
+    try:
+        proc = _client(docker_host, "version", "--format", "{{.Server.Version}}", timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else None
+
+
+def daemon_argv(state: dict[str, Any], driver: str) -> list[str]:
+    """``dockerd`` with every path its own, no network changes, containers under :data:`CGROUP_PARENT`."""
+    d = Path(state["dir"])
+    return ["dockerd", "--config-file", str(d / "daemon.json"), "--data-root", state["data_root"],
+            "--exec-root", str(d / "exec"), "--pidfile", str(d / "dockerd.pid"),
+            "-H", f"unix://{socket_path(d)}", "--iptables=false", "--ip6tables=false", "--bridge=none",
+            "--ip-forward=false", "--ip-masq=false", "--storage-driver", driver,
+            "--exec-opt", "native.cgroupdriver=cgroupfs", "--cgroup-parent", CGROUP_PARENT]
+
+
+def up(owner: ProcessRef | None = None, state_dir: Path = STATE_DIR, data_root: Path = DATA_ROOT,
+       drivers: tuple[str, ...] = STORAGE_DRIVERS) -> dict[str, Any]:
+    """Bring the engine up for ``owner`` (or record the user's, when ``DOCKER_HOST`` names one)."""
+    state_dir = Path(state_dir)
+    old = load(state_dir)
+    if old is not None:
+        theirs = ProcessRef.from_record(old.get("owner"))
+        if theirs is None or theirs.alive():
+            raise DockerError(f"a biossd Docker engine is already up ({state_dir}), "
+                              + (f"owned by {theirs.describe()}" if theirs else "brought up by hand")
+                              + "; `biossd docker down` takes it down")
+        down(state_dir)
+    elif state_dir.exists():
+        raise DockerError(f"{state_dir} exists and holds no engine record; move it away")
+    given = os.environ.get("DOCKER_HOST")
+    if given:
+        version = answers(given)
+        if version is None:
+            raise DockerError(f"DOCKER_HOST={given} names no Docker engine that answers; start it, or unset "
+                              "DOCKER_HOST for an engine of biossd's own")
+        state_dir.mkdir(parents=True, mode=0o700)
+        state = {"dir": str(state_dir), "external": True, "docker_host": given, "version": version,
+                 "owner": owner.record() if owner else None, "stage": "up"}
+        _save(state)
+        return status(state_dir)
+    missing = missing_features()
+    if missing:
+        raise DockerError("cannot run a Docker engine here; missing: " + "; ".join(missing))
+    state_dir.mkdir(parents=True, mode=0o700)
+    state = {"dir": str(state_dir), "external": False, "data_root": str(Path(data_root)),
+             "owner": owner.record() if owner else None, "stage": "starting", "daemon": None, "tried": {}}
+    _save(state)
+    try:
+        with signals_held():  # a signal now would leave a daemon no record names
+            Path(data_root).mkdir(parents=True, exist_ok=True, mode=0o700)
+            atomic_write_text(state_dir / "daemon.json", "{}\n")
+        for driver in drivers:
+            why = _start(state, driver)
+            if why is None:
+                break
+            state["tried"][driver] = why
+            _save(state)
+        else:
+            raise DockerError("dockerd did not start with any storage driver: "
+                              + "; ".join(f"{d}: {w}" for d, w in state["tried"].items()))
+    except BaseException:
+        with contextlib.suppress(Exception):
+            down(state_dir)
+        raise
+    return status(state_dir)
+
+
+def _start(state: dict[str, Any], driver: str) -> str | None:
+    """Start dockerd with ``driver``; ``None`` once it answers, else why it did not."""
+    d = Path(state["dir"])
+    argv = daemon_argv(state, driver)
+    with signals_held():
+        state.update({"driver": driver, "argv": argv, "daemon": None})
+        _save(state)  # named before it starts: found by its command line if killed right after
+        with open(d / "dockerd.log", "ab") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        state["daemon"] = ProcessRef.of(proc.pid, "biossd dockerd").record()
+        _save(state)
+    host = f"unix://{socket_path(d)}"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = (d / "dockerd.log").read_text(errors="replace").strip().splitlines()[-3:]
+            state["daemon"] = None
+            _save(state)
+            return f"exited {proc.returncode}: " + " | ".join(tail)
+        version = answers(host)
+        if version is not None:
+            # Its containers' cgroups go under <dockerd's own cgroup>/biossd-docker: those not
+            # there before are the engine's to remove.
+            made = [str(d / CGROUP_PARENT) for d in cgroup_dirs(proc.pid) if not (d / CGROUP_PARENT).exists()]
+            state.update({"version": version, "docker_host": host, "stage": "up", "cgroups": made})
+            _save(state)
+            return None
+        time.sleep(_POLL_S)
+    _stop_daemon(state)
+    return f"no answer within {START_TIMEOUT_S:.0f} s"
+
+
+def _pids_with_argv(argv: list[str]) -> list[int]:
+    want = "\0".join(argv).encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (proc / "cmdline").read_bytes().rstrip(b"\0") == want:
+                    found.append(int(proc.name))
+    return found
+
+
+def _stop_daemon(state: dict[str, Any]) -> list[str]:
+    """SIGTERM to the recorded dockerd (it stops its containers and its containerd), SIGKILL to
+    its process group after :data:`STOP_TIMEOUT_S`; one killed before its pid was recorded is
+    found by its command line."""
+    done = []
+    ref = ProcessRef.from_record(state.get("daemon"))
+    pids = [ref.pid] if ref is not None and ref.alive() else _pids_with_argv(state.get("argv") or [])
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    break
+            time.sleep(_POLL_S)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        done.append(f"stopped dockerd (pid {pid})")
+    return done
+
+
+def _unmount_under(root: Path) -> list[str]:
+    """Unmount what the engine left mounted under ``root`` (deepest first): its exec root's
+    namespaces and its data root's layers."""
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    ours = sorted((m for m in mounts if m == str(root) or m.startswith(str(root) + "/")), key=len, reverse=True)
+    for mount in ours:
+        subprocess.run(["umount", "-l", mount], capture_output=True)
+    return [f"unmounted {m}" for m in ours]
+
+
+def down(state_dir: Path = STATE_DIR) -> list[str]:
+    """Stop the engine biossd started (only that one; the user's own is only forgotten), unmount
+    what it left, remove its containers' cgroup and its state; its image store is kept."""
+    state_dir = Path(state_dir)
+    state = load(state_dir)
+    if state is None:
+        return []
+    done = []
+    with signals_held():
+        if not state.get("external"):
+            done += _stop_daemon(state)
+            done += _unmount_under(state_dir)
+            if state.get("data_root"):
+                done += _unmount_under(Path(state["data_root"]))
+            done += _remove_cgroups([Path(p) for p in state.get("cgroups", [])])
+        else:
+            done.append(f"left the user's Docker engine at {state['docker_host']} as it was")
+        shutil.rmtree(state_dir, ignore_errors=True)
+        done.append(f"removed {state_dir}")
+    return done
+
+
+def _remove_cgroups(parents: list[Path]) -> list[str]:
+    """Remove the engine's container cgroups (``parents``, recorded at ``up``), deepest first."""
+    done = []
+    for parent in parents:
+        if not parent.is_dir():
+            continue
+        for sub in sorted((p for p in parent.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+        with contextlib.suppress(OSError):
+            parent.rmdir()
+            done.append(f"removed {parent}")
+    return done
+
+
+def status(state_dir: Path = STATE_DIR) -> dict[str, Any]:
+    """The engine's record with what answers now; ``{"up": False}`` when there is none."""
+    state = load(state_dir)
+    if state is None:
+        return {"up": False}
+    version = answers(state.get("docker_host") or env(state_dir)["DOCKER_HOST"])
+    return {**state, "up": True, "answers": version is not None, "healthy": version is not None}
+
+
+def leftover(state_dir: Path = STATE_DIR) -> dict[str, Any] | None:
+    """The engine's record if its owner is dead (``biossd cleanup`` takes it down)."""
+    state = load(state_dir)
+    if state is None:
+        return None
+    owner = ProcessRef.from_record(state.get("owner"))
+    return state if owner is not None and not owner.alive() else None
+
+
+# --- one run in a container ------------------------------------------------------------------------
+
+class ContainerWatch:
+    """While a ``docker run --cidfile`` runs: its container's id (once Docker wrote it) and its
+    cgroup's peak memory, read every :data:`WATCH_INTERVAL_S` (the cgroup goes when the
+    container ends, before anyone could read it afterwards)."""
+
+    def __init__(self, cidfile: Path) -> None:
+        self.cidfile = Path(cidfile)
+        self.peak_usage_bytes: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="biossd-container-watch", daemon=True)
+
+    def start(self) -> "ContainerWatch":
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        cid, peak_file = "", None
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            if not cid:
+                with contextlib.suppress(OSError):
+                    cid = self.cidfile.read_text().strip()
+                continue
+            if peak_file is None:
+                peak_file = _peak_file(cid)
+                continue
+            with contextlib.suppress(OSError, ValueError):
+                self.peak_usage_bytes = max(int(peak_file.read_text()), self.peak_usage_bytes or 0)
+
+    def stop(self) -> int | None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return self.peak_usage_bytes
+
+
+def finish(cidfile: Path, docker_host: str | None = None) -> dict[str, Any]:
+    """After a ``docker run --cidfile`` ended: what Docker enforced and saw (the limit, the swap
+    limit, whether its OOM killer ended the container), then the container removed. ``{}`` when
+    no container was made (the run failed before)."""
+    try:
+        cid = Path(cidfile).read_text().strip()
+    except OSError:
+        return {}
+    if not cid:
+        return {}
+    host = docker_host or os.environ.get("DOCKER_HOST") or ""
+    call = (lambda *a: _client(host, *a)) if host else (lambda *a: subprocess.run(
+        ["docker", *a], capture_output=True, text=True, timeout=60))
+    inspected = call("inspect", cid)
+    record: dict[str, Any] = {"container_id": cid}
+    if inspected.returncode == 0:
+        body = json.loads(inspected.stdout)[0]
+        host_config, state = body.get("HostConfig", {}), body.get("State", {})
+        record.update({"memory_bytes": host_config.get("Memory") or None,
+                       "memory_swap_bytes": host_config.get("MemorySwap"),
+                       "oom_killed": bool(state.get("OOMKilled")), "exit_code": state.get("ExitCode"),
+                       "image_id": body.get("Image"), "cgroup_parent": host_config.get("CgroupParent")})
+    else:
+        record["inspect_error"] = inspected.stderr.strip()[-300:]
+    version = call("version", "--format", "{{.Server.Version}}")
+    record["engine_version"] = version.stdout.strip() if version.returncode == 0 else None
+    call("rm", "-f", cid)
+    return record
+
+
+def remove(cidfile: Path) -> None:
+    """Remove the container ``cidfile`` names, if any (a run stopped by a signal: the container is
+    Docker's child, not the profiler's, and would run on)."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        cid = Path(cidfile).read_text().strip()
+        if cid:
+            subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60)
+
+
+def cgroup_dirs(pid: int) -> list[Path]:
+    """The cgroup directories of process ``pid``: one per v1 controller hierarchy (named by its
+    first controller), or the unified hierarchy's."""
+    out = []
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, rel = line.split(":", 2)
+        if not controllers:  # the unified hierarchy: alone (v2), or beside v1 (hybrid)
+            base = CGROUP_ROOT / "unified" if (CGROUP_ROOT / "unified").is_dir() else CGROUP_ROOT
+        else:
+            first = controllers.split(",")[0]
+            base = CGROUP_ROOT / first.removeprefix("name=")
+        if base.is_dir():
+            out.append(base / rel.lstrip("/"))
+    return out
+
+
+def _peak_file(cid: str) -> Path | None:
+    """The running container's memory peak file (v1 ``memory.max_usage_in_bytes``, v2
+    ``memory.peak``), found from its process's ``/proc/PID/cgroup``; ``None`` until it runs."""
+    proc = subprocess.run(["docker", "inspect", "--format", "{{.State.Pid}}", cid], capture_output=True, text=True)
+    pid = proc.stdout.strip()
+    if proc.returncode != 0 or not pid.isdigit() or pid == "0":
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        for directory in cgroup_dirs(int(pid)):
+            for name in PEAK_FILES:
+                if (directory / name).is_file():
+                    return directory / name
+    return None
