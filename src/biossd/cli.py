@@ -18,6 +18,7 @@ signal.signal(signal.SIGTERM, _terminate_as_interrupt)
 signal.signal(signal.SIGINT, _terminate_as_interrupt)
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
@@ -624,7 +625,7 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     scored, and the scratch removed however the run ends."""
     from biossd.host import emulate
     from biossd.measure import profile, rundir
-    from biossd.study import catalogue, staging
+    from biossd.study import catalogue, containers, staging
 
     entry = catalogue.get(args.tool)
     mem = _mem_bytes(args.mem)
@@ -635,10 +636,13 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     with rundir.scratch(Path(args.scratch)) as scratch:
         # On a class of biossd's own loop device, one copy of the prepared input for every run.
         shared_root = emulate.mount_of(scratch)
+        # In Docker, the container is the profiler's to inspect (cap, OOM kill, peak) and remove.
+        cidfile = scratch / containers.CIDFILE_NAME if args.container == "docker" else None
         with _held_host_lock(args, f"biossd catalogue run {entry.id} (copying its input into {scratch})"):
             argv = staging.stage(entry, Path(args.input), scratch, mem, args.container, settings,
-                                 create_scratch=False, shared_root=shared_root)
+                                 create_scratch=False, shared_root=shared_root, cidfile=cidfile)
         request = _profile_request(args, argv, None if args.uncapped else mem, out)
+        request.container_id_file = cidfile
         request.labels.setdefault("scratch", str(scratch))
         here = Path.cwd()
         os.chdir(scratch)  # the tool's working directory: its relative writes land on the device
@@ -867,7 +871,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = cat_p.add_parser("build", help="build the runnable tools' containers (here: podman + Charliecloud)")
     p.add_argument("tools", nargs="*", help="catalogue ids (default: every runnable tool)")
     p.add_argument("--engine", choices=_ENGINES, default="charliecloud",
-                   help="charliecloud (podman build, unpacked), docker (docker build) or apptainer (apptainer build)")
+                   help="charliecloud (podman build, unpacked), docker (podman's image loaded into the engine; docker "
+                        "build where podman is missing) or apptainer (apptainer build)")
     p.set_defaults(func=cmd_catalogue_build)
     p = cat_p.add_parser("version", help="print the installed version of a tool")
     p.add_argument("tool")
@@ -1003,6 +1008,33 @@ def build_parser() -> argparse.ArgumentParser:
                        ("env", "print the SLURM_CONF that reaches the cluster (for eval)")):
         slurm_sub.add_parser(name, help=text).set_defaults(func=cmd_slurm)
 
+    pipe_p = sub.add_parser("pipeline", help="profile your own Nextflow pipeline (nextflow/conf/profile_pipeline.config)")
+    pipe_sub = pipe_p.add_subparsers(dest="pipeline_cmd", required=True)
+    p = pipe_sub.add_parser("task", help="run one task's .command.sh under the profiler (the config's task shell)")
+    p.add_argument("--task", required=True, help="the task's description, base64 JSON (the config writes it)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process the task works for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- /bin/bash -ue .command.sh")
+    p.set_defaults(func=cmd_pipeline_task)
+    p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices")
+    p.add_argument("outdir", help="the --biossd_outdir of a profiled pipeline run")
+    p.add_argument("--study", help="a study result set: its pattern centroids instead of the paper's")
+    p.add_argument("--target", action="append", default=[], metavar="DEVICE",
+                   help="a target device (default: the paper's, this host's records, NVMe and cloud volumes)")
+    p.set_defaults(func=cmd_pipeline_report)
+
+    docker_p = sub.add_parser("docker", help="a Docker engine of biossd's own on this host (-profile docker)")
+    docker_sub = docker_p.add_subparsers(dest="docker_cmd", required=True)
+    p = docker_sub.add_parser("up", help="start dockerd with a private socket, data root and exec root "
+                                         "(with DOCKER_HOST set: use that engine)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process the engine works for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    p.set_defaults(func=cmd_docker)
+    for name, text in (("down", "stop the engine biossd started, remove its state (its images are kept)"),
+                       ("status", "the engine's record and whether it answers (JSON)"),
+                       ("env", "print the DOCKER_HOST that reaches the engine (for eval)")):
+        docker_sub.add_parser(name, help=text).set_defaults(func=cmd_docker)
+
     sub.add_parser("doctor", help="list leftovers of earlier runs").set_defaults(func=cmd_doctor)
     sub.add_parser("cleanup", help="remove leftovers of earlier runs").set_defaults(func=cmd_cleanup)
     return parser
@@ -1109,6 +1141,77 @@ def cmd_slurm(args: argparse.Namespace) -> int:
         print(f"export SLURM_CONF={slurmcluster.env()['SLURM_CONF']}")
     else:
         print(json.dumps(slurmcluster.status(), indent=2))
+    return 0
+
+
+def cmd_pipeline_task(args: argparse.Namespace) -> int:
+    """One task of a user's pipeline under the profiler (the profiling config's task shell); exits
+    with the task's own status, and passes its output on to Nextflow's .command.out/.err."""
+    from biossd.measure import pipelinetask, profile
+
+    task = pipelinetask.decode(args.task)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError("biossd pipeline task: no command after `--` (Nextflow gives /bin/bash -ue .command.sh)")
+    workdir = Path.cwd()
+    out = pipelinetask.run_dir(pipelinetask.outdir_from_env(), task, workdir)
+    request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
+                                     labels=pipelinetask.labels(task, workdir), overwrite=True,
+                                     drop_caches=bool(task.get("drop_caches", True)), owner=_owner(args))
+    body, signum = _profile(request, "biossd pipeline task")
+    if signum is not None:
+        return profile.signal_exit_code(signum)
+    _result_kept()
+    for name, stream in (("stdout.log", sys.stdout.buffer), ("stderr.log", sys.stderr.buffer)):
+        with contextlib.suppress(OSError):
+            stream.write((out / name).read_bytes())
+            stream.flush()
+    if body["outcome"] == "oom":
+        return 128 + signal.SIGKILL
+    if body.get("signal"):
+        return 128 + int(body["signal"])
+    return int(body.get("exit_code") or 0)
+
+
+def cmd_pipeline_report(args: argparse.Namespace) -> int:
+    from biossd.analysis import pipeline
+    from biossd.outputs import pipeline_report
+
+    targets = list(pipeline.DEFAULT_TARGETS) + list(args.target)
+    rep = pipeline.report(Path(args.outdir), targets, [Path(args.study)] if args.study else None)
+    written = pipeline_report.write(rep, Path(args.outdir) / pipeline.REPORT_DIR)
+    for run_dir, why in rep.skipped:
+        print(f"biossd pipeline report: skipped {run_dir}: {why}", file=sys.stderr)
+    cols = ["process", "tasks", "runtime_s", "cpu_share", "peak_rss_kib", *("Riops", "Wiops", "Pfault", "CAR"), "pattern"]
+    print(rep.processes[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print()
+    print(rep.pipeline[["target", "measured_wall_s", "predicted_wall_s", "speedup_vs_measured"]].to_string(
+        index=False, float_format=lambda v: f"{v:.3g}"))
+    print(f"biossd pipeline report: {len(written)} files in {Path(args.outdir) / pipeline.REPORT_DIR}", file=sys.stderr)
+    return 0
+
+
+def cmd_docker(args: argparse.Namespace) -> int:
+    from biossd.host import dockerengine
+
+    if args.docker_cmd == "up":
+        state = dockerengine.up(_owner(args, "nothing was brought up"))
+        if state.get("external"):
+            print(f"biossd docker: using the Docker engine at {state['docker_host']} (Docker {state['version']}); "
+                  "it is never started, stopped or changed by biossd", file=sys.stderr)
+        else:
+            print(f"biossd docker: engine up (Docker {state['version']}, storage driver {state['driver']}, "
+                  f"data root {state['data_root']})", file=sys.stderr)
+        print(f"export DOCKER_HOST={dockerengine.env()['DOCKER_HOST']}")
+    elif args.docker_cmd == "down":
+        done = dockerengine.down()
+        print("biossd docker down: " + ("; ".join(done) if done else "no engine was up"), file=sys.stderr)
+    elif args.docker_cmd == "env":
+        if dockerengine.load() is None:
+            raise UsageError("no biossd Docker engine is up: `biossd docker up` brings one up")
+        print(f"export DOCKER_HOST={dockerengine.env()['DOCKER_HOST']}")
+    else:
+        print(json.dumps(dockerengine.status(), indent=2))
     return 0
 
 

@@ -48,6 +48,8 @@ from biossd.core.paths import REPO_ROOT
 from biossd.host import diskmodel
 
 PAPER_DEVICES = REPO_ROOT / "study" / "reference" / "paper_devices.csv"
+#: NVMe drives and cloud block volumes: their published limits, sources and dates.
+CLOUD_VOLUMES = REPO_ROOT / "study" / "reference" / "cloud_volumes.csv"
 #: Queue depth at which vendors quote an SSD's random IOPS, and the deeper of the two depths
 #: ``biossd device characterize`` measures.
 SATURATED_DEPTH = 32
@@ -194,6 +196,28 @@ def paper_target(name: str) -> Target:
     return flash_target(row["device"], fields, where, f"{source} (vendor IOPS at depth {SATURATED_DEPTH}; depth 1 bounded)")
 
 
+def volumes() -> dict[str, dict[str, str]]:
+    """NVMe and cloud block volumes by name (``study/reference/cloud_volumes.csv``: each row's
+    published limits, its source and the date they were read)."""
+    with CLOUD_VOLUMES.open(newline="") as f:
+        return {row["device"]: row for row in csv.DictReader(f)}
+
+
+def volume_target(name: str) -> FlashTarget:
+    """An NVMe drive or a cloud volume of :func:`volumes` as a flash model of its published
+    limits (depth-1 IOPS bounded as for the paper's SSDs; an HDD-backed volume's seeks are not
+    modelled, which its row's note says)."""
+    rows = {_key(k): row for k, row in volumes().items()}
+    row = rows.get(_key(name))
+    if row is None:
+        raise DeviceModelError(f"no volume {name!r} in {CLOUD_VOLUMES.name}; known: {', '.join(volumes())}")
+    fields = {"seq_read_mbs": row["seq_read_mbs"], "seq_write_mbs": row["seq_write_mbs"],
+              "read_iops_qd32": row["read_iops_qd32"], "write_iops_qd32": row["write_iops_qd32"]}
+    return flash_target(row["device"], fields, f"{CLOUD_VOLUMES.name}, row {row['device']}",
+                        f"{row['source']} (read {row['retrieved']}; {row['note']})",
+                        kind="NVMe" if row["kind"] == "NVMe" else f"volume ({row['kind']})")
+
+
 def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
     """A target from a ``biossd device characterize`` record: an emulated HDD's record is its
     profile; any other is a :class:`FlashTarget` of its measured figures."""
@@ -240,6 +264,8 @@ def load_target(spec: str | Path) -> Target:
     text = str(spec)
     if text.startswith("paper:"):
         return paper_target(text.removeprefix("paper:"))
+    if text.startswith("volume:"):
+        return volume_target(text.removeprefix("volume:"))
     path = Path(text)
     if path.suffix == ".json":
         if not path.is_file():
@@ -254,6 +280,8 @@ def load_target(spec: str | Path) -> Target:
         return profile_target(named)
     if _key(text) in {_key(k) for k in paper_devices()}:
         return paper_target(text)
+    if _key(text) in {_key(k) for k in volumes()}:
+        return volume_target(text)
     known = [p.stem for p in sorted(diskmodel.profiles_dir().glob("*.yaml"))] + list(paper_devices())
     raise DeviceModelError(f"no device {text!r}: give a characterize record (.json), a profile (.yaml) or one of "
                            + ", ".join(known))

@@ -1,0 +1,216 @@
+"""Your own pipeline's answer: per process, its storage features, its nearest I/O pattern, and
+its predicted runtime and speedup — and the whole pipeline's — on the devices you could buy or
+rent (``biossd pipeline report``).
+
+The runs are those ``nextflow/conf/profile_pipeline.config`` kept (:mod:`biossd.measure.pipelinetask`),
+one per task attempt; Nextflow's trace (``pipeline_info/biossd-trace.txt``) says which attempt
+counted. A task counts once: its last attempt that completed (a failed attempt is listed as
+failed, never summed), or, for a task Nextflow took from its cache (``-resume``), the run of the
+session that ran it. Runs written by another biossd version (another manifest schema) are named
+and skipped.
+
+- **Per process**: tasks, failed attempts, cached tasks, the tasks' measured runtime (sum and
+  median), CPU share (CPU time over runtime), peak RSS, and the eight storage features of
+  Lee, Min and Yoon (2015, Table 2) as the median over its tasks.
+- **Pattern**: with a study result set (``--study``), the nearest of its patterns P1–P5 — the
+  process's features normalized by the study's own rules, the Euclidean distance to each
+  pattern's centroid (:func:`nearest_patterns`). Without one there is none to be near: the paper
+  gives only P1 in numbers (normalized Rsize 0.01, Wsize 0.81, CAR 0.72, §3.2), normalized over
+  its own 23 tools, a scale no other run can be put on; the report says so.
+- **Prediction**: each counted run's request stream replayed on each target
+  (:mod:`biossd.analysis.predict`: its model, interval and blind spots), summed per process; the
+  pipeline's wall time follows the trace (:func:`critical_path`), not a sum of tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from biossd.analysis import predict
+from biossd.features import extract as features
+from biossd.host import devicemodels
+from biossd.measure import manifest, pipelinetask
+
+TRACE_FILE = Path("pipeline_info") / "biossd-trace.txt"
+REPORT_DIR = "report"
+#: The targets when none is named: the paper's fastest SSD and its 7200 rpm HDD, an NVMe drive
+#: and the common cloud volumes (study/reference/cloud_volumes.csv).
+DEFAULT_TARGETS = ("paper:Samsung 840 Pro", "paper:Seagate Barracuda", "volume:nvme-pcie4", "volume:aws-gp3",
+                   "volume:aws-io2", "volume:aws-st1", "volume:aws-sc1", "volume:gcp-pd-standard",
+                   "volume:gcp-pd-balanced", "volume:gcp-pd-ssd")
+#: Why a report without a study names no pattern.
+NO_STUDY = ("no study given (--study RESULTS): the paper gives only its P1 in numbers (§3.2), normalized over its "
+            "own tools, a scale no other run can be put on")
+STATUS_COUNTED = ("COMPLETED", "CACHED")
+
+
+class PipelineReportError(ValueError):
+    pass
+
+
+@dataclass
+class Report:
+    runs: pd.DataFrame
+    tasks: pd.DataFrame
+    processes: pd.DataFrame
+    predictions: pd.DataFrame
+    pipeline: pd.DataFrame
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def load_trace(outdir: Path) -> pd.DataFrame:
+    """Nextflow's trace of the profiled session(s): one row per task attempt, with its start and
+    end in seconds since the first start."""
+    path = Path(outdir) / TRACE_FILE
+    if not path.is_file():
+        raise PipelineReportError(f"{path}: no trace; was the pipeline run with -c nextflow/conf/profile_pipeline.config "
+                                  f"--biossd_outdir {outdir}?")
+    trace = pd.read_csv(path, sep="\t", dtype=str)
+    trace["hash_key"] = trace["hash"].str.replace("/", "", regex=False)
+    for col in ("start", "complete"):
+        trace[col + "_t"] = pd.to_datetime(trace[col], errors="coerce")
+    t0 = trace["start_t"].min()
+    trace["start_s"] = (trace["start_t"] - t0).dt.total_seconds()
+    trace["complete_s"] = (trace["complete_t"] - t0).dt.total_seconds()
+    return trace
+
+
+def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Every kept run with its task labels and features; runs that cannot be read (another biossd
+    version's, damaged) are returned apart with the reason."""
+    rows, skipped = [], []
+    for run_dir in features.find_run_dirs([Path(outdir) / pipelinetask.RUNS_DIR]):
+        try:
+            body = manifest.read_manifest(run_dir)
+            row = features.run_features(run_dir)
+        except (manifest.ManifestError, features.FeatureError, OSError, ValueError, KeyError) as err:
+            skipped.append((str(run_dir), str(err)))
+            continue
+        labels = body.get("labels") or {}
+        row.update({k: labels.get(k) for k in pipelinetask.LABELS})
+        row["run_path"] = str(run_dir)
+        row["attempt"] = int(labels.get("attempt") or 1)
+        rows.append(row)
+    return pd.DataFrame(rows), skipped
+
+
+def counted_tasks(runs: pd.DataFrame, trace: pd.DataFrame) -> pd.DataFrame:
+    """One row per task that counts (the trace's COMPLETED or CACHED entry), with its run: the
+    run whose hash and attempt match, or for a cached task the last ok run of its hash."""
+    if runs.empty:
+        return pd.DataFrame()
+    counted = trace[trace["status"].isin(STATUS_COUNTED)].copy()
+    rows = []
+    for t in counted.itertuples():
+        mine = runs[runs["task_hash"].str.startswith(t.hash_key)]
+        if t.status == "COMPLETED":
+            mine = mine[mine["attempt"] == int(t.attempt)]
+        mine = mine[mine["outcome"] == "ok"].sort_values("attempt")
+        if mine.empty:
+            continue
+        run = mine.iloc[-1]
+        rows.append({**run.to_dict(), "status": t.status, "start_s": t.start_s, "complete_s": t.complete_s,
+                     "realtime_s": t.complete_s - t.start_s})
+    return pd.DataFrame(rows)
+
+
+def nearest_patterns(features_table: pd.DataFrame, study_dirs: Sequence[Path] | None) -> pd.DataFrame:
+    """Per row (a process's median features): its nearest pattern and the distance to it."""
+    if study_dirs:
+        from biossd.analysis import Analysis, resultset
+
+        clustering = Analysis(resultset.load(study_dirs)).clustering
+        if clustering is None:
+            raise PipelineReportError(f"the study result set {', '.join(map(str, study_dirs))} has no patterns")
+        cols = list(clustering.matrix.columns)
+        normed = _apply_rules(features_table[cols], clustering.rules)
+        centroids = clustering.matrix.assign(pattern=clustering.pattern).groupby("pattern")[cols].mean()
+        out = []
+        for name, vec in normed.iterrows():
+            ok = ~vec.isna()
+            dist = np.sqrt(((centroids.loc[:, ok] - vec[ok]) ** 2).sum(axis=1))
+            out.append({"process": name, "pattern": dist.idxmin(), "pattern_distance": float(dist.min()),
+                        "pattern_source": "the study's patterns (nearest centroid)"})
+        return pd.DataFrame(out).set_index("process")
+    return pd.DataFrame({"pattern": "unknown", "pattern_distance": np.nan, "pattern_source": NO_STUDY},
+                        index=features_table.index.rename("process"))
+
+
+def _apply_rules(values: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
+    """Features normalized by a study's rules (:func:`biossd.features.normalize.normalize`),
+    clipped to [0, 1] (a process beyond the study's range sits at its edge)."""
+    out = values.astype(float).copy()
+    for rule in rules.itertuples():
+        col = out[rule.column]
+        col = np.log10(col + rule.shift) if rule.log10 else col
+        span = rule.max - rule.min
+        out[rule.column] = ((col - rule.min) / span if span > 0 else col * 0.0).clip(0.0, 1.0)
+    return out
+
+
+def critical_path(tasks: pd.DataFrame, duration_s: pd.Series) -> float:
+    """The pipeline's wall time when each task takes ``duration_s`` instead of its measured
+    runtime: tasks keep their order and the gaps Nextflow's trace shows — each starts the same
+    time after the end of the task that finished last before it started (what released it)."""
+    order = tasks.sort_values("start_s")
+    finish: dict[int, float] = {}
+    t0 = float(order["start_s"].min())
+    for idx, t in order.iterrows():
+        before = order[(order["complete_s"] <= t["start_s"]) & (order.index != idx)]
+        before = before[before.index.isin(list(finish))]
+        if before.empty:
+            start = t["start_s"] - t0
+        else:
+            pred = before["complete_s"].idxmax()
+            start = finish[pred] + (t["start_s"] - before.loc[pred, "complete_s"])
+        overhead = max(0.0, float(t["realtime_s"]) - float(t["runtime_s"]))
+        finish[idx] = start + overhead + float(duration_s.loc[idx])
+    return max(finish.values()) if finish else 0.0
+
+
+def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequence[Path] | None = None) -> Report:
+    """The report of one profiled pipeline run (the module's text)."""
+    outdir = Path(outdir)
+    trace = load_trace(outdir)
+    runs, skipped = load_runs(outdir)
+    if runs.empty:
+        raise PipelineReportError(f"{outdir / pipelinetask.RUNS_DIR}: no run to report"
+                                  + (f" ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
+    tasks = counted_tasks(runs, trace).reset_index(drop=True)
+    loaded = [devicemodels.load_target(t) for t in targets]
+    preds = predict.predict_runs([Path(p) for p in tasks["run_path"]], loaded)
+    preds["task"] = np.repeat(np.arange(len(tasks)), len(loaded))
+    preds["process"] = preds["task"].map(tasks["process"])
+
+    failed = runs[runs["outcome"] != "ok"].groupby("process").size()
+    cached = tasks[tasks["status"] == "CACHED"].groupby("process").size()
+    per = tasks.groupby("process").agg(
+        tasks=("process", "size"), runtime_s=("runtime_s", "sum"), median_task_s=("runtime_s", "median"),
+        cpu_s=("user_s", "sum"), sys_s=("sys_s", "sum"), peak_rss_kib=("max_rss_kib", "max"),
+        **{f: (f, "median") for f in features.STORAGE_FEATURES})
+    per["cpu_share"] = (per.pop("cpu_s") + per.pop("sys_s")) / per["runtime_s"]
+    per["failed_attempts"] = failed.reindex(per.index).fillna(0).astype(int)
+    per["cached_tasks"] = cached.reindex(per.index).fillna(0).astype(int)
+    per = per.join(nearest_patterns(per, study))
+    sums = ("predicted_runtime_s", "predicted_low_s", "predicted_high_s")
+    by = (preds.astype({c: float for c in sums}).groupby(["process", "target"])[list(sums)].sum().reset_index()
+          if len(preds) else pd.DataFrame({c: pd.Series(dtype=float) for c in ("process", "target", *sums)}))
+    by["measured_runtime_s"] = by["process"].map(per["runtime_s"]).astype(float)
+    by["speedup_vs_measured"] = by["measured_runtime_s"] / by["predicted_runtime_s"]
+    whole = []
+    measured_wall = critical_path(tasks, tasks["runtime_s"])
+    for target in loaded:
+        mine = preds[preds["target"] == target.name].set_index("task")
+        wall = {w: critical_path(tasks, mine[c].reindex(tasks.index).fillna(tasks["runtime_s"]))
+                for w, c in (("predicted", "predicted_runtime_s"), ("low", "predicted_low_s"), ("high", "predicted_high_s"))}
+        whole.append({"target": target.name, "target_kind": target.kind, "measured_wall_s": measured_wall,
+                      "predicted_wall_s": wall["predicted"], "predicted_wall_low_s": wall["low"],
+                      "predicted_wall_high_s": wall["high"], "speedup_vs_measured": measured_wall / wall["predicted"],
+                      "source": target.source})
+    return Report(runs=runs, tasks=tasks, processes=per.reset_index(), predictions=by,
+                  pipeline=pd.DataFrame(whole), skipped=skipped)

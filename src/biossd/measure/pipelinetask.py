@@ -1,0 +1,91 @@
+"""One task of any Nextflow pipeline, profiled: what ``nextflow/conf/profile_pipeline.config``
+makes every task's interpreter (Nextflow's ``process.shell``), so a user's own pipeline is measured
+with no change to it.
+
+Nextflow runs each task as ``<shell> .command.sh`` in the task's work directory. The config
+makes the shell ``biossd pipeline task --task <base64 JSON> -- /bin/bash -ue``: the JSON names the
+task (process, tag, attempt, the memory it asked for) and, because Nextflow joins the shell's
+words without quoting, travels as one base64 word. This module decodes it, runs
+``/bin/bash -ue .command.sh`` under :func:`biossd.measure.profile.run` — the task's request stream
+traced, its memory capped at what the task asked for (``memory`` directive) or not at all, the
+page cache dropped first — and keeps the run directory under ``$BIOSSD_PIPELINE_OUTDIR``:
+
+    ``runs/<process>/<tag>-<hash>/attempt-<n>/``
+
+(the process's name with ``:`` as ``.``, the tag made a path component, the work directory's hash:
+``ab/cdef12...`` as ``abcdef12``). The run's labels carry the process, tag, attempt, hash and work
+directory. The task's exit status is the tool's, so Nextflow's retries and error strategies work as
+without biossd. Measured tasks run one at a time on the host (the host lock); a task waiting for it
+is not measured while it waits, only its run.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from biossd.core.errors import BiossdError
+
+#: Where the config tells each task to keep its run (the config's ``env`` scope).
+OUTDIR_ENV = "BIOSSD_PIPELINE_OUTDIR"
+RUNS_DIR = "runs"
+#: The labels every pipeline run carries (the run table's label columns for pipelines).
+LABELS = ("process", "tag", "attempt", "task_hash", "workdir")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+class PipelineTaskError(BiossdError, ValueError):
+    """The task wrapper was given what it cannot use; the message names the option or variable."""
+
+
+def encode(task: dict[str, Any]) -> str:
+    """The task's description as one shell-safe word (what the config computes in Groovy)."""
+    return base64.b64encode(json.dumps(task, sort_keys=True).encode()).decode()
+
+
+def decode(word: str) -> dict[str, Any]:
+    """:func:`encode`'s inverse, checked: a mapping with at least the process's name."""
+    try:
+        task = json.loads(base64.b64decode(word, validate=True))
+    except (binascii.Error, ValueError) as err:
+        raise PipelineTaskError(f"--task is not the base64 JSON the profiling config writes ({err})") from None
+    if not isinstance(task, dict) or not task.get("process"):
+        raise PipelineTaskError("--task names no process; use nextflow/conf/profile_pipeline.config as it is")
+    return task
+
+
+def component(text: object, empty: str = "_") -> str:
+    """``text`` as one path component: runs of unsafe characters as ``_``, no dot or ``_`` at its ends."""
+    out = _UNSAFE.sub("_", str(text or "")).strip("._")
+    return out[:120] or empty
+
+
+def task_hash(workdir: Path) -> str:
+    """Nextflow's task hash from its work directory (``.../work/ab/cdef...`` → ``abcdef...``)."""
+    parts = Path(workdir).parts
+    return (parts[-2] + parts[-1]) if len(parts) >= 2 else component(workdir)
+
+
+def run_dir(outdir: Path, task: dict[str, Any], workdir: Path) -> Path:
+    """Where this attempt's run is kept (the module's text)."""
+    process = component(str(task["process"]).replace(":", "."))
+    tag = component(task.get("tag"), empty="untagged")
+    return Path(outdir) / RUNS_DIR / process / f"{tag}-{task_hash(workdir)[:8]}" / f"attempt-{int(task.get('attempt') or 1)}"
+
+
+def labels(task: dict[str, Any], workdir: Path) -> dict[str, str]:
+    return {"process": str(task["process"]), "tag": str(task.get("tag") or ""),
+            "attempt": str(int(task.get("attempt") or 1)), "task_hash": task_hash(workdir), "workdir": str(workdir)}
+
+
+def outdir_from_env(environ: dict[str, str] | None = None) -> Path:
+    value = (environ if environ is not None else os.environ).get(OUTDIR_ENV)
+    if not value:
+        raise PipelineTaskError(f"${OUTDIR_ENV} is not set: run the pipeline with -c nextflow/conf/profile_pipeline.config "
+                                "--biossd_outdir DIR")
+    return Path(value)

@@ -1,0 +1,92 @@
+"""The tables and figures of ``biossd pipeline report`` (:mod:`biossd.analysis.pipeline`):
+
+- ``processes.csv``: per process, tasks, runtime, CPU share, peak RSS, the eight storage features
+  and the nearest pattern;
+- ``process_predictions.csv`` and ``pipeline_predictions.csv``: predicted runtime (with its
+  interval) and speedup over the measured device, per process and for the whole pipeline (its
+  critical path), on each target;
+- ``tasks.csv``: every counted task with its run;
+- ``pipeline_speedup.png``: the pipeline's predicted wall time on each target, interval drawn;
+- ``process_speedup.png``: each process's speedup on each target (a heat map, numbers written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from biossd.core.files import write_frame  # noqa: E402
+
+#: Figure width in inches, and height per bar or row.
+FIG_WIDTH_IN = 8.0
+ROW_HEIGHT_IN = 0.45
+#: A heat-map cell this far (as a share of the colour scale's bound) from 1x is written in white.
+DARK_CELL = 0.6
+
+
+def write(rep, out_dir: Path) -> list[Path]:
+    """Every table and figure of ``rep`` (a :class:`biossd.analysis.pipeline.Report`) under ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tasks = rep.tasks.drop(columns=[c for c in ("settings",) if c in rep.tasks])
+    written = [write_frame(rep.processes, out_dir / "processes.csv"),
+               write_frame(rep.predictions, out_dir / "process_predictions.csv"),
+               write_frame(rep.pipeline, out_dir / "pipeline_predictions.csv"),
+               write_frame(tasks, out_dir / "tasks.csv")]
+    written.append(pipeline_figure(rep, out_dir / "pipeline_speedup.png"))
+    written.append(process_figure(rep, out_dir / "process_speedup.png"))
+    return written
+
+
+def pipeline_figure(rep, path: Path) -> Path:
+    """The whole pipeline's predicted wall time per target (bars, the model's interval as whiskers),
+    the measured wall time as a line."""
+    table = rep.pipeline.sort_values("predicted_wall_s")
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN + 1, 1.6 + ROW_HEIGHT_IN * len(table)))
+    y = np.arange(len(table))
+    err = np.vstack([table["predicted_wall_s"] - table["predicted_wall_low_s"],
+                     table["predicted_wall_high_s"] - table["predicted_wall_s"]]).clip(min=0)
+    ax.barh(y, table["predicted_wall_s"], xerr=err, color="#4c72b0", capsize=3)
+    measured = float(table["measured_wall_s"].iloc[0]) if len(table) else 0.0
+    ax.axvline(measured, color="#c44e52", linestyle="--", label=f"measured here: {measured:.1f} s")
+    ax.set_yticks(y, [f"{t} ({k})" for t, k in zip(table["target"], table["target_kind"])])
+    for yi, (high, sp) in enumerate(zip(table["predicted_wall_high_s"], table["speedup_vs_measured"])):
+        ax.text(high, yi, f"  {sp:.2f}x", va="center", fontsize=8)
+    ax.set_xlim(0, float(table["predicted_wall_high_s"].max()) * 1.15 if len(table) else 1.0)
+    ax.set_xlabel("predicted wall time (s) in Nextflow's task order\n"
+                  "whiskers: the model's interval; labels: speedup over here (< 1: slower)")
+    ax.set_title("Your pipeline on other devices (biossd pipeline report)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def process_figure(rep, path: Path) -> Path:
+    """Each process's predicted speedup over the measured device on each target (>1: faster)."""
+    grid = rep.predictions.pivot_table(index="process", columns="target", values="speedup_vs_measured")
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN + 2, 1.8 + ROW_HEIGHT_IN * len(grid)))
+    values = np.log2(grid.to_numpy(dtype=float))
+    bound = max(1.0, float(np.nanmax(np.abs(values)))) if np.isfinite(values).any() else 1.0
+    im = ax.imshow(values, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
+    ax.set_xticks(np.arange(grid.shape[1]), grid.columns, rotation=35, ha="right", fontsize=8)
+    ax.set_yticks(np.arange(grid.shape[0]), grid.index, fontsize=8)
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            v = grid.iat[i, j]
+            dark = np.isfinite(values[i, j]) and abs(values[i, j]) > DARK_CELL * bound
+            ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.2f}x", ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
+    bar = fig.colorbar(im, ax=ax)
+    bar.set_label("speedup, log2\n(blue faster, red slower)")
+    ax.set_title("Per process: predicted speedup on each target")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,159 @@
+"""Profile your own pipeline, for real: two pipelines that are not biossd's study
+(tests/pipelines/dnaseq: bwa, samtools, bcftools; tests/pipelines/spill: GNU sort spilling and a
+task retried after its cap killed it) run under nextflow/conf/profile_pipeline.config, each with
+its work directory on the native disk and on an emulated 7200 rpm HDD (brought up by biossd as
+the study's are); `biossd pipeline report` names every process, and the prediction from the
+native runs reproduces the HDD's measured per-process runtimes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from biossd.analysis import pipeline
+from biossd.measure import manifest, pipelinetask
+
+pytestmark = pytest.mark.integration
+
+CONFIG = REPO / "nextflow" / "conf" / "profile_pipeline.config"
+PIPELINES = REPO / "tests" / "pipelines"
+#: How far the prediction from the native runs may be from the HDD's measured per-process runtime,
+#: for a process whose tasks ran at least MIN_COMPARED_S on the HDD (a tenth of a second of
+#: process start-up and scheduling is most of a shorter one's time: its error is printed, not held).
+MAX_PREDICTION_ERROR = 0.40
+MIN_COMPARED_S = 0.5
+#: The emulated disk the HDD side runs on (the study's 7200 rpm profile).
+HDD_PROFILE = "seagate-barracuda-7200"
+
+
+def run_pipeline(env, name: str, work: Path, outdir: Path, *args: str, check: bool = True):
+    exe = shutil.which("nextflow", path=env["PATH"])
+    proc = subprocess.run([exe, "run", str(PIPELINES / name), "-w", str(work), "-c", str(CONFIG),
+                           "--biossd_outdir", str(outdir), "--outdir", str(outdir / "published"), *args],
+                          cwd=outdir, env=env, capture_output=True, text=True, timeout=900)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1500:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def inputs(biossd, tmp_path_factory):
+    root = tmp_path_factory.mktemp("own-inputs")
+    for sample, seed in (("s1", 3), ("s2", 4)):
+        biossd("data", "synth", "reads", "--size", "12M", "--seed", str(seed), "-o", str(root / sample))
+        for mate in (1, 2):
+            (root / sample / f"reads_{mate}.fq").rename(root / f"{sample}_{mate}.fq")
+    shutil.copy(root / "s1" / "genome.fa", root / "genome.fa")
+    return root
+
+
+@pytest.fixture(scope="module")
+def classes(biossd, root_required, tmp_path_factory):
+    """The two classes as the study has them (biossd storage up): the native disk on a loop
+    device of its own (its trace holds only the pipeline's requests) and an emulated HDD."""
+    root = tmp_path_factory.mktemp("own-storage")
+    out = root / "storage.json"
+    biossd("storage", "up", "--root", str(root / "mnt"), "--classes", "native,hdd", "--emulate", "native=native",
+           "--emulate", f"hdd={HDD_PROFILE}", "--size", "1G", "-o", str(out))
+    resolved = json.loads(out.read_text())
+    yield {side: Path(resolved[side]["scratch"]) for side in ("native", "hdd")}
+    biossd("storage", "down", "--root", str(root / "mnt"))
+
+
+@pytest.fixture(scope="module")
+def profiled(env, inputs, classes, tmp_path_factory):
+    """Each pipeline, profiled with its work directory on the native disk and on the HDD."""
+    base = tmp_path_factory.mktemp("own-runs")
+    args = {"dnaseq": ["--genome", str(inputs / "genome.fa"), "--reads", str(inputs / "s*_{1,2}.fq")],
+            "spill": ["--count", "4000000"]}
+    out = {}
+    for name in ("dnaseq", "spill"):
+        for side in ("native", "hdd"):
+            work = classes[side] / name / "work"
+            outdir = base / name / side
+            outdir.mkdir(parents=True)
+            run_pipeline(env, name, work, outdir, *args[name])
+            out[(name, side)] = outdir
+    out["args"] = args
+    out["work"] = {side: classes[side] for side in classes}
+    return out
+
+
+@pytest.mark.parametrize("name, processes", [
+    ("dnaseq", {"BWA_INDEX", "BWA_MEM", "SAMTOOLS_SORT", "SAMTOOLS_INDEX", "BCFTOOLS_CALL"}),
+    ("spill", {"MAKE_NUMBERS", "SORT_CHUNK", "MERGE_SORTED", "GROW_TABLE"}),
+])
+def test_every_task_is_profiled_and_every_process_reported(profiled, biossd, name, processes):
+    outdir = profiled[(name, "native")]
+    trace = pipeline.load_trace(outdir)
+    assert set(trace["process"]) == processes
+    runs, skipped = pipeline.load_runs(outdir)
+    assert skipped == []
+    assert len(runs) == len(trace), "one run per task attempt"
+    for run in runs.itertuples():
+        body = manifest.read_manifest(Path(run.run_path))
+        assert body["collectors"]["blocktrace"]["ran"] and body["labels"]["process"] == run.process
+    said = biossd("pipeline", "report", str(outdir)).stdout
+    for process in processes:
+        assert process in said
+    table = pd.read_csv(outdir / pipeline.REPORT_DIR / "processes.csv")
+    assert set(table["process"]) == processes and table["Riops"].notna().all()
+    assert (outdir / pipeline.REPORT_DIR / "pipeline_speedup.png").stat().st_size > 0
+
+
+def test_a_retried_task_counts_once_and_its_failed_attempt_is_listed(profiled):
+    """GROW_TABLE asks for 40 MB at first: biossd's cap kills it (oom), Nextflow retries it with
+    80 MB; the report counts one task and one failed attempt."""
+    outdir = profiled[("spill", "native")]
+    runs, _ = pipeline.load_runs(outdir)
+    grow = runs[runs["process"] == "GROW_TABLE"].sort_values("attempt")
+    assert list(grow["outcome"]) == ["oom", "ok"]
+    rep = pipeline.report(outdir)
+    row = rep.processes.set_index("process").loc["GROW_TABLE"]
+    assert row["tasks"] == 1 and row["failed_attempts"] == 1
+
+
+def test_a_resumed_pipeline_counts_its_cached_tasks_once(profiled, env):
+    outdir = profiled[("dnaseq", "native")]
+    before = pipeline.report(outdir).processes.set_index("process")["tasks"]
+    run_pipeline(env, "dnaseq", profiled["work"]["native"] / "dnaseq" / "work", outdir, *profiled["args"]["dnaseq"],
+                 "-resume")
+    trace = pipeline.load_trace(outdir)
+    assert set(trace["status"]) == {"CACHED"}
+    after = pipeline.report(outdir).processes.set_index("process")
+    assert after["tasks"].equals(before) and (after["cached_tasks"] == after["tasks"]).all()
+
+
+@pytest.mark.parametrize("name", ["dnaseq", "spill"])
+def test_the_native_runs_predict_the_hdd_s_runtimes(profiled, name):
+    """Each process's runtime on the emulated HDD, predicted from its native runs (the HDD's
+    profile as the target), against what the HDD side measured: within 40% (printed)."""
+    native = pipeline.report(profiled[(name, "native")], [HDD_PROFILE])
+    measured = pipeline.report(profiled[(name, "hdd")], []).processes.set_index("process")["runtime_s"]
+    predicted = native.predictions.set_index("process")["predicted_runtime_s"]
+    error = (predicted / measured.reindex(predicted.index) - 1.0)
+    print(f"\n{name}: native -> {HDD_PROFILE} per-process prediction error:\n"
+          + pd.DataFrame({"measured_hdd_s": measured, "predicted_s": predicted, "error": error}).to_string())
+    held = error[measured.reindex(error.index) >= MIN_COMPARED_S]
+    assert len(held) >= 2, "too few processes long enough to compare"
+    assert held.abs().max() <= MAX_PREDICTION_ERROR, held.to_dict()
+
+
+def test_a_pipeline_with_its_own_shell_is_refused(env, tmp_path, inputs):
+    own = tmp_path / "own-shell"
+    shutil.copytree(PIPELINES / "dnaseq", own)
+    (own / "nextflow.config").write_text((own / "nextflow.config").read_text()
+                                        + "process.shell = ['/bin/bash', '-euo', 'pipefail']\n")
+    exe = shutil.which("nextflow", path=env["PATH"])
+    proc = subprocess.run([exe, "run", str(own), "-c", str(CONFIG), "--biossd_outdir", str(tmp_path / "p"),
+                           "--genome", str(inputs / "genome.fa"), "--reads", str(inputs / "s*_{1,2}.fq")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert "sets its own task shell" in proc.stdout + proc.stderr and "nextflow.config" in proc.stdout + proc.stderr
+    assert not (tmp_path / "p" / pipelinetask.RUNS_DIR).exists()

@@ -1,0 +1,55 @@
+"""Units of profiling a user's pipeline: the task's description, where its run is kept, the
+critical path, and the cloud volumes as targets (the real pipelines: tests/test_own_pipeline.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from biossd.analysis import pipeline
+from biossd.host import devicemodels
+from biossd.measure import pipelinetask
+
+
+def test_a_task_travels_as_one_shell_safe_word_and_back():
+    task = {"process": "NFCORE_RNASEQ:ALIGN (x)", "tag": "sample 1; rm -rf /", "attempt": 2, "memory_bytes": 1 << 30}
+    word = pipelinetask.encode(task)
+    assert set(word) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+    assert pipelinetask.decode(word) == task
+    with pytest.raises(pipelinetask.PipelineTaskError, match="base64"):
+        pipelinetask.decode("not base64 at all!")
+    with pytest.raises(pipelinetask.PipelineTaskError, match="names no process"):
+        pipelinetask.decode(pipelinetask.encode({"tag": "x"}))
+
+
+def test_each_attempt_is_kept_by_process_tag_and_hash(tmp_path):
+    task = {"process": "NFCORE:ALIGN", "tag": "../../etc sample/1", "attempt": 2}
+    work = tmp_path / "work" / "ab" / "cdef0123456789"
+    run = pipelinetask.run_dir(tmp_path / "out", task, work)
+    assert run.relative_to(tmp_path / "out").parts == ("runs", "NFCORE.ALIGN", "etc_sample_1-abcdef01", "attempt-2")
+    assert pipelinetask.labels(task, work)["task_hash"] == "abcdef0123456789"
+    with pytest.raises(pipelinetask.PipelineTaskError, match="BIOSSD_PIPELINE_OUTDIR"):
+        pipelinetask.outdir_from_env({})
+
+
+def test_the_wall_time_follows_the_trace_not_a_sum():
+    """A then B and C side by side (both released by A), then D after the later of them: the
+    wall time is A + the slower of B and C + D; making the faster branch faster gains nothing."""
+    tasks = pd.DataFrame({"start_s": [0.0, 10.0, 10.0, 40.0], "complete_s": [10.0, 40.0, 20.0, 50.0],
+                          "realtime_s": [10.0, 30.0, 10.0, 10.0], "runtime_s": [10.0, 30.0, 10.0, 10.0]})
+    assert pipeline.critical_path(tasks, tasks["runtime_s"]) == pytest.approx(50.0)
+    faster_c = tasks["runtime_s"].where(tasks.index != 2, 1.0)
+    assert pipeline.critical_path(tasks, faster_c) == pytest.approx(50.0)
+    faster_b = tasks["runtime_s"].where(tasks.index != 1, 15.0)
+    assert pipeline.critical_path(tasks, faster_b) == pytest.approx(35.0)
+
+
+def test_every_cloud_volume_is_a_target_with_its_source_and_date():
+    for name, row in devicemodels.volumes().items():
+        target = devicemodels.load_target(f"volume:{name}")
+        assert target.name == name and row["retrieved"] in target.source and row["source"] in target.source
+    assert devicemodels.load_target("aws-gp3").read_iops_qd32 == 3000
+    for spec in pipeline.DEFAULT_TARGETS:
+        devicemodels.load_target(spec)
+    with pytest.raises(devicemodels.DeviceModelError, match="no volume"):
+        devicemodels.load_target("volume:floppy")
