@@ -338,10 +338,11 @@ def next_run_point(rng: random.Random, work: Path, env: dict[str, str], max_dela
         body = manifest.read_manifest(work / "next")
         if body["outcome"] != "ok":
             point.left["next run measured beside the dead run's tool"] = body["outcome"]
+        # Reaped only when the killed run had a command running (killed while it set up or tore
+        # down, there was none): the hog's absence in the next window is what is checked above.
         reaped = body["host_lock"]["reaped_stale_holder"]
-        point.cleanup = f"next run reaped a stale holder: {'yes' if reaped else 'no'}"
-        if holder is not None and not point.completed and not reaped:
-            point.left["next run"] = "the killed run held the lock, and the next run did not reap it"
+        point.cleanup = (f"the killed run {'held' if holder else 'did not hold'} the lock; "
+                         f"next run reaped a stale holder: {'yes' if reaped else 'no'}")
     done = _biossd(env, "cleanup")
     point.cleanup += f"; cleanup exit {done.returncode}"
     point.left.update(differences(before, host_snapshot()))

@@ -209,7 +209,8 @@ def cmd_data_synth(args: argparse.Namespace) -> int:
         return 0
     if not args.kind or not args.output:
         raise UsageError("give KIND and -o DIR (or --list)")
-    record = data.synth(args.kind, Path(args.output), parse_size(args.size), args.seed, args.scale)
+    with _held_host_lock(args, f"biossd data synth {args.kind} (writing {args.output})"):
+        record = data.synth(args.kind, Path(args.output), parse_size(args.size), args.seed, args.scale)
     print(json.dumps(record, indent=2, sort_keys=True))
     return 0
 
@@ -301,7 +302,8 @@ def cmd_catalogue_stage(args: argparse.Namespace) -> int:
 def cmd_catalogue_prepare(args: argparse.Namespace) -> int:
     from biossd.study import catalogue, staging
 
-    record = staging.prepare(catalogue.get(args.tool), Path(args.input), Path(args.out))
+    with _held_host_lock(args, f"biossd catalogue prepare {args.tool} (writing {args.out})"):
+        record = staging.prepare(catalogue.get(args.tool), Path(args.input), Path(args.out))
     print(record["input_bytes"])
     return 0
 
@@ -764,6 +766,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--scale", type=int, default=1, help="replicate the baseline k times")
     p.add_argument("-o", "--output")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="write under the host lock, never inside another run's measured window (the workflow does)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this work is for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
     p.set_defaults(func=cmd_data_synth)
     p = data_p.add_parser("fetch", help="download a data set of data-manifests/, verified (needs network)")
     p.add_argument("dataset")
@@ -856,6 +862,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tool")
     p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
     p.add_argument("--out", required=True, help="the prepared directory to write (must not exist)")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="write under the host lock, never inside another run's measured window (the workflow does)")
+    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this work is for")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
     p.set_defaults(func=cmd_catalogue_prepare)
     p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")
     p.add_argument("tool")

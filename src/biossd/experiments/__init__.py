@@ -317,7 +317,11 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
     (partial / PARTIAL_MARKER).write_text(json.dumps({"made_by": "biossd experiment run",
                                                       **ProcessRef.current().record()}) + "\n")
     made_scratch = not scratch.exists()
+    if made_scratch:  # marked and recorded: a SIGKILL leaves it to `biossd cleanup`
+        made.remember(scratch, "scratch")
     scratch.mkdir(parents=True, exist_ok=True)
+    if made_scratch:
+        (scratch / rundir.SCRATCH_MARKER).touch()
     done = False
     try:
         with _signals_raise():
@@ -370,6 +374,7 @@ def _empty_scratch(scratch: Path, remove_dir: bool) -> None:
     if remove_dir:
         with contextlib.suppress(OSError):
             scratch.rmdir()
+        made.forget(scratch)
 
 
 def _utc_now() -> str:

@@ -17,7 +17,7 @@ process PREPARE {
     script:
     def q = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     """
-    input_bytes=\$(biossd catalogue prepare ${q(tool)} --input input --out prepared)
+    input_bytes=\$(biossd catalogue prepare ${q(tool)} --input input --out prepared --hold-host-lock)
     """
 
     stub:

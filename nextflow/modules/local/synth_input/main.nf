@@ -1,6 +1,7 @@
 /*
  * A synthetic input of one kind (biossd data synth): a baseline of `size` replicated `scale`
- * times, from a fixed seed, so the same parameters give the same bytes on every host.
+ * times, from a fixed seed, so the same parameters give the same bytes on every host. Written
+ * under the host lock: never inside a measured window of another study on this host.
  */
 process SYNTH_INPUT {
     tag "${meta.id}"
@@ -19,7 +20,7 @@ process SYNTH_INPUT {
     script:
     def q = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
     """
-    biossd data synth ${q(meta.kind)} --size ${q(size)} --scale ${q(meta.scale)} --seed ${q(seed)} -o input > /dev/null
+    biossd data synth ${q(meta.kind)} --size ${q(size)} --scale ${q(meta.scale)} --seed ${q(seed)} -o input --hold-host-lock > /dev/null
     cp input/synth.json synth.json
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
