@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from biossd.core import owners
 
 
@@ -63,3 +65,32 @@ def test_only_names_biossd_gives_are_taken_for_leftovers():
     assert owners.is_owned_name("biossd-123-ab12cd34", "biossd-")  # an older biossd's
     for other in ("biossd-docker", "biossd-notes", "biossd-1-2", "biossd-12-34-abc"):
         assert not owners.is_owned_name(other, "biossd-"), other
+
+
+def test_a_service_is_claimed_only_from_a_dead_owner(tmp_path):
+    """A service's state directory (SLURM cluster, Docker engine): one up and owned is refused,
+    one whose owner died is taken down first, a directory without a record is never touched."""
+    import subprocess
+    import sys
+
+    from biossd.core import owners, servicestate
+
+    taken: list[object] = []
+    live = tmp_path / "live"
+    live.mkdir()
+    servicestate.save({"dir": str(live), "owner": owners.ProcessRef.current().record()})
+    with pytest.raises(RuntimeError, match="already up .*owned by"):
+        servicestate.claim(live, "thing", "biossd thing down", taken.append, RuntimeError)
+    dead = tmp_path / "dead"
+    dead.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    ref = owners.ProcessRef.of(gone.pid).record()
+    gone.wait()
+    servicestate.save({"dir": str(dead), "owner": ref})
+    assert servicestate.leftover(dead) is not None
+    servicestate.claim(dead, "thing", "biossd thing down", taken.append, RuntimeError)
+    assert taken == [dead]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    with pytest.raises(RuntimeError, match="holds no thing record"):
+        servicestate.claim(foreign, "thing", "biossd thing down", taken.append, RuntimeError)

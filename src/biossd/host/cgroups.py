@@ -30,6 +30,7 @@ of killed runs are named ``biossd-*`` and found by :func:`find_leftovers`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -330,6 +331,20 @@ def _cgroup_pids(path: Path) -> list[int]:
         return [int(p) for p in (path / "cgroup.procs").read_text().split()]
     except FileNotFoundError:
         return []
+
+
+def remove_tree(path: Path) -> bool:
+    """Remove an (emptied) cgroup directory and the cgroups below it, deepest first (a cgroup is
+    removed by rmdir); whether it is gone."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    for sub in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    with contextlib.suppress(OSError):
+        path.rmdir()
+    return not path.exists()
 
 
 def remove_cgroup(path: Path) -> None:

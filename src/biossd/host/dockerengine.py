@@ -30,14 +30,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from biossd.core import servicestate
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held
+from biossd.host import cgroups
 
 STATE_DIR = Path("/run/biossd/docker")
 DATA_ROOT = Path("/var/lib/biossd/docker")
-STATE_FILE = "state.json"
 SOCKET_NAME = "docker.sock"
 #: The cgroup (under each v1 controller, or the unified root) that holds biossd's containers.
 CGROUP_PARENT = "biossd-docker"
@@ -73,14 +74,11 @@ def socket_path(state_dir: Path = STATE_DIR) -> Path:
 
 
 def _save(state: dict[str, Any]) -> None:
-    atomic_write_text(Path(state["dir"]) / STATE_FILE, json.dumps(state, indent=2) + "\n")
+    servicestate.save(state)
 
 
 def load(state_dir: Path = STATE_DIR) -> dict[str, Any] | None:
-    try:
-        return json.loads((Path(state_dir) / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
+    return servicestate.load(state_dir)
 
 
 def env(state_dir: Path = STATE_DIR) -> dict[str, str]:
@@ -120,16 +118,7 @@ def up(owner: ProcessRef | None = None, state_dir: Path = STATE_DIR, data_root: 
        drivers: tuple[str, ...] = STORAGE_DRIVERS) -> dict[str, Any]:
     """Bring the engine up for ``owner`` (or record the user's, when ``DOCKER_HOST`` names one)."""
     state_dir = Path(state_dir)
-    old = load(state_dir)
-    if old is not None:
-        theirs = ProcessRef.from_record(old.get("owner"))
-        if theirs is None or theirs.alive():
-            raise DockerError(f"a biossd Docker engine is already up ({state_dir}), "
-                              + (f"owned by {theirs.describe()}" if theirs else "brought up by hand")
-                              + "; `biossd docker down` takes it down")
-        down(state_dir)
-    elif state_dir.exists():
-        raise DockerError(f"{state_dir} exists and holds no engine record; move it away")
+    servicestate.claim(state_dir, "Docker engine", "biossd docker down", down, DockerError)
     given = os.environ.get("DOCKER_HOST")
     if given:
         version = answers(given)
@@ -266,18 +255,8 @@ def down(state_dir: Path = STATE_DIR) -> list[str]:
 
 
 def _remove_cgroups(parents: list[Path]) -> list[str]:
-    """Remove the engine's container cgroups (``parents``, recorded at ``up``), deepest first."""
-    done = []
-    for parent in parents:
-        if not parent.is_dir():
-            continue
-        for sub in sorted((p for p in parent.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                sub.rmdir()
-        with contextlib.suppress(OSError):
-            parent.rmdir()
-            done.append(f"removed {parent}")
-    return done
+    """Remove the engine's container cgroups (``parents``, recorded at ``up``)."""
+    return [f"removed {p}" for p in parents if cgroups.remove_tree(p)]
 
 
 def status(state_dir: Path = STATE_DIR) -> dict[str, Any]:
@@ -291,11 +270,7 @@ def status(state_dir: Path = STATE_DIR) -> dict[str, Any]:
 
 def leftover(state_dir: Path = STATE_DIR) -> dict[str, Any] | None:
     """The engine's record if its owner is dead (``biossd cleanup`` takes it down)."""
-    state = load(state_dir)
-    if state is None:
-        return None
-    owner = ProcessRef.from_record(state.get("owner"))
-    return state if owner is not None and not owner.alive() else None
+    return servicestate.leftover(state_dir)
 
 
 # --- one run in a container ------------------------------------------------------------------------

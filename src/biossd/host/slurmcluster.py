@@ -20,7 +20,6 @@ removes exactly those directories.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -31,13 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from biossd.core import servicestate
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef, start_ticks
 from biossd.core.signals import signals_held
+from biossd.host import cgroups
 
 STATE_DIR = Path("/run/biossd/slurm")
-STATE_FILE = "state.json"
 CONF_NAME = "slurm.conf"
 CGROUP_CONF_NAME = "cgroup.conf"
 DEFAULT_PARTITIONS = ("fast", "slow")
@@ -147,14 +147,11 @@ def cgroup_conf_text(state: dict[str, Any]) -> str:
 
 
 def _save(state: dict[str, Any]) -> None:
-    atomic_write_text(Path(state["dir"]) / STATE_FILE, json.dumps(state, indent=2) + "\n")
+    servicestate.save(state)
 
 
 def load(state_dir: Path = STATE_DIR) -> dict[str, Any] | None:
-    try:
-        return json.loads((Path(state_dir) / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
+    return servicestate.load(state_dir)
 
 
 def env(state_dir: Path = STATE_DIR) -> dict[str, str]:
@@ -176,16 +173,7 @@ def up(partitions: tuple[str, ...] = DEFAULT_PARTITIONS, owner: ProcessRef | Non
     if bad or not partitions:
         raise SlurmError(f"partition names are lower-case words; got {list(partitions) or 'none'}")
     state_dir = Path(state_dir)
-    old = load(state_dir)
-    if old is not None:
-        theirs = ProcessRef.from_record(old.get("owner"))
-        if theirs is None or theirs.alive():
-            raise SlurmError(f"a biossd SLURM cluster is already up ({state_dir}), "
-                             + (f"owned by {theirs.describe()}" if theirs else "brought up by hand")
-                             + "; `biossd slurm down` takes it down")
-        down(state_dir)
-    elif state_dir.exists():
-        raise SlurmError(f"{state_dir} exists and holds no cluster record; move it away")
+    servicestate.claim(state_dir, "SLURM cluster", "biossd slurm down", down, SlurmError)
     foreign = foreign_daemons()
     if foreign:
         raise SlurmError("another SLURM runs on this host (" + ", ".join(f"{n} pid {pid}" for n, pid in foreign)
@@ -325,7 +313,7 @@ def down(state_dir: Path = STATE_DIR) -> list[str]:
         while _cgroup_pids(state) and time.monotonic() < deadline:
             time.sleep(_POLL_S)
         for path in state.get("made_cgroups", []):
-            if _remove_cgroup_tree(Path(path)):
+            if cgroups.remove_tree(Path(path)):
                 done.append(f"removed {path}")
         shutil.rmtree(state_dir, ignore_errors=True)
         done.append(f"removed {state_dir}")
@@ -401,22 +389,6 @@ def _stop(ref: ProcessRef) -> None:
         os.waitpid(ref.pid, 0)
 
 
-def _remove_cgroup_tree(path: Path) -> bool:
-    """Remove a cgroup directory and its children, deepest first (cgroups are removed by rmdir)."""
-    if not path.is_dir():
-        return False
-    for sub in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-        with contextlib.suppress(OSError):
-            sub.rmdir()
-    with contextlib.suppress(OSError):
-        path.rmdir()
-    return not path.exists()
-
-
 def leftover(state_dir: Path = STATE_DIR) -> dict[str, Any] | None:
     """The cluster's record if its owner is dead (``biossd cleanup`` takes it down)."""
-    state = load(state_dir)
-    if state is None:
-        return None
-    owner = ProcessRef.from_record(state.get("owner"))
-    return state if owner is not None and not owner.alive() else None
+    return servicestate.leftover(state_dir)
