@@ -1,4 +1,4 @@
-"""Benchmark (issue 9): the whole notebook set over a full-matrix synthetic result set — the
+"""Benchmark: the whole notebook set over a full-matrix synthetic result set — the
 paper's 23 tools x 2 storage classes x 4 caps x 5 scales x 3 repeats (2,760 runs, two result
 folders of a matched pair) — rendered by papermill, figures, tables and HTML included.
 Target: within 60 s on this project's 2-core machine. Reports each repeat and the median.

@@ -8,7 +8,7 @@ jumps, queue depths 1–32) on each kind of target, one core (NumPy, no threads)
 median requests per second over ``--rounds``. Part 2, for each result folder given, times the
 notebook-level calls over all its runs: the validation (each side on the other's record) and the
 prediction on the paper's nine devices (Fig. 2(b)), and prints the validation's figures (median
-and largest error, group agreement: issue 18's targets).
+and largest error, group agreement: the targets of biossd.analysis.predict's validation).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The analysis library behind the notebooks (issue 9): result sets, speedup, clustering and
+"""The analysis library behind the notebooks: result sets, speedup, clustering and
 tables, on synthetic result sets whose truth is known (biossd.analysis.synthresults)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """papermill runs the whole notebook set over a synthetic result set whose truth is known
-(issue 9): every table and figure of the paper is written, with the content the fixture implies,
+every table and figure of the paper is written, with the content the fixture implies,
 and byte-identical when run again over the same raw data."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""paper/ (issue 10): the supplement builds from a result set with every figure and table of
+"""paper/: the supplement builds from a result set with every figure and table of
 seed 000 captioned in it; CITATION.cff validates; the RO-Crate of a result set is valid JSON-LD
 and lists every run directory with its checksum."""
 

@@ -1,4 +1,4 @@
-"""Prediction of a run's runtime on another device (issue 18): the device models, the stream a
+"""Prediction of a run's runtime on another device: the device models, the stream a
 run recorded, the runtime model, and its refusals."""
 
 import json

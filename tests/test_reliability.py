@@ -1,4 +1,4 @@
-"""Reliability (issue 15): emulations are owned and reconciled with the host, a crash is
+"""Reliability: emulations are owned and reconciled with the host, a crash is
 recovered by the next `up`, damaged run files are named and skipped, a full scratch is a harness
 error, parameters are checked against the schema, and doctor/cleanup need root and say so."""
 

@@ -1,4 +1,4 @@
-"""-profile slurm for real (issue 20): a one-node SLURM cluster on this machine (`biossd slurm up`,
+"""-profile slurm for real: a one-node SLURM cluster on this machine (`biossd slurm up`,
 partitions fast and slow), the study submitted through it, the outcomes SLURM causes (its cgroup's
 OOM kill, its time limit) recorded as oom and timeout, and the host as it was afterwards."""
 

@@ -1,5 +1,5 @@
 """Every runnable tool staged from its synthetic input and profiled for real: the path a study
-run takes (issue 8), natively here; the output the entry declares is written."""
+run takes, natively here; the output the entry declares is written."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (:mod:`.speedup`), I/O patterns by clustering (:mod:`.patterns`) and the answer to the paper's
 question (:mod:`.verdict`). Reads a result set's run table (``features.csv``).
 
-:class:`Analysis` is one analysis of one or more result sets, shared by every notebook (issue 9): which sides
+:class:`Analysis` is one analysis of one or more result sets, shared by every notebook: which sides
 form the speedup pair, the speedups, the clustering and what differs between the two sides
 other than the drive. The notebooks open it from their ``parameters`` cell and hand it to
 :mod:`biossd.outputs.tables` and :mod:`biossd.outputs.figures`.

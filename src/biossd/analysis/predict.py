@@ -1,4 +1,4 @@
-"""Predict a run's runtime, and its speedup, on a device it was not measured on (issue 18).
+"""Predict a run's runtime, and its speedup, on a device it was not measured on.
 
 **The model.** A run's wall time ``W`` splits into the time its device had no request of the
 run outstanding, ``W - B`` (computing, or waiting on anything but this device), and the
@@ -257,7 +257,7 @@ def side_target(rs, side: str) -> devicemodels.Target:
     return devicemodels.record_target(Path(side) / "device.json", rs.devices[side])
 
 
-#: Validation targets (issue 18): a tool's prediction is off by at most this much in the median
+#: Validation targets: a tool's prediction is off by at most this much in the median
 #: and for no tool by more than the second; the predicted group matches the measured one for at
 #: least this share of tools.
 TARGET_MEDIAN_ERROR = 0.15
@@ -372,7 +372,7 @@ def write_table(table: pd.DataFrame, path: Path) -> Path:
 
 def write_json(table: pd.DataFrame, targets: Sequence[devicemodels.Target], path: Path) -> Path:
     """The predictions and the targets they were made for, as JSON (NaN as null)."""
-    body = {"model": "biossd.analysis.predict (issue 18)",
+    body = {"model": "biossd.analysis.predict",
             "targets": [{"name": t.name, "kind": t.kind, "source": t.source} for t in targets],
             "predictions": json.loads(table.to_json(orient="records"))}
     atomic_write_text(Path(path), json.dumps(body, indent=1) + "\n")

@@ -1,6 +1,6 @@
 """Reading one or more result sets (``OUTDIR`` of ``nextflow run study``) for the analysis:
 the features tables joined, each storage class's device record, each host's facts and each
-invocation's provenance (issue 9).
+invocation's provenance.
 
 A *side* is one storage class on one host, ``<host>-<storage>`` — the directory the layout puts
 its runs in (:mod:`biossd.study.layout`). A speedup compares two sides (:mod:`biossd.analysis.speedup`); the
@@ -251,7 +251,7 @@ def side_facts(rs: ResultSet) -> pd.DataFrame:
 
 def differences(facts: pd.DataFrame, fast: str, slow: str) -> list[str]:
     """What differs between two sides other than the drive: host facts and tool versions. The
-    notebooks print these above every figure of the pair (issue 9: "the notebooks say so")."""
+    notebooks print these above every figure of the pair ("the notebooks say so")."""
     a, b = facts[facts["side"] == fast], facts[facts["side"] == slow]
     if a.empty or b.empty:
         return []

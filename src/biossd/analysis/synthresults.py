@@ -1,5 +1,5 @@
 """A synthetic result set with known structure, for testing and benchmarking the analysis
-(issue 9) and for trying the notebooks without a study run: ``biossd data synth-results OUT``.
+and for trying the notebooks without a study run: ``biossd data synth-results OUT``.
 
 It writes what a study run writes — per side ``device.json`` and run directories with
 ``run.json`` (and ``blocktrace.parquet`` for the baseline repeat 1), ``features.csv``,

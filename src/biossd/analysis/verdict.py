@@ -1,4 +1,4 @@
-"""The answer to the paper's question for one result set (issue 16 §8): which tools the fast
+"""The answer to the paper's question for one result set: which tools the fast
 side accelerated, by how much, where that agrees with the paper's Table 1 — and, for every tool,
 why, in words drawn from the measured features.
 

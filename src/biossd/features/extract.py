@@ -56,7 +56,7 @@ REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes")
 HOST_FACT_COLUMNS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
 
 #: How and where a run ran, from its manifest, so that the analysis and the outputs read one
-#: table and no run directory (issue 17): the tool's version and container, the mechanism of
+#: table and no run directory: the tool's version and container, the mechanism of
 #: each measurement (memory cap backend; block-trace source, ``none`` when there was no trace;
 #: ``perf`` with a PMU, software events only, or ``none``; ``native`` storage or the emulation's
 #: mechanism), the host's facts, and the device record that Butil divides by (its device, its

@@ -1,5 +1,5 @@
 """Device models as data, for predicting a run's runtime on a device it was not measured on
-(issue 18, :mod:`biossd.analysis.predict`).
+(:mod:`biossd.analysis.predict`).
 
 A *target* serves a recorded request stream (:class:`Stream`) and says how long the device
 would be busy with each request. Two kinds:

@@ -12,7 +12,7 @@ request, costs
   the media while the host turns round between two sequential requests: it reads ahead into its
   buffer, and a write of the stream lands in its write cache while the previous one is written;
   so a sequential stream runs at media rate whatever the host's turnaround, which, here,
-  includes FUSE's round trip for every request (issue 16, item 9: without this credit a plain
+  includes FUSE's round trip for every request (without this credit a plain
   sequential read ran at 0.74 of the spec);
 * **random** otherwise: ``seek(f) + rotational latency + n / rate``, where
   ``seek(f) = track_seek + k * sqrt(f)`` (the usual square-root profile of a voice-coil actuator)

@@ -1,6 +1,6 @@
 """Emulate a hard disk on a machine that has none: ``biossd device emulate-hdd up|down|status``.
 
-Mechanism (chosen by measurement, see the issue 4 note and ``benchmarks/emulated_hdd.py``)::
+Mechanism (chosen by measurement, see ``benchmarks/emulated_hdd.py``)::
 
     DIR (ext4)  ──>  /dev/loopN  ──>  FUSE file disk.img  ──>  biossd.host.hddserver  ──>  backing file
                                                                (DiskModel timing)     (native disk)
@@ -13,7 +13,7 @@ the block trace sees the requests on ``loopN``. The server runs outside any memo
 The profile ``native`` (:data:`NATIVE_PROFILE`) makes the same stack without the server: the
 native disk itself, unthrottled, on a loop device of its own over a preallocated file, with
 direct I/O (``losetup --direct-io=on``: the host's page cache does not hold the file a second
-time). A one-machine study (issue 16) uses it for its "ssd" class, so that class's block trace,
+time). A one-machine study uses it for its "ssd" class, so that class's block trace,
 like the emulated HDD's, holds only the run's requests and not every other process's on the
 root disk, and its swap lives on that device.
 

@@ -1,6 +1,6 @@
 """A block device made slower for the processes of one cgroup: the kernel's I/O throttle
 (cgroup v1 ``blkio.throttle.*``, cgroup v2 ``io.max``), for a *third* device that the
-prediction of issue 18 was not built with (``benchmarks/predict_third_device.py``).
+prediction was not built with (``benchmarks/predict_third_device.py``).
 
 :class:`IoThrottle` makes a cgroup of its own (``biossd-<pid>-<start ticks>-<hex>``), limits the
 device's read and/or write bytes/s and IOPS in it, and moves the calling process into it, so

@@ -1,6 +1,6 @@
 """What the batch scheduler a run is inside says about it (SLURM): whether the job's time limit
 has come, so a profiled run that SLURM stops at its limit is recorded as ``timeout``, not lost as
-an interruption (issue 20). Outside a SLURM job everything here answers "no"."""
+an interruption. Outside a SLURM job everything here answers "no"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real one-node SLURM cluster on this machine (issue 20): ``biossd slurm up|down|status|env``.
+"""A real one-node SLURM cluster on this machine: ``biossd slurm up|down|status|env``.
 
 Debian's SLURM 22.05 (``slurmctld``, ``slurmd``, ``slurm-client``) and MUNGE, with everything the
 cluster needs kept in its own state directory ``/run/biossd/slurm/`` — its configuration, its

@@ -1,4 +1,4 @@
-"""Storage classes of a study run (issue 4 §3): a name (``ssd``, ``hdd``, ``nvme``, ...), a
+"""Storage classes of a study run: a name (``ssd``, ``hdd``, ``nvme``, ...), a
 scratch directory on the class's device (where a tool's input, temporaries and output live, and
 where each run's swap file goes), and the devices traced (the one holding scratch, found by the
 profiler, plus the run's swap device).

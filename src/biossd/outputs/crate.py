@@ -1,4 +1,4 @@
-"""An RO-Crate of a result set (issue 10): ``biossd crate RESULTS`` writes
+"""An RO-Crate of a result set: ``biossd crate RESULTS`` writes
 ``RESULTS/ro-crate-metadata.json`` in the style of a Workflow Run Crate — the workflow that ran
 (copied into ``workflow/``), its parameters (formal parameters and the values given), its inputs
 with checksums, and its outputs: the features table, each side's device record, every run

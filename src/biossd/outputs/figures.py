@@ -1,4 +1,4 @@
-"""The paper's figures, drawn from an :class:`biossd.analysis.Analysis` (issue 9). One function
+"""The paper's figures, drawn from an :class:`biossd.analysis.Analysis`. One function
 per figure, each returning a matplotlib figure that :func:`biossd.outputs.report.save_figure` writes as
 ``figNN_<slug>.pdf|png``. Missing data is drawn as such (a labelled gap, "not run", "oom"),
 and what differs between the two sides other than the drive is printed at the top.
@@ -667,8 +667,8 @@ def fig10_cpu_memory(a: Analysis) -> plt.Figure:
     return _finish(fig, a, "CPU and memory features (Lee, Min and Yoon 2015, Fig. 10)")
 
 
-# -- Prediction (issue 18) ---------------------------------------------------------------------
-#: Relative errors drawn as bands around y = x in the validation figure (issue 18's targets).
+# -- Prediction ---------------------------------------------------------------------
+#: Relative errors drawn as bands around y = x in the validation figure.
 ERROR_BANDS = (predict.TARGET_MEDIAN_ERROR, predict.TARGET_MAX_ERROR)
 SSD_CMAP = "viridis"
 
@@ -723,7 +723,7 @@ def fig02b_predicted_ssds(a: Analysis) -> plt.Figure:
 
 
 def figs1_prediction(a: Analysis) -> plt.Figure:
-    """The prediction's validation (issue 18): (a) each tool's mean runtime on one side
+    """The prediction's validation: (a) each tool's mean runtime on one side
     predicted from its runs on the other, against the measured one (y = x, bands at ±15% and
     ±40%; a measured time that is only a lower bound — the time limit — is drawn with ▶);
     (b) the baseline speedup predicted from the fast side alone against the measured one, with

@@ -1,4 +1,4 @@
-"""The citable supplement (issue 10): ``paper/supplement.tex`` around text generated from a
+"""The citable supplement: ``paper/supplement.tex`` around text generated from a
 result set — the methods (hosts, devices and what was emulated, tool versions and substitutes,
 the tools not run, memory caps, scales, repeats, the measuring mechanisms) and one captioned
 section per table and figure of seed 000 — built with latexmk into ``paper/build/supplement.pdf``.

@@ -1,4 +1,4 @@
-"""The paper's tables, regenerated from a result set (issue 9), and their files:
+"""The paper's tables, regenerated from a result set, and their files:
 ``report/tables/tableN_<slug>.csv`` and ``.tex`` (N = the paper's table number).
 
 The same result set gives byte-identical files: rows in a fixed order, floats printed by

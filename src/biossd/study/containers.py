@@ -1,4 +1,4 @@
-"""Building and running the catalogue's containers on this kind of machine (issue 6).
+"""Building and running the catalogue's containers on this kind of machine.
 
 Here (no Apptainer, ``podman run`` denied; Docker only as biossd's own engine) an image is made in
 four steps:

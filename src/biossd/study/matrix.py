@@ -1,4 +1,4 @@
-"""The experiment matrix of a study run (issue 8): which tools run, under which memory caps, at
+"""The experiment matrix of a study run: which tools run, under which memory caps, at
 which input scales, how many times, on which storage classes — and every problem with the
 parameters that say so, found before anything runs.
 

@@ -1,5 +1,5 @@
 """Smoke tests of catalogue tools: each entry's ``smoke`` block writes tiny input files, runs
-its commands in a fresh directory, and checks what they left (issue 6).
+its commands in a fresh directory, and checks what they left.
 
 The same block runs natively (the host's tools) or in the entry's container (a runner prefix
 such as ``ch-run -b DIR:/mnt/smoke -c /mnt/smoke IMAGE --``), so "passes natively" and

@@ -1,6 +1,6 @@
 """Staging one tool run: its input files into the run's scratch directory (on the device under
 study), the entry's unprofiled preparation steps (indexes, format conversions), and the argv of
-the profiled command (issue 8).
+the profiled command.
 
 A runnable catalogue entry's ``stage`` block says which file of its input kind (or of a
 preparation step) each command value is (``files``, relative to scratch), the literal values

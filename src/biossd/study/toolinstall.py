@@ -1,4 +1,4 @@
-"""Installing catalogue tools natively, at the versions the containers pin (issue 6).
+"""Installing catalogue tools natively, at the versions the containers pin.
 
 Debian entries are installed with apt at their pinned ``NAME=VERSION``. An entry whose package
 is in another component (cluster3 is in ``non-free``) first gets that component added in its own

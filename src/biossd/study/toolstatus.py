@@ -1,6 +1,6 @@
 """``biossd catalogue status``: for every catalogue entry, what this machine can do with it,
 found by checking — the native tool's reported version, the recipe files, the unpacked image,
-and the smoke test run natively and in the container (issue 6)."""
+and the smoke test run natively and in the container."""
 
 from __future__ import annotations
 
