@@ -26,6 +26,9 @@ def result_set(study_results):
 
 
 CLASSES = ("ssd", "hdd")
+#: How far a run's block requests may stray from the same run's measured alone when another study
+#: shares its device: the root disk's own traffic (journal, logs) lands in any window.
+TWO_STUDIES_SLACK = 1.5
 
 
 @pytest.mark.parametrize("storage", CLASSES)
@@ -381,3 +384,42 @@ def test_hard_links_into_another_file_system_are_refused_before_any_run(env, tmp
         assert not (outdir / "vm-ssd").exists() and not list((tmp_path / "work").glob("*/*/.command.run"))
     finally:
         shutil.rmtree(outdir, ignore_errors=True)  # Nextflow's own trace files, made at its start
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: with another study on the same device, two of four runs saw 552 and "
+                   "841 block requests against 175-187 alone (2026-11-24); the other study's writes outside the "
+                   "host lock (Nextflow's task files and logs, its tool-version and features steps) are not yet "
+                   "kept out of a measured window")
+def test_two_studies_on_one_device_measure_as_one_does_alone(env, tmp_path, result_set):
+    """Two `-profile test` studies at once with their scratch on one device: their measured runs
+    take turns (the host lock), and every write of theirs to the device — inputs, preparation,
+    staging, publishing (hard links) — happens under the lock or outside any window. Each run's
+    block-trace request count stays within the spread of the same run measured alone (the
+    suite's study), widened by TWO_STUDIES_SLACK for the device's other traffic."""
+    solo = [manifest.read_manifest(result_set / layout.run_relpath(
+        {"host": STUDY_HOST, "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep})
+    )["collectors"]["blocktrace"]["requests"] for rep in (1, 2, 3)]
+    only_ssd = tmp_path / "only-ssd.config"
+    only_ssd.write_text("params { storage_classes = 'ssd'; emulate = null; repeats = 2; skip_report = true; "
+                        "cachegrind_divisor = null }\n")
+    scratch = tmp_path / "shared scratch"
+    scratch.mkdir()
+    exe = shutil.which("nextflow", path=env["PATH"])
+    procs = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        procs.append(subprocess.Popen([exe, "run", str(REPO / "study"), "-profile", "test", "-c", str(only_ssd),
+                                       "--outdir", str(tmp_path / name / "results"), "--host", STUDY_HOST,
+                                       "--device_records", str(result_set), "--scratch_dir", str(scratch),
+                                       "--publish_mode", "link"],
+                                      cwd=tmp_path / name, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    outs = [p.communicate(timeout=900)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(o[-2000:] for o in outs)
+    both = [manifest.read_manifest(r)["collectors"]["blocktrace"]["requests"]
+            for name in ("a", "b") for r in features.find_run_dirs([tmp_path / name / "results"])]
+    assert len(both) == 4
+    low, high = min(solo) / TWO_STUDIES_SLACK, max(solo) * TWO_STUDIES_SLACK
+    print(f"block requests alone {solo}, two studies at once {both}")
+    assert all(low <= n <= high for n in both), (solo, both)
+    assert list(scratch.iterdir()) == []
