@@ -386,10 +386,10 @@ def test_hard_links_into_another_file_system_are_refused_before_any_run(env, tmp
         shutil.rmtree(outdir, ignore_errors=True)  # Nextflow's own trace files, made at its start
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: with another study on the same device, two of four runs saw 552 and "
-                   "841 block requests against 175-187 alone (2026-11-24); the other study's writes outside the "
-                   "host lock (Nextflow's task files and logs, its tool-version and features steps) are not yet "
-                   "kept out of a measured window")
+@pytest.mark.xfail(strict=True, reason="known gap: with another study on the same device, 2-3 of 4 runs saw 551-1007 "
+                   "block requests against 175-193 alone (2026-11-24, two runs of this test); the other study's "
+                   "writes outside the host lock (Nextflow's task files and logs, its steps that are not "
+                   "measured) are not yet kept out of a measured window")
 def test_two_studies_on_one_device_measure_as_one_does_alone(env, tmp_path, result_set):
     """Two `-profile test` studies at once with their scratch on one device: their measured runs
     take turns (the host lock), and every write of theirs to the device — inputs, preparation,

@@ -177,16 +177,19 @@ def test_catalogue_run_stages_profiles_and_removes_its_marked_scratch(biossd, in
                   "--label", "tool=samtools_sort")
     body = manifest.read_manifest(run)
     assert body["outcome"] == "ok" and body["memory_cap"]["limit_bytes"] == 256 * 2**20
-    assert body["cwd"] == str(scratch) and body["labels"]["scratch"] == str(scratch)
+    # The scratch is the name given plus the process's pid: two studies' alike tasks never share one.
+    assert body["cwd"].startswith(f"{scratch}-") and body["labels"]["scratch"] == body["cwd"]
     assert "has no quality check" in proc.stderr
-    assert not scratch.exists()
+    assert not scratch.exists() and not list(tmp_path.glob("scratch-*"))
 
 
-def test_catalogue_run_never_touches_an_unmarked_scratch(biossd, inputs, tmp_path):
-    scratch = tmp_path / "mine"
-    scratch.mkdir()
-    (scratch / "thesis.tex").write_text("keep")
-    proc = biossd("catalogue", "run", "samtools_sort", "--input", str(inputs / "bam"), "--scratch", str(scratch),
-                  "--out", str(tmp_path / "run"), "--mem", "256M", check=False)
-    assert proc.returncode == 2 and "not a biossd scratch directory" in proc.stderr
-    assert (scratch / "thesis.tex").read_text() == "keep" and not (tmp_path / "run").exists()
+def test_catalogue_run_never_touches_a_directory_it_did_not_make(biossd, inputs, tmp_path):
+    """A directory of the user's at the scratch's name is left as it is: the run works in one of its
+    own (the name and its pid), which it removes."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("keep")
+    biossd("catalogue", "run", "samtools_sort", "--input", str(inputs / "bam"), "--scratch", str(mine),
+           "--out", str(tmp_path / "run"), "--mem", "256M", "--no-drop-caches", "--blocktrace", "off")
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"] and (mine / "thesis.tex").read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]

@@ -635,7 +635,7 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     out = Path(args.out).absolute()
     if _parent_gone(args, "biossd catalogue run"):
         return profile.signal_exit_code(signal.SIGTERM)
-    with rundir.scratch(Path(args.scratch)) as scratch:
+    with rundir.scratch(Path(args.scratch), unique=True) as scratch:
         # On a class of biossd's own loop device, one copy of the prepared input for every run.
         shared_root = emulate.mount_of(scratch)
         # In Docker, the container is the profiler's to inspect (cap, OOM kill, peak) and remove.

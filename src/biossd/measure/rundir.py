@@ -138,11 +138,16 @@ def remove(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def scratch(path: Path) -> Iterator[Path]:
+def scratch(path: Path, unique: bool = False) -> Iterator[Path]:
     """A run's scratch directory, made and marked, and removed with what it holds when the block
     ends (success, error or signal). One an earlier attempt left (carrying the mark) is removed
-    first; an existing directory without the mark is refused and never touched."""
+    first; an existing directory without the mark is refused and never touched. ``unique``: the
+    name gets this process's pid, so two studies whose tasks hash alike (the same task, one
+    scratch root) never share a scratch; it is recorded (:mod:`biossd.core.made`) for cleanup."""
     path = Path(path).absolute()
+    if unique:
+        path = path.with_name(f"{path.name}-{os.getpid()}")
+        made.remember(path, "scratch")
     if path.exists() or path.is_symlink():
         if not (path / SCRATCH_MARKER).is_file() or _protected(path.resolve()):
             raise RunDirError(f"{path} exists and is not a biossd scratch directory (no {SCRATCH_MARKER}); "
@@ -155,6 +160,8 @@ def scratch(path: Path) -> Iterator[Path]:
     finally:
         if (path / SCRATCH_MARKER).is_file():
             shutil.rmtree(path, ignore_errors=True)
+        if unique:
+            made.forget(path)
 
 
 class RunAppeared(RunDirError):
