@@ -82,7 +82,9 @@ def test_the_engine_is_private_and_says_what_it_runs(engine):
     assert info["CgroupDriver"] == "cgroupfs"
     argv = state["argv"]
     assert "--iptables=false" in argv and "--bridge=none" in argv
-    assert not Path("/etc/docker/daemon.json").exists() or "--config-file" in argv
+    # Its own daemon.json, never /etc/docker's: the config file is in its state directory.
+    assert Path(argv[argv.index("--config-file") + 1]).parent == dockerengine.STATE_DIR
+    assert json.loads((dockerengine.STATE_DIR / "daemon.json").read_text()) == {}
 
 
 @pytest.fixture(scope="module")
