@@ -1,4 +1,4 @@
-"""Per-run features: the paper's storage features and its CPU/memory features (seed 000, §3.1,
+"""Per-run features: the paper's storage features and its CPU/memory features (Lee, Min and Yoon 2015, §3.1,
 §5.2, Table 2), computed from a run directory's raw measurements.
 
 Every definition lives here once. A value that could not be measured is NaN and the reason is
@@ -73,7 +73,7 @@ RUN_FACT_NUMBERS = ("device_seq_read_mbs", "device_seq_write_mbs")
 
 
 def pfault_per_s(major_faults: float, runtime_s: float) -> float:
-    """**Pfault** — page faults per second (seed 000, Table 2 and §5.2: "the number of page
+    """**Pfault** — page faults per second (Lee, Min and Yoon 2015, Table 2 and §5.2: "the number of page
     swaps per second"). Counted as *major* faults (those that needed a read from storage, i.e.
     the swaps and file-backed misses that cost an HDD a seek) of the whole process tree, divided
     by the run's wall-clock time. Units: major faults/s."""
@@ -83,7 +83,7 @@ def pfault_per_s(major_faults: float, runtime_s: float) -> float:
 
 
 def cpu_cores_used(user_s: float, sys_s: float, runtime_s: float) -> float:
-    """CPU utilisation (seed 000, §3.6, Fig. 10): CPU time (user + system) over wall time.
+    """CPU utilisation (Lee, Min and Yoon 2015, §3.6, Fig. 10): CPU time (user + system) over wall time.
     Units: cores (1.0 = one core busy for the whole run)."""
     if not runtime_s or runtime_s <= 0:
         return math.nan
@@ -94,31 +94,31 @@ KIB = 1024
 
 
 def riops(n_reads: int, runtime_s: float) -> float:
-    """**Riops** — read requests issued to the device per second of runtime (seed 000, §5.2:
+    """**Riops** — read requests issued to the device per second of runtime (Lee, Min and Yoon 2015, §5.2:
     "how many read ... requests are made per second"). Units: requests/s."""
     return n_reads / runtime_s if runtime_s > 0 else math.nan
 
 
 def wiops(n_writes: int, runtime_s: float) -> float:
-    """**Wiops** — write requests issued per second of runtime (seed 000, §5.2). Units:
+    """**Wiops** — write requests issued per second of runtime (Lee, Min and Yoon 2015, §5.2). Units:
     requests/s."""
     return n_writes / runtime_s if runtime_s > 0 else math.nan
 
 
 def rsize_kib(read_bytes: int, n_reads: int) -> float:
-    """**Rsize** — mean size of a read request (seed 000, §5.2, "read size per request" after
+    """**Rsize** — mean size of a read request (Lee, Min and Yoon 2015, §5.2, "read size per request" after
     ref. 41). Units: KiB/request; NaN when the run issued no reads."""
     return read_bytes / n_reads / KIB if n_reads else math.nan
 
 
 def wsize_kib(write_bytes: int, n_writes: int) -> float:
-    """**Wsize** — mean size of a write request (seed 000, §5.2). Units: KiB/request; NaN when
+    """**Wsize** — mean size of a write request (Lee, Min and Yoon 2015, §5.2). Units: KiB/request; NaN when
     the run issued no writes."""
     return write_bytes / n_writes / KIB if n_writes else math.nan
 
 
 def car(n_consecutive: int, n_requests: int) -> float:
-    """**CAR** — consecutive access ratio (seed 000, §5.2, after Traeger et al. 2008, ref. 42):
+    """**CAR** — consecutive access ratio (Lee, Min and Yoon 2015, §5.2, after Traeger et al. 2008, ref. 42):
     the fraction of requests whose start sector equals the end sector of the previous request
     issued to the same device (counted by :class:`biossd.features.blockstats.BlockTally`). The first request on a
     device has no previous one and is not consecutive; the denominator is every request. This
@@ -130,7 +130,7 @@ def car(n_consecutive: int, n_requests: int) -> float:
 
 def wblen(write_queue_integral: float, span: float) -> float:
     """**WBlen** — time-weighted mean number of write requests outstanding at the device
-    (seed 000, §5.2: "the number of write requests waiting in the write buffer of a storage
+    (Lee, Min and Yoon 2015, §5.2: "the number of write requests waiting in the write buffer of a storage
     device") over the run's window: the integral over time of the number of writes issued and
     not yet completed, over the window's length (both in one time unit). A write never seen to
     complete is outstanding until the window's end; a completion with nothing outstanding
@@ -215,7 +215,7 @@ CPU_MEMORY_COLUMNS = ("ipc", "cache_miss_ratio", "llc_miss_ratio", "dtlb_miss_ra
 
 
 def cpu_memory_features(counts: dict[str, dict[str, Any]], runtime_s: float) -> tuple[dict[str, float], dict[str, str]]:
-    """Fig. 10's CPU/memory features (seed 000, §3.6) from ``perf stat`` counts: IPC, cache, LLC
+    """Fig. 10's CPU/memory features (Lee, Min and Yoon 2015, §3.6) from ``perf stat`` counts: IPC, cache, LLC
     and dTLB miss ratios (fractions), and page faults per second (all faults, minor and major).
     Returns the values and, for each one that could not be computed, why."""
     values, missing = {}, {}
@@ -304,6 +304,13 @@ def swap_counts(run_dir: Path) -> dict[str, float]:
     return out
 
 
+def _cap_mechanism(cap: dict[str, Any]) -> str | None:
+    """How the cap was enforced: the backend, and who enforced an external one when known
+    (``external (docker)``)."""
+    backend = cap.get("backend")
+    return f"{backend} ({cap['enforced_by']})" if backend and cap.get("enforced_by") else backend
+
+
 def _engine(body: dict[str, Any]) -> str:
     """The engine the tool ran in: ``native``, ``charliecloud``, ... with Docker's version when the
     run recorded it (``docker 20.10.24``)."""
@@ -322,7 +329,7 @@ def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
         "tool_version": body.get("tool_version"),
         "container_engine": _engine(body),
         "container_image": body.get("container_image"),
-        "cap_mechanism": (body.get("memory_cap") or {}).get("backend"),
+        "cap_mechanism": _cap_mechanism(body.get("memory_cap") or {}),
         "trace_mechanism": (trace.get("source") or "a source not recorded") if trace.get("ran") else "none",
         "perf_mechanism": ("pmu" if perf.get("pmu") else "software") if perf.get("ran") else "none",
         "storage_mechanism": storage.get("mechanism") or "native",
