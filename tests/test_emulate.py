@@ -154,8 +154,11 @@ def test_a_sigkilled_characterize_leaves_no_fio_and_cleanup_removes_its_test_fil
     while not list(tmp_path.glob(f"{characterize.TEST_FILE_PREFIX}*")) and time.monotonic() < deadline:
         time.sleep(0.1)
     test_file = next(tmp_path.glob(f"{characterize.TEST_FILE_PREFIX}*"))
-    time.sleep(0.5)  # fio laying the file out
-    assert subprocess.run(["pgrep", "-f", str(test_file)], capture_output=True).returncode == 0, "fio runs"
+    # The file is named before fio starts, and between two of its jobs no fio runs: wait for one.
+    deadline = time.monotonic() + 30
+    while subprocess.run(["pgrep", "-f", str(test_file)], capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline and proc.poll() is None, "fio never ran on the test file"
+        time.sleep(0.05)
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 5

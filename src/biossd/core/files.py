@@ -67,3 +67,53 @@ def write_frame(table, path: Path, what: str = "the table") -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+#: The kernel's table of this process's mounts (``man 5 proc``: field 5 is the mount point,
+#: with space, tab, newline and backslash written as octal escapes).
+_MOUNTINFO = Path("/proc/self/mountinfo")
+_MOUNT_POINT_FIELD = 4
+
+
+def _unescape_mount_point(text: str) -> str:
+    import re
+
+    return re.sub(r"\\([0-7]{3})", lambda octal: chr(int(octal.group(1), 8)), text)
+
+
+def mounts_under(path: Path) -> list[str]:
+    """The mount points at or below ``path`` (resolved), innermost last."""
+    root = os.path.realpath(path)
+    prefix = root.rstrip("/") + "/"
+    found = []
+    try:
+        lines = _MOUNTINFO.read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > _MOUNT_POINT_FIELD:
+            point = _unescape_mount_point(fields[_MOUNT_POINT_FIELD])
+            if point == root or point.startswith(prefix):
+                found.append(point)
+    return found
+
+
+def remove_tree(path: Path) -> None:
+    """Delete the directory ``path`` and what it holds, never crossing into a live mount: with a
+    file system still mounted at or below it (an emulated disk, an s3fs bucket), nothing is
+    deleted and :class:`OSError` (EBUSY) names the mount, to be taken down first."""
+    import errno
+    import shutil
+
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+        return
+    live = mounts_under(path)
+    if live:
+        raise OSError(errno.EBUSY, f"{path} holds a mounted file system at {live[0]}: not deleting into it "
+                      "(take that mount down first)")
+    shutil.rmtree(path)

@@ -11,9 +11,10 @@ record that survives a reboot (:mod:`biossd.core.made`), so they are found when 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+
+from biossd.core.files import remove_tree
 
 if TYPE_CHECKING:
     from biossd.core.owners import ProcessRef
@@ -44,16 +45,6 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     for state_dir in objectstore.find_leftovers():
         found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
                       lambda d=state_dir: objectstore.remove_leftover(d)))
-    # After a reboot (/run empty): swap files and partial directories on the devices under
-    # study, found through their persistent records (each removed only if it carries the mark).
-    for record in made.gone_makers():
-        path, kind = Path(record["path"]), record["kind"]
-        if _marked(path, kind):
-            found.append((kind, f"{path} (its maker, pid {record.get('pid')}, is gone)",
-                          lambda p=path: _remove_made(p)))
-        elif not path.exists() or not swap.loops_over(path):
-            found.append(("record", f"{record['record_file']} ({kind} {path}: gone, or not biossd's)",
-                          lambda p=path: made.forget(p)))
     # Innermost first: a disk emulated inside another one's mount (seed 004's instances) must be
     # down before the disk holding its image can be.
     leftover_disks = [(d, emulate.status_of(d)) for d in emulate.all_states() if not emulate.in_use(d)]
@@ -63,6 +54,17 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
         why = f"its owner {owner.describe()} is gone" if owner else "brought up by hand, and broken"
         what = f"{status['mount']} ({'healthy' if status['healthy'] else 'broken'}; {why}; {state_dir})"
         found.append(("emulated-hdd", what, lambda d=state_dir: emulate.down_state(d)))
+    # After the mounts above are down (a scratch holds the disks emulated in it), and after a
+    # reboot (/run empty): swap files and partial directories on the devices under
+    # study, found through their persistent records (each removed only if it carries the mark).
+    for record in made.gone_makers():
+        path, kind = Path(record["path"]), record["kind"]
+        if _marked(path, kind):
+            found.append((kind, f"{path} (its maker, pid {record.get('pid')}, is gone)",
+                          lambda p=path: _remove_made(p)))
+        elif not path.exists() or not swap.loops_over(path):
+            found.append(("record", f"{record['record_file']} ({kind} {path}: gone, or not biossd's)",
+                          lambda p=path: made.forget(p)))
     return found
 
 
@@ -84,10 +86,7 @@ def _marked(path: Path, kind: str) -> bool:
 def _remove_made(path: Path) -> None:
     from biossd.core import made
 
-    if path.is_dir():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
+    remove_tree(path)  # never into a live mount
     made.forget(path)
 
 
@@ -160,7 +159,7 @@ def _remove_stale(record: Path) -> None:
     partial_task = Path(body["experiment_partial"]) if body.get("experiment_partial") else None
     if partial_task is not None and rundir.made_by(partial_task / rundir.EXPERIMENT_MARKER, body.get("pid"),
                                                    body.get("start_ticks")):
-        shutil.rmtree(partial_task, ignore_errors=True)
+        remove_tree(partial_task)
         made.forget(partial_task)
     test_file = Path(body["test_file"]) if body.get("test_file") else None
     if test_file is not None and test_file.name.startswith(characterize.TEST_FILE_PREFIX):

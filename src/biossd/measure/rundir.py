@@ -19,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from biossd.core import made
 from biossd.core.errors import BiossdError
+from biossd.core.files import remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.measure import manifest
 
@@ -133,7 +133,7 @@ def remove(path: Path) -> None:
         return
     if not is_ours(path) or _protected(path.resolve()):
         raise RunDirError(f"{path} does not carry biossd's mark ({MARKER}); not deleting it")
-    shutil.rmtree(path)
+    remove_tree(path)
     made.forget(path)
 
 
@@ -152,14 +152,15 @@ def scratch(path: Path, unique: bool = False) -> Iterator[Path]:
         if not (path / SCRATCH_MARKER).is_file() or _protected(path.resolve()):
             raise RunDirError(f"{path} exists and is not a biossd scratch directory (no {SCRATCH_MARKER}); "
                               "not touching it: name another scratch or remove it yourself")
-        shutil.rmtree(path)
+        remove_tree(path)
     path.mkdir(parents=True)
     (path / SCRATCH_MARKER).touch()
     try:
         yield path
     finally:
         if (path / SCRATCH_MARKER).is_file():
-            shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(OSError):  # a mount still in it is kept, for `biossd cleanup`
+                remove_tree(path)
         if unique:
             made.forget(path)
 
