@@ -78,17 +78,18 @@ def test_a_device_file_missing_a_field_is_refused_with_its_name(tmp_path):
 
 def make_run(run_dir, requests, *, wall_s, cpu_s, trace=True):
     """A run directory with a canonical block trace of ``requests`` (issue, complete, op,
-    sector, bytes) starting at t = 10 s, and its accounting."""
+    sector, bytes[, rwbs: the kernel's flags, else the op]) starting at t = 10 s, and its accounting."""
     run_dir.mkdir(parents=True)
     (run_dir / "rusage.json").write_text(json.dumps({"wall_s": wall_s, "user_s": cpu_s, "sys_s": 0.0}))
     collectors = {"rusage": {"ran": True}, "blocktrace": {"ran": trace, "why": None if trace else "no tracer here"}}
     if trace:
-        issue, complete, op, sector, nbytes = (np.array(c) for c in zip(*requests))
+        rwbs = [r[5] if len(r) > 5 else r[2] for r in requests]
+        issue, complete, op, sector, nbytes = (np.array(c) for c in zip(*(r[:5] for r in requests)))
         n = len(issue)
         import pyarrow as pa
 
         pq.write_table(pa.table({
-            "issue_s": 10.0 + issue, "complete_s": 10.0 + complete, "device": ["loop0"] * n, "op": op, "rwbs": op,
+            "issue_s": 10.0 + issue, "complete_s": 10.0 + complete, "device": ["loop0"] * n, "op": op, "rwbs": rwbs,
             "sector": sector.astype(np.int64), "bytes": nbytes.astype(np.int64), "pid": np.ones(n, np.int32),
             "comm": ["t"] * n, "error": np.zeros(n, np.int32)}, schema=blocktrace.SCHEMA),
             run_dir / blocktrace.BLOCKTRACE_FILE)
@@ -113,13 +114,33 @@ def test_runtime_is_time_off_the_device_plus_the_targets_busy_time(tmp_path):
 
 
 def test_compute_that_overlapped_the_io_bounds_the_busy_stretch_from_below(tmp_path):
-    """A CPU-bound run (10 s of CPU in 10 s) with writeback in the background: a faster device
+    """A CPU-bound run (10 s of CPU in 10 s) writing synchronously as it computes: a faster device
     cannot shorten it."""
-    reqs = [(i * 0.5, i * 0.5 + 0.4, "W", i * 2048, 1 << 20) for i in range(10)]
+    reqs = [(i * 0.5, i * 0.5 + 0.4, "W", i * 2048, 1 << 20, "WS") for i in range(10)]
     run = make_run(tmp_path / "r", reqs, wall_s=10.0, cpu_s=10.0)
     row = predict.predict_runs([run], [devicemodels.paper_target("Intel 520")]).iloc[0]
     assert row["overlap_s"] == pytest.approx(4.0)
     assert row["predicted_runtime_s"] == pytest.approx(10.0)
+
+
+def test_background_writeback_is_served_but_not_waited_for(tmp_path):
+    """A run of 2 s that wrote 100 MiB through the page cache (writes without the kernel's
+    synchronous flag, as the flusher issues them) and read 10 random blocks itself: its predicted
+    runtime is that of its reads alone; the same writes made synchronous (fsync) are waited for."""
+    writes = [(0.1 + i * 0.01, 0.1 + i * 0.01 + 0.001, "W", i * 2048, 1 << 20) for i in range(100)]
+    reads = [(1.5 + i * 0.02, 1.5 + i * 0.02 + 0.01, "R", (i * 7919 % 1000) * (1 << 21), 4096) for i in range(10)]
+    targets = [devicemodels.paper_target("Seagate Barracuda"), devicemodels.paper_target("Intel 520")]
+
+    def predicted(name, reqs):
+        return predict.predict_runs([make_run(tmp_path / name, reqs, wall_s=2.0, cpu_s=1.0)], targets)
+
+    background, synced, alone = (predicted("bg", writes + reads),
+                                 predicted("fs", [w + ("WS",) for w in writes] + reads), predicted("r", reads))
+    assert list(background["requests"]) == [110, 110] and list(alone["requests"]) == [10, 10]
+    assert list(background["busy_s"]) == pytest.approx([0.1, 0.1])
+    assert list(synced["busy_s"]) == pytest.approx([0.2, 0.2])
+    assert list(background["predicted_runtime_s"]) == pytest.approx(list(alone["predicted_runtime_s"]), rel=0.01)
+    assert (synced["target_busy_s"] > background["target_busy_s"]).all()
 
 
 def test_a_run_without_a_block_trace_is_nan_with_the_reason(tmp_path, capsys):
@@ -135,6 +156,7 @@ def test_a_run_without_a_block_trace_is_nan_with_the_reason(tmp_path, capsys):
     assert main(["predict", str(run), "--device", "nosuch"]) == 2
 
 
+@pytest.mark.integration
 def test_the_io_throttle_is_made_for_this_process_and_removed_on_an_error(root_required):
     """The third device's throttle (biossd.host.iothrottle): a cgroup of its own with the limits,
     this process in it while it lasts, and nothing left afterwards, also after an exception."""

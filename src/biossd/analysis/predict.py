@@ -16,7 +16,11 @@ for flash). The predicted runtime is
     ``W' = (W - B) + max(B', O)``,
 
 the time off the device unchanged, and the busy stretches taking as long as the slower of the
-target and the compute that overlapped them. The predicted speedup against the measured device
+target and the compute that overlapped them. ``B`` and ``B'`` count the requests the run waited
+for: its reads and its synchronous writes. A write without the kernel's synchronous flag is
+writeback nobody waited for (the flusher's, or one ``close`` started): the target serves it in
+its place in the stream (it moves a disk's head), but it adds nothing to the runtime, as on the
+device measured, where it ran beside the compute or after the run. The predicted speedup against the measured device
 is ``W' / W`` (> 1: the target is slower).
 
 **The interval** spans the model's unknowns: the overlap ``O`` for ``p = 1`` as well as for
@@ -27,7 +31,9 @@ the saturated figure and a 32nd of it.
 **Where it is blind.** It replays what the run asked of *its* device: a faster or slower device
 changes how much the page cache absorbs and when the kernel writes back, merges or reads ahead
 (a slower device gets larger merged requests, a faster one fewer stalls of writeback
-throttling), and none of that is in the stream. Service times are a device's own, not its
+throttling), and none of that is in the stream: a run that waited on background writeback (the
+kernel throttling its dirty pages) has that wait in its time off the device, unscaled, and
+background writes delaying the run's own requests on the target are not modelled. Service times are a device's own, not its
 host's: a different host's CPU or memory is not modelled (compare sides on one host). Requests
 are served in issue order; a hard disk's command queueing and a flash device's garbage
 collection are not modelled. A delay *above* the block layer is not in a request's
@@ -71,7 +77,9 @@ MODEL_SUMMARY = (
     "model; for flash the sequential rate for a request that continues the previous one and otherwise the "
     "larger of its transfer time and 1/IOPS at its queue depth, between the device's depth-1 and depth-32 IOPS. "
     "With B' the target's busy time and O the compute that overlapped the I/O (CPU time over the cores the run "
-    "kept busy, less the time off the device), the predicted runtime is (W - B) + max(B', O). The replay is "
+    "kept busy, less the time off the device), the predicted runtime is (W - B) + max(B', O). B and B' count "
+    "the requests the run waited for, its reads and synchronous writes; a write without the kernel's synchronous "
+    "flag is background writeback, served in its place in the stream but not waited for. The replay is "
     "blind to what a device of another speed changes upstream of it: what the page cache absorbs, when the kernel "
     "writes back, how requests merge and how far it reads ahead; and it sees a request from its issue to the device, so a "
     "wait before that (a cgroup I/O throttle, a network file system) counts as time off the device. The trace of a shared device (a run on the root disk) holds other processes' "
@@ -106,6 +114,9 @@ class RunStream:
     cpu_s: float
     busy_s: float
     note: str = ""
+    #: Per request, whether the run waited for it (``None``: every one); background writeback
+    #: is served by the target but not waited for (:func:`biossd.measure.blocktrace.waited_for`).
+    waited: np.ndarray | None = None
 
     @property
     def cores(self) -> float:
@@ -130,9 +141,12 @@ def busy_s(issue_s: np.ndarray, complete_s: np.ndarray) -> float:
     return float(np.sum(last - first))
 
 
-def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float) -> tuple[devicemodels.Stream, float]:
-    """The data requests (reads and writes) issued in ``[t0, t1]`` as a :class:`Stream`, and the
-    device's busy time in that window (a request not seen to complete ends at ``t1``)."""
+def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float
+              ) -> tuple[devicemodels.Stream, float, np.ndarray]:
+    """The data requests (reads and writes) issued in ``[t0, t1]`` as a :class:`Stream`, the
+    device's busy time in that window with the requests the run waited for (a request not seen
+    to complete ends at ``t1``), and which requests those are (``requests["waited"]``; without
+    it, every one)."""
     issue = requests["issue_s"]
     keep = (issue >= t0_s) & (issue <= t1_s) & np.isin(requests["op"], ("R", "W"))
     issue = issue[keep]
@@ -151,7 +165,8 @@ def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float) -> tuple[devic
         idle_ms=np.maximum(issue - prev_end, 0.0) * MS_PER_S,
         new_stream=np.concatenate(([True], device[1:] != device[:-1])) if issue.size else np.array([], bool),
     )
-    return stream, busy_s(issue, complete)
+    waited = np.asarray(requests["waited"], bool)[keep] if "waited" in requests else np.ones(issue.size, bool)
+    return stream, busy_s(issue[waited], complete[waited]), waited
 
 
 def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
@@ -172,21 +187,22 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
     if t0 is None:
         raise NoTrace("the manifest does not say when the command started")
     runtime_s = float(acct["wall_s"])
-    stream, busy = stream_of(blocktrace.request_arrays(path), t0, t0 + runtime_s)
+    stream, busy, waited = stream_of(blocktrace.request_arrays(path), t0, t0 + runtime_s)
     own_device = bool((body.get("emulated_storage") or {}).get("cwd"))
     return RunStream(stream, runtime_s, float(acct["user_s"]) + float(acct["sys_s"]), busy,
-                     "" if own_device else SHARED_DEVICE_NOTE)
+                     "" if own_device else SHARED_DEVICE_NOTE, waited)
 
 
 def predict_stream(run: RunStream, target: devicemodels.Target) -> dict[str, float]:
     """The model of the module's text for one run on one target: runtime, interval, speedup."""
     w, b = run.runtime_s, min(run.busy_s, run.runtime_s)
     off = w - b
-    service = target.serve(run.stream)
-    busy_tgt = float(np.sum(service.mean_ms)) / MS_PER_S
-    sigma = math.sqrt(float(np.sum(service.var_ms2))) / MS_PER_S
-    low_tgt = max(0.0, float(np.sum(service.low_ms)) / MS_PER_S - INTERVAL_SIGMAS * sigma)
-    high_tgt = float(np.sum(service.high_ms)) / MS_PER_S + INTERVAL_SIGMAS * sigma
+    service = target.serve(run.stream)  # the whole stream, in order: background writes move the head too
+    waited = np.ones(len(run.stream), bool) if run.waited is None else run.waited
+    busy_tgt = float(np.sum(service.mean_ms[waited])) / MS_PER_S
+    sigma = math.sqrt(float(np.sum(service.var_ms2[waited]))) / MS_PER_S
+    low_tgt = max(0.0, float(np.sum(service.low_ms[waited])) / MS_PER_S - INTERVAL_SIGMAS * sigma)
+    high_tgt = float(np.sum(service.high_ms[waited])) / MS_PER_S + INTERVAL_SIGMAS * sigma
 
     def overlap(cores: float) -> float:
         return float(np.clip(run.cpu_s / cores - off, 0.0, b))

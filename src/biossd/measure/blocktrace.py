@@ -259,11 +259,24 @@ class CanonicalWriter:
             self.tmp.unlink(missing_ok=True)
 
 
+#: The kernel's mark of a synchronous request in ``rwbs`` (REQ_SYNC): reads, O_DIRECT and
+#: O_SYNC/fsync writes, journal commits. A write without it is writeback that whoever dirtied the
+#: pages did not wait for (the flusher's, or one started by ``close``/``rename``).
+SYNC_FLAG = "S"
+
+
+def waited_for(op: np.ndarray, rwbs: np.ndarray) -> np.ndarray:
+    """Per request: whether the task that caused it waited for it — every read, and a write
+    carrying :data:`SYNC_FLAG`; a write without it is background writeback."""
+    op, rwbs = np.asarray(op, dtype=str), np.asarray(rwbs, dtype=str)
+    return (op != "W") | (np.char.find(rwbs, SYNC_FLAG) >= 0)
+
+
 def request_arrays(path: Path) -> dict[str, Any]:
     """The canonical trace as NumPy arrays in issue order, for the features: ``issue_s``,
     ``complete_s`` (NaN when not seen), ``device`` (integer codes), ``op`` (``R``/``W``/...),
-    ``sector``, ``bytes``."""
-    table = pq.read_table(path, columns=["issue_s", "complete_s", "device", "op", "sector", "bytes"])
+    ``sector``, ``bytes``, and ``waited`` (:func:`waited_for`)."""
+    table = pq.read_table(path, columns=["issue_s", "complete_s", "device", "op", "rwbs", "sector", "bytes"])
     order = np.argsort(table.column("issue_s").to_numpy(), kind="stable")
     device = table.column("device").dictionary_encode().combine_chunks().indices.to_numpy(zero_copy_only=False)
     return {
@@ -271,6 +284,8 @@ def request_arrays(path: Path) -> dict[str, Any]:
         "complete_s": table.column("complete_s").to_numpy(zero_copy_only=False).astype(float)[order],
         "device": device[order],
         "op": table.column("op").to_numpy(zero_copy_only=False).astype(str)[order],
+        "waited": waited_for(table.column("op").to_numpy(zero_copy_only=False).astype(str),
+                             table.column("rwbs").to_numpy(zero_copy_only=False).astype(str))[order],
         "sector": table.column("sector").to_numpy()[order],
         "bytes": table.column("bytes").to_numpy()[order],
     }

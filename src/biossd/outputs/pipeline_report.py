@@ -7,7 +7,9 @@
   critical path), on each target;
 - ``tasks.csv``: every counted task with its run;
 - ``pipeline_speedup.png``: the pipeline's predicted wall time on each target, interval drawn;
-- ``process_speedup.png``: each process's speedup on each target (a heat map, numbers written).
+- ``process_speedup.png``: each process's speedup on each target (a heat map, numbers written);
+- ``README.md``: what each file holds, the prediction's model, its interval and where it is blind,
+  where the patterns come from, and the runs that were skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from biossd.core.files import write_frame  # noqa: E402
+from biossd.core.files import atomic_write_text, write_frame  # noqa: E402
 
 #: Figure width in inches, and height per bar or row.
 FIG_WIDTH_IN = 8.0
@@ -40,7 +42,37 @@ def write(rep, out_dir: Path) -> list[Path]:
                write_frame(tasks, out_dir / "tasks.csv")]
     written.append(pipeline_figure(rep, out_dir / "pipeline_speedup.png"))
     written.append(process_figure(rep, out_dir / "process_speedup.png"))
+    written.append(readme(rep, out_dir / "README.md"))
     return written
+
+
+def readme(rep, path: Path) -> Path:
+    """The report's own guide: its files, the model with its interval and blind spots, the
+    patterns' source, and every run that was skipped and why."""
+    from biossd.analysis import predict
+
+    sources = sorted(set(rep.processes.get("pattern_source", []).dropna().astype(str))) if len(rep.processes) else []
+    lines = ["# Your pipeline on other devices (biossd pipeline report)", "",
+             "| file | what it holds |", "| --- | --- |",
+             "| `processes.csv` | per process: tasks, failed attempts, cached tasks, runtime, CPU share, peak RSS, "
+             "the eight storage features of Lee, Min and Yoon (2015) (median over tasks), nearest pattern |",
+             "| `process_predictions.csv` | per process and target: predicted runtime with its interval "
+             "(`predicted_low_s`, `predicted_high_s`) and speedup over the device measured here |",
+             "| `pipeline_predictions.csv` | the whole pipeline per target: its wall time in Nextflow's task order "
+             "(the critical path, not a sum), with the interval |",
+             "| `tasks.csv` | every task that counts once (its last completed attempt, or the run a cached task "
+             "came from) |",
+             "| `pipeline_speedup.png`, `process_speedup.png` | the two tables above as figures |", "",
+             "## The model, its interval and where it is blind", "", predict.MODEL_SUMMARY, "",
+             f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} standard deviations) "
+             "and, for a flash "
+             "device known by its vendor's depth-32 IOPS only, both ends of its possible depth-1 IOPS. "
+             "A task shorter than about half a second is mostly process start-up and scheduling: its "
+             "prediction is printed, not to be leaned on.", "",
+             "## Patterns", ""] + [f"- {s}" for s in sources or ["none"]]
+    lines += ["", "## Skipped runs", ""] + ([f"- `{d}`: {why}" for d, why in rep.skipped] or ["none"])
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path
 
 
 def pipeline_figure(rep, path: Path) -> Path:
