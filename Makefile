@@ -25,11 +25,12 @@ export PATH := $(VENV)/bin:$(PATH)
 export NXF_OFFLINE := true
 export NXF_HOME ?= $(VENV)/nextflow/home
 
-.PHONY: run experiments slurm-up slurm-down test install tex tools containers study figures paper crate summary lock clean-results help
+.PHONY: run check experiments slurm-up slurm-down test install tex tools containers study figures paper crate summary lock clean-results help
 
 help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE) -resume', render figures (FRESH=1: start over)"
 	@echo "make test   install everything, run the whole test suite"
+	@echo "make check  the fast loop: the unit tests (no root, no tools, no TeX; the Python environment only)"
 	@echo "make experiments [EXPERIMENT=sort_memory]   the related experiments of seeds 001-004 on this machine"
 	@echo "make slurm-up / slurm-down   a one-node SLURM cluster on this host (partitions fast, slow)"
 	@echo "make figures RESULTS='dir [dir...]'   re-run the notebooks over one or more result sets"
@@ -77,6 +78,12 @@ summary:
 
 test: install tools tex
 	python -m pytest $(PYTEST_ARGS)
+
+# The fast loop while changing code: every test not marked `integration` (those need root, the
+# tools, Nextflow or TeX). It installs only the Python environment; `make test` stays the gate.
+check:
+	@install/bootstrap.sh python
+	python -m pytest -q -m "not integration" -p no:cacheprovider $(PYTEST_ARGS)
 
 # TeX Live and pdftotext, for the supplement and its test (not needed by `make run`).
 tex:

@@ -16,6 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
 
+def pytest_collection_modifyitems(config, items):
+    """`make check` runs what is not marked `integration` without root: a test that asks for
+    root and is not marked would fail there, so it is refused here, by name."""
+    unmarked = [item.nodeid for item in items
+                if "root_required" in getattr(item, "fixturenames", ()) and item.get_closest_marker("integration") is None]
+    if unmarked:
+        raise pytest.UsageError("tests that need root must be marked @pytest.mark.integration: " + ", ".join(unmarked))
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

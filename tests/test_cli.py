@@ -1,3 +1,4 @@
+import pytest
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ def test_module_entry_point_matches():
     assert out.stdout.strip() == f"biossd {__version__}"
 
 
+@pytest.mark.integration
 def test_doctor_reports_a_clean_host(biossd):
     proc = biossd("doctor", check=False)
     assert proc.returncode == 0, proc.stdout

@@ -25,6 +25,7 @@ def test_real_classes_keep_the_scratch_dir(tmp_path):
     assert storage.down(tmp_path / "root") == []
 
 
+@pytest.mark.integration
 def test_unknown_profile_names_the_known_ones(biossd, tmp_path):
     proc = biossd("storage", "up", "--root", str(tmp_path), "--classes", "ssd,hdd", "--emulate", "hdd=nosuch",
                   check=False)
