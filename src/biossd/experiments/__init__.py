@@ -33,18 +33,28 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from biossd.core import made, yamlfile
+from biossd.core import made, paths, yamlfile
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text
+from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_duration_s, parse_size
 from biossd.features import extract
 from biossd.measure import manifest, profile, rundir
 from biossd.study import catalogue, data, layout
 
-EXPERIMENTS_DIR = catalogue.CATALOGUE_DIR.parent / "experiments"
-#: The experiments, in the seeds' order.
-NAMES = ("sort_memory", "object_store", "kmer_io", "shared_device")
+EXPERIMENTS_DIR = paths.EXPERIMENTS_DIR
+
+
+def _discover(directory: Path) -> tuple[str, ...]:
+    """The experiments defined in ``directory`` (one ``<id>.yaml`` each), in their seeds' order:
+    adding a definition adds the experiment everywhere its name is listed."""
+    found = []
+    for path in sorted(Path(directory).glob("*.yaml")):
+        spec = yamlfile.read_mapping(path, "experiment definition", ExperimentError)
+        found.append((str(spec.get("seed", "")), path.stem))
+    return tuple(name for _seed, name in sorted(found))
+
+
 SIZES = ("tiny", "test", "full")
 POINT_RECORD = "point.json"
 #: Marks a task's partial directory as this code's (only such a directory is ever removed).
@@ -67,6 +77,10 @@ class ExperimentError(BiossdError, ValueError):
     """An experiment's definition, plan or task is wrong; the message names the file or field."""
 
 
+#: The experiments, in the seeds' order (``study/experiments/<id>.yaml``).
+NAMES = _discover(EXPERIMENTS_DIR)
+
+
 def names_of(value: str | Sequence[str]) -> list[str]:
     """``sort_memory,kmer_io`` or ``all`` as the list of experiment ids (checked)."""
     given = [v.strip() for v in (value.split(",") if isinstance(value, str) else value) if v.strip()]
@@ -85,7 +99,7 @@ def load_spec(name: str, directory: Path = EXPERIMENTS_DIR) -> dict[str, Any]:
     if not path.is_file():
         raise ExperimentError(f"{path}: no such experiment definition; the experiments are {', '.join(NAMES)}")
     spec = yamlfile.read_mapping(path, "experiment definition", ExperimentError)
-    for key in ("id", "seed", "title", "question", "seed_finding", "tools", "input", "sizes"):
+    for key in ("id", "seed", "source", "title", "question", "seed_finding", "tools", "input", "sizes"):
         if key not in spec:
             raise ExperimentError(f"{path}: field {key!r} is missing")
     if spec["id"] != name:
@@ -342,7 +356,8 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
     finally:
         with signals_held():
             if not done and (partial / PARTIAL_MARKER).is_file():
-                shutil.rmtree(partial, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    remove_tree(partial)
                 made.forget(partial)
             _empty_scratch(scratch, made_scratch)
 
@@ -368,7 +383,8 @@ def _empty_scratch(scratch: Path, remove_dir: bool) -> None:
         return
     for child in scratch.iterdir():
         if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
+            with contextlib.suppress(OSError):  # never into a disk still mounted there
+                remove_tree(child)
         else:
             child.unlink(missing_ok=True)
     if remove_dir:
@@ -543,10 +559,11 @@ def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -
 
 
 def describe(spec: Mapping[str, Any]) -> str:
-    """The experiment in words: its question, the seed's finding, its tools with each substitute
-    named as such, and what is not available here."""
-    lines = [f"Seed {spec['seed']}: {spec['title']}.", f"Question: {' '.join(spec['question'].split())}",
-             f"The seed found: {' '.join(spec['seed_finding'].split())}", "Tools:"]
+    """The experiment in words, as a reader of the report meets it: the study it re-runs, its
+    question and that study's finding, its tools with each substitute named as such, and what is
+    not available here."""
+    lines = [f"{spec['title']}, after {spec['source']}.", f"Question: {' '.join(spec['question'].split())}",
+             f"That study found: {' '.join(spec['seed_finding'].split())}", "Tools:"]
     for tool, info in spec["tools"].items():
         sub = f" — SUBSTITUTE for {info['substitute_of']}" if info.get("substitute_of") else ""
         version = info.get("version") or (catalogue.get(info["catalogue"]).data.get("version") if info.get("catalogue")

@@ -44,12 +44,12 @@ import numpy as np
 
 from biossd.core import yamlfile
 from biossd.core.errors import BiossdError
-from biossd.core.paths import REPO_ROOT
+from biossd.core.paths import REFERENCE_DIR
 from biossd.host import diskmodel
 
-PAPER_DEVICES = REPO_ROOT / "study" / "reference" / "paper_devices.csv"
+PAPER_DEVICES = REFERENCE_DIR / "paper_devices.csv"
 #: NVMe drives and cloud block volumes: their published limits, sources and dates.
-CLOUD_VOLUMES = REPO_ROOT / "study" / "reference" / "cloud_volumes.csv"
+CLOUD_VOLUMES = REFERENCE_DIR / "cloud_volumes.csv"
 #: Queue depth at which vendors quote an SSD's random IOPS, and the deeper of the two depths
 #: ``biossd device characterize`` measures.
 SATURATED_DEPTH = 32
@@ -184,7 +184,7 @@ def paper_target(name: str) -> Target:
     if row is None:
         raise DeviceModelError(f"no device {name!r} in {PAPER_DEVICES.name}; known: {', '.join(paper_devices())}")
     where = f"{PAPER_DEVICES.name}, row {row['device']}"
-    source = "seed 000 Tables 3/4"
+    source = "Lee, Min and Yoon (2015), Tables 3 and 4"
     if row["kind"] == "HDD":
         for path in sorted(diskmodel.profiles_dir().glob("*.yaml")):
             profile = diskmodel.DiskProfile.load(path)

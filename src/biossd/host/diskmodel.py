@@ -179,9 +179,9 @@ def sequential_ms(gap, nbytes, rate_bytes_per_ms, idle_ms, lookahead_bytes):
 
 
 def profiles_dir() -> Path:
-    from biossd.core.paths import REPO_ROOT
+    from biossd.core.paths import DEVICE_PROFILES_DIR
 
-    return REPO_ROOT / "study" / "devices"
+    return DEVICE_PROFILES_DIR
 
 
 def load_profile(name_or_path: str) -> DiskProfile:

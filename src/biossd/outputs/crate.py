@@ -25,6 +25,7 @@ from rocrate.model.file import File
 from rocrate.rocrate import ROCrate
 
 from biossd import __version__, experiments
+from biossd.core import paths
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.measure import manifest
@@ -82,7 +83,7 @@ def write(results: Path) -> Path:
                           "traces, the features table and the regenerated tables and figures of Lee, Min and "
                           "Yoon (2015), made by biossd." + (f" With the related experiments {ran}." if ran else ""))
                          if table_path.is_file() else
-                         f"The related experiments {ran} of Lee, Min and Yoon (2015)'s study (seeds 001-004), "
+                         f"The related experiments {ran} of Lee, Min and Yoon (2015)'s study, "
                          "profiled on storage classes with raw traces kept, made by biossd; no study runs.")
     crate.license = LICENCE
     crate.root_dataset["conformsTo"] = [{"@id": p} for p in PROFILES]
@@ -92,11 +93,11 @@ def write(results: Path) -> Path:
     wf_dir = root / WORKFLOW_DIR
     wf_dir.mkdir(exist_ok=True)
     for name in WORKFLOW_FILES:
-        shutil.copyfile(catalogue.REPO_ROOT / "study" / name, wf_dir / name)
+        shutil.copyfile(paths.STUDY_DIR / name, wf_dir / name)
     lang = crate.add(ContextEntity(crate, NEXTFLOW_LANG, properties={
         "@type": "ComputerLanguage", "name": "Nextflow", "url": "https://www.nextflow.io/",
         "version": str(provenance.get("nextflow_version") or "24.10.0")}))
-    schema = json.loads((catalogue.REPO_ROOT / "study" / "nextflow_schema.json").read_text())
+    schema = json.loads((paths.STUDY_DIR / "nextflow_schema.json").read_text())
     formal = {}
     for name, spec in sorted(schema["properties"].items()):
         kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]

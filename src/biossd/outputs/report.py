@@ -19,12 +19,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from biossd.core.paths import REPO_ROOT  # noqa: E402
+from biossd.core.paths import EXPERIMENT_NOTEBOOKS_DIR, NOTEBOOKS_DIR  # noqa: E402,F401
 from biossd.study import layout  # noqa: E402
 
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
-#: The related experiments' notebooks (seeds 001-004), one per experiment: ``NN_<id>.ipynb``.
-EXPERIMENT_NOTEBOOKS_DIR = NOTEBOOKS_DIR / "experiments"
 FIGURE_FORMATS = ("png", "pdf")
 FIGURE_DPI = 150
 #: A fixed date for PDF metadata (any constant works; 2015-01-01, the paper's year).

@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from biossd.analysis import Analysis, patterns, regime, speedup
+from biossd.core import paths
 from biossd.core.files import atomic_write_text
 from biossd.features import extract as features
 from biossd.study import catalogue, datasets
 
-REFERENCE_DIR = catalogue.REPO_ROOT / "study" / "reference"
+REFERENCE_DIR = paths.REFERENCE_DIR
 #: Four significant digits, but never an exponent for numbers of 1000 or more (IOPS, MB/s).
 SIGNIFICANT_DIGITS = 4
 WHOLE_FROM = 1000.0
@@ -224,7 +225,7 @@ def table5_inputs(a: Analysis) -> pd.DataFrame:
 
 
 def table_prediction(a: Analysis) -> pd.DataFrame:
-    """Issue 18's validation table: per tool and direction (one side's baseline runs predicted on
+    """The prediction's validation table: per tool and direction (one side's baseline runs predicted on
     the other side's device), the measured and predicted mean runtimes, the interval and the
     relative error (NaN where the measured time is only a lower bound: the time limit)."""
     table = a.cross_prediction

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from biossd.core import yamlfile
+from biossd.core import paths, yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REPO_ROOT
 from biossd.core.units import format_size, parse_size
 
-CATALOGUE_DIR = REPO_ROOT / "study" / "catalogue"
+CATALOGUE_DIR = paths.CATALOGUE_DIR
 _FIELD_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 KINDS = ("tool", "pipeline")
 STATUSES = ("runnable", "recipe-only")

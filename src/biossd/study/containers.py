@@ -47,7 +47,7 @@ from typing import Sequence
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.paths import REPO_ROOT
+from biossd.core.paths import DEFAULT_VENV, REPO_ROOT
 from biossd.study.catalogue import Entry
 
 BASE_REPO = "localhost/biossd/bookworm-base"
@@ -108,7 +108,7 @@ def check_engine(engine: str) -> None:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("BIOSSD_CONTAINER_DIR", REPO_ROOT / ".venv" / "containers"))
+    return Path(os.environ.get("BIOSSD_CONTAINER_DIR", DEFAULT_VENV / "containers"))
 
 
 def missing_tools() -> list[str]:

@@ -27,9 +27,9 @@ from typing import Any
 from biossd.core import yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
-from biossd.core.paths import REPO_ROOT
+from biossd.core.paths import DATA_MANIFESTS_DIR
 
-MANIFEST_DIR = REPO_ROOT / "data-manifests"
+MANIFEST_DIR = DATA_MANIFESTS_DIR
 CHUNK_BYTES = 1 << 20
 CONNECT_TIMEOUT_S = 5.0
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")

@@ -20,12 +20,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from biossd.core import paths
 from biossd.core.units import format_size, is_size_label, parse_duration_s, parse_size
 from biossd.host import devices
 from biossd.study import catalogue, layout, outdir
 
 #: Every parameter of the study, typed and documented (nf-core's nextflow_schema.json).
-SCHEMA_PATH = catalogue.CATALOGUE_DIR.parent / "nextflow_schema.json"
+SCHEMA_PATH = paths.STUDY_DIR / "nextflow_schema.json"
 #: A run's scratch holds its input's copy, the tool's output and its temporary files; for the
 #: catalogue's tools each is at most about the input's size, so four times the largest input
 #: (plus the run's swap, when swap lives in scratch) is what a class's scratch must have free.

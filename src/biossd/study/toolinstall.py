@@ -23,7 +23,7 @@ from typing import Iterable
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.paths import REPO_ROOT
+from biossd.core.paths import DEFAULT_VENV, INSTALL_DIR
 from biossd.study.catalogue import Entry
 
 APT_SOURCES_DIR = Path("/etc/apt/sources.list.d")
@@ -31,11 +31,11 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 #: The release a sources file names when /etc/os-release does not say (the study's own).
 DEFAULT_DEBIAN_SUITE = "bookworm"
 DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-GATK_POM = REPO_ROOT / "install" / "gatk" / "pom.xml"
-GATK_LAUNCHER = REPO_ROOT / "install" / "gatk" / "gatk"
+GATK_POM = INSTALL_DIR / "gatk" / "pom.xml"
+GATK_LAUNCHER = INSTALL_DIR / "gatk" / "gatk"
 #: The SHA-256 of every jar Maven resolves for GATK (``sha256sum *.jar`` in the resolved lib; a
 #: new GATK version regenerates it the same way).
-GATK_SHA256SUMS = REPO_ROOT / "install" / "gatk" / "sha256sums.txt"
+GATK_SHA256SUMS = INSTALL_DIR / "gatk" / "sha256sums.txt"
 OS_RELEASE = Path("/etc/os-release")
 
 
@@ -44,7 +44,7 @@ class InstallError(BiossdError, RuntimeError):
 
 
 def venv_dir() -> Path:
-    return REPO_ROOT / ".venv"
+    return DEFAULT_VENV
 
 
 def _component_sources(component: str) -> Path:
