@@ -1,4 +1,4 @@
-"""Issue 18, item 6: how fast the prediction replays request streams, and how long a whole
+"""Prediction speed: how fast the prediction replays request streams, and how long a whole
 result set takes.
 
   .venv/bin/python benchmarks/predict_speed.py [--requests 2000000] [--rounds 5] [RESULTS ...]

@@ -1,4 +1,4 @@
-"""Issue 18, item 4: does the prediction transfer to a device it was not built with?
+"""Transfer: does the prediction transfer to a device it was not built with?
 
 Two storage classes on this host, both loop devices over files on the native disk with direct
 I/O (``biossd storage up``'s ``native`` profile): ``native`` as it is, and ``throttled``, the same

@@ -58,7 +58,7 @@ def test_an_unknown_experiment_or_size_is_refused_with_the_choices(tmp_path):
         experiments.plan("bogus", "tiny", ["ssd"], "h")
     with pytest.raises(experiments.ExperimentError, match="--experiment_size 'huge'"):
         experiments.plan("kmer_io", "huge", ["ssd"], "h")
-    (tmp_path / "kmer_io.yaml").write_text("id: kmer_io\nseed: '003'\n")
+    (tmp_path / "kmer_io.yaml").write_text("id: kmer_io\nseed: '003'\nsource: a study\n")
     with pytest.raises(experiments.ExperimentError, match="kmer_io.yaml: field 'title' is missing"):
         experiments.load_spec("kmer_io", tmp_path)
     plan = experiments.plan_from_params({"experiment": "bogus", "storage_classes": "ssd"})
@@ -347,10 +347,11 @@ def test_the_experiments_report_is_deterministic_and_in_the_supplement(experimen
     for f in files:
         assert (tmp_path / f).read_bytes() == (report / f).read_bytes(), f"{f} differs between two renders"
     tex = supplement.experiments_tex([experiment_results], report)
-    for phrase in ("Seed 001: Sort memory and temporary files", "sambamba sort (a substitute for rocksort)",
+    for phrase in ("Sort memory and temporary files", "After DNAnexus, samtools rocksort", "sambamba sort (a substitute for rocksort)",
                    "MEGAHIT (a substitute for Trinity)", "Fig. S5 (biossd)", "report/figures/figs2_sort_memory.pdf",
                    "report/tables/tables4_kmer_io.tex", "tc netem"):
         assert phrase in tex, phrase
+    assert "Seed 00" not in tex, "a reader meets each study by its name, not the project's seed number"
     executed = json.loads((report / "notebooks" / "07_sort_memory.ipynb").read_text())
     text = "".join("".join(o.get("text", "")) for c in executed["cells"] for o in c.get("outputs", []))
     assert "samtools_sort on hdd: -m 1M spilled" in text and "SUBSTITUTE for rocksort" in text

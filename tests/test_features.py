@@ -144,7 +144,7 @@ def test_normalize_logs_wide_columns_and_records_the_rule():
 
 
 def test_the_row_carries_the_runs_facts_and_the_side_record_it_was_given(tmp_path):
-    """Issue 17: the run table holds how and where a run ran, so nothing downstream reopens it;
+    """The run table holds how and where a run ran, so nothing downstream reopens it;
     a side's device record is handed in, never looked for above the run directory."""
     run = make_run(tmp_path / "h-ssd" / "runs" / "r")
     body = manifest.read_manifest(run)

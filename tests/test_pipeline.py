@@ -146,7 +146,7 @@ def test_notebooks_render_the_real_result_set_deterministically(result_set, bios
 
 
 def test_prediction_is_validated_on_the_real_result_set(result_set):
-    """Issue 18 on a small real set: the emulated HDD's samtools sort runs (traced on a loop
+    """The prediction's validation on a small real set: the emulated HDD's samtools sort runs (traced on a loop
     device of their own) replayed on the native disk's record come within the issue's per-tool
     bound of what was measured there; the native side of -profile test is the shared root disk,
     whose trace holds other processes' requests: those predictions say so in ``note``."""

@@ -82,7 +82,7 @@ class Analysis:
 
     @cached_property
     def cross_prediction(self) -> pd.DataFrame:
-        """Issue 18's validation: each tool's baseline runs on each side of the pair predicted on
+        """The prediction's validation: each tool's baseline runs on each side of the pair predicted on
         the other side's device (:func:`biossd.analysis.predict.cross_predict`); empty without a
         pair or device records."""
         if self.pair is None or not all(side in self.rs.devices for side in self.pair):

@@ -63,7 +63,7 @@ def figs2_sort_memory(table: pd.DataFrame) -> plt.Figure:
     """(a) runtime against the sort's memory option, (b) the temporary files it spilled, (c) the
     merge phase's time against the number of files it merges and (d) the merge phase's read
     requests per second and CAR: where the slow class's merge turns seek-bound."""
-    title = "Fig. S2. Seed 001: sort memory and temporary files under a fixed memory cap"
+    title = "Fig. S2. Sort memory and temporary files under a fixed memory cap"
     if table.empty:
         return _empty_figure(title, "no sort_memory runs in these results")
     classes = _classes(table)
@@ -117,7 +117,7 @@ def figs2_sort_memory(table: pd.DataFrame) -> plt.Figure:
 def figs3_object_store(table: pd.DataFrame) -> plt.Figure:
     """Each (class, input location)'s mean runtime split into the read phase and the rest, with the
     read throughput over each bar."""
-    title = "Fig. S3. Seed 002: the assembler's input on an S3 mount (s3fs + S3Proxy) vs local disk"
+    title = "Fig. S3. The assembler's input on an S3 mount (s3fs + S3Proxy) vs local disk"
     if table.empty:
         return _empty_figure(title, "no object_store runs in these results")
     classes = _classes(table)
@@ -154,7 +154,7 @@ def figs3_object_store(table: pd.DataFrame) -> plt.Figure:
 def figs4_kmer_io(table: pd.DataFrame) -> plt.Figure:
     """(a) reads per second by compression × class × threads for the tables that fit the cap, (b)
     the major-fault rate (pages read back from swap) against the table's size over the cap."""
-    title = "Fig. S4. Seed 003: khmer load-into-counting — input compression, threads, and tables that page"
+    title = "Fig. S4. khmer load-into-counting — input compression, threads, and tables that page"
     if table.empty:
         return _empty_figure(title, "no kmer_io runs in these results")
     classes = _classes(table)
@@ -211,7 +211,7 @@ def figs4_kmer_io(table: pd.DataFrame) -> plt.Figure:
 def figs5_shared_device(table: pd.DataFrame) -> plt.Figure:
     """(a) each instance's runtime per (instances, allocation), (b) the devices' aggregate bandwidth
     over the group's span, (c) each instance's sequential-write ratio."""
-    title = "Fig. S5. Seed 004: concurrent instances on one device, a pair, or one dedicated + the rest shared"
+    title = "Fig. S5. Concurrent instances on one device, a pair, or one dedicated + the rest shared"
     if table.empty:
         return _empty_figure(title, "no shared_device runs in these results")
     classes = _classes(table)

@@ -19,13 +19,14 @@ import pandas as pd
 
 from biossd import analysis
 from biossd.analysis import resultset
+from biossd.core import paths
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.outputs import artefacts, report
 from biossd.outputs.tables import latex_escape as esc
 from biossd.study import catalogue, layout
 
-PAPER_DIR = catalogue.REPO_ROOT / "paper"
+PAPER_DIR = paths.PAPER_DIR
 MAIN_TEX = "supplement.tex"
 GENERATED_DIR = "generated"
 LATEXMK_TIMEOUT_S = 600
@@ -263,8 +264,8 @@ def _images_text(runs, side: str, first_image: object) -> str:
 
 
 def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: str = "report") -> str:
-    """The related experiments (seeds 001-004) these results hold: for each, what it asks, what the
-    seed found, its tools with every substitute named, what is not available here, the headline
+    """The related experiments these results hold: for each, the study it re-runs, what it asks,
+    what that study found, its tools with every substitute named, what is not available here, the headline
     from its own table, and its figure and table (when the report has them)."""
     from biossd import experiments
 
@@ -274,8 +275,9 @@ def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: 
         if table.empty:
             continue
         spec = experiments.load_spec(name)
-        text = [f"\\subsection{{Seed {spec['seed']}: {esc(spec['title'])}}}",
-                esc(" ".join(spec["question"].split())) + " " + esc("The seed found: " + " ".join(spec["seed_finding"].split())),
+        text = [f"\\subsection{{{esc(spec['title'])}}}",
+                esc(f"After {spec['source']}. ") + esc(" ".join(spec["question"].split())) + " "
+                + esc("That study found: " + " ".join(spec["seed_finding"].split())),
                 "", "\\paragraph{Tools.}"]
         tools = []
         for tool, info in spec["tools"].items():
