@@ -130,6 +130,24 @@ def test_a_resumed_pipeline_counts_its_cached_tasks_once(profiled, env):
     assert after["tasks"].equals(before) and (after["cached_tasks"] == after["tasks"]).all()
 
 
+def test_a_run_of_another_biossd_version_is_named_and_skipped(profiled, tmp_path):
+    """A copy of the spill pipeline's results with one run written by another manifest schema:
+    the report counts the rest, names that run and says why."""
+    outdir = tmp_path / "spill"
+    shutil.copytree(profiled[("spill", "native")], outdir, symlinks=True)
+    run = next(iter(sorted((outdir / pipelinetask.RUNS_DIR / "SORT_CHUNK").glob("*/attempt-1"))))
+    body = json.loads((run / manifest.MANIFEST_NAME).read_text())
+    (run / manifest.MANIFEST_NAME).write_text(json.dumps({**body, "schema_version": manifest.SCHEMA_VERSION + 1}))
+    rep = pipeline.report(outdir)
+    assert [Path(d) for d, _ in rep.skipped] == [run]
+    assert "schema_version" in rep.skipped[0][1]
+    assert rep.processes.set_index("process").loc["SORT_CHUNK", "tasks"] == 1  # of its two
+    from biossd.outputs import pipeline_report
+
+    pipeline_report.write(rep, tmp_path / "report")
+    assert str(run) in (tmp_path / "report" / "README.md").read_text()
+
+
 @pytest.mark.parametrize("name", ["dnaseq", "spill"])
 def test_the_native_runs_predict_the_hdd_s_runtimes(profiled, name):
     """Each process's runtime on the emulated HDD, predicted from its native runs (the HDD's
