@@ -126,6 +126,13 @@ def test_a_run_in_docker_is_capped_by_docker_and_matches_the_native_run(engine, 
     assert docker["argv"][:2] == ["docker", "run"] and "--network" in docker["argv"]
     assert docker["collectors"]["blocktrace"]["ran"] and docker["collectors"]["blocktrace"]["requests"] > 0
     assert "merging from" in (tmp_path / "docker-run" / "stderr.log").read_text(), "sort spilled in Docker too"
+    # The tool's CPU time, not the docker client's: read from the container's cgroup.
+    acct = {name: json.loads((tmp_path / f"{name}-run" / "rusage.json").read_text()) for name in bodies}
+    assert acct["docker"]["accounting_source"].startswith("the container's cgroup")
+    cpu = {name: a["user_s"] + a["sys_s"] for name, a in acct.items()}
+    client = acct["docker"]["client_user_s"] + acct["docker"]["client_sys_s"]
+    assert 0.5 < cpu["docker"] / cpu["native"] < 2.0, (cpu, client)
+    print(f"CPU s: native {cpu['native']:.2f}, docker {cpu['docker']:.2f} (its client {client:.2f})")
     print(f"docker/native wall time: {docker['wall_s']:.2f} s / {native['wall_s']:.2f} s = "
           f"{docker['wall_s'] / native['wall_s']:.2f}")
 

@@ -50,8 +50,12 @@ _POLL_S = 0.2
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: A memory cgroup's peak: v1's, v2's.
 PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak")
-#: How often a running container's cgroup peak is read.
+#: How often a running container's cgroup peak and accounting are read.
 WATCH_INTERVAL_S = 0.1
+#: CPU time and page faults of a cgroup, v1 (``cpuacct.stat`` in clock ticks, ``memory.stat``'s
+#: hierarchical counters) and v2 (``cpu.stat`` in microseconds, ``memory.stat``).
+_CPU_V1, _CPU_V2, _MEMORY_STAT = "cpuacct.stat", "cpu.stat", "memory.stat"
+_US_PER_S = 1e6
 #: ``docker run``'s own failures (the daemon's, the mount's), never a tool's exit status.
 DOCKER_RUN_ERROR_EXIT = 125
 
@@ -283,6 +287,9 @@ class ContainerWatch:
     def __init__(self, cidfile: Path) -> None:
         self.cidfile = Path(cidfile)
         self.peak_usage_bytes: int | None = None
+        #: The tool's own accounting, from its container's cgroup as last read (the ``docker``
+        #: client the profiler waits for is not the tool): :func:`cgroup_accounting`'s fields.
+        self.accounting: dict[str, float] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="biossd-container-watch", daemon=True)
 
@@ -291,17 +298,21 @@ class ContainerWatch:
         return self
 
     def _loop(self) -> None:
-        cid, peak_file = "", None
+        cid, peak_file, dirs = "", None, []
         while not self._stop.wait(WATCH_INTERVAL_S):
             if not cid:
                 with contextlib.suppress(OSError):
                     cid = self.cidfile.read_text().strip()
                 continue
             if peak_file is None:
-                peak_file = _peak_file(cid)
+                dirs = _container_cgroup_dirs(cid)
+                peak_file = next((d / name for d in dirs for name in PEAK_FILES if (d / name).is_file()), None)
                 continue
             with contextlib.suppress(OSError, ValueError):
                 self.peak_usage_bytes = max(int(peak_file.read_text()), self.peak_usage_bytes or 0)
+            read = cgroup_accounting(dirs)
+            if read:
+                self.accounting = {**read, "read_interval_s": WATCH_INTERVAL_S}
 
     def stop(self) -> int | None:
         self._stop.set()
@@ -364,16 +375,48 @@ def cgroup_dirs(pid: int) -> list[Path]:
     return out
 
 
-def _peak_file(cid: str) -> Path | None:
-    """The running container's memory peak file (v1 ``memory.max_usage_in_bytes``, v2
-    ``memory.peak``), found from its process's ``/proc/PID/cgroup``; ``None`` until it runs."""
+def _container_cgroup_dirs(cid: str) -> list[Path]:
+    """The running container's cgroup directories, found from its process's ``/proc/PID/cgroup``;
+    empty until it runs."""
     proc = subprocess.run(["docker", "inspect", "--format", "{{.State.Pid}}", cid], capture_output=True, text=True)
     pid = proc.stdout.strip()
     if proc.returncode != 0 or not pid.isdigit() or pid == "0":
-        return None
+        return []
     with contextlib.suppress(OSError, ValueError):
-        for directory in cgroup_dirs(int(pid)):
-            for name in PEAK_FILES:
-                if (directory / name).is_file():
-                    return directory / name
-    return None
+        return cgroup_dirs(int(pid))
+    return []
+
+
+def _key_values(path: Path) -> dict[str, int]:
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().lstrip("-").isdigit():
+            out[key] = int(value)
+    return out
+
+
+def cgroup_accounting(dirs: list[Path]) -> dict[str, float]:
+    """CPU time (user, system) and page faults (major, minor) of the processes of a cgroup, from
+    the cgroup's own counters in ``dirs`` (its directory in each hierarchy): cgroup v1's
+    ``cpuacct.stat`` (clock ticks) and ``memory.stat`` (``total_pgmajfault``: the cgroup and its
+    descendants), or v2's ``cpu.stat`` and ``memory.stat``. Only what could be read is returned."""
+    out: dict[str, float] = {}
+    for directory in dirs:
+        # v1's cpu controller has a cpu.stat too (throttling counts, no times): only v2's is read.
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if (directory / _CPU_V1).is_file():
+                ticks = _key_values(directory / _CPU_V1)
+                hz = os.sysconf("SC_CLK_TCK")
+                out.update(user_s=ticks["user"] / hz, sys_s=ticks["system"] / hz)
+            elif (directory / _CPU_V2).is_file() and "user_usec" in _key_values(directory / _CPU_V2):
+                usec = _key_values(directory / _CPU_V2)
+                out.update(user_s=usec["user_usec"] / _US_PER_S, sys_s=usec["system_usec"] / _US_PER_S)
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if (directory / _MEMORY_STAT).is_file():
+                stat = _key_values(directory / _MEMORY_STAT)
+                major = stat.get("total_pgmajfault", stat.get("pgmajfault"))
+                minor = stat.get("total_pgfault", stat.get("pgfault"))
+                if major is not None and minor is not None:
+                    out.update(major_faults=major, minor_faults=max(minor - major, 0))
+    return out

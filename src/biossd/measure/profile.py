@@ -174,6 +174,28 @@ def rusage_record(usages: Sequence[resource.struct_rusage], wall_s: float, repor
     }
 
 
+#: The fields of a run's accounting that a container's cgroup gives for the tool itself.
+CONTAINER_ACCOUNTING_FIELDS = ("user_s", "sys_s", "major_faults", "minor_faults")
+
+
+def container_accounting(accounting: dict[str, Any], container: dict[str, float] | None) -> dict[str, Any]:
+    """A Docker run's accounting: ``wait4`` saw the ``docker`` client, not the tool, so its CPU
+    time and page faults are the container cgroup's (:class:`biossd.host.dockerengine.ContainerWatch`,
+    read until it ended), the client's kept as ``client_*``; without a reading, the client's stay
+    and ``accounting_source`` says so."""
+    out = dict(accounting)
+    if not container:
+        out["accounting_source"] = "the docker client (the container's cgroup could not be read)"
+        return out
+    for field in CONTAINER_ACCOUNTING_FIELDS:
+        if field in container:
+            out[f"client_{field}"] = out.get(field)
+            out[field] = container[field]
+    out["accounting_source"] = ("the container's cgroup, read every "
+                                f"{container.get('read_interval_s')} s until it ended")
+    return out
+
+
 def _outcome(status: int, oom_kills: int | None, timed_out: bool) -> tuple[str, int | None, int | None]:
     """(outcome, exit code, terminating signal) from a wait status and the cap's OOM count."""
     exit_code = os.waitstatus_to_exitcode(status)
@@ -420,6 +442,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 if full:
                     raise ProfileError(full)
             accounting = rusage_record(usages, wall_s, report, no_timer)
+            if watch is not None:
+                accounting = container_accounting(accounting, watch.accounting)
             flush_s = flush_filesystem(Path.cwd())
             if perf is not None:
                 collectors["perf"] = _collect(perf.stop)
