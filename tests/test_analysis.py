@@ -85,6 +85,14 @@ def test_clustering_finds_the_planted_patterns_and_groups(fixture):
     assert all(c.pattern[tool] == p for p, tool in reps.items())
 
 
+def test_each_side_says_how_its_runs_were_measured(fixture):
+    """One sentence per side: the cap's enforcer, the trace, perf and where the tools ran."""
+    _, a = fixture
+    said = resultset.mechanisms(a.rs)
+    assert set(said) == set(a.rs.runs["side"])
+    assert all(text.startswith("memory caps by ") and "tools run native" in text for text in said.values())
+
+
 def test_breakeven_scale():
     s = pd.Series([1, 2, 4, 8, 16])
     assert speedup.breakeven_scale(s, pd.Series([1.0, 1.1, 3.0, 6.0, 9.0])) == 4

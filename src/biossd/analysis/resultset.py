@@ -249,6 +249,36 @@ def side_facts(rs: ResultSet) -> pd.DataFrame:
     return first.groupby("side", sort=True).first()
 
 
+#: How a run's perf counters were read, in words.
+PERF_MECHANISMS = {"pmu": "perf with hardware counters", "software": "perf with software events only (no PMU)"}
+
+
+def mechanisms(rs: ResultSet) -> dict[str, str]:
+    """Per side, in one sentence, how its runs were measured (§5.1 of Lee, Min and Yoon (2015)
+    ran time, SAR, blktrace and VTune): who enforced the memory caps, how block requests were
+    traced, how perf counted, and where the tools ran — the container engine with its version,
+    and the image (one, by its digest) or how many (each run records its own)."""
+    out = {}
+    for side, facts in side_facts(rs).iterrows():
+        cap, trace = facts.get("cap_mechanism"), facts.get("trace_mechanism")
+        reasons = features.parse_missing(facts.get("missing_reason"))
+        images = sorted(set(rs.runs.loc[rs.runs["side"] == side, "container_image"].dropna().astype(str)))
+        where = f"tools run {facts.get('container_engine') or 'native'}"
+        if len(images) == 1:
+            where += f" in {images[0]}"
+        elif images:
+            where += f", each in its own image ({len(images)} images; every run records its image by digest)"
+        perf = PERF_MECHANISMS.get(facts.get("perf_mechanism"))
+        if perf and str(facts.get("container_engine") or "").startswith("docker"):
+            perf += " of the docker client, not the tool (CPU time and faults are the container cgroup's)"
+        parts = [f"memory caps by {cap}" if isinstance(cap, str) else None,
+                 f"block requests traced with {trace}" if isinstance(trace, str) and trace != "none" else
+                 (f"no block trace ({reasons.get('CAR', 'why not recorded')})" if trace == "none" else None),
+                 perf, where]
+        out[str(side)] = "; ".join(p for p in parts if p) + "."
+    return out
+
+
 def differences(facts: pd.DataFrame, fast: str, slow: str) -> list[str]:
     """What differs between two sides other than the drive: host facts and tool versions. The
     notebooks print these above every figure of the pair ("the notebooks say so")."""

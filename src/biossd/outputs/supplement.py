@@ -21,7 +21,6 @@ from biossd import analysis
 from biossd.analysis import resultset
 from biossd.core import paths
 from biossd.core.errors import BiossdError
-from biossd.features import extract as features
 from biossd.outputs import artefacts, report
 from biossd.outputs.tables import latex_escape as esc
 from biossd.study import catalogue, layout
@@ -103,17 +102,7 @@ def methods_tex(a: analysis.Analysis) -> str:
     out.append(" ".join(dev_lines) or "No device records in the result set.")
 
     out.append(r"\subsection*{Measurement}")
-    mech = []
-    for side, facts in resultset.side_facts(a.rs).iterrows():
-        cap, trace, perf = facts["cap_mechanism"], facts["trace_mechanism"], facts["perf_mechanism"]
-        image = facts["container_image"]
-        reasons = features.parse_missing(facts["missing_reason"])
-        parts = [f"memory caps by {esc(str(cap))}" if isinstance(cap, str) else None,
-                 f"block requests traced with {esc(trace)}" if isinstance(trace, str) and trace != "none" else
-                 (f"no block trace ({esc(reasons.get('CAR', 'why not recorded'))})" if trace == "none" else None),
-                 {"pmu": "perf with hardware counters", "software": "perf with software events only (no PMU)"}.get(perf),
-                 f"tools run {esc(str(facts['container_engine']))}" + _images_text(a.rs.runs, side, image)]
-        mech.append(f"{esc(side)}: " + "; ".join(p for p in parts if p) + ".")
+    mech = [f"{esc(side)}: {esc(text)}" for side, text in resultset.mechanisms(a.rs).items()]
     out.append(" ".join(mech) or "No runs to read the mechanisms from.")
     caps = sorted(runs["mem"].unique(), key=lambda m: runs.loc[runs["mem"] == m, "mem_bytes"].iloc[0])
     base = set(map(tuple, a.baseline_runs[["tool", "mem", "scale", "rep"]].astype(str).to_numpy()))
@@ -253,14 +242,6 @@ def _float_tex(artefact: artefacts.Artefact, report_rel: str) -> str:
 def body_tex(report_rel: str = "report") -> str:
     """One captioned float per artefact, reading the copied report (relative paths)."""
     return "\n".join(_float_tex(artefact, report_rel) for artefact in artefacts.ARTEFACTS if artefact.in_supplement)
-
-
-def _images_text(runs, side: str, first_image: object) -> str:
-    """The images a side's tools ran in: the one, or how many (each run records its own by id)."""
-    images = sorted(set(runs.loc[runs["side"] == side, "container_image"].dropna().astype(str)))
-    if len(images) > 1:
-        return f", each in its own image ({len(images)} images; every run records its image by id)"
-    return f" in {esc(str(first_image))}" if isinstance(first_image, str) else ""
 
 
 def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: str = "report") -> str:
