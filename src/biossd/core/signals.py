@@ -1,31 +1,71 @@
-"""Holding SIGINT and SIGTERM off while a teardown runs, so a second Ctrl-C cannot cut short the
-removal of what a first one began to remove."""
+"""SIGINT and SIGTERM around what biossd brings up and takes down: the one home of the three ways
+biossd handles them.
+
+- :func:`signals_held` — a teardown that nothing may cut short: a signal that comes meanwhile
+  waits and is delivered again when the block ends (the careful, deferred form);
+- :func:`signals_ignored` — a rollback already running because of a signal: a second one is
+  dropped (the first is on its way out as an exception and ends the process anyway);
+- :func:`signals_raise` — a bring-up or a task whose every ``finally`` must run: a signal
+  raises an exception in the main thread;
+- :func:`signals_call` — a handler of the caller's own (the profiler forwards the signal to the
+  command it runs).
+
+Each restores the handlers it found. Handlers, not a signal mask: a mask holds a signal for one
+thread only, and a process-directed SIGTERM goes to any thread that does not block it — a thread a
+library started (OpenBLAS's, once NumPy is imported) would take it and the default action would
+kill the process halfway through."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
+
+#: The signals a user or a scheduler ends biossd with.
+HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signals_call(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """``handler`` receives SIGINT and SIGTERM while the block runs (main thread only: elsewhere
+    the handlers cannot be set and the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in HELD}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait until the block ends: a teardown is not cut short; one that came
-    meanwhile is delivered again at its end. Handlers, not a signal mask: a mask holds a signal
-    for this thread only, and a process-directed SIGTERM goes to any thread that does not block
-    it — a thread a library started (OpenBLAS's, once NumPy is imported) would take it and the
-    default action would kill the process halfway through the teardown."""
-    held = (signal.SIGINT, signal.SIGTERM)
-    if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
-        yield
-        return
+    meanwhile is delivered again at its end."""
     received: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum)) for sig in held}
-    try:
+    with signals_call(lambda signum, _frame: received.append(signum)):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        for signum in dict.fromkeys(received):
-            signal.raise_signal(signum)
+    for signum in dict.fromkeys(received):
+        signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM are dropped while the block runs: a rollback under way because of a
+    signal is not cut short by a second one."""
+    with signals_call(signal.SIG_IGN):
+        yield
+
+
+@contextlib.contextmanager
+def signals_raise(make_exception: Callable[[int], BaseException]) -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``make_exception(signum)`` in the main thread while the block runs,
+    so every ``finally`` inside it tears its part down."""
+    def on_signal(signum: int, _frame: object) -> None:
+        raise make_exception(signum)
+
+    with signals_call(on_signal):
+        yield

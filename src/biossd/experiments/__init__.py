@@ -24,7 +24,6 @@ import importlib
 import json
 import os
 import shutil
-import signal
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from biossd.core import made, paths, yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.owners import ProcessRef
+from biossd.core.signals import signals_ignored, signals_raise
 from biossd.core.units import parse_duration_s, parse_size
 from biossd.features import extract
 from biossd.measure import manifest, profile, rundir
@@ -271,40 +271,13 @@ def _cwd(path: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-@contextlib.contextmanager
-def signals_held() -> Iterator[list[int]]:
-    """SIGINT/SIGTERM ignored while a teardown runs (a second Ctrl-C must not cut it short); the
-    list holds nothing (the signal that started the teardown is already being handled)."""
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield []
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
 class Teardown(contextlib.ExitStack):
     """An :class:`contextlib.ExitStack` whose callbacks run with signals held: what a task brings
     up (servers, mounts, devices) is registered here right after it exists."""
 
     def __exit__(self, *exc: Any) -> bool:
-        with signals_held():
+        with signals_ignored():
             return super().__exit__(*exc)
-
-
-@contextlib.contextmanager
-def _signals_raise() -> Iterator[None]:
-    """SIGINT/SIGTERM raise :class:`Interrupted` in the task (so every ``finally`` tears its part
-    down); a profiled run inside installs its own handlers and raises the same way."""
-    def on_signal(signum: int, _frame: object) -> None:
-        raise Interrupted(signum)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: Path | None = None,
@@ -338,7 +311,7 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
         (scratch / rundir.SCRATCH_MARKER).touch()
     done = False
     try:
-        with _signals_raise():
+        with signals_raise(Interrupted):  # a profiled run inside raises the same way
             ctx = Task(task, spec, scratch, partial, Path(device_record) if device_record else None,
                        dict(storage or {}), owner)
             started = _utc_now()
@@ -354,7 +327,7 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
             done = True
             return record
     finally:
-        with signals_held():
+        with signals_ignored():
             if not done and (partial / PARTIAL_MARKER).is_file():
                 with contextlib.suppress(OSError):
                     remove_tree(partial)

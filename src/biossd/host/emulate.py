@@ -52,7 +52,7 @@ from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
-from biossd.core.signals import signals_held
+from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import swap as swaps
 from biossd.host.diskmodel import load_profile
 
@@ -188,31 +188,24 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
                              "backing_file": str(backing_dir / f"{BACKING_PREFIX}{state_dir.name}-{uuid.uuid4().hex[:8]}.img"),
                              "fuse_dir": str(state_dir / "fuse")}
 
-    def on_signal(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(signum)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     made = False
-    try:
-        # The state directory is made and known to be ours in one step that a signal cannot
-        # split (one arriving meanwhile is raised at the block's end, inside this try): an
-        # interrupt right after the mkdir must not leave it, nor one that fails it remove
-        # another ``up``'s.
-        with signals_held():
-            state_dir.mkdir(parents=True)
-            made = True
-            _save(state_dir, state)
-        _bring_up(state_dir, state, mount, swap_bytes)
-    except BaseException:
-        for s in previous:  # a second signal must not stop the rollback
-            signal.signal(s, signal.SIG_IGN)
-        if made:
-            with contextlib.suppress(Exception):
-                down_state(state_dir)
-        raise
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    with signals_raise(KeyboardInterrupt):
+        try:
+            # The state directory is made and known to be ours in one step that a signal cannot
+            # split (one arriving meanwhile is raised at the block's end, inside this try): an
+            # interrupt right after the mkdir must not leave it, nor one that fails it remove
+            # another ``up``'s.
+            with signals_held():
+                state_dir.mkdir(parents=True)
+                made = True
+                _save(state_dir, state)
+            _bring_up(state_dir, state, mount, swap_bytes)
+        except BaseException:
+            with signals_ignored():  # a second signal must not stop the rollback
+                if made:
+                    with contextlib.suppress(Exception):
+                        down_state(state_dir)
+            raise
     return status_of(state_dir)
 
 

@@ -34,7 +34,7 @@ from biossd.core import servicestate
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef, start_ticks
-from biossd.core.signals import signals_held
+from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import cgroups
 
 STATE_DIR = Path("/run/biossd/slurm")
@@ -187,23 +187,14 @@ def up(partitions: tuple[str, ...] = DEFAULT_PARTITIONS, owner: ProcessRef | Non
     }
     state_dir.mkdir(parents=True, mode=0o700)
     _save(state)
-    held = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        _bring_up(state)
-    except BaseException:
-        for s in held:
-            signal.signal(s, signal.SIG_IGN)  # a second signal must not stop the rollback
-        with contextlib.suppress(Exception):
-            down(state_dir)
-        raise
-    finally:
-        for s, handler in held.items():
-            signal.signal(s, handler)
+    with signals_raise(KeyboardInterrupt):
+        try:
+            _bring_up(state)
+        except BaseException:
+            with signals_ignored(), contextlib.suppress(Exception):  # a second signal must not stop the rollback
+                down(state_dir)
+            raise
     return status(state_dir)
-
-
-def _raise_interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signum)
 
 
 def _bring_up(state: dict[str, Any]) -> None:

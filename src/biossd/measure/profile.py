@@ -41,6 +41,7 @@ from typing import Any, Callable, Sequence
 
 from biossd.core.errors import BiossdError
 from biossd.core.owners import ProcessRef, start_ticks
+from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
 from biossd.host import dockerengine, emulate, hostfacts, hostlock, scheduler
 from biossd.host.cgroups import MemoryCap
@@ -281,48 +282,46 @@ def run(request: ProfileRequest) -> dict[str, Any]:
         if child and child[0].returncode is None:
             processes.signal_command(child[0].pid, signal.SIGTERM, gnu_time)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    partial: Path | None = None
-    try:
-        lock_cm = (hostlock.GroupMember(request.group) if request.group else
-                   hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
-                                     interrupted=lambda: received[0] if received else None,
-                                     notify=request.notify, out=str(target)))
-        with lock_cm as lock:
-            named = rundir.partial_path(target)
-            lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
-            partial = rundir.make_partial(target, named)
-            body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
-                            scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
-            body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
-                                  "leader_pid": (lock.leader or {}).get("pid")} if request.group
-                                 else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3),
-                                       "reaped_stale_holder": lock.reaped})
-            if received:
-                raise Interrupted(received[0])
-            body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
-            manifest.write_manifest(partial, body)
-            try:
-                rundir.publish(partial, target, request.overwrite)
-            except rundir.RunAppeared as err:
-                raise ProfileError(str(err)) from None  # the partial is removed below
-            except rundir.RunDirError as err:
-                partial = None  # the complete run stays where the message says
-                raise ProfileError(str(err)) from None
-            partial = None
-    except hostlock.WaitInterrupted as intr:
-        raise Interrupted(intr.signum) from None
-    except hostlock.HostBusy as err:
-        raise Busy(str(err)) from None
-    except hostlock.NotInGroup as err:
-        raise ProfileError(f"{err}; nothing was run") from None
-    finally:
-        # An interrupted or failed run leaves nothing: its partial directory carries biossd's
-        # marker and is removed; a second signal meanwhile is only recorded.
-        if partial is not None:
-            rundir.remove(partial)
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    with signals_call(on_signal):
+        partial: Path | None = None
+        try:
+            lock_cm = (hostlock.GroupMember(request.group) if request.group else
+                       hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
+                                         interrupted=lambda: received[0] if received else None,
+                                         notify=request.notify, out=str(target)))
+            with lock_cm as lock:
+                named = rundir.partial_path(target)
+                lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
+                partial = rundir.make_partial(target, named)
+                body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
+                                scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
+                body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
+                                      "leader_pid": (lock.leader or {}).get("pid")} if request.group
+                                     else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3),
+                                           "reaped_stale_holder": lock.reaped})
+                if received:
+                    raise Interrupted(received[0])
+                body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
+                manifest.write_manifest(partial, body)
+                try:
+                    rundir.publish(partial, target, request.overwrite)
+                except rundir.RunAppeared as err:
+                    raise ProfileError(str(err)) from None  # the partial is removed below
+                except rundir.RunDirError as err:
+                    partial = None  # the complete run stays where the message says
+                    raise ProfileError(str(err)) from None
+                partial = None
+        except hostlock.WaitInterrupted as intr:
+            raise Interrupted(intr.signum) from None
+        except hostlock.HostBusy as err:
+            raise Busy(str(err)) from None
+        except hostlock.NotInGroup as err:
+            raise ProfileError(f"{err}; nothing was run") from None
+        finally:
+            # An interrupted or failed run leaves nothing: its partial directory carries biossd's
+            # marker and is removed; a second signal meanwhile is only recorded.
+            if partial is not None:
+                rundir.remove(partial)
     return manifest.read_manifest(target)
 
 
