@@ -67,6 +67,14 @@ def _owner(args: argparse.Namespace, what: str = "nothing was run"):
     return owner
 
 
+def _add_owner_options(p: argparse.ArgumentParser, works_for: str = "this work",
+                       dies: str = "") -> None:
+    """``--owner-pid`` and ``--owner-label``, declared once for every command that works for
+    another process (:func:`_owner` validates them)."""
+    p.add_argument("--owner-pid", type=int, metavar="PID", help=f"the process {works_for} is for{dies}")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
+
+
 def _profile_request(args: argparse.Namespace, command: list[str], mem_bytes: int | None, out: Path):
     """The profiler's request from the options :func:`_add_profile_options` declares."""
     from biossd.core.units import parse_size
@@ -714,9 +722,7 @@ def _add_profile_options(p: argparse.ArgumentParser) -> None:
                    help="cap memory + swap at --mem: the run may not swap (an over-sized program is killed)")
     p.add_argument("--no-wait", dest="wait", action="store_false",
                    help="refuse (exit 75) instead of waiting when another measured run holds the host lock")
-    p.add_argument("--owner-pid", type=int, metavar="PID",
-                   help="the process this run works for (e.g. Nextflow): if it dies, the run is stopped")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
+    _add_owner_options(p, "this run", " (e.g. Nextflow): if it dies, the run is stopped")
     p.add_argument("--die-with-parent", action="store_true",
                    help="stop (SIGTERM) when the process that started this one dies, even by SIGKILL")
     p.add_argument("--group", metavar="TOKEN",
@@ -768,8 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output")
     p.add_argument("--hold-host-lock", action="store_true",
                    help="write under the host lock, never inside another run's measured window (the workflow does)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this work is for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "this work")
     p.set_defaults(func=cmd_data_synth)
     p = data_p.add_parser("fetch", help="download a data set of data-manifests/, verified (needs network)")
     p.add_argument("dataset")
@@ -807,8 +812,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
     p.add_argument("--hold-host-lock", action="store_true",
                    help="stage under the host lock, never inside another run's measured window (the workflow does)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this staging works for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "this staging")
     p.set_defaults(func=cmd_chain_stage)
 
     cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
@@ -837,8 +841,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
     p.add_argument("--hold-host-lock", action="store_true",
                    help="copy under the host lock, never inside another run's measured window (the workflow does)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this staging works for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "this staging")
     p.set_defaults(func=cmd_catalogue_stage)
     p = cat_p.add_parser("run", help="one run of a tool in one process: stage its prepared input into a "
                                      "marked scratch, profile it there, score it, remove the scratch")
@@ -864,8 +867,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the prepared directory to write (must not exist)")
     p.add_argument("--hold-host-lock", action="store_true",
                    help="write under the host lock, never inside another run's measured window (the workflow does)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this work is for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "this work")
     p.set_defaults(func=cmd_catalogue_prepare)
     p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")
     p.add_argument("tool")
@@ -953,9 +955,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scratch-dir", help="scratch directory of the real classes (default: task dir)")
     p.add_argument("-o", "--output", help="up: write the resolved classes (JSON) here; "
                    "characterize: directory for <class>.json")
-    p.add_argument("--owner-pid", type=int, metavar="PID",
-                   help="the process the emulations are for (the Nextflow session): only it takes them down")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
+    _add_owner_options(p, "the emulations", " (the Nextflow session): only it takes them down")
     p.set_defaults(func=cmd_storage)
 
     p = sub.add_parser("quality", help="score a run's output against its input's truth (Fig. 1(b))")
@@ -996,8 +996,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-record", help="`biossd device characterize` record of the class's device")
     p.add_argument("--storage", help="the class's entry of `biossd storage up` (JSON or @FILE)")
     p.add_argument("--input", help="the task's input made by `biossd data synth` (default: synthesized in scratch)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process this task works for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "this task")
     p.set_defaults(func=cmd_experiment_run)
     p = exp_p.add_parser("table", help="each experiment's table from result folders (experiments/<id>.csv)")
     p.add_argument("results", nargs="+", help="result folders")
@@ -1010,8 +1009,7 @@ def build_parser() -> argparse.ArgumentParser:
     slurm_sub = slurm_p.add_subparsers(dest="slurm_cmd", required=True)
     p = slurm_sub.add_parser("up", help="bring up munged, slurmctld and slurmd with a partition per storage class")
     p.add_argument("--partitions", default="fast,slow", help="partition names, comma-separated (default fast,slow)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process the cluster works for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "the cluster")
     p.set_defaults(func=cmd_slurm)
     for name, text in (("down", "cancel its jobs, stop its daemons, remove its state"),
                        ("status", "the cluster's record and health (JSON)"),
@@ -1022,8 +1020,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipe_sub = pipe_p.add_subparsers(dest="pipeline_cmd", required=True)
     p = pipe_sub.add_parser("task", help="run one task's .command.sh under the profiler (the config's task shell)")
     p.add_argument("--task", required=True, help="the task's description, base64 JSON (the config writes it)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process the task works for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "the task")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- /bin/bash -ue .command.sh")
     p.set_defaults(func=cmd_pipeline_task)
     p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices")
@@ -1037,8 +1034,7 @@ def build_parser() -> argparse.ArgumentParser:
     docker_sub = docker_p.add_subparsers(dest="docker_cmd", required=True)
     p = docker_sub.add_parser("up", help="start dockerd with a private socket, data root and exec root "
                                          "(with DOCKER_HOST set: use that engine)")
-    p.add_argument("--owner-pid", type=int, metavar="PID", help="the process the engine works for")
-    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is")
+    _add_owner_options(p, "the engine")
     p.set_defaults(func=cmd_docker)
     for name, text in (("down", "stop the engine biossd started, remove its state (its images are kept)"),
                        ("status", "the engine's record and whether it answers (JSON)"),
@@ -1130,13 +1126,10 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
 
 
 def cmd_slurm(args: argparse.Namespace) -> int:
-    from biossd.core.owners import ProcessRef
     from biossd.host import slurmcluster
 
     if args.slurm_cmd == "up":
-        owner = ProcessRef.of(args.owner_pid, args.owner_label or "") if args.owner_pid else None
-        if owner is not None and owner.start_ticks is None:
-            raise UsageError(f"--owner-pid {args.owner_pid}: no such process; nothing was brought up")
+        owner = _owner(args, "nothing was brought up")
         partitions = tuple(p.strip() for p in args.partitions.split(",") if p.strip())
         state = slurmcluster.up(partitions, owner)
         print(f"biossd slurm: one-node cluster up on {state['host']}, partitions {', '.join(state['partitions'])}; "
