@@ -102,12 +102,16 @@ def test_a_stale_record_removes_only_the_partial_its_dead_holder_made(tmp_path):
     marker = json.loads((theirs / rundir.MARKER).read_text())
     (theirs / rundir.MARKER).write_text(json.dumps({**marker, "pid": marker["pid"] + 1}))
     me = json.loads((ours / rundir.MARKER).read_text())
-    for partial in (ours, theirs):
-        record = tmp_path / f"{partial.name}.json"
-        record.write_text(json.dumps({"pid": me["pid"], "start_ticks": me["start_ticks"], "partial": str(partial)}))
-        leftovers._remove_stale(record)
-        assert not record.exists()
-    assert not ours.exists() and theirs.exists()
+    try:
+        for partial in (ours, theirs):
+            record = tmp_path / f"{partial.name}.json"
+            record.write_text(json.dumps({"pid": me["pid"], "start_ticks": me["start_ticks"], "partial": str(partial)}))
+            leftovers._remove_stale(record)
+            assert not record.exists()
+        assert not ours.exists() and theirs.exists()
+    finally:  # this test made both (and their records, which outlive it): the host as it was
+        for partial in (ours, theirs):
+            rundir.remove(partial)
 
 
 def test_a_user_s_runtime_directory_must_be_theirs_alone(tmp_path, monkeypatch):
