@@ -20,8 +20,8 @@ target and the compute that overlapped them. ``B`` and ``B'`` count the requests
 for: its reads and its synchronous writes. A write without the kernel's synchronous flag is
 writeback nobody waited for (the flusher's, or one ``close`` started): the target serves it in
 its place in the stream (it moves a disk's head), but it adds nothing to the runtime, as on the
-device measured, where it ran beside the compute or after the run. The predicted speedup against the measured device
-is ``W' / W`` (> 1: the target is slower).
+device measured, where it ran beside the compute or after the run. The predicted speedup
+against the measured device is ``W' / W`` (> 1: the target is slower).
 
 **The interval** spans the model's unknowns: the overlap ``O`` for ``p = 1`` as well as for
 ``p`` as estimated, a hard disk's random seeks and rotations (±2 standard deviations of their
@@ -33,16 +33,17 @@ changes how much the page cache absorbs and when the kernel writes back, merges 
 (a slower device gets larger merged requests, a faster one fewer stalls of writeback
 throttling), and none of that is in the stream: a run that waited on background writeback (the
 kernel throttling its dirty pages) has that wait in its time off the device, unscaled, and
-background writes delaying the run's own requests on the target are not modelled. Service times are a device's own, not its
-host's: a different host's CPU or memory is not modelled (compare sides on one host). Requests
-are served in issue order; a hard disk's command queueing and a flash device's garbage
-collection are not modelled. A delay *above* the block layer is not in a request's
-issue-to-completion time: a run measured behind a cgroup I/O throttle (or a network file system)
-spent that wait before its requests were issued, so the model counts it as time off the device,
-and a prediction *from* such a device keeps it (``benchmarks/predict_third_device.py`` measured
-this: from a read-throttled loop device the native disk's runtimes were over-predicted by a
-median of 24%). A trace of a shared device (a run whose scratch was on the root disk rather than on a device of
-its own) holds other processes' requests too, and the replay serves them all: such rows carry
+background writes delaying the run's own requests on the target are not modelled. Service times
+are a device's own, not its host's: a different host's CPU or memory is not modelled (compare
+sides on one host). Requests are served in issue order; a hard disk's command queueing and a
+flash device's garbage collection are not modelled. A delay *above* the block layer is not in a
+request's issue-to-completion time: a run measured behind a cgroup I/O throttle (or a network
+file system) spent that wait before its requests were issued, so the model counts it as time off
+the device, and a prediction *from* such a device keeps it
+(``benchmarks/predict_third_device.py`` measured this: from a read-throttled loop device the
+native disk's runtimes were over-predicted by a median of 24%). A trace of a shared device (a
+run whose scratch was on the root disk rather than on a device of its own) holds other
+processes' requests too, and the replay serves them all: such rows carry
 :data:`SHARED_DEVICE_NOTE` in ``note`` (``-profile test``'s ssd class is one: its samtools sort
 runs were predicted 60% too slow on the emulated HDD, while from the HDD's own loop device the
 other way they came within 4%). A run without a block trace cannot be predicted: its row is NaN

@@ -82,7 +82,7 @@ def _unescape_mount_point(text: str) -> str:
 
 
 def mounts_under(path: Path) -> list[str]:
-    """The mount points at or below ``path`` (resolved), innermost last."""
+    """The mount points at or below ``path`` (resolved), in the kernel's order."""
     root = os.path.realpath(path)
     prefix = root.rstrip("/") + "/"
     found = []

@@ -64,8 +64,8 @@ def readme(rep, path: Path) -> Path:
              "came from) |",
              "| `pipeline_speedup.png`, `process_speedup.png` | the two tables above as figures |", "",
              "## The model, its interval and where it is blind", "", predict.MODEL_SUMMARY, "",
-             f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} standard deviations) "
-             "and, for a flash "
+             f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} "
+             "standard deviations) and, for a flash "
              "device known by its vendor's depth-32 IOPS only, both ends of its possible depth-1 IOPS. "
              "A task shorter than about half a second is mostly process start-up and scheduling: its "
              "prediction is printed, not to be leaned on.", "",
