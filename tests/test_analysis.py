@@ -289,7 +289,7 @@ def test_harness_is_task_time_minus_the_tool_s_wall_time(tmp_path):
 
     work = tmp_path / "work" / "ab"
     (work / "run").mkdir(parents=True)
-    (work / "run" / "run.json").write_text('{"wall_s": 30.0}')
+    (work / "run" / "run.json").write_text('{"wall_s": 30.0, "harness_s": {"stage": 0.6, "start_collectors": 1.5}}')
     (tmp_path / "pipeline_info").mkdir()
     (tmp_path / "pipeline_info" / "trace.txt").write_text(
         "task_id\tname\tstatus\trealtime\tworkdir\n"
@@ -301,6 +301,9 @@ def test_harness_is_task_time_minus_the_tool_s_wall_time(tmp_path):
     text = harness.summary_text(tmp_path)
     assert "profiled tasks completed: 1; task 0.6 min = tools 0.5 min + harness 0.1 min (10%" in text
     assert "1 profiled task(s) without a run" in text
+    by_phase = harness.phases(tasks) * 60.0
+    assert by_phase.round(6).to_dict() == {"start_collectors": 1.5, harness.OUTSIDE: 0.9, "stage": 0.6}
+    assert "by phase: start_collectors 0.0 min, outside the profiler 0.0 min, stage 0.0 min" in text
 
 
 def test_repeats_not_run_and_the_sessions_behind_the_runs_are_read(fixture, tmp_path):

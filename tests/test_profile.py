@@ -33,9 +33,16 @@ def test_samtools_sort_under_a_cap_spills_and_is_recorded(biossd, bam, tmp_path,
     cmd = biossd("catalogue", "command", "--mem", "64M", "--set", "sort_mem=16M", "samtools_sort", f"in_bam={bam}",
                  f"out_bam={tmp_path / 'sorted.bam'}", f"tmp_prefix={tmp_path / 'tmp' / 'sort'}").stdout.split()
     run = tmp_path / "run"
+    called = time.monotonic()
     biossd("profile", "--mem", "64M", "--out", str(run), "--label", "tool=samtools_sort", "--", *cmd)
+    elapsed_s = time.monotonic() - called
     body = manifest.read_manifest(run)
     assert body["outcome"] == "ok" and body["exit_code"] == 0
+    # The profiler's own time, phase by phase: none of it is the command's, all of it is inside the call.
+    phases = body["harness_s"]
+    assert {"lock_wait", "set_up", "drop_caches", "start_collectors", "flush", "stop_collectors",
+            "tear_down", "record"} <= set(phases), phases
+    assert all(v >= 0 for v in phases.values()) and sum(phases.values()) + body["wall_s"] < elapsed_s, phases
     assert body["memory_cap"]["backend"] in ("cgroup-v1", "cgroup-v2")
     assert body["memory_cap"]["limit_bytes"] == 64 << 20
     assert 0 < body["memory_cap"]["peak_usage_bytes"] <= 64 << 20

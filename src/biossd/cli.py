@@ -24,6 +24,7 @@ import logging  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 from pathlib import Path  # noqa: E402
+import time  # noqa: E402
 from typing import Any  # noqa: E402
 
 from biossd import __version__
@@ -633,6 +634,7 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     """One study run in one process: scratch made and marked on the device under study, the
     prepared input staged into it (under the host lock), the tool profiled there, its output
     scored, and the scratch removed however the run ends."""
+    from biossd.core import owners
     from biossd.host import emulate
     from biossd.measure import profile, rundir
     from biossd.study import catalogue, containers, staging
@@ -648,11 +650,15 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
         shared_root = emulate.mount_of(scratch)
         # In Docker, the container is the profiler's to inspect (cap, OOM kill, peak) and remove.
         cidfile = scratch / containers.CIDFILE_NAME if args.container == "docker" else None
+        # Python's start, the imports, the catalogue and the scratch: this process's age now.
+        started_s = owners.age_s()
+        staged_at = time.monotonic()
         with _held_host_lock(args, f"biossd catalogue run {entry.id} (copying its input into {scratch})"):
             argv = staging.stage(entry, Path(args.input), scratch, mem, args.container, settings,
                                  create_scratch=False, shared_root=shared_root, cidfile=cidfile)
         request = _profile_request(args, argv, None if args.uncapped else mem, out)
         request.container_id_file = cidfile
+        request.phases_before_s.update(start=round(started_s or 0.0, 4), stage=round(time.monotonic() - staged_at, 4))
         request.labels.setdefault("scratch", str(scratch))
         here = Path.cwd()
         os.chdir(scratch)  # the tool's working directory: its relative writes land on the device

@@ -50,16 +50,37 @@ def profiled_tasks(results_dir: Path) -> pd.DataFrame:
     process = trace["name"].str.extract(r":?([A-Z_]+) \(", expand=False)
     tasks = trace.loc[process.isin(PROFILED_PROCESSES), ["name", "status", "realtime", "workdir"]].copy()
     tasks["realtime_s"] = tasks["realtime"].map(trace_duration_s)
-    tasks["tool_s"] = [_wall_s(Path(w) / "run" / manifest.MANIFEST_NAME) for w in tasks["workdir"]]
+    records = [_run_record(Path(w) / "run" / manifest.MANIFEST_NAME) for w in tasks["workdir"]]
+    tasks["tool_s"] = [float(r.get("wall_s") or "nan") for r in records]
     tasks["harness_s"] = tasks["realtime_s"] - tasks["tool_s"]
+    phases = pd.DataFrame([r.get("harness_s") or {} for r in records], index=tasks.index)
+    tasks = tasks.join(phases.add_prefix(PHASE_PREFIX))
     return tasks.reset_index(drop=True)
 
 
-def _wall_s(run_json: Path) -> float:
+#: A profiled task's columns of its harness phases (the run's ``harness_s``, written by
+#: :func:`biossd.measure.profile.run` and ``biossd catalogue run``).
+PHASE_PREFIX = "phase_s."
+#: What the profiler cannot time itself: Nextflow's task wrapper and staging, the quality check,
+#: publishing the run and the process's exit.
+OUTSIDE = "outside the profiler"
+
+
+def _run_record(run_json: Path) -> dict:
     try:
-        return float(json.loads(run_json.read_text()).get("wall_s") or "nan")
+        return json.loads(run_json.read_text())
     except (OSError, ValueError):
-        return float("nan")
+        return {}
+
+
+def phases(tasks: pd.DataFrame) -> pd.Series:
+    """The harness's minutes by phase over the tasks with a run (largest first), the rest of
+    each task's harness as :data:`OUTSIDE`."""
+    known = tasks.dropna(subset=["tool_s"])
+    columns = [c for c in known.columns if c.startswith(PHASE_PREFIX)]
+    by_phase = known[columns].sum().rename(lambda c: c[len(PHASE_PREFIX):])
+    by_phase[OUTSIDE] = (known["harness_s"] - known[columns].fillna(0.0).sum(axis=1)).sum()
+    return (by_phase / 60.0).sort_values(ascending=False)
 
 
 def summary(tasks: pd.DataFrame) -> pd.DataFrame:
@@ -81,6 +102,10 @@ def summary_text(results_dir: Path) -> str:
     lines = [f"profiled tasks {status.lower()}: {int(r.tasks)}; task {r.task_min:.1f} min = tools {r.tool_min:.1f} min "
              f"+ harness {r.harness_min:.1f} min ({100 * r.harness_over_tool:.0f}% of the tools' time)"
              for status, r in summary(tasks).iterrows()]
+    completed = tasks[tasks["status"].eq("COMPLETED")]
+    if completed.filter(like=PHASE_PREFIX).notna().any().any():
+        lines.append("harness of the tasks run this session, by phase: " + ", ".join(
+            f"{name} {minutes:.1f} min" for name, minutes in phases(completed).items()))
     missing = int(tasks["tool_s"].isna().sum())
     if missing:
         lines.append(f"{missing} profiled task(s) without a run in their work directory (not counted)")

@@ -74,6 +74,16 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[_STAT_START_TIME_FIELD - _STAT_FIRST_FIELD_AFTER_COMM])
 
 
+def age_s(pid: int | None = None) -> float | None:
+    """How long ago ``pid`` (default: this process) started, in seconds, to the clock tick;
+    ``None`` if it has ended."""
+    ticks = start_ticks(os.getpid() if pid is None else pid)
+    if ticks is None:
+        return None
+    uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+    return max(0.0, uptime_s - ticks / os.sysconf("SC_CLK_TCK"))
+
+
 @dataclass(frozen=True)
 class ProcessRef:
     """One process: ``pid`` and its ``start_ticks``; ``label`` says what it is to a reader

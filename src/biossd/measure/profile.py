@@ -123,6 +123,10 @@ class ProfileRequest:
     #: container, outside the profiler's cgroup; Docker's cap, OOM kill and peak are recorded
     #: (:mod:`biossd.host.dockerengine`), and ``docker run``'s own failure is a harness error.
     container_id_file: Path | None = None
+    #: Seconds the caller spent on this run before the profiler started (e.g. ``{"stage": 0.8}``
+    #: for copying the input into scratch), recorded with the profiler's own phases in the
+    #: manifest's ``harness_s``.
+    phases_before_s: dict[str, float] = field(default_factory=dict)
 
 
 def _utc_now() -> str:
@@ -295,6 +299,8 @@ def run(request: ProfileRequest) -> dict[str, Any]:
                 partial = rundir.make_partial(target, named)
                 body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
                                 scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
+                body["harness_s"] = {**request.phases_before_s, "lock_wait": round(lock.waited_s, 3),
+                                     **body["harness_s"]}
                 body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
                                       "leader_pid": (lock.leader or {}).get("pid")} if request.group
                                      else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3),
@@ -336,6 +342,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
     ``record_intent(swap_file=...)`` adds to the host lock's record what is about to be made
     outside the run directory, for ``biossd cleanup`` after a SIGKILL; ``gnu_time`` is
     :func:`biossd.measure.gnutime.find`'s answer (the command then runs under it)."""
+    phases = _Phases()
     if request.device_record is not None:
         shutil.copyfile(request.device_record, out_dir / DEVICE_RECORD)
     container = None
@@ -360,7 +367,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         # Real or emulated storage (biossd.host.emulate), for the working directory and the swap.
         storage = {"cwd": emulate.run_record(Path.cwd()),
                    "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
+        phases.mark("set_up")
         caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
+        phases.mark("drop_caches")
         cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap))
         timer, no_timer = gnu_time
         report_file = out_dir / gnutime.REPORT_FILE
@@ -415,6 +424,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 raise Interrupted(received[0])
             watch = (dockerengine.ContainerWatch(request.container_id_file).start()
                      if request.container_id_file is not None else None)
+            phases.mark("start_collectors")
             t_command = time.monotonic()
             os.write(gate_w, b"go\n")
             _close_quietly(gate_w)
@@ -423,6 +433,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             timed_out = timed_out or bool(scheduler_timeout)
             wall_s = time.monotonic() - t_command
             t_command_s = t_command - t0
+            phases.skip()  # the tool's own wall time is not the harness
             if watch is not None:  # after the wall time: inspecting and removing it is not the tool's time
                 peak = watch.stop()
                 container = {**dockerengine.finish(request.container_id_file), "peak_usage_bytes": peak}
@@ -443,7 +454,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             accounting = rusage_record(usages, wall_s, report, no_timer)
             if watch is not None:
                 accounting = container_accounting(accounting, watch.accounting)
+            phases.mark("inspect")
             flush_s = flush_filesystem(Path.cwd())
+            phases.mark("flush")
             if perf is not None:
                 collectors["perf"] = _collect(perf.stop)
             if sampler is not None:
@@ -460,6 +473,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                                "oom_kills": oom_kills, "oom_source": "docker inspect State.OOMKilled",
                                "peak_usage_bytes": container.get("peak_usage_bytes"), "container": container})
         swap_record = swap.record() if swap is not None else None
+        phases.mark("stop_collectors")
+    phases.mark("tear_down")
 
     if accounting is not None:
         manifest.atomic_write_text(out_dir / "rusage.json", json.dumps(accounting, indent=2) + "\n")
@@ -471,6 +486,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         collectors["cachegrind"] = _not_run("opt-in: pass --cachegrind (slow; small inputs)")
 
     files = [manifest.file_record(out_dir, p) for p in sorted(out_dir.iterdir()) if p.is_file()]
+    phases.mark("record")
     return {
         "labels": dict(request.labels),
         "argv": list(request.argv),
@@ -508,7 +524,26 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         "owner": request.owner.record() if request.owner else None,
         "collectors": collectors,
         "files": files,
+        "harness_s": phases.seconds,
     }
+
+
+class _Phases:
+    """The profiler's own time around the command, phase by phase (seconds, in the manifest's
+    ``harness_s``): :meth:`mark` closes the phase that ran since the last mark under a name."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, 4)
+        self._last = now
+
+    def skip(self) -> None:
+        """What ran since the last mark is not the harness's (the command itself)."""
+        self._last = time.monotonic()
 
 
 def flush_filesystem(path: Path) -> float | None:
