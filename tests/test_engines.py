@@ -7,14 +7,14 @@ import shutil
 
 import pytest
 
-from biossd import cli
+from biossd.cli import options
 from biossd.study import catalogue, containers, staging
 
 ENTRY = catalogue.get("samtools_sort")
 
 
 def test_cli_offers_exactly_the_engines_the_library_has():
-    assert cli._ENGINES == containers.ENGINES
+    assert options.ENGINES == containers.ENGINES
 
 
 def test_apptainer_runs_the_sif_with_scratch_bound(tmp_path, monkeypatch):

@@ -25,6 +25,8 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 EXPERIMENT_NOTEBOOKS_DIR = NOTEBOOKS_DIR / "experiments"
 #: The supplement's LaTeX sources.
 PAPER_DIR = REPO_ROOT / "paper"
+#: Where ``biossd paper`` builds the supplement by default.
+PAPER_BUILD_DIR = PAPER_DIR / "build"
 #: What ``make`` installs (package lists, Maven POMs and their checksums).
 INSTALL_DIR = REPO_ROOT / "install"
 #: The checkout's own environment (``make install``'s default ``VENV``).

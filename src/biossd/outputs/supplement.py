@@ -311,7 +311,7 @@ def breakable(tex: str) -> str:
     return tex
 
 
-def build(results_dirs: Sequence[Path], out_dir: Path = PAPER_DIR / "build", render: bool = True,
+def build(results_dirs: Sequence[Path], out_dir: Path = paths.PAPER_BUILD_DIR, render: bool = True,
           fast: str = "ssd", slow: str = "hdd") -> Path:
     """Write the generated text, copy the report, run latexmk; returns ``out_dir/supplement.pdf``.
     The report is rendered first when ``render`` or when the first folder has none."""

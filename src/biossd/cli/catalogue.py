@@ -1,0 +1,322 @@
+"""`biossd catalogue`, `chain` and `quality`: a tool's command, its staged input, one study run, a
+chained pipeline's steps, a run's quality score."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from biossd.cli import options
+from biossd.cli.options import UsageError
+
+
+def cmd_catalogue_command(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, staging
+
+    if args.container and not args.bind:
+        raise UsageError("--container needs --bind DIR (the run's scratch)")
+    argv = staging.command_argv(catalogue.get(args.tool), options.labels(args.values), Path(args.bind or "."),
+                                options.mem_bytes(args.mem), args.container, options.settings(args.tool, args.set))
+    options.print_argv(argv, args.print0)
+    return 0
+
+
+def cmd_catalogue_stage(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, staging
+
+    entry = catalogue.get(args.tool)
+    mem = options.mem_bytes(args.mem)
+    with options.held_host_lock(args, f"biossd catalogue stage {entry.id} (copying its input into {args.scratch})"):
+        argv = staging.stage(entry, Path(args.input), Path(args.scratch), mem, args.container,
+                             options.settings(entry.id, args.set), create_scratch=not args.existing_scratch)
+    options.print_argv(argv, args.print0)
+    return 0
+
+
+def cmd_catalogue_prepare(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, staging
+
+    with options.held_host_lock(args, f"biossd catalogue prepare {args.tool} (writing {args.out})"):
+        record = staging.prepare(catalogue.get(args.tool), Path(args.input), Path(args.out))
+    print(record["input_bytes"])
+    return 0
+
+
+def cmd_chain_steps(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, chain
+
+    steps = chain.of(catalogue.get(args.pipeline)).steps
+    for step in steps:
+        print(step.index, step.name, step.tool)
+    return 0
+
+
+def cmd_chain_stage(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, chain
+
+    ch = chain.of(catalogue.get(args.pipeline))
+    tool = ch.steps[args.step - 1].tool if 1 <= args.step <= len(ch.steps) else args.pipeline
+    with options.held_host_lock(args, f"biossd chain stage {args.pipeline} step {args.step} (into {args.scratch})"):
+        argv = chain.stage_step(ch, args.step, Path(args.input) if args.input else None, Path(args.scratch),
+                                options.mem_bytes(args.mem), args.container, options.settings(tool, args.set),
+                                create_scratch=not args.existing_scratch)
+    options.print_argv(argv, args.print0)
+    return 0
+
+
+def cmd_catalogue_image(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, containers
+
+    entry = catalogue.get(args.tool)
+    if not containers.built(entry, args.engine):
+        print(f"biossd catalogue image: {entry.id}'s {args.engine} image is not built here", file=sys.stderr)
+        return 1
+    print(containers.image_record(entry, args.engine))
+    return 0
+
+
+def cmd_catalogue_version(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue
+
+    entry = catalogue.get(args.tool)
+    prefix: list[str] = []
+    if args.container:
+        import tempfile
+
+        from biossd.study import containers
+
+        if not containers.built(entry, args.container):
+            print(f"biossd catalogue version: {args.tool}'s {args.container} image is not built here", file=sys.stderr)
+            return 1
+        prefix = containers.wrap_argv(args.container, entry, Path(tempfile.gettempdir()), [])
+    version = entry.installed_version(prefix)
+    if version is None:
+        print(f"biossd catalogue version: {args.tool} is not installed here"
+              + (" (in its container)" if args.container else ""), file=sys.stderr)
+        return 1
+    if version != str(entry.data["version"]):
+        print(f"biossd catalogue version: warning: {args.tool} is {version} here, the catalogue "
+              f"pins {entry.data['version']}", file=sys.stderr)
+    print(version)
+    return 0
+
+
+def cmd_catalogue_status(args: argparse.Namespace) -> int:
+    from biossd.study import toolstatus
+
+    rows = toolstatus.status_table(run_smoke=not args.no_smoke)
+    if args.json:
+        print(json.dumps([{k: r.get(k) for k in toolstatus.STATUS_KEYS} for r in rows], indent=2))
+    else:
+        print(toolstatus.format_table(rows))
+    return 0
+
+
+def cmd_catalogue_install(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, toolinstall
+
+    entries = catalogue.load_all() if not args.tools else [catalogue.get(t) for t in args.tools]
+    result = toolinstall.install(entries)
+    print(f"installed: {', '.join(result['installed']) or 'nothing new'}")
+    for line in result["skipped"]:
+        print(f"not installable here: {line}", file=sys.stderr)
+    return 0
+
+
+def cmd_catalogue_build(args: argparse.Namespace) -> int:
+    from biossd.study import catalogue, containers
+
+    entries = [catalogue.get(t) for t in args.tools] if args.tools else [
+        e for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"]
+    failed = 0
+    for entry in entries:
+        try:
+            path = containers.build(entry, args.engine)
+            print(f"{entry.id}: {containers.image_ref(entry)} -> {path}")
+        except containers.ContainerError as err:
+            print(f"biossd catalogue build: {entry.id}: {err}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def _quality(tool: str, scratch: Path, run: Path) -> str:
+    """Score a run's output against its input's truth (Fig. 1(b)); what was done, in a line."""
+    from biossd.measure import manifest
+    from biossd.study import catalogue
+
+    entry = catalogue.get(tool)
+    if not entry.data.get("quality"):  # most tools: decided before pandas is imported (a second per run)
+        return f"{entry.id} has no quality check; nothing written"
+    from biossd.features import quality
+
+    outcome = manifest.read_manifest(run).get("outcome")
+    if outcome != "ok":
+        return f"the run ended {outcome}; not scored"
+    try:
+        result = quality.evaluate(entry, scratch)
+    except quality.QualityError as err:  # recorded, not fatal: the run itself is a result
+        result = {"tool": entry.id, "error": str(err)}
+        print(f"biossd quality: {err}", file=sys.stderr)
+    path = quality.write(run, result)
+    return f"{path}: " + ", ".join(f"{c} {result.get(c, float('nan')):.4f}" for c in quality.QUALITY_COLUMNS)
+
+
+def cmd_quality(args: argparse.Namespace) -> int:
+    print(f"biossd quality: {_quality(args.tool, Path(args.scratch), Path(args.run))}")
+    return 0
+
+
+def cmd_catalogue_run(args: argparse.Namespace) -> int:
+    """One study run in one process: scratch made and marked on the device under study, the
+    prepared input staged into it (under the host lock), the tool profiled there, its output
+    scored, and the scratch removed however the run ends."""
+    from biossd.core import owners
+    from biossd.host import emulate
+    from biossd.measure import profile, rundir
+    from biossd.study import catalogue, containers, staging
+
+    entry = catalogue.get(args.tool)
+    mem = options.mem_bytes(args.mem)
+    settings = options.settings(entry.id, args.set)
+    out = Path(args.out).absolute()
+    if options.parent_gone(args, "biossd catalogue run"):
+        return profile.signal_exit_code(signal.SIGTERM)
+    with rundir.scratch(Path(args.scratch), unique=True) as scratch:
+        # On a class of biossd's own loop device, one copy of the prepared input for every run.
+        shared_root = emulate.mount_of(scratch)
+        # In Docker, the container is the profiler's to inspect (cap, OOM kill, peak) and remove.
+        cidfile = scratch / containers.CIDFILE_NAME if args.container == "docker" else None
+        # Python's start, the imports, the catalogue and the scratch: this process's age now.
+        started_s = owners.age_s()
+        staged_at = time.monotonic()
+        with options.held_host_lock(args, f"biossd catalogue run {entry.id} (copying its input into {scratch})"):
+            argv = staging.stage(entry, Path(args.input), scratch, mem, args.container, settings,
+                                 create_scratch=False, shared_root=shared_root, cidfile=cidfile)
+        request = options.profile_request(args, argv, None if args.uncapped else mem, out)
+        request.container_id_file = cidfile
+        request.phases_before_s.update(start=round(started_s or 0.0, 4), stage=round(time.monotonic() - staged_at, 4))
+        request.labels.setdefault("scratch", str(scratch))
+        here = Path.cwd()
+        os.chdir(scratch)  # the tool's working directory: its relative writes land on the device
+        try:
+            _, signum = options.run_profiler(request, "biossd catalogue run")
+        finally:
+            os.chdir(here)
+        if signum is not None:
+            return profile.signal_exit_code(signum)
+        print(f"biossd catalogue run: quality: {_quality(entry.id, scratch, out)}", file=sys.stderr)
+    options.result_kept()
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """This room's commands and their options."""
+    chain_p = sub.add_parser("chain", help="a pipeline's steps run chained (Fig. 3)").add_subparsers(
+        dest="chain_cmd", required=True)
+    p = chain_p.add_parser("steps", help="the chain's steps: index, step name, tool")
+    p.add_argument("pipeline")
+    p.set_defaults(func=cmd_chain_steps)
+    p = chain_p.add_parser("stage", help="prepare one step in the chain's scratch and print its argv")
+    p.add_argument("pipeline")
+    p.add_argument("--step", type=int, required=True, help="1-based; step 1 copies --input into scratch first")
+    p.add_argument("--input", help="directory of the chain's input kind (step 1)")
+    p.add_argument("--scratch", required=True, help="the chain's scratch directory, on the device under study")
+    p.add_argument("--existing-scratch", action="store_true",
+                   help="the scratch must exist (a workflow made and marked it); never make it here")
+    p.add_argument("--mem", help="the step's memory cap (a container engine enforces it)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    p.add_argument("--container", choices=options.ENGINES, help="run the step's tool in its container")
+    p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="stage under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_owner_options(p, "this staging")
+    p.set_defaults(func=cmd_chain_stage)
+
+    cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
+    p = cat_p.add_parser("command", help="print a tool's command line, shell-quoted")
+    p.add_argument("tool")
+    p.add_argument("values", nargs="*", metavar="NAME=VALUE")
+    p.add_argument("--mem", help="the run's memory cap (a container engine enforces it)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    p.add_argument("--print0", action="store_true",
+                   help="print the arguments NUL-separated (for `mapfile -d ''`), not shell-quoted")
+    p.add_argument("--container", choices=options.ENGINES,
+                   help="run the tool in its container (paths under --bind are rewritten for it)")
+    p.add_argument("--bind", metavar="DIR", help="the host directory the container sees at /mnt/0")
+    p.set_defaults(func=cmd_catalogue_command)
+    p = cat_p.add_parser("stage", help="stage a run: copy its input into scratch, prepare, print the argv")
+    p.add_argument("tool")
+    p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
+    p.add_argument("--scratch", required=True, help="the run's scratch directory, on the device under study")
+    p.add_argument("--existing-scratch", action="store_true",
+                   help="the scratch must exist (a workflow made and marked it); never make it here")
+    p.add_argument("--mem", help="the run's memory cap (a container engine enforces it)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    p.add_argument("--container", choices=options.ENGINES, help="run the tool in its container")
+    p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="copy under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_owner_options(p, "this staging")
+    p.set_defaults(func=cmd_catalogue_stage)
+    p = cat_p.add_parser("run", help="one run of a tool in one process: stage its prepared input into a "
+                                     "marked scratch, profile it there, score it, remove the scratch")
+    p.add_argument("tool")
+    p.add_argument("--input", required=True, help="the input, prepared for the tool (biossd catalogue prepare)")
+    p.add_argument("--scratch", required=True,
+                   help="the run's scratch directory on the device under study (made, marked and removed here)")
+    p.add_argument("--out", required=True, help="run directory to write")
+    p.add_argument("--mem", required=True, help="the run's memory: the tool's settings follow it, and it is the cap")
+    p.add_argument("--uncapped", action="store_true",
+                   help="no memory cap (a probe under valgrind); the tool's settings still follow --mem")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    p.add_argument("--container", choices=options.ENGINES, help="run the tool in its container")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="stage under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_profile_options(p)
+    p.set_defaults(func=cmd_catalogue_run)
+    p = cat_p.add_parser("prepare", help="prepare an input for a tool once (links + its indexes), for every run "
+                                         "of it to stage; print the input's bytes")
+    p.add_argument("tool")
+    p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
+    p.add_argument("--out", required=True, help="the prepared directory to write (must not exist)")
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help="write under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_owner_options(p, "this work")
+    p.set_defaults(func=cmd_catalogue_prepare)
+    p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")
+    p.add_argument("tool")
+    p.add_argument("--engine", choices=options.ENGINES, default="charliecloud")
+    p.set_defaults(func=cmd_catalogue_image)
+    p = cat_p.add_parser("status", help="what this machine can do with each entry (checked)")
+    p.add_argument("--json", action="store_true", help="a list of objects instead of a table")
+    p.add_argument("--no-smoke", action="store_true", help="skip the smoke tests (their columns are null)")
+    p.set_defaults(func=cmd_catalogue_status)
+    p = cat_p.add_parser("install", help="install the runnable tools natively (apt, Maven)")
+    p.add_argument("tools", nargs="*", help="catalogue ids (default: all)")
+    p.set_defaults(func=cmd_catalogue_install)
+    p = cat_p.add_parser("build", help="build the runnable tools' containers (here: podman + Charliecloud)")
+    p.add_argument("tools", nargs="*", help="catalogue ids (default: every runnable tool)")
+    p.add_argument("--engine", choices=options.ENGINES, default="charliecloud",
+                   help="charliecloud (podman build, unpacked), docker (podman's image loaded into the engine; docker "
+                        "build where podman is missing) or apptainer (apptainer build)")
+    p.set_defaults(func=cmd_catalogue_build)
+    p = cat_p.add_parser("version", help="print the installed version of a tool")
+    p.add_argument("tool")
+    p.add_argument("--container", choices=options.ENGINES, help="ask the tool in its container")
+    p.set_defaults(func=cmd_catalogue_version)
+
+    p = sub.add_parser("quality", help="score a run's output against its input's truth (Fig. 1(b))")
+    p.add_argument("tool")
+    p.add_argument("--scratch", required=True, help="the run's scratch directory (its output and truth)")
+    p.add_argument("--run", required=True, help="the run directory (gets quality.json)")
+    p.set_defaults(func=cmd_quality)
+

@@ -1,0 +1,81 @@
+"""The ``biossd`` command line: ``main`` (signals, and the one path from an error to an exit
+status) and the parser, assembled from the rooms of this package — one module per command group,
+its parser beside its handlers; handlers parse, call the library, print."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+
+def _terminate_as_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signum)
+
+
+# As early as the command allows: SIGINT and SIGTERM unwind like Ctrl-C, so every command's
+# clean-up (finally, context managers) runs and it exits 128+signal; commands that measure
+# install their own handlers. (A signal in the interpreter's own start, before this line, kills
+# it by the signal, which a shell reports as the same 128+signal.)
+signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+signal.signal(signal.SIGINT, _terminate_as_interrupt)
+
+import argparse  # noqa: E402
+import logging  # noqa: E402
+
+from biossd import __version__  # noqa: E402
+from biossd.cli import analysis, catalogue, data, host, pipeline, profile, study  # noqa: E402
+from biossd.core.errors import BiossdError  # noqa: E402
+
+DESCRIPTION = ("biossd: will solid-state drives accelerate your bioinformatics? The study's runs, their "
+               "analysis, and the host they run on.")
+
+#: The rooms, in the order ``biossd --help`` lists their commands.
+ROOMS = (profile, analysis, data, catalogue, study, host, pipeline)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every room registers its commands."""
+    parser = argparse.ArgumentParser(prog="biossd", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"biossd {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for room in ROOMS:
+        room.register(sub)
+    return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Give every (sub)command its full name (``biossd data synth``) for its messages."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(command_name=sub.prog)
+                _name_commands(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command. Every error a user can act on (:class:`biossd.core.errors.BiossdError`,
+    or a bad value — a size, a path — that the library refuses with ``ValueError`` or
+    ``FileNotFoundError``) ends here: its message, prefixed by the command's name, on stderr,
+    and the error's exit status (2; 75 for a busy host); anything else is a bug and keeps its
+    traceback."""
+    logging.basicConfig(level=logging.WARNING, format="biossd: %(message)s")
+    parser = build_parser()
+    _name_commands(parser)
+    try:
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt as intr:
+        return 128 + (intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT)
+    name = getattr(args, "command_name", "biossd")
+    try:
+        return args.func(args)
+    except KeyboardInterrupt as intr:
+        signum = intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT
+        print(f"{name}: interrupted by signal {signum}; what it had made was removed", file=sys.stderr)
+        return 128 + signum
+    except (BiossdError, ValueError, FileNotFoundError) as err:
+        print(f"{name}: {err}", file=sys.stderr)
+        return getattr(err, "exit_status", 2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""What the commands share: the error a user can act on, the options declared once (owner,
+profiler), and the helpers that read them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from biossd.core.errors import BiossdError
+
+
+#: Container engines (biossd.study.containers.ENGINES, not imported here: the CLI starts fast).
+ENGINES = ("charliecloud", "apptainer", "docker")
+
+
+class UsageError(BiossdError):
+    """A command given what it cannot use (a missing option, a malformed value)."""
+
+
+def labels(pairs: list[str]) -> dict[str, str]:
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected KEY=VALUE (as --label, --run, --device and --file take), got {pair!r}")
+        if key in labels:
+            raise UsageError(f"{key} is given twice ({labels[key]!r} and {value!r})")
+        labels[key] = value
+    return labels
+
+
+def owner(args: argparse.Namespace, what: str = "nothing was run"):
+    """Who the command works for: ``--owner-pid`` (a process that must exist), else the owner a
+    workflow hands its tasks in the environment (:data:`biossd.core.owners.OWNER_ENV`, this host
+    and boot only), else nobody. An owner already gone refuses the command."""
+    from biossd.core import owners
+
+    if args.owner_pid:
+        owner = owners.ProcessRef.of(args.owner_pid, args.owner_label or "")
+        if owner.start_ticks is None:
+            raise UsageError(f"--owner-pid {args.owner_pid}: no such process; {what}")
+        return owner
+    owner = owners.from_environment()
+    if owner is not None and owner.start_ticks is None:
+        raise UsageError(f"the owner in ${owners.OWNER_ENV} ({owner.describe()}) is gone; {what}")
+    return owner
+
+
+def add_owner_options(p: argparse.ArgumentParser, works_for: str = "this work",
+                       dies: str = "") -> None:
+    """``--owner-pid`` and ``--owner-label``, declared once for every command that works for
+    another process (:func:`owner` validates them)."""
+    p.add_argument("--owner-pid", type=int, metavar="PID", help=f"the process {works_for} is for{dies}")
+    p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
+
+
+def profile_request(args: argparse.Namespace, command: list[str], mem_bytes: int | None, out: Path):
+    """The profiler's request from the options :func:`add_profile_options` declares."""
+    from biossd.core.units import parse_size
+    from biossd.measure import profile
+
+    return profile.ProfileRequest(
+        argv=command, out_dir=out, mem_bytes=mem_bytes, labels=labels(args.label),
+        cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
+        devices=args.device, sample_interval_s=args.sample_interval,
+        swap_bytes=parse_size(args.swap) if args.swap else None,
+        swap_dir=Path(args.swap_dir) if args.swap_dir else None,
+        blocktrace=args.blocktrace, perf=args.perf, cachegrind=args.cachegrind,
+        timeout_s=args.timeout, tool_version=args.tool_version, image=args.image,
+        device_record=Path(args.device_record).absolute() if args.device_record else None,
+        wait_for_lock=args.wait, owner=owner(args), no_swap=args.no_swap, group=args.group,
+    )
+
+
+def parent_gone(args: argparse.Namespace, name: str) -> bool:
+    """``--die-with-parent``: SIGTERM from the kernel when the process that started this one
+    dies, even by SIGKILL (a concurrent group's leader); armed here, not in the parent's fork,
+    and checked once armed: a parent already gone means no run."""
+    if not args.die_with_parent:
+        return False
+    from biossd.core.owners import dies_with_parent
+
+    parent = os.getppid()
+    dies_with_parent(signal.SIGTERM)()
+    if os.getppid() != parent or parent == 1:
+        print(f"{name}: the process that started it is gone; nothing was run", file=sys.stderr)
+        return True
+    return False
+
+
+def run_profiler(request, name: str) -> tuple[dict[str, Any] | None, int | None]:
+    """Run the profiler: ``(manifest, None)``, or ``(None, signal)`` when a signal stopped the
+    run (said on stderr)."""
+    from biossd.measure import manifest, profile
+
+    try:
+        body = profile.run(request)
+    except profile.Interrupted as intr:
+        owner = request.owner
+        why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
+        print(f"{name}: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
+        return None, intr.signum
+    except KeyboardInterrupt:
+        # A signal in the instant after the run was published: the run is complete, a result.
+        if not manifest.is_complete(request.out_dir):
+            raise
+        body = manifest.read_manifest(request.out_dir)
+    print(f"{name}: outcome {body['outcome']} (exit {body['exit_code']}) in "
+          f"{body['wall_s']:.2f} s; manifest {request.out_dir / 'run.json'}", file=sys.stderr)
+    return body, None
+
+
+def result_kept() -> None:
+    """The run is complete: a signal from now until exit (Python restores the default handlers
+    while it shuts down, where SIGINT would kill it) does not turn a result into a failure."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def mem_bytes(text: str | None) -> int | None:
+    """A --mem value: ``None`` for none or absent, else bytes."""
+    from biossd.core.units import parse_size
+
+    return None if text is None or text.lower() == "none" else parse_size(text)
+
+
+def settings(tool: str, pairs: list[str] | None) -> dict[str, str]:
+    """--set NAME=VALUE: a tool's memory settings (the sizing rule's), each a name its catalogue
+    entry declares under memory_options."""
+    from biossd.study import catalogue
+
+    given = labels(pairs or [])
+    known = {opt["name"] for opt in catalogue.get(tool).memory_options()}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise UsageError(f"--set {', '.join(unknown)}: {tool}'s catalogue entry declares no such memory setting "
+                         f"(it has: {', '.join(sorted(known)) or 'none'})")
+    return given
+
+
+def print_argv(argv: list[str], print0: bool) -> None:
+    """An argv for a script: NUL-separated (``mapfile -d ''``), or one shell-quoted line."""
+    from biossd.study import catalogue
+
+    if print0:
+        sys.stdout.write("".join(f"{arg}\0" for arg in argv))
+    else:
+        print(catalogue.shell_command(argv))
+
+
+def held_host_lock(args: argparse.Namespace, what: str):
+    """The host lock for an unmeasured write to a device under study (``--hold-host-lock``), so
+    it never falls inside another run's measured window; else nothing."""
+    import contextlib
+
+    from biossd.host import hostlock
+
+    if not getattr(args, "hold_host_lock", False):
+        return contextlib.nullcontext()
+    return hostlock.HostLock(what, owner=owner(args, "nothing was staged"))
+
+
+def duration(text: str) -> float:
+    from biossd.core.units import parse_duration_s
+
+    try:
+        return parse_duration_s(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def need_root(command: str) -> None:
+    """Refuse ``command`` when not run as root (cgroups, tracefs, loop devices and /run/biossd
+    are root's to see and change)."""
+    import os
+
+    if os.geteuid() != 0:
+        raise UsageError("needs root to see and remove cgroups, tracefs instances, loop devices, "
+                         f"swap areas and emulated disks; run `sudo biossd {command}`")
+
+
+def add_profile_options(p: argparse.ArgumentParser) -> None:
+    """The profiler's options (`biossd profile`, `biossd catalogue run`), declared once."""
+    p.add_argument("--device", action="append", default=[], help="block device to trace")
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--cap-backend", default="auto",
+                   choices=("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none"))
+    p.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
+                   help="do not sync and drop the page cache before the run")
+    p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
+    p.add_argument("--sample-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="interval of the SAR-like sampler (default 1 s)")
+    p.add_argument("--swap", metavar="SIZE",
+                   help="give the run SIZE of swap on a loop device (removed afterwards)")
+    p.add_argument("--swap-dir", metavar="DIR",
+                   help="directory for the swap file, on the storage under test (default: cwd)")
+    p.add_argument("--blocktrace", default="auto", choices=("auto", "blktrace", "tracefs", "off"),
+                   help="block-request tracer (auto: blktrace where allowed, else tracefs)")
+    p.add_argument("--perf", default="auto", choices=("auto", "off"),
+                   help="perf stat counters (hardware events where a PMU exists)")
+    p.add_argument("--cachegrind", action="store_true",
+                   help="run under valgrind cachegrind for simulated cache misses (slow)")
+    p.add_argument("--timeout", type=duration, metavar="DURATION",
+                   help="kill the command after this long, e.g. 300, 300s or 5m (outcome timeout)")
+    p.add_argument("--tool-version", help="the tool's version, recorded in the manifest")
+    p.add_argument("--image", help="container image reference or digest, recorded in the manifest")
+    p.add_argument("--device-record", metavar="JSON",
+                   help="`biossd device characterize` record of the storage, kept in the run")
+    p.add_argument("--no-swap", action="store_true",
+                   help="cap memory + swap at --mem: the run may not swap (an over-sized program is killed)")
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help="refuse (exit 75) instead of waiting when another measured run holds the host lock")
+    add_owner_options(p, "this run", " (e.g. Nextflow): if it dies, the run is stopped")
+    p.add_argument("--die-with-parent", action="store_true",
+                   help="stop (SIGTERM) when the process that started this one dies, even by SIGKILL")
+    p.add_argument("--group", metavar="TOKEN",
+                   help="run as a member of a declared concurrent group whose leader holds the host lock")
+
+
+def json_arg(text: str, what: str) -> Any:
+    """A JSON value given inline or as ``@FILE``."""
+    try:
+        return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{what}: not valid JSON or not readable ({err})") from None
+
+

@@ -1,0 +1,77 @@
+"""`biossd pipeline`: profile every task of your own Nextflow pipeline, and report on it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+from biossd.cli import options
+from biossd.cli.options import UsageError
+
+
+def cmd_pipeline_task(args: argparse.Namespace) -> int:
+    """One task of a user's pipeline under the profiler (the profiling config's task shell); exits
+    with the task's own status, and passes its output on to Nextflow's .command.out/.err."""
+    from biossd.measure import pipelinetask, profile
+
+    task = pipelinetask.decode(args.task)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError("biossd pipeline task: no command after `--` (Nextflow gives /bin/bash -ue .command.sh)")
+    workdir = Path.cwd()
+    out = pipelinetask.run_dir(pipelinetask.outdir_from_env(), task, workdir)
+    request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
+                                     labels=pipelinetask.labels(task, workdir), overwrite=True,
+                                     drop_caches=bool(task.get("drop_caches", True)), owner=options.owner(args))
+    body, signum = options.run_profiler(request, "biossd pipeline task")
+    if signum is not None:
+        return profile.signal_exit_code(signum)
+    options.result_kept()
+    for name, stream in (("stdout.log", sys.stdout.buffer), ("stderr.log", sys.stderr.buffer)):
+        with contextlib.suppress(OSError):
+            stream.write((out / name).read_bytes())
+            stream.flush()
+    if body["outcome"] == "oom":
+        return 128 + signal.SIGKILL
+    if body.get("signal"):
+        return 128 + int(body["signal"])
+    return int(body.get("exit_code") or 0)
+
+
+def cmd_pipeline_report(args: argparse.Namespace) -> int:
+    from biossd.analysis import pipeline
+    from biossd.outputs import pipeline_report
+
+    targets = list(pipeline.DEFAULT_TARGETS) + list(args.target)
+    rep = pipeline.report(Path(args.outdir), targets, [Path(args.study)] if args.study else None)
+    written = pipeline_report.write(rep, Path(args.outdir) / pipeline.REPORT_DIR)
+    for run_dir, why in rep.skipped:
+        print(f"biossd pipeline report: skipped {run_dir}: {why}", file=sys.stderr)
+    cols = ["process", "tasks", "runtime_s", "cpu_share", "peak_rss_kib", *("Riops", "Wiops", "Pfault", "CAR"), "pattern"]
+    print(rep.processes[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print()
+    print(rep.pipeline[["target", "measured_wall_s", "predicted_wall_s", "speedup_vs_measured"]].to_string(
+        index=False, float_format=lambda v: f"{v:.3g}"))
+    print(f"biossd pipeline report: {len(written)} files in {Path(args.outdir) / pipeline.REPORT_DIR}", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """This room's commands and their options."""
+    pipe_p = sub.add_parser("pipeline", help="profile your own Nextflow pipeline (nextflow/conf/profile_pipeline.config)")
+    pipe_sub = pipe_p.add_subparsers(dest="pipeline_cmd", required=True)
+    p = pipe_sub.add_parser("task", help="run one task's .command.sh under the profiler (the config's task shell)")
+    p.add_argument("--task", required=True, help="the task's description, base64 JSON (the config writes it)")
+    options.add_owner_options(p, "the task")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- /bin/bash -ue .command.sh")
+    p.set_defaults(func=cmd_pipeline_task)
+    p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices")
+    p.add_argument("outdir", help="the --biossd_outdir of a profiled pipeline run")
+    p.add_argument("--study", help="a study result set: its pattern centroids instead of the paper's")
+    p.add_argument("--target", action="append", default=[], metavar="DEVICE",
+                   help="a target device (default: the paper's, this host's records, NVMe and cloud volumes)")
+    p.set_defaults(func=cmd_pipeline_report)
+

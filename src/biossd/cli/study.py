@@ -1,0 +1,159 @@
+"""`biossd study`, `experiment` and `layout`: the study's plan and harness, the related experiments,
+the result layout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+
+from biossd.cli import options
+from biossd.cli.options import UsageError
+
+
+def cmd_layout_assemble(args: argparse.Namespace) -> int:
+    from biossd.study import layout
+
+    runs, devices, extra = ({k: Path(v) for k, v in options.labels(pairs).items()}
+                            for pairs in (args.run, args.device, args.file))
+    made = layout.assemble(Path(args.dest), runs, devices, extra)
+    print(f"{len(made)} runs laid out under {args.dest}")
+    return 0
+
+
+def cmd_study_plan(args: argparse.Namespace) -> int:
+    from biossd.study import matrix
+
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"--params is not JSON ({err})") from None
+    from biossd.study import outdir
+
+    result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
+    print(json.dumps({**result.as_json(), "record": outdir.record(params)}, indent=2))
+    return 1 if result.problems else 0
+
+
+def cmd_study_harness(args: argparse.Namespace) -> int:
+    from biossd.analysis import harness
+
+    try:
+        print(harness.summary_text(Path(args.results)))
+    except harness.HarnessError as err:
+        raise UsageError(str(err)) from None
+    return 0
+
+
+def cmd_experiment_plan(args: argparse.Namespace) -> int:
+    from biossd import experiments
+
+    if args.params:
+        plan = experiments.plan_from_params(options.json_arg(args.params, "--params"))
+    elif not args.experiment:
+        raise UsageError("give --experiment NAME[,NAME] (or --params, as the workflow does)")
+    else:
+        classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+        plan = experiments.plan(args.experiment, args.size, classes, args.host, args.seed)
+    print(json.dumps(plan, indent=2))
+    return 0
+
+
+def cmd_experiment_run(args: argparse.Namespace) -> int:
+    from biossd import experiments
+
+    task = options.json_arg(args.task, "--task")
+    storage = options.json_arg(args.storage, "--storage") if args.storage else {}
+    owner = options.owner(args)
+    try:
+        record = experiments.run_task(task, Path(args.scratch), Path(args.out),
+                                      Path(args.device_record) if args.device_record else None, storage, owner,
+                                      Path(args.input) if args.input else None)
+    except experiments.Interrupted as intr:
+        print(f"biossd experiment run: interrupted by signal {intr.signum}; the task's partial results, "
+              "servers, mounts and devices were removed", file=sys.stderr)
+        return 128 + intr.signum
+    print(f"biossd experiment run: {task['experiment']} {task['point']} {task['storage']} #{task['rep']}: "
+          f"{len(record['runs'])} runs -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_experiment_table(args: argparse.Namespace) -> int:
+    from biossd import experiments
+    from biossd.core.files import write_frame
+
+    roots = [Path(p) for p in args.results]
+    names = experiments.names_of(args.experiment) if args.experiment else [
+        n for n in experiments.NAMES if experiments.point_dirs(roots, n)]
+    if not names:
+        print("biossd experiment table: no experiment's task directory found", file=sys.stderr)
+        return 1
+    for name in names:
+        frame = experiments.table(name, roots)
+        path = experiments.table_path(Path(args.out or roots[0]), name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_frame(frame, path)
+        print(f"biossd experiment table: {name}: {len(frame)} runs -> {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_experiment_list(args: argparse.Namespace) -> int:
+    from biossd import experiments
+
+    for name in experiments.NAMES:
+        spec = experiments.load_spec(name)
+        subs = ", ".join(f"{t} for {s}" for t, s in experiments.substitutes(spec).items()) or "none"
+        print(f"{name}\tseed {spec['seed']}\t{spec['title']}\tsubstitutes: {subs}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """This room's commands and their options."""
+    layout_p = sub.add_parser("layout", help="the result layout").add_subparsers(dest="layout_cmd", required=True)
+    p = layout_p.add_parser("assemble", help="lay run directories out as a result set (links)")
+    p.add_argument("dest")
+    p.add_argument("--run", action="append", default=[], metavar="RELPATH=DIR",
+                   help="a run directory and its layout path (the study plan's publish)")
+    p.add_argument("--device", action="append", default=[], metavar="SIDE=FILE", help="<host>-<class>=device.json")
+    p.add_argument("--file", action="append", default=[], metavar="RELPATH=FILE", help="another file to copy in")
+    p.set_defaults(func=cmd_layout_assemble)
+
+    study_p = sub.add_parser("study", help="the study's experiment matrix").add_subparsers(dest="study_cmd", required=True)
+    p = study_p.add_parser("plan", help="the runs the study's parameters ask for, and every problem with them (JSON)")
+    p.add_argument("--params", required=True, help="the study's params as a JSON object (study/nextflow.config)")
+    p.add_argument("--stub", action="store_true", help="a -stub-run: every tool entry, no device checks")
+    p.add_argument("--resumed", action="store_true",
+                   help="the study resumes an earlier session (-resume): its --outdir may hold another plan's runs")
+    p.set_defaults(func=cmd_study_plan)
+    p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
+    p.add_argument("results", help="the study's --outdir (its pipeline_info/trace.txt)")
+    p.set_defaults(func=cmd_study_harness)
+
+    exp_p = sub.add_parser("experiment", help="the related experiments of seeds 001-004").add_subparsers(
+        dest="exp_cmd", required=True)
+    p = exp_p.add_parser("plan", help="the tasks of one or more experiments at a size (JSON)")
+    p.add_argument("--experiment", help="NAME[,NAME] or all")
+    p.add_argument("--size", default="test", help="tiny, test or full (study/experiments/<id>.yaml sizes)")
+    p.add_argument("--params", help="the workflow's params (JSON or @FILE): checked as the study's, then planned")
+    p.add_argument("--classes", default="ssd,hdd", help="storage classes, comma-separated")
+    p.add_argument("--host", default=platform.node(), help="host name of the result layout")
+    p.add_argument("--seed", type=int, default=1, help="seed of the synthetic inputs")
+    p.set_defaults(func=cmd_experiment_plan)
+    p = exp_p.add_parser("run", help="run one planned task in an empty scratch directory")
+    p.add_argument("--task", required=True, help="the task (JSON, or @FILE) from `biossd experiment plan`")
+    p.add_argument("--scratch", required=True, help="an empty directory on the storage class's device")
+    p.add_argument("--out", required=True, help="the task directory to write (must not exist)")
+    p.add_argument("--device-record", help="`biossd device characterize` record of the class's device")
+    p.add_argument("--storage", help="the class's entry of `biossd storage up` (JSON or @FILE)")
+    p.add_argument("--input", help="the task's input made by `biossd data synth` (default: synthesized in scratch)")
+    options.add_owner_options(p, "this task")
+    p.set_defaults(func=cmd_experiment_run)
+    p = exp_p.add_parser("table", help="each experiment's table from result folders (experiments/<id>.csv)")
+    p.add_argument("results", nargs="+", help="result folders")
+    p.add_argument("--experiment", help="NAME[,NAME] (default: every experiment found)")
+    p.add_argument("--out", help="result folder to write experiments/<id>.csv into (default: the first)")
+    p.set_defaults(func=cmd_experiment_table)
+    exp_p.add_parser("list", help="the experiments, their seeds and substitutes").set_defaults(func=cmd_experiment_list)
+
