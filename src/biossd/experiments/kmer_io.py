@@ -27,7 +27,8 @@ from typing import Any
 import pandas as pd
 
 from biossd.core.units import format_size
-from biossd.experiments import Task, by_class, run_rows, scale_keys
+from biossd.experiments.tables import by_class, run_rows, scale_keys
+from biossd.experiments.task import Task
 
 TOOL = "khmer"
 COMPRESSIONS = {"none": "", "gz": ".gz", "bz2": ".bz2"}

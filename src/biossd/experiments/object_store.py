@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from biossd.experiments import Task, by_class, run_rows, scale_keys, since_start_s
+from biossd.experiments.tables import by_class, run_rows, scale_keys, since_start_s
+from biossd.experiments.task import Task
 from biossd.host.objectstore import ObjectStore
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch

@@ -41,7 +41,9 @@ import pandas as pd
 
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_size
-from biossd.experiments import Task, Teardown, by_class, run_rows, scale_keys, tool_version
+from biossd.experiments.spec import tool_version
+from biossd.experiments.tables import by_class, run_rows, scale_keys
+from biossd.experiments.task import Task, Teardown
 from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.host import emulate, hostlock
 from biossd.host.devices import SECTOR_BYTES

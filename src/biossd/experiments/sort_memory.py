@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 
 from biossd.core.units import format_size, parse_size
-from biossd.experiments import Task, by_class, not_ok, run_rows, scale_keys, since_start_s, window_features
+from biossd.experiments.tables import by_class, not_ok, run_rows, scale_keys, since_start_s, window_features
+from biossd.experiments.task import Task
 from biossd.measure import manifest
 from biossd.measure.filewatch import DirectoryWatch
 from biossd.study import catalogue
