@@ -21,7 +21,8 @@ from pathlib import Path
 from biossd.core.units import parse_size
 from biossd.host.cgroups import MemoryCap
 from biossd.measure import profile
-from biossd.study import catalogue, data
+from biossd.study import catalogue
+from biossd.study.inputs import data
 
 
 def sort_argv(work: Path, bam: Path, cap: int) -> list[str]:

@@ -36,7 +36,8 @@ import tempfile
 from pathlib import Path
 
 from biossd.core.units import format_size, parse_size
-from biossd.study import catalogue, data, sizing, synthgen
+from biossd.study import catalogue, sizing
+from biossd.study.inputs import data, synthgen
 
 JVM_LADDER_HEAP = "1G"
 #: An input over L / 2 capped is halved until it fits, at most this many times.

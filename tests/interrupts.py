@@ -32,7 +32,8 @@ from typing import Callable
 from biossd import experiments
 from biossd.core import made
 from biossd.features import extract as features
-from biossd.host import cgroups, emulate, hostlock, swap, tracefs
+from biossd.host import cgroups, hostlock, swap, tracefs
+from biossd.host.hdd import emulate
 from biossd.measure import manifest, rundir
 from biossd.study import layout
 
@@ -95,7 +96,7 @@ PROFILE_EDGES = (
 EMULATE_EDGES = (
     Edge("state directory", lambda work: set(map(str, emulate.all_states()))),
     Edge("backing file", lambda work: _names(work, emulate.BACKING_PREFIX)),
-    Edge("disk server", lambda work: _processes("biossd.host.hddserver")),
+    Edge("disk server", lambda work: _processes("biossd.host.hdd.hddserver")),
     Edge("FUSE mount", lambda work: _mounts(str(emulate.STATE_ROOT))),
     Edge("loop device", _loops_over),
     Edge("file system mounted", lambda work: _mounts(str(work / "hdd"))),

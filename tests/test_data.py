@@ -54,7 +54,7 @@ def test_synth_never_writes_over_files_it_did_not_make(biossd, tmp_path):
 
 
 def test_an_interrupted_synth_leaves_no_record_beside_half_new_files(tmp_path, monkeypatch):
-    from biossd.study import data
+    from biossd.study.inputs import data
 
     out = tmp_path / "in"
     data.synth("proteins", out, 16 * 1024, seed=1)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from biossd.study import data, datasets
+from biossd.study.inputs import data, datasets
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 

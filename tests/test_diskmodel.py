@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from biossd.host import diskmodel
-from biossd.host.diskmodel import DiskModel, DiskProfile, ProfileError
+from biossd.host.hdd import diskmodel
+from biossd.host.hdd.diskmodel import DiskModel, DiskProfile, ProfileError
 
 PROFILES = ("seagate-barracuda-7200", "wd-caviar-blue-7200", "wd-velociraptor-10000")
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from biossd.host import emulate, swap
-from biossd.host.diskmodel import load_profile
+from biossd.host import swap
+from biossd.host.hdd import emulate
+from biossd.host.hdd.diskmodel import load_profile
 from biossd.measure import manifest
 
 pytestmark = pytest.mark.integration
@@ -26,7 +27,7 @@ BAND = 0.20
 def _host():
     return (swap.active_swaps(), subprocess.run(["losetup", "-l", "-n"], capture_output=True, text=True).stdout,
             Path("/proc/self/mountinfo").read_text().count("biossd"), emulate.all_states(),
-            subprocess.run(["pgrep", "-f", "biossd.host.hddserver"], capture_output=True, text=True).stdout)
+            subprocess.run(["pgrep", "-f", "biossd.host.hdd.hddserver"], capture_output=True, text=True).stdout)
 
 
 @pytest.fixture(scope="module")

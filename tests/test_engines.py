@@ -8,7 +8,9 @@ import shutil
 import pytest
 
 from biossd.cli import options
-from biossd.study import catalogue, containers, staging
+from biossd.study import catalogue
+from biossd.study.catalogue import containers
+from biossd.study import staging
 
 ENTRY = catalogue.get("samtools_sort")
 

@@ -19,7 +19,8 @@ from conftest import REPO, STUDY_HOST, nextflow
 
 from biossd import experiments
 from biossd.core.owners import ProcessRef
-from biossd.host import emulate, hostlock, objectstore
+from biossd.host import hostlock, objectstore
+from biossd.host.hdd import emulate
 from biossd.host.cgroups import find_leftovers
 from biossd.measure import manifest, profile
 from biossd.measure.filewatch import DirectoryWatch

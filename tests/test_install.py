@@ -78,7 +78,7 @@ def test_an_interrupted_dpkg_is_finished_and_apt_s_own_error_is_shown(tmp_path, 
 
 
 def test_maven_jars_are_checked_against_their_pinned_sums(tmp_path):
-    from biossd.study import toolinstall
+    from biossd.study.catalogue import toolinstall
 
     (tmp_path / "a.jar").write_bytes(b"a")
     sums = tmp_path / "sums.txt"
@@ -95,7 +95,7 @@ def test_maven_jars_are_checked_against_their_pinned_sums(tmp_path):
 
 
 def test_a_component_s_sources_file_names_the_host_s_own_release(tmp_path):
-    from biossd.study import toolinstall
+    from biossd.study.catalogue import toolinstall
 
     release = tmp_path / "os-release"
     release.write_text('NAME="Debian GNU/Linux"\nVERSION_CODENAME=trixie\n')

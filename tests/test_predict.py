@@ -11,7 +11,8 @@ import pytest
 
 from biossd.analysis import predict
 from biossd.cli import main
-from biossd.host import devicemodels, diskmodel
+from biossd.host import devicemodels
+from biossd.host.hdd import diskmodel
 from biossd.measure import blocktrace, manifest
 
 KIB = 1024
@@ -31,7 +32,7 @@ def test_busy_time_is_the_union_of_request_intervals():
 
 
 def test_hdd_target_serves_random_4k_at_its_spec_iops_and_a_stream_at_media_rate():
-    """The HDD target is the emulator's model (biossd.host.diskmodel): its mean random 4 KiB
+    """The HDD target is the emulator's model (biossd.host.hdd.diskmodel): its mean random 4 KiB
     cost is the spec's 1 / IOPS, a sequential stream moves at the spec's MB/s."""
     barracuda = devicemodels.paper_target("Seagate Barracuda")
     random = barracuda.serve(stream(10_000, sequential=False))

@@ -17,7 +17,7 @@ from test_emulate import loop_filesystem
 
 from biossd.core.owners import ProcessRef
 from biossd.features import extract as features
-from biossd.host import emulate
+from biossd.host.hdd import emulate
 from biossd.measure import manifest, storage
 from biossd.study import matrix
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from biossd.host import emulate
+from biossd.host.hdd import emulate
 from biossd.measure import storage
 
 

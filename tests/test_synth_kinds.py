@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from biossd.study import data
+from biossd.study.inputs import data
 
 pytestmark = pytest.mark.integration
 SIZE = "256K"

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from biossd.study import catalogue, containers, smoke, toolstatus
+from biossd.study import catalogue
+from biossd.study.catalogue import containers, smoke, toolstatus
 
 pytestmark = pytest.mark.integration
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")

@@ -16,7 +16,8 @@ from biossd.cli.options import UsageError
 
 
 def cmd_catalogue_command(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, staging
+    from biossd.study import catalogue
+    from biossd.study import staging
 
     if args.container and not args.bind:
         raise UsageError("--container needs --bind DIR (the run's scratch)")
@@ -27,7 +28,8 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_stage(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, staging
+    from biossd.study import catalogue
+    from biossd.study import staging
 
     entry = catalogue.get(args.tool)
     mem = options.mem_bytes(args.mem)
@@ -39,7 +41,8 @@ def cmd_catalogue_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_prepare(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, staging
+    from biossd.study import catalogue
+    from biossd.study import staging
 
     with options.held_host_lock(args, f"biossd catalogue prepare {args.tool} (writing {args.out})"):
         record = staging.prepare(catalogue.get(args.tool), Path(args.input), Path(args.out))
@@ -70,7 +73,8 @@ def cmd_chain_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_image(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, containers
+    from biossd.study import catalogue
+    from biossd.study.catalogue import containers
 
     entry = catalogue.get(args.tool)
     if not containers.built(entry, args.engine):
@@ -88,7 +92,7 @@ def cmd_catalogue_version(args: argparse.Namespace) -> int:
     if args.container:
         import tempfile
 
-        from biossd.study import containers
+        from biossd.study.catalogue import containers
 
         if not containers.built(entry, args.container):
             print(f"biossd catalogue version: {args.tool}'s {args.container} image is not built here", file=sys.stderr)
@@ -107,7 +111,7 @@ def cmd_catalogue_version(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_status(args: argparse.Namespace) -> int:
-    from biossd.study import toolstatus
+    from biossd.study.catalogue import toolstatus
 
     rows = toolstatus.status_table(run_smoke=not args.no_smoke)
     if args.json:
@@ -118,7 +122,8 @@ def cmd_catalogue_status(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_install(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, toolinstall
+    from biossd.study import catalogue
+    from biossd.study.catalogue import toolinstall
 
     entries = catalogue.load_all() if not args.tools else [catalogue.get(t) for t in args.tools]
     result = toolinstall.install(entries)
@@ -129,7 +134,8 @@ def cmd_catalogue_install(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_build(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, containers
+    from biossd.study import catalogue
+    from biossd.study.catalogue import containers
 
     entries = [catalogue.get(t) for t in args.tools] if args.tools else [
         e for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"]
@@ -176,9 +182,11 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     prepared input staged into it (under the host lock), the tool profiled there, its output
     scored, and the scratch removed however the run ends."""
     from biossd.core import owners
-    from biossd.host import emulate
+    from biossd.host.hdd import emulate
     from biossd.measure import profile, rundir
-    from biossd.study import catalogue, containers, staging
+    from biossd.study import catalogue
+    from biossd.study.catalogue import containers
+    from biossd.study import staging
 
     entry = catalogue.get(args.tool)
     mem = options.mem_bytes(args.mem)

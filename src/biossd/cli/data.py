@@ -12,7 +12,7 @@ from biossd.cli.options import UsageError
 
 def cmd_data_synth(args: argparse.Namespace) -> int:
     from biossd.core.units import parse_size
-    from biossd.study import data
+    from biossd.study.inputs import data
 
     if args.list:
         for kind in data.KINDS.values():
@@ -27,7 +27,7 @@ def cmd_data_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from biossd.study import datasets
+    from biossd.study.inputs import datasets
 
     record = datasets.fetch(args.dataset, Path(args.output or f"data/{args.dataset}"), args.accept_unverified)
     print(json.dumps(record, indent=2))
@@ -35,7 +35,7 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_data_manifests(args: argparse.Namespace) -> int:
-    from biossd.study import datasets
+    from biossd.study.inputs import datasets
 
     for m in datasets.load_all():
         pinned = sum(1 for f in m["files"] if f.get("sha256"))

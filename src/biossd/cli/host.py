@@ -59,7 +59,7 @@ def cmd_device_characterize(args: argparse.Namespace) -> int:
 
 
 def cmd_device_profiles(args: argparse.Namespace) -> int:
-    from biossd.host import diskmodel
+    from biossd.host.hdd import diskmodel
 
     for path in sorted(diskmodel.profiles_dir().glob("*.yaml")):
         p = diskmodel.DiskProfile.load(path)
@@ -70,7 +70,7 @@ def cmd_device_profiles(args: argparse.Namespace) -> int:
 
 def cmd_emulate_hdd(args: argparse.Namespace) -> int:
     from biossd.core.units import parse_size
-    from biossd.host import emulate
+    from biossd.host.hdd import emulate
 
     if args.action == "up":
         if not args.mount or not args.size:
@@ -138,7 +138,7 @@ def cmd_host(args: argparse.Namespace) -> int:
 
 
 def cmd_slurm(args: argparse.Namespace) -> int:
-    from biossd.host import slurmcluster
+    from biossd.host.slurm import slurmcluster
 
     if args.slurm_cmd == "up":
         owner = options.owner(args, "nothing was brought up")

@@ -14,7 +14,7 @@ from typing import Any
 from biossd.core.errors import BiossdError
 
 
-#: Container engines (biossd.study.containers.ENGINES, not imported here: the CLI starts fast).
+#: Container engines (biossd.study.catalogue.containers.ENGINES, not imported here: the CLI starts fast).
 ENGINES = ("charliecloud", "apptainer", "docker")
 
 

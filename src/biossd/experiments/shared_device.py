@@ -4,7 +4,7 @@ N instances of an I/O-heavy tool (samtools sort with a small ``-m``, spilling an
 temporary files; the substitute for SMUFIN) run *at once*, placed by an allocation on two
 devices brought up for the task, A and B, each of the class's kind: an emulated HDD of the
 class's profile for an emulated class (two independent disk servers: two spindles), else the
-native disk on a loop device (:data:`biossd.host.emulate.NATIVE_PROFILE`; both then share the one
+native disk on a loop device (:data:`biossd.host.hdd.emulate.NATIVE_PROFILE`; both then share the one
 physical disk, which the notebook says).
 
 * ``one``: every instance on A;
@@ -45,7 +45,8 @@ from biossd.experiments.spec import tool_version
 from biossd.experiments.tables import by_class, run_rows, scale_keys
 from biossd.experiments.task import Task, Teardown
 from biossd.experiments.sort_memory import argv as sort_argv
-from biossd.host import emulate, hostlock
+from biossd.host import hostlock
+from biossd.host.hdd import emulate
 from biossd.host.devices import SECTOR_BYTES
 from biossd.measure import blocktrace, profile
 from biossd.measure.sampler import read_diskstats

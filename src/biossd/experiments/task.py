@@ -20,7 +20,7 @@ from biossd.core.signals import signals_ignored, signals_raise
 from biossd.core.units import parse_duration_s, parse_size
 from biossd.experiments.spec import ExperimentError, load_spec, module, substitutes, tool_version
 from biossd.measure import profile, rundir
-from biossd.study import data
+from biossd.study.inputs import data
 
 #: A complete task directory's record of its task, runs and observations, written last.
 POINT_RECORD = "point.json"

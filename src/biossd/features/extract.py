@@ -23,7 +23,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import write_frame
 from biossd.features import blockstats, quality
 from biossd.features.quality import QUALITY_COLUMNS
-from biossd.host import diskmodel
+from biossd.host.hdd import diskmodel
 from biossd.measure import blkbinary, blocktrace, counters, manifest
 from biossd.study import layout
 

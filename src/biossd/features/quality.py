@@ -1,7 +1,7 @@
 """Quality of a short-read aligner's output against the synthetic truth (seed 000 §2.1,
 Fig. 1(b): "Quality measured in sensitivity, accuracy, precision, and F-measure").
 
-The ``reads`` input kind (:func:`biossd.study.synthgen.reads`) records where each read came from
+The ``reads`` input kind (:func:`biossd.study.inputs.synthgen.reads`) records where each read came from
 (``truth.tsv``: read, contig, 1-based leftmost position of mate 1). A read's primary alignment
 is *correct* when it is on the true contig and its leftmost aligned position, moved back by a
 leading soft clip, is within :data:`TOLERANCE_BP` of the truth. Over the N reads of the truth:

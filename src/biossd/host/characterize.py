@@ -172,7 +172,7 @@ def _run_jobs(test_file: Path, size: int, runs, job_s: float, results: dict[str,
 
 def _facts(path: Path) -> dict[str, Any]:
     """What a record says of the device holding ``path``: the disk, its mount, its emulation."""
-    from biossd.host import emulate
+    from biossd.host.hdd import emulate
 
     return {
         "path": str(path.resolve()),

@@ -5,7 +5,7 @@ A *target* serves a recorded request stream (:class:`Stream`) and says how long 
 would be busy with each request. Two kinds:
 
 * :class:`HddTarget` — a hard disk: the emulator's seek/rotation/transfer model of a spec sheet
-  (:class:`biossd.host.diskmodel.DiskModel`, one source of truth with the emulated HDD). Requests
+  (:class:`biossd.host.hdd.diskmodel.DiskModel`, one source of truth with the emulated HDD). Requests
   are served one at a time in issue order (one actuator, no NCQ), whatever the queue depth.
 * :class:`FlashTarget` — an SSD or NVMe drive, or any device known only by a fio record: a
   request that continues the previous one on the same device moves at the sequential rate of
@@ -25,7 +25,7 @@ Where targets come from (:func:`load_target`):
 * a ``biossd device characterize`` record (JSON): its measured sequential MB/s and 4 KiB IOPS at
   depths 1 and 32 make a :class:`FlashTarget`; a record of an emulated HDD is that HDD's profile.
 * a device profile (YAML: ``study/devices/<name>.yaml`` or a user's file): ``kind: HDD`` needs the
-  fields of :data:`biossd.host.diskmodel.PROFILE_FIELDS`; ``kind: SSD`` or ``NVMe`` needs
+  fields of :data:`biossd.host.hdd.diskmodel.PROFILE_FIELDS`; ``kind: SSD`` or ``NVMe`` needs
   :data:`FLASH_FIELDS` (and may give :data:`FLASH_QD1_FIELDS`).
 
 A file missing a field the model needs is refused with the field's name.
@@ -45,7 +45,7 @@ import numpy as np
 from biossd.core import yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REFERENCE_DIR
-from biossd.host import diskmodel
+from biossd.host.hdd import diskmodel
 
 PAPER_DEVICES = REFERENCE_DIR / "paper_devices.csv"
 #: NVMe drives and cloud block volumes: their published limits, sources and dates.

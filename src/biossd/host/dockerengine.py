@@ -11,7 +11,7 @@ owner (pid, start ticks), the daemon, its command line written *before* it start
 whose owner died. With ``DOCKER_HOST`` set, ``up`` uses that engine (the user's own) and never
 starts, stops or changes it.
 
-A run in Docker (:mod:`biossd.study.containers`) is a ``docker run`` whose container is outside
+A run in Docker (:mod:`biossd.study.catalogue.containers`) is a ``docker run`` whose container is outside
 the profiler's process tree: the cap is Docker's (``--memory``; ``--memory-swap -1`` so it pages
 to the class's swap like a native run), recorded as ``external`` with the limit Docker enforced,
 its OOM kill read from the container's state and its peak from the container's own cgroup

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
     from biossd.core import made
-    from biossd.host import cgroups, dockerengine, emulate, hostlock, objectstore, slurmcluster, swap, tracefs
+    from biossd.host import cgroups, dockerengine, hostlock, objectstore, swap, tracefs
+    from biossd.host.hdd import emulate
+    from biossd.host.slurm import slurmcluster
 
     found: list[tuple[str, str, Callable[[], None]]] = []
     for record in hostlock.stale_records():
@@ -94,7 +96,9 @@ def in_use() -> list[str]:
     """What biossd has on this host that is in use (not leftovers): the host lock's holder and
     owned emulations, for ``biossd doctor``."""
     from biossd.core.owners import ProcessRef
-    from biossd.host import dockerengine, emulate, hostlock, slurmcluster
+    from biossd.host import dockerengine, hostlock
+    from biossd.host.hdd import emulate
+    from biossd.host.slurm import slurmcluster
 
     lines = []
     engine = dockerengine.load()

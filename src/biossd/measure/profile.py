@@ -43,7 +43,9 @@ from biossd.core.errors import BiossdError
 from biossd.core.owners import ProcessRef, start_ticks
 from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
-from biossd.host import dockerengine, emulate, hostfacts, hostlock, scheduler
+from biossd.host import dockerengine, hostfacts, hostlock
+from biossd.host.hdd import emulate
+from biossd.host.slurm import scheduler
 from biossd.host.cgroups import MemoryCap
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path
@@ -364,7 +366,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         facts = hostfacts.host_facts()
         device_facts = [block_devices.device_facts(name) for name in traced]
         mounts = {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)}
-        # Real or emulated storage (biossd.host.emulate), for the working directory and the swap.
+        # Real or emulated storage (biossd.host.hdd.emulate), for the working directory and the swap.
         storage = {"cwd": emulate.run_record(Path.cwd()),
                    "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
         phases.mark("set_up")

@@ -4,7 +4,7 @@ where each run's swap file goes), and the devices traced (the one holding scratc
 profiler, plus the run's swap device).
 
 A class is *real* (its scratch directory is on a real device the user names, or the task
-directory) or on a *loop device* of its own under the storage root (:mod:`biossd.host.emulate`):
+directory) or on a *loop device* of its own under the storage root (:mod:`biossd.host.hdd.emulate`):
 an emulated HDD, or with the profile ``native`` the native disk itself, unthrottled, so that the
 class's block trace holds only its runs' requests. ``biossd storage up`` resolves the classes into ``storage.json`` for the
 pipeline; ``biossd storage down`` removes the emulations it made. Each run's manifest records
@@ -21,7 +21,7 @@ from typing import Any
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
-from biossd.host import emulate
+from biossd.host.hdd import emulate
 from biossd.study import layout
 
 _CLASS_RE = re.compile(r"^[a-z][a-z0-9_-]*$")

@@ -29,7 +29,7 @@ from biossd.core import paths
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.measure import manifest
-from biossd.study import catalogue, layout
+from biossd.study import layout
 
 METADATA_FILE = "ro-crate-metadata.json"
 WORKFLOW_DIR = "workflow"

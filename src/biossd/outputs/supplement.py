@@ -92,7 +92,7 @@ def methods_tex(a: analysis.Analysis) -> str:
                      "ext4 on a loop device over a disk image served through FUSE, each request held for the "
                      "service time of a seek, rotation and transfer model calibrated to the profile, with the drive's "
                      "look-ahead and write cache keeping a sequential stream at media rate "
-                     "(biossd.host.emulate, biossd.host.diskmodel); not a physical hard disk")
+                     "(biossd.host.hdd.emulate, biossd.host.hdd.diskmodel); not a physical hard disk")
         elif emulation.get("mechanism") == "loop-direct":
             text += (f". {esc(side)} is the host's native disk on a loop device of its own (direct I/O over a "
                      "preallocated file, unthrottled), so that its block trace holds only the runs' requests")

@@ -20,7 +20,8 @@ from biossd.analysis import Analysis, patterns, regime, speedup
 from biossd.core import paths
 from biossd.core.files import atomic_write_text
 from biossd.features import extract as features
-from biossd.study import catalogue, datasets
+from biossd.study import catalogue
+from biossd.study.inputs import datasets
 
 REFERENCE_DIR = paths.REFERENCE_DIR
 #: Four significant digits, but never an exponent for numbers of 1000 or more (IOPS, MB/s).

@@ -443,7 +443,7 @@ def _chains(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry], c
 def _input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str]) -> dict[str, str]:
     """Each kind's baseline input size: its entry in --input_sizes (KIND=SIZE,...), else --input_size."""
     named = parse_pairs(params.get("input_sizes"), "input_sizes", problems)
-    from biossd.study.data import KINDS
+    from biossd.study.inputs.data import KINDS
 
     problems += [f"--input_sizes names '{k}', which is not an input kind ({', '.join(sorted(KINDS))})"
                  for k in sorted(named) if k not in KINDS]
@@ -551,7 +551,7 @@ def image_problems(engine: str, entries: list[catalogue.Entry]) -> list[str]:
     there, before any run (each missing image named with the command that builds it)."""
     if not engine:
         return []
-    from biossd.study import containers
+    from biossd.study.catalogue import containers
 
     try:
         containers.check_engine(engine)

@@ -281,7 +281,7 @@ def existing_scratch(scratch: Path) -> Path:
 
 def check_image(entry: Entry, container: str) -> None:
     """Refuse a container engine that cannot run here, or an image not built."""
-    from biossd.study import containers
+    from biossd.study.catalogue import containers
 
     try:
         containers.check_engine(container)
@@ -297,10 +297,10 @@ def command_argv(entry: Entry, values: dict[str, str], scratch: Path, mem_bytes:
                  cidfile: Path | None = None) -> list[str]:
     """The tool's argv for command ``values`` whose files are under ``scratch``: native, or in its
     ``container`` with ``scratch`` bound inside (the paths rewritten to match; ``cidfile``: see
-    :func:`biossd.study.containers.wrap_argv`)."""
+    :func:`biossd.study.catalogue.containers.wrap_argv`)."""
     if container is None:
         return entry.render(values, settings)
-    from biossd.study import containers
+    from biossd.study.catalogue import containers
 
     check_image(entry, container)
     inside = containers.inside_paths(values, Path(scratch))

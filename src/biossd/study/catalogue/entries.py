@@ -258,7 +258,7 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
             raise _fail(path, "quality.format", f"is {quality.get('format')!r}; use one of {QUALITY_FORMATS}")
         if not quality.get("truth"):
             raise _fail(path, "quality.truth", "is missing: the input's truth file")
-    from biossd.study.data import KINDS
+    from biossd.study.inputs.data import KINDS
 
     if data["input"] not in KINDS:
         raise _fail(path, "input", f"is {data['input']!r}, not a synthetic input kind ({', '.join(sorted(KINDS))})")

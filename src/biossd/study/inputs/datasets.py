@@ -3,7 +3,7 @@
 ``data-manifests/<id>.yaml`` says what a data set is, where it comes from, its licence, its
 files (URL, size and sha256 where known — an unknown checksum is ``null`` with a note, never
 invented), which catalogue tools use it, the recipe that turns it into the study's input, and
-the synthetic kind that stands in for it offline (:mod:`biossd.study.data`).
+the synthetic kind that stands in for it offline (:mod:`biossd.study.inputs.data`).
 
 ``biossd data fetch ID`` downloads each file to ``DIR/<name>.part`` (resuming with an HTTP
 ``Range`` request), checks the sha256 and only then renames it into place. A mismatch removes

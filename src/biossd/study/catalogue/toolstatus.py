@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from biossd.core.paths import REPO_ROOT
-from biossd.study import catalogue, containers, smoke
+from biossd.study import catalogue
+from biossd.study.catalogue import containers, smoke
 from biossd.study.catalogue import Entry
 
 STATUS_KEYS = ("id", "paper_name", "native_installed", "container_recipe", "container_built",

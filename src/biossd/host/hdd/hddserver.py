@@ -1,8 +1,8 @@
 """The emulated hard disk's server: a FUSE filesystem with one file, ``disk.img``, whose reads
-and writes are answered after the time :class:`biossd.host.diskmodel.DiskModel` says the real disk
-would take. A loop device over that file is the emulated disk (see :mod:`biossd.host.emulate`).
+and writes are answered after the time :class:`biossd.host.hdd.diskmodel.DiskModel` says the real disk
+would take. A loop device over that file is the emulated disk (see :mod:`biossd.host.hdd.emulate`).
 
-Run as ``python -m biossd.host.hddserver --profile NAME --size BYTES --backing FILE --mount DIR``.
+Run as ``python -m biossd.host.hdd.hddserver --profile NAME --size BYTES --backing FILE --mount DIR``.
 The data lives in ``--backing`` (a sparse file on the native disk). Service times are applied
 only once ``on`` is written to the mount's ``control`` file, so ``mkfs`` runs at native speed
 (``off`` turns them off again); reading ``stats`` gives request counts as JSON. The server opens the file with FUSE ``direct_io``, so no page cache sits between the loop
@@ -13,7 +13,7 @@ Timing: requests are served one at a time (one actuator). A request is taken to 
 :data:`IDLE_SLACK_MS` before it reached the server (FUSE's path from the loop device, which a
 real disk does not have) and starts then or when the previous one finished, whichever is later;
 how long the disk sat idle before it is passed to the model (a sequential request's look-ahead
-credit, :mod:`biossd.host.diskmodel`). The backing file's own read or write is done inside the
+credit, :mod:`biossd.host.hdd.diskmodel`). The backing file's own read or write is done inside the
 modelled time, not after it. Before these, FUSE's turnaround between two pieces of a loop request
 (0.5–5 ms, measured at the server) and the backing file's write after the delay were lost time:
 a buffered sequential write's writeback ran at 0.6 of the profile; now the disk's side of it,
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import mfusepy as fuse
 
-from biossd.host.diskmodel import DiskModel, load_profile
-from biossd.host.emulate import CONTROL_FILE, DISK_FILE, STATS_FILE
+from biossd.host.hdd.diskmodel import DiskModel, load_profile
+from biossd.host.hdd.emulate import CONTROL_FILE, DISK_FILE, STATS_FILE
 
 IDLE_SLACK_MS = 1.0
 
@@ -143,7 +143,7 @@ class HddFilesystem(fuse.Operations):
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m biossd.host.hddserver", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m biossd.host.hdd.hddserver", description=__doc__)
     ap.add_argument("--profile", required=True)
     ap.add_argument("--size", type=int, required=True, help="bytes")
     ap.add_argument("--backing", required=True)

@@ -19,7 +19,7 @@ import numpy as np
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, sha256_file
-from biossd.study import synthgen
+from biossd.study.inputs import synthgen
 
 SYNTH_RECORD = "synth.json"
 PARTIAL_INFIX = ".biossd-synth-partial-"

@@ -9,7 +9,7 @@ partitions (``fast`` and ``slow`` by default, one per storage class of ``-profil
 it. Memory is enforced by SLURM's cgroup plugins (``task/cgroup`` with ``ConstrainRAMSpace``) on
 the host's cgroup v1 or v2; the record says which (``status``).
 
-The cluster is owned like an emulated disk (:mod:`biossd.host.emulate`): by the process that
+The cluster is owned like an emulated disk (:mod:`biossd.host.hdd.emulate`): by the process that
 brought it up (``--owner-pid``) or by whoever takes it down by hand. Every step's intent is
 recorded before the step (the daemons' pids and start times, the cgroup directories SLURM will
 create that did not exist), and ``down`` — also after an interrupted ``up``, and ``biossd
@@ -99,7 +99,7 @@ def config_text(state: dict[str, Any]) -> str:
     v = state["cgroup"]
     enforce = v in ("v1", "v2")
     lines = [
-        "# A one-node SLURM cluster made by biossd (src/biossd/host/slurmcluster.py); removed by `biossd slurm down`.",
+        "# A one-node SLURM cluster made by biossd (src/biossd/host/slurm/slurmcluster.py); removed by `biossd slurm down`.",
         f"ClusterName={CLUSTER_NAME}",
         f"SlurmctldHost={state['host']}(127.0.0.1)",
         f"SlurmctldPort={state['ctld_port']}",

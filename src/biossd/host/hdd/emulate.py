@@ -2,7 +2,7 @@
 
 Mechanism (chosen by measurement, see ``benchmarks/emulated_hdd.py``)::
 
-    DIR (ext4)  ──>  /dev/loopN  ──>  FUSE file disk.img  ──>  biossd.host.hddserver  ──>  backing file
+    DIR (ext4)  ──>  /dev/loopN  ──>  FUSE file disk.img  ──>  biossd.host.hdd.hddserver  ──>  backing file
                                                                (DiskModel timing)     (native disk)
 
 The loop device is a real block device, so everything that uses DIR pays the model's service
@@ -54,10 +54,10 @@ from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import swap as swaps
-from biossd.host.diskmodel import load_profile
+from biossd.host.hdd.diskmodel import load_profile
 
 STATE_ROOT = Path("/run/biossd/emulated-hdd")
-#: The files of the disk server's FUSE mount (biossd.host.hddserver): the disk image, the switch of
+#: The files of the disk server's FUSE mount (biossd.host.hdd.hddserver): the disk image, the switch of
 #: the service-time model, and request counts. Here, not there, so that importing this module
 #: (every profiled run does) does not need libfuse.
 DISK_FILE = "disk.img"
@@ -236,11 +236,11 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
     fuse_dir.mkdir(mode=0o700)
     with open(state_dir / "server.log", "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "biossd.host.hddserver", "--profile", state["profile"], "--size",
+            [sys.executable, "-m", "biossd.host.hdd.hddserver", "--profile", state["profile"], "--size",
              str(state["size_bytes"]), "--backing", str(backing), "--mount", str(fuse_dir)],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
         )
-    state["server"] = ProcessRef.of(server.pid, "biossd.host.hddserver").record()
+    state["server"] = ProcessRef.of(server.pid, "biossd.host.hdd.hddserver").record()
     _save(state_dir, state)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not (fuse_dir / DISK_FILE).exists():
@@ -304,7 +304,7 @@ def _server_pids(fuse_dir: str) -> list[int]:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"biossd.host.hddserver" in argv and fuse_dir.encode() in argv:
+        if b"biossd.host.hdd.hddserver" in argv and fuse_dir.encode() in argv:
             found.append(int(proc.name))
     return found
 

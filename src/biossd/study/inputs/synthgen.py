@@ -1,5 +1,5 @@
 """Generators of the synthetic input kinds (one function per kind; registered in
-:mod:`biossd.study.data`). Every generator takes ``(out_dir, size_bytes, seed, scale)``, draws
+:mod:`biossd.study.inputs.data`). Every generator takes ``(out_dir, size_bytes, seed, scale)``, draws
 everything from ``numpy.random.default_rng(seed)`` (same seed and size → the same bytes), writes
 a baseline of about ``size_bytes`` replicated ``scale`` times with unique record names, and
 returns ``{"files": [...], "records": N}``. Where a tool's result can be judged, a ``truth``
