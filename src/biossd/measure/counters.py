@@ -63,8 +63,15 @@ class PerfStat:
         self.out_dir = out_dir
         self.events = tuple(events or default_events())
         self.proc: subprocess.Popen[bytes] | None = None
+        self._ack_r: int | None = None
 
     def attach(self, pid: int) -> None:
+        self.start(pid)
+        self.wait_counting()
+
+    def start(self, pid: int) -> None:
+        """Start perf on ``pid`` and ask it to count; :meth:`wait_counting` waits for its answer
+        (the profiler sets up its other collectors meanwhile)."""
         perf = shutil.which("perf")
         if perf is None:
             raise CounterError("perf is not installed (Debian: linux-perf)")
@@ -77,12 +84,19 @@ class PerfStat:
                                          start_new_session=True, preexec_fn=dies_with_parent())
         os.close(ctl_r)
         os.close(ack_w)
+        self._ack_r = ack_r
         try:
             os.write(ctl_w, b"enable\n")
+        finally:
+            os.close(ctl_w)
+
+    def wait_counting(self) -> None:
+        """Return once perf has acknowledged that counting is on; else stop it and raise."""
+        ack_r, self._ack_r = self._ack_r, None
+        try:
             ready, _, _ = select.select([ack_r], [], [], PERF_ACK_TIMEOUT_S)
             ack = os.read(ack_r, 16) if ready else b""
         finally:
-            os.close(ctl_w)
             os.close(ack_r)
         if not ack.startswith(b"ack"):
             self.abort()
@@ -108,6 +122,9 @@ class PerfStat:
         }
 
     def abort(self) -> None:
+        if self._ack_r is not None:
+            _close_quietly(self._ack_r)
+            self._ack_r = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
@@ -168,3 +185,10 @@ def cachegrind_record(out_dir: Path) -> dict[str, Any]:
             ratios[f"{cache}_miss_ratio"] = totals.get(f"{cache}_misses", 0) / totals[refs]
     return {"ran": bool(totals), "why": None if totals else "cachegrind wrote no summary",
             "tool": "valgrind --tool=cachegrind", "files": files, "totals": totals, **ratios}
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass

@@ -409,6 +409,10 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             # kills the command's session before it measures (biossd.host.hostlock.reap).
             record_intent(**{hostlock.COMMAND_KEY: {"pid": child.pid, "start_ticks": start_ticks(child.pid)}})
             command_pid = child.pid
+            # perf starts first and is waited for last: its start overlaps the others'.
+            perf = _start_perf(request, out_dir, child.pid, collectors)
+            if perf is not None:
+                stack.callback(perf.abort)
             tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
             if tracer is not None:
                 stack.callback(tracer.abort)
@@ -419,9 +423,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             except OSError as exc:
                 collectors["sampler"] = _not_run(f"could not start: {exc}")
                 sampler = None
-            perf = _attach_perf(request, out_dir, child.pid, collectors)
-            if perf is not None:
-                stack.callback(perf.abort)
+            perf = _perf_counting(perf, collectors)
             if received:
                 raise Interrupted(received[0])
             watch = (dockerengine.ContainerWatch(request.container_id_file).start()
@@ -609,13 +611,25 @@ def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str],
     return tracer, notes
 
 
-def _attach_perf(request: ProfileRequest, out_dir: Path, pid: int, collectors: dict[str, Any]):
+def _start_perf(request: ProfileRequest, out_dir: Path, pid: int, collectors: dict[str, Any]):
     if request.perf == "off":
         collectors["perf"] = _not_run("disabled (--perf off)")
         return None
     perf = counters.PerfStat(out_dir)
     try:
-        perf.attach(pid)
+        perf.start(pid)
+    except counters.CounterError as err:
+        collectors["perf"] = _not_run(str(err))
+        return None
+    return perf
+
+
+def _perf_counting(perf: counters.PerfStat | None, collectors: dict[str, Any]) -> counters.PerfStat | None:
+    """``perf`` once it counts; ``None`` (and why, in ``collectors``) when it did not start."""
+    if perf is None:
+        return None
+    try:
+        perf.wait_counting()
     except counters.CounterError as err:
         collectors["perf"] = _not_run(str(err))
         return None
