@@ -55,7 +55,7 @@ def test_every_problem_is_listed_at_once():
                    "'1M' in --mem_caps is below the 2M minimum", "'lots' in --mem_caps is not a size",
                    "'128M' in --tool_caps is below the 256M minimum of gatk_printreads",
                    "pattern 'zz*' matches no catalogue tool", "'broken' is not of that form",
-                   "Scale '0'", "--repeats x", "--emulate names class 'nvme'"):
+                   "Scale '0'", "Parameter --repeats = 'x'", "--emulate names class 'nvme'"):
         assert needle in text, needle
     assert "bogus" not in p.caps
 

@@ -18,7 +18,7 @@ import shutil
 import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from biossd.core import paths
 from biossd.core.units import format_size, is_size_label, parse_duration_s, parse_size
@@ -583,14 +583,65 @@ def device_record_problems(records_dir: object, host: str, classes: list[str]) -
 def plan(params: Mapping[str, Any], stub: bool = False,
          catalogue_dir: Path = catalogue.CATALOGUE_DIR, resumed: bool = False) -> Plan:
     """The matrix of ``params`` (the study's Nextflow params), with every problem found
-    (``resumed``: the study resumes an earlier session, which may change its plan)."""
+    (``resumed``: the study resumes an earlier session, which may change its plan). The schema
+    checks each parameter's type and form; the steps below check what it cannot (catalogue
+    names, caps against floors, devices, space, images)."""
     problems: list[str] = schema_problems(params)
     held = outdir.problem(params.get("outdir") or "results", params, resumed, params.get("replace_results") in (True, "true"))
     if held:
         problems.append(held)
     entries = {e.id: e for e in catalogue.load_all(catalogue_dir)}
     tools, skipped = select_tools(str(params.get("tools", "all")), entries, stub, problems)
+    caps, overrides, tool_caps = _caps_of(params, tools, entries, problems)
+    known = [t for t in tools if t in entries and entries[t].kind == "tool"]
+    scale_texts, scales_of = _scales_of(params, known, entries, problems)
+    kinds = {t: entries[t].data["input"] for t in known}
+    tool_input_sizes = _tool_input_sizes(params, known, entries, problems)
+    settings = _settings(params, known, entries, problems)
+    chains, chain_steps, chain_kinds = _chains(params, entries, caps, overrides, stub, problems)
+    for steps in chain_steps.values():
+        for step in steps:
+            settings.setdefault(step["tool"], _settings(params, [step["tool"]], entries, [])[step["tool"]])
+    input_sizes = _input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
+    time_limit_s = None
+    if params.get("time_limit"):
+        try:
+            time_limit_s = parse_duration_s(str(params["time_limit"])) or None
+        except ValueError as err:
+            problems.append(f"--time_limit: {err}")
+    repeats = _whole(params.get("repeats"))
+    classes, emulated, named, partitions = _storage_of(params, stub, problems)
+    scales = sorted({s for v in scales_of.values() for s in v} or {int(s) for s in scale_texts if _WHOLE_RE.match(s)})
+    host = str(params.get("host") or "")
+    if host and not layout.is_component(host):
+        problems.append(f"--host {host!r} is not a single path component (letters, digits, '.', '_', '-'); "
+                        "name the host with --host")
+        host = ""
+    if not stub:
+        sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
+        problems += space_problems(params, classes, emulated, _largest_input(sizes_of, scales_of))
+        problems += image_problems(str(params.get("container_engine") or ""), [entries[t] for t in tools if t in entries])
+    problems += device_record_problems(params.get("device_records"), host, classes)
 
+    return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
+                input_sizes=input_sizes, tool_input_sizes=tool_input_sizes, settings=settings, time_limit_s=time_limit_s,
+                scaling_repeats=_whole(params.get("scaling_repeats"), repeats),
+                cachegrind_divisor=_whole(params.get("cachegrind_divisor")), chains=chains, chain_steps=chain_steps,
+                chain_kinds=chain_kinds, chain_repeats=_whole(params.get("chain_repeats"), repeats) if chains else 0,
+                repeats=repeats, classes=classes, host=host, devices=named, partitions=partitions,
+                skipped=skipped, problems=problems)
+
+
+def _whole(value: Any, default: int = 0) -> int:
+    """A count parameter (the schema has checked it is a whole number >= 1), else ``default``
+    (unset; or malformed, which the schema has reported)."""
+    return int(value) if value is not None and _WHOLE_RE.match(str(value)) else default
+
+
+def _caps_of(params: Mapping[str, Any], tools: Sequence[str], entries: Mapping[str, catalogue.Entry],
+             problems: list[str]) -> tuple[list[str], list[tuple[str, list[str]]], dict[str, list[str]]]:
+    """The study's caps (``--mem_caps``), the per-tool overrides (``--tool_caps``) and each
+    tool's caps, each checked against the tool's memory floor."""
     caps = csv_list(params.get("mem_caps"))
     if not caps:
         problems.append("--mem_caps is empty")
@@ -611,7 +662,12 @@ def plan(params: Mapping[str, Any], stub: bool = False,
             for problem in _cap_problems(cap, where, floor, who):
                 if problem not in problems:
                     problems.append(problem)
+    return caps, overrides, tool_caps
 
+
+def _scales_of(params: Mapping[str, Any], known: Sequence[str], entries: Mapping[str, catalogue.Entry],
+               problems: list[str]) -> tuple[list[str], dict[str, list[int]]]:
+    """The study's scales (``--scales``) and each tool's (``--tool_scales`` overrides)."""
     scale_texts = csv_list(params.get("scales"))
     if not scale_texts:
         problems.append("--scales is empty")
@@ -619,41 +675,17 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     for pattern, _ in scale_overrides:
         if not any(fnmatch.fnmatchcase(t, pattern) for t in entries):
             problems.append(f"--tool_scales pattern '{pattern}' matches no catalogue tool")
-    known = [t for t in tools if t in entries and entries[t].kind == "tool"]
     scale_texts_of = _per_tool(known, scale_overrides, scale_texts)
     for where, texts in (("--scales", scale_texts), *(("--tool_scales", v) for _, v in scale_overrides)):
         problems += [p for p in (f"Scale '{s}' in {where} is not a whole number >= 1" for s in texts
                                  if not _WHOLE_RE.match(s)) if p not in problems]
-    scales_of = {t: sorted({int(s) for s in v if _WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
-    kinds = {t: entries[t].data["input"] for t in known}
-    tool_input_sizes = _tool_input_sizes(params, known, entries, problems)
-    settings = _settings(params, known, entries, problems)
-    chains, chain_steps, chain_kinds = _chains(params, entries, caps, overrides, stub, problems)
-    for steps in chain_steps.values():
-        for step in steps:
-            settings.setdefault(step["tool"], _settings(params, [step["tool"]], entries, [])[step["tool"]])
-    input_sizes = _input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
-    chain_repeats = str(params.get("chain_repeats") or params.get("repeats", ""))
-    if chains and not _WHOLE_RE.match(chain_repeats):
-        problems.append(f"--chain_repeats {chain_repeats} is not a whole number >= 1")
-    time_limit_s = None
-    if params.get("time_limit"):
-        try:
-            time_limit_s = parse_duration_s(str(params["time_limit"])) or None
-        except ValueError as err:
-            problems.append(f"--time_limit: {err}")
-    repeats = str(params.get("repeats", ""))
-    if not _WHOLE_RE.match(repeats):
-        problems.append(f"--repeats {repeats} is not a whole number >= 1")
-    cachegrind_divisor = params.get("cachegrind_divisor") or 0
-    if not _WHOLE_RE.match(str(cachegrind_divisor)) and cachegrind_divisor != 0:
-        problems.append(f"--cachegrind_divisor {cachegrind_divisor} is not a whole number >= 1")
-        cachegrind_divisor = 0
-    cachegrind_divisor = int(cachegrind_divisor)
-    scaling_repeats = str(params.get("scaling_repeats") or repeats)
-    if not _WHOLE_RE.match(scaling_repeats):
-        problems.append(f"--scaling_repeats {scaling_repeats} is not a whole number >= 1")
+    return scale_texts, {t: sorted({int(s) for s in v if _WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
 
+
+def _storage_of(params: Mapping[str, Any], stub: bool,
+                problems: list[str]) -> tuple[list[str], set[str], dict[str, str], dict[str, str]]:
+    """The storage classes, which are emulated, the devices named for them and (under SLURM)
+    each class's partition, every one checked against this host (not in a ``stub`` run)."""
     classes = csv_list(params.get("storage_classes"))
     if not classes:
         problems.append("--storage_classes is empty")
@@ -674,23 +706,4 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     swap_dir = params.get("swap_dir") or None
     if swap_dir and not Path(str(swap_dir)).is_dir():
         problems.append(f"--swap_dir {swap_dir} is not an existing directory")
-    scales = sorted({s for v in scales_of.values() for s in v} or {int(s) for s in scale_texts if _WHOLE_RE.match(s)})
-    host = str(params.get("host") or "")
-    if host and not layout.is_component(host):
-        problems.append(f"--host {host!r} is not a single path component (letters, digits, '.', '_', '-'); "
-                        "name the host with --host")
-        host = ""
-    if not stub:
-        sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
-        problems += space_problems(params, classes, emulated, _largest_input(sizes_of, scales_of))
-        problems += image_problems(str(params.get("container_engine") or ""), [entries[t] for t in tools if t in entries])
-    problems += device_record_problems(params.get("device_records"), host, classes)
-
-    return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
-                input_sizes=input_sizes, tool_input_sizes=tool_input_sizes, settings=settings, time_limit_s=time_limit_s,
-                scaling_repeats=int(scaling_repeats) if _WHOLE_RE.match(scaling_repeats) else 0,
-                cachegrind_divisor=cachegrind_divisor, chains=chains, chain_steps=chain_steps, chain_kinds=chain_kinds,
-                chain_repeats=int(chain_repeats) if chains and _WHOLE_RE.match(chain_repeats) else 0,
-                repeats=int(repeats) if _WHOLE_RE.match(repeats) else 0, classes=classes, host=host, devices=named,
-                partitions=partitions,
-                skipped=skipped, problems=problems)
+    return classes, emulated, named, partitions
