@@ -323,3 +323,16 @@ def test_repeats_not_run_and_the_sessions_behind_the_runs_are_read(fixture, tmp_
     finally:
         (info / resultset.REPEATS_NOT_RUN_FILE).unlink()
     assert "Every planned repeat ran" in resultset.repeats_not_run_text(resultset.repeats_not_run(a.rs))
+
+
+def test_a_pipeline_s_speedup_is_a_lower_bound_only_when_the_slow_side_ran_out_of_time():
+    from biossd.analysis.speedup import pipeline_speedup
+
+    totals = {"ssd": 10.0, "hdd": 30.0}
+    assert pipeline_speedup(totals, "ssd", "hdd").value == pytest.approx(3.0)
+    censored = pipeline_speedup(totals, "ssd", "hdd", incomplete=["hdd"])
+    assert censored.lower_bound and censored.value == pytest.approx(3.0) and "time limit" in censored.why
+    failed = pipeline_speedup(totals, "ssd", "hdd", incomplete=["hdd"], failed=["hdd"])
+    assert failed.value is None and "did not complete on hdd" in failed.why
+    assert pipeline_speedup(totals, "ssd", "hdd", incomplete=["ssd"]).value is None
+    assert pipeline_speedup({"hdd": 30.0}, "ssd", "hdd").value is None

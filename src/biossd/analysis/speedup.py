@@ -25,7 +25,8 @@ under — the paper's Table 1 setting (1 GB, GATK 4 GB; the baseline input).
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -149,3 +150,32 @@ def breakeven_scale(scales: pd.Series, speedups: pd.Series, threshold: float = S
     while first > 0 and above[first - 1]:
         first -= 1
     return float(s[first])
+
+
+@dataclass(frozen=True)
+class PipelineSpeedup:
+    """A chained pipeline's speedup (Fig. 3): ``value`` is the slow side's runtime over the fast
+    side's (``None`` when there is none, ``why`` says so); ``lower_bound`` when the slow side's
+    chain reached the time limit and stopped there."""
+
+    value: float | None
+    lower_bound: bool = False
+    why: str | None = None
+
+
+def pipeline_speedup(totals_s: dict[str, float], fast: str, slow: str, incomplete: Collection[str] = (),
+                     failed: Collection[str] = ()) -> PipelineSpeedup:
+    """Fig. 3's speedup of a pipeline from each side's runtime (the sum of its steps,
+    ``totals_s``), given the sides whose chain did not complete (``incomplete``: it stopped, or a
+    step did not end ok) and those where a step ended other than ok or at the time limit
+    (``failed``). Table 1's rule for censored runs: when only the slow side is incomplete, and
+    only by the time limit, its runtime so far is a lower bound and so is the speedup; a chain
+    that failed, or an incomplete fast side, has no runtime to compare."""
+    fast_s = totals_s.get(fast)
+    if incomplete and set(incomplete) == {slow} and slow not in failed and fast_s:
+        return PipelineSpeedup(totals_s[slow] / fast_s, lower_bound=True, why=f"{slow} reached the time limit")
+    if incomplete:
+        return PipelineSpeedup(None, why=f"the chain did not complete on {' and '.join(dict.fromkeys(incomplete))}")
+    if not fast_s:
+        return PipelineSpeedup(None, why=f"no runtime on {fast}")
+    return PipelineSpeedup(totals_s[slow] / fast_s)

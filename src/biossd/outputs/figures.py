@@ -299,13 +299,15 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
             continue
         ax.set_yticks([0, 1], [s for _, s in sides])
         ax.set_xlabel("runtime (s), sum of steps")
-        total = f"{slow}/{fast} " + (f"{totals[slow] / totals[fast]:.2f}x" if totals.get(fast) else "n/a")
-        if incomplete and set(incomplete) == {slow} and slow not in failed and totals.get(fast):
-            # The slow side reached the time limit (and stopped there): its runtime so far is a
-            # lower bound, so the speedup is one too (as in Table 1).
-            total = f"{slow}/{fast} at least {totals[slow] / totals[fast]:.2f}x ({slow} reached the time limit)"
-        elif incomplete:  # a chain that failed has no runtime to compare
-            total = f"no speedup, the chain did not complete on {' and '.join(dict.fromkeys(incomplete))}"
+        ratio = speedup.pipeline_speedup(totals, fast, slow, incomplete, failed)
+        if ratio.lower_bound:
+            total = f"{slow}/{fast} at least {ratio.value:.2f}x ({ratio.why})"
+        elif ratio.value is not None:
+            total = f"{slow}/{fast} {ratio.value:.2f}x"
+        elif incomplete:
+            total = f"no speedup, {ratio.why}"
+        else:
+            total = f"{slow}/{fast} n/a"
         paper = entry.data.get("paper_speedup")
         title = (f"({letter}) {entry.data['paper_name']}: {total} ({what}; paper "
                  f"{'n/a' if paper is None else f'{paper:g}x'})")
