@@ -336,3 +336,18 @@ def test_a_pipeline_s_speedup_is_a_lower_bound_only_when_the_slow_side_ran_out_o
     assert failed.value is None and "did not complete on hdd" in failed.why
     assert pipeline_speedup(totals, "ssd", "hdd", incomplete=["ssd"]).value is None
     assert pipeline_speedup({"hdd": 30.0}, "ssd", "hdd").value is None
+
+
+def test_the_regime_table_has_a_row_per_baseline_tool_and_controls_are_judged(fixture):
+    from biossd.analysis import regime
+
+    truth, a = fixture
+    table = regime.regime_table(a)
+    assert list(table.columns) == ["tool", *regime.REGIME_COLUMNS]
+    assert set(table.index) == set(a.baseline_runs["tool"])
+    controls = regime.controls(a, paged_faults=10**12)
+    assert set(controls["tool"]) <= set(regime.CONTROLS) and controls["held"].all()
+    strict = regime.controls(a, paged_faults=0)
+    assert not strict["held"].any() and all("did not scale" in note for note in strict["note"])
+    text = regime.controls_text(a, 0)
+    assert text.startswith("No pre-registered control ran") if controls.empty else f"0 of {len(strict)}" in text

@@ -62,3 +62,35 @@ def test_the_readme_names_the_packages_in_the_contract_s_order():
     for package in flow:
         path = REPO / "src" / "biossd" / package
         assert (path / "__init__.py").is_file() or path.with_suffix(".py").is_file(), package
+
+
+def modules_without_a_test(src: Path, tests: Path) -> list[str]:
+    """The modules of the package under ``src`` that no test names: none has the module's name
+    (``tests/test_<name>.py``), imports it, or names its dotted path. Faces (``__init__``) and
+    ``__main__`` only re-export and are left out."""
+    texts = [p.read_text() for p in Path(tests).rglob("*.py")]
+    names = {p.stem for p in Path(tests).rglob("test_*.py")}
+    missing = []
+    for path in sorted(Path(src).rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        dotted = ".".join(path.relative_to(src).with_suffix("").parts)
+        package, name = dotted.rsplit(".", 1)
+        named = re.compile(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{name}\b")
+        if f"test_{name}" not in names and not any(named.search(text) for text in texts):
+            missing.append(dotted)
+    return missing
+
+
+def test_every_module_has_a_test_that_names_it():
+    assert modules_without_a_test(REPO / "src", REPO / "tests") == []
+
+
+def test_a_module_no_test_names_is_found(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    for name in ("__init__", "covered", "named", "orphan"):
+        (tmp_path / "src" / "pkg" / f"{name}.py").write_text("")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_other.py").write_text("from pkg import covered\n")
+    (tmp_path / "tests" / "test_named.py").write_text("")
+    assert modules_without_a_test(tmp_path / "src", tmp_path / "tests") == ["pkg.orphan"]

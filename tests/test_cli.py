@@ -27,3 +27,41 @@ def test_catalogue_command_print0_keeps_hostile_paths_whole(biossd):
     argv = out.split("\0")
     assert argv[-1] == "" and argv[-2] == hostile
     assert argv[:2] == ["samtools", "sort"]
+
+
+def _commands(parser, prefix=()):
+    """Every command of ``parser`` as its words (``("data", "synth")``)."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*prefix, name)) if any(
+                    isinstance(a, argparse._SubParsersAction) for a in sub._actions) else [(*prefix, name)]
+
+
+def test_every_room_registers_its_commands_and_each_answers_help(capsys):
+    """The command line is assembled from its rooms (one module per command group): each adds
+    commands, no two add the same, and every command parses ``--help``."""
+    import argparse
+
+    import pytest
+
+    from biossd.cli import analysis, catalogue, data, host, pipeline, profile, study
+    from biossd.cli.main import ROOMS, build_parser, main
+
+    seen = []
+    for room in (profile, analysis, data, catalogue, study, host, pipeline):
+        assert room in ROOMS
+        sub = argparse.ArgumentParser().add_subparsers()
+        room.register(sub)
+        assert sub.choices, room.__name__
+        seen += list(sub.choices)
+    assert len(seen) == len(set(seen)) and len(ROOMS) == 7
+    commands = list(_commands(build_parser()))
+    assert ("catalogue", "run") in commands and ("slurm", "up") in commands and ("profile",) in commands
+    for words in commands:
+        with pytest.raises(SystemExit) as done:
+            main([*words, "--help"])
+        assert done.value.code == 0, words
+        assert "usage: biossd " + " ".join(words) in capsys.readouterr().out

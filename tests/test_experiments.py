@@ -18,6 +18,8 @@ import pytest
 from conftest import REPO, STUDY_HOST, nextflow
 
 from biossd import experiments
+from biossd.core.units import parse_size
+from biossd.experiments import kmer_io, object_store, planning, shared_device, sort_memory, spec, tables, task
 from biossd.core.owners import ProcessRef
 from biossd.host import hostlock, objectstore
 from biossd.host.hdd import emulate
@@ -64,6 +66,37 @@ def test_an_unknown_experiment_or_size_is_refused_with_the_choices(tmp_path):
         experiments.load_spec("kmer_io", tmp_path)
     plan = experiments.plan_from_params({"experiment": "bogus", "storage_classes": "ssd"})
     assert plan["tasks"] == [] and any("--experiment" in p for p in plan["problems"])
+
+
+@pytest.mark.parametrize("module", [sort_memory, object_store, kmer_io, shared_device],
+                         ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_each_experiment_s_module_keeps_the_shared_contract(module):
+    """Each experiment's logic is the module of its definition's name and has what the shared
+    part calls: its points (distinct ids at every size), run, rows, summary, headline, COLUMNS."""
+    name = module.__name__.rsplit(".", 1)[1]
+    assert name in spec.NAMES and spec.module(name) is module
+    for attr in ("points", "run", "rows", "summary", "headline", "COLUMNS"):
+        assert callable(getattr(module, attr)) or attr == "COLUMNS", attr
+    for size in spec.SIZES:
+        points = module.points(spec.load_spec(name)["sizes"][size])
+        assert points and len({p["id"] for p in points}) == len(points), size
+
+
+def test_the_experiments_are_those_defined_in_seed_order():
+    assert spec.NAMES == ("sort_memory", "object_store", "kmer_io", "shared_device")
+
+
+def test_a_task_s_runs_carry_the_study_s_labels_and_the_point_s(tmp_path):
+    entry = planning.plan("sort_memory", "tiny", ["hdd"], "h1")["tasks"][0]
+    ctx = task.Task(entry, spec.load_spec("sort_memory"), tmp_path / "scratch", tmp_path / "out")
+    labels = ctx.labels("samtools_sort", phase="merge")
+    assert {k: labels[k] for k in ("host", "storage", "tool", "experiment", "point", "rep", "phase")} == {
+        "host": "h1", "storage": "hdd", "tool": "samtools_sort", "experiment": "sort_memory",
+        "point": entry["point"], "rep": "1", "phase": "merge"}
+    assert ctx.cap_bytes == parse_size(ctx.cap) and ctx.timeout_s > 0
+    assert ctx.input_dir == tmp_path / "scratch" / task.INPUT_DIR
+    request = ctx.request(["true"], "run1", "samtools_sort")
+    assert request.out_dir == tmp_path / "out" / "run1" and request.mem_bytes == ctx.cap_bytes
 
 
 def test_shared_device_placements():
@@ -400,7 +433,7 @@ def test_runs_that_were_not_ok_are_named_with_what_the_tool_said(tmp_path):
     groups the runs that were not ok and quotes it (sambamba refuses -m below its buffer size)."""
     log = tmp_path / "stderr.log"
     log.write_text("sambamba 1.0.0\n\nsambamba-sort: Buffer size must be >= 4096 bytes\n\n")
-    said = experiments.last_words(log)
+    said = tables.last_words(log)
     assert said == "sambamba-sort: Buffer size must be >= 4096 bytes"
     table = pd.DataFrame({"sorter": ["a", "a", "a", "b"], "sort_mem": ["1M", "1M", "4M", "1M"],
                           "storage": ["hdd", "ssd", "hdd", "hdd"], "outcome": ["failed", "failed", "ok", "timeout"],

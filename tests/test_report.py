@@ -1,0 +1,43 @@
+"""biossd.outputs.report: figures saved reproducibly, and the notebooks a result set asks for."""
+
+import hashlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from biossd.core import paths  # noqa: E402
+from biossd.outputs import report  # noqa: E402
+
+
+def _figure():
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [1, 0])
+    return fig
+
+
+def test_a_figure_is_saved_whole_and_byte_for_byte_the_same_each_time(tmp_path):
+    first = report.save_figure(_figure(), tmp_path / "a" / "fig")
+    sums = [hashlib.sha256(p.read_bytes()).hexdigest() for p in first]
+    again = report.save_figure(_figure(), tmp_path / "a" / "fig")
+    assert [p.suffix for p in first] == [".png", ".pdf"] and again == first
+    assert [hashlib.sha256(p.read_bytes()).hexdigest() for p in again] == sums
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["fig.pdf", "fig.png"]  # no temporary left
+
+
+def test_the_notebooks_follow_what_the_result_set_holds(tmp_path):
+    assert report.notebooks_for([tmp_path]) == []
+    (tmp_path / "h-ssd" / "runs").mkdir(parents=True)
+    study = report.notebooks_for([tmp_path])
+    assert study and all(p.parent == paths.NOTEBOOKS_DIR for p in study)
+    assert report.notebooks_for([tmp_path], experiments_only=True) == []
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "kmer_io.csv").write_text("experiment\n")
+    assert [p.name for p in report.notebooks_for([tmp_path], experiments_only=True)] == ["09_kmer_io.ipynb"]
+
+
+def test_nothing_to_report_is_said_naming_the_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match=f"nothing to report in {tmp_path}"):
+        report.render([tmp_path], tmp_path / "report")
