@@ -28,6 +28,8 @@ def _discover(directory: Path) -> tuple[str, ...]:
 #: Every experiment's sizes: tiny for the test suite, test for one machine, full for a host pair.
 SIZES = ("tiny", "test", "full")
 
+#: An experiment's figure and table in the report and the supplement: their number (``S2``) and captions.
+ARTEFACT_KEYS = ("number", "figure", "table")
 #: Keys every size of every experiment has.
 SIZE_KEYS = ("input_size", "cap", "repeats", "timeout")
 
@@ -58,11 +60,14 @@ def load_spec(name: str, directory: Path = EXPERIMENTS_DIR) -> dict[str, Any]:
     if not path.is_file():
         raise ExperimentError(f"{path}: no such experiment definition; the experiments are {', '.join(NAMES)}")
     spec = yamlfile.read_mapping(path, "experiment definition", ExperimentError)
-    for key in ("id", "seed", "source", "title", "question", "seed_finding", "tools", "input", "sizes"):
+    for key in ("id", "seed", "source", "title", "question", "seed_finding", "tools", "artefacts", "input", "sizes"):
         if key not in spec:
             raise ExperimentError(f"{path}: field {key!r} is missing")
     if spec["id"] != name:
         raise ExperimentError(f"{path}: field 'id' is {spec['id']!r}, not the file's name {name!r}")
+    missing = [k for k in ARTEFACT_KEYS if k not in (spec["artefacts"] or {})]
+    if missing:
+        raise ExperimentError(f"{path}: artefacts lacks {missing} (its figure's and table's number and captions)")
     for size in SIZES:
         settings = spec["sizes"].get(size)
         if not isinstance(settings, dict):

@@ -175,38 +175,33 @@ def _experiment_summary(name: str) -> Callable[[pd.DataFrame], pd.DataFrame | No
     return summary
 
 
-#: Each experiment's figure and table, drawn from its table (not from the study's analysis): the
-#: notebook ``notebooks/experiments/<NN>_<id>`` makes them only when the results hold its runs.
-EXPERIMENT_ARTEFACTS: tuple[Artefact, ...] = (
-    # The study each experiment re-runs is named once, in its definition's `source`, which the
-    # supplement's section and the notebook print above these.
-    Artefact("figs2_sort_memory", FIGURE, "S2", "Sort memory and temporary files: runtime, temporary files, the "
-             "merge phase and its reads per second and CAR against the sort's memory option under a fixed cap",
-             "07_sort_memory", _experiment_figure("figs2_sort_memory")),
-    Artefact("tables2_sort_memory", TABLE, "S2", "Sort memory: per class, sorter and memory option, the mean "
-             "runtime, split and merge phases, temporary files, peak RSS, Riops/Wiops and the merge phase's CAR",
-             "07_sort_memory", _experiment_summary("sort_memory")),
-    Artefact("figs3_object_store", FIGURE, "S3", "Input on object storage: MEGAHIT (substitute for Trinity) "
-             "reading its input from an s3fs mount of an S3Proxy bucket or from local disk, split into the read "
-             "phase and the rest", "08_object_store", _experiment_figure("figs3_object_store")),
-    Artefact("tables3_object_store", TABLE, "S3", "Input on object storage: per class and input location, the "
-             "mean runtime, read phase, the rest, read throughput and runtime over local disk's", "08_object_store",
-             _experiment_summary("object_store")),
-    Artefact("figs4_kmer_io", FIGURE, "S4", "k-mer counting I/O: khmer's throughput by compression, class "
-             "and threads, and its page-fault rate against the count table's size over the cap", "09_kmer_io",
-             _experiment_figure("figs4_kmer_io")),
-    Artefact("tables4_kmer_io", TABLE, "S4", "k-mer counting I/O: per class, compression, threads and table size, "
-             "the mean runtime, reads/s, CPU/I-O split and fault rates", "09_kmer_io", _experiment_summary("kmer_io")),
-    Artefact("figs5_shared_device", FIGURE, "S5", "One device shared by concurrent instances: per-instance "
-             "runtime, the devices' aggregate bandwidth and each instance's sequential-write ratio, for one device, "
-             "a pair and a dedicated device", "10_shared_device", _experiment_figure("figs5_shared_device")),
-    Artefact("tables5_shared_device", TABLE, "S5", "One device shared by concurrent instances: per class, instances "
-             "and allocation, the mean and slowest instance, the group's makespan, aggregate MB/s and sequential-write "
-             "ratio", "10_shared_device", _experiment_summary("shared_device")),
-)
 #: Each experiment's notebook: ``notebooks/experiments/<NN>_<id>.ipynb``, found by its name.
 EXPERIMENT_NOTEBOOKS = {path.stem.split("_", 1)[1]: path.stem
                         for path in sorted(paths.EXPERIMENT_NOTEBOOKS_DIR.glob("[0-9]*_*.ipynb"))}
+
+
+def _experiment_artefacts() -> tuple[Artefact, ...]:
+    """Each experiment's figure and table, as its definition's ``artefacts`` names and captions
+    them (number ``S2`` → ``figs2_<id>``, drawn by the function of that name in
+    :mod:`biossd.outputs.experiment_figures`, and ``tables2_<id>``, its summary), drawn from its
+    table, not from the study's analysis: its notebook makes them only when the results hold its
+    runs. The study each experiment re-runs is named once, in its definition's ``source``, which
+    the supplement's section and the notebook print above these."""
+    from biossd import experiments
+
+    made = []
+    for name in experiments.NAMES:
+        spec = experiments.load_spec(name)
+        number = str(spec["artefacts"]["number"])
+        notebook = EXPERIMENT_NOTEBOOKS.get(name, f"(no notebook {name}.ipynb)")
+        figure = f"fig{number.lower()}_{name}"
+        made += [Artefact(figure, FIGURE, number, spec["artefacts"]["figure"], notebook, _experiment_figure(figure)),
+                 Artefact(f"table{number.lower()}_{name}", TABLE, number, spec["artefacts"]["table"], notebook,
+                          _experiment_summary(name))]
+    return tuple(made)
+
+
+EXPERIMENT_ARTEFACTS: tuple[Artefact, ...] = _experiment_artefacts()
 _BY_EXPERIMENT_STEM = {artefact.stem: artefact for artefact in EXPERIMENT_ARTEFACTS}
 
 
