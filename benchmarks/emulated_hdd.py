@@ -26,8 +26,8 @@ from pathlib import Path
 
 from biossd.core.units import parse_duration_s, parse_size
 from biossd.host import characterize
-from biossd.host.hdd import emulate
 from biossd.host.devices import SECTOR_BYTES
+from biossd.host.hdd import emulate
 from biossd.host.hdd.diskmodel import MB, NEAR_BYTES, load_profile
 from biossd.measure import profile
 from biossd.measure.blocktrace import read_blocktrace

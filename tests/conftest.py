@@ -100,8 +100,8 @@ def study_results(env, tmp_path_factory, root_required):
     the suite's one real result set (test_pipeline.py checks it). Other workflow tests reuse its
     device records (--device_records) instead of measuring the same devices again. Returns
     (launch directory, result folder)."""
-    from biossd.host.hdd import emulate
     from biossd.host.cgroups import find_leftovers
+    from biossd.host.hdd import emulate
 
     launch = tmp_path_factory.mktemp("launch")
     outdir = launch / "results"

@@ -7,10 +7,12 @@ import csv
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from biossd.core.owners import owned_name
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers as cgroup_leftovers
 from biossd.measure import manifest
@@ -171,3 +173,48 @@ def test_features_keep_going_past_a_corrupt_trace(biossd, tmp_path):
     assert proc.returncode == 1 and f"skipped {runs[1]}" in proc.stderr
     table = __import__("pandas").read_csv(out, dtype={"rep": str})
     assert list(table["rep"]) == ["good"]
+
+
+def test_a_dead_run_s_tracefs_mount_is_removed_without_a_live_run_s_instance(tmp_path, root_required):
+    """Every tracefs mount shows the same instances: removing a killed run's private mount must
+    not remove, through it, the instance of a run that is still going (here: this process's)."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead_pid = gone.pid
+    point = Path(tempfile.gettempdir()) / f"{tracefs.MOUNT_PREFIX}{dead_pid}-1-deadbeef"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tracefs", "nodev", str(point)], check=True)
+    live = point / "instances" / owned_name(tracefs.PREFIX)
+    try:
+        live.mkdir()
+        assert point in tracefs.find_leftovers() and live not in tracefs.find_leftovers()
+        tracefs.remove_leftover(point)
+        assert not point.exists()
+        assert any((m / "instances" / live.name).is_dir() for m in tracefs.tracefs_mounts()) or \
+            _instance_seen_in_a_new_mount(live.name), "the live run's instance was removed"
+    finally:
+        _remove_everywhere(live.name, point)
+
+
+def _instance_seen_in_a_new_mount(name: str) -> bool:
+    with tempfile.TemporaryDirectory() as where:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", where], check=True)
+        try:
+            return (Path(where) / "instances" / name).is_dir()
+        finally:
+            subprocess.run(["umount", where], check=True)
+
+
+def _remove_everywhere(name: str, point: Path) -> None:
+    """The test's own instance and mount, whatever the test's outcome."""
+    with tempfile.TemporaryDirectory() as where:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", where], check=True)
+        try:
+            instance = Path(where) / "instances" / name
+            if instance.is_dir():
+                instance.rmdir()
+        finally:
+            subprocess.run(["umount", where], check=True)
+    if point.exists():
+        subprocess.run(["umount", str(point)], capture_output=True)
+        point.rmdir()

@@ -8,9 +8,8 @@ import shutil
 import pytest
 
 from biossd.cli import options
-from biossd.study import catalogue
+from biossd.study import catalogue, staging
 from biossd.study.catalogue import containers
-from biossd.study import staging
 
 ENTRY = catalogue.get("samtools_sort")
 

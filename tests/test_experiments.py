@@ -18,12 +18,12 @@ import pytest
 from conftest import REPO, STUDY_HOST, nextflow
 
 from biossd import experiments
+from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_size
 from biossd.experiments import kmer_io, object_store, planning, shared_device, sort_memory, spec, tables, task
-from biossd.core.owners import ProcessRef
 from biossd.host import hostlock, objectstore
-from biossd.host.hdd import emulate
 from biossd.host.cgroups import find_leftovers
+from biossd.host.hdd import emulate
 from biossd.measure import manifest, profile
 from biossd.measure.filewatch import DirectoryWatch
 from biossd.outputs import artefacts

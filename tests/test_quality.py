@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from biossd.features import quality
-from biossd.study import catalogue
-from biossd.study import staging
+from biossd.study import catalogue, staging
 
 TRUTH = pd.DataFrame({"contig": ["chr1", "chr1", "chr2", "chr1"], "pos1": [100, 500, 40, 900]},
                      index=pd.Index(["r1", "r2", "r3", "r4"], name="read"))

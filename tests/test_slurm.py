@@ -16,9 +16,9 @@ import pytest
 from conftest import STUDY_HOST, nextflow
 
 from biossd.features import extract
+from biossd.host.cgroups import find_leftovers
 from biossd.host.hdd import emulate
 from biossd.host.slurm import slurmcluster
-from biossd.host.cgroups import find_leftovers
 from biossd.measure import manifest
 from biossd.study import matrix
 

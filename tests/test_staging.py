@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from biossd.measure import manifest
-from biossd.study import catalogue
-from biossd.study import staging
+from biossd.study import catalogue, staging
 
 pytestmark = pytest.mark.integration
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from biossd.cli import options
-from biossd.core import paths
 from biossd.cli.options import UsageError
+from biossd.core import paths
 
 
 def cmd_features(args: argparse.Namespace) -> int:

@@ -16,8 +16,7 @@ from biossd.cli.options import UsageError
 
 
 def cmd_catalogue_command(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue
-    from biossd.study import staging
+    from biossd.study import catalogue, staging
 
     if args.container and not args.bind:
         raise UsageError("--container needs --bind DIR (the run's scratch)")
@@ -28,8 +27,7 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_stage(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue
-    from biossd.study import staging
+    from biossd.study import catalogue, staging
 
     entry = catalogue.get(args.tool)
     mem = options.mem_bytes(args.mem)
@@ -41,8 +39,7 @@ def cmd_catalogue_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_prepare(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue
-    from biossd.study import staging
+    from biossd.study import catalogue, staging
 
     with options.held_host_lock(args, f"biossd catalogue prepare {args.tool} (writing {args.out})"):
         record = staging.prepare(catalogue.get(args.tool), Path(args.input), Path(args.out))
@@ -184,9 +181,8 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     from biossd.core import owners
     from biossd.host.hdd import emulate
     from biossd.measure import profile, rundir
-    from biossd.study import catalogue
+    from biossd.study import catalogue, staging
     from biossd.study.catalogue import containers
-    from biossd.study import staging
 
     entry = catalogue.get(args.tool)
     mem = options.mem_bytes(args.mem)

@@ -13,7 +13,6 @@ from typing import Any
 
 from biossd.core.errors import BiossdError
 
-
 #: Container engines (biossd.study.catalogue.containers.ENGINES, not imported here: the CLI starts fast).
 ENGINES = ("charliecloud", "apptainer", "docker")
 

@@ -41,13 +41,13 @@ import pandas as pd
 
 from biossd.core.owners import ProcessRef
 from biossd.core.units import parse_size
+from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.experiments.spec import tool_version
 from biossd.experiments.tables import by_class, run_rows, scale_keys
 from biossd.experiments.task import Task, Teardown
-from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.host import hostlock
-from biossd.host.hdd import emulate
 from biossd.host.devices import SECTOR_BYTES
+from biossd.host.hdd import emulate
 from biossd.measure import blocktrace, profile
 from biossd.measure.sampler import read_diskstats
 

@@ -197,11 +197,15 @@ def find_leftovers(include_live: bool = False) -> list[Path]:
 
 
 def remove_leftover(path: Path) -> None:
+    """Remove one leftover :func:`find_leftovers` found. A private mount is unmounted after the
+    instances *of gone runs* in it are removed: every tracefs mount shows the same instances, so a
+    live run's instance is seen through a dead run's mount too, and is never removed there."""
     if path.parent.name == "instances":
         _remove_instance(path)
     elif os.path.ismount(path):
         for instance in (path / "instances").glob(f"{PREFIX}*"):
-            _remove_instance(instance)
+            if is_owned_name(instance.name, PREFIX) and not owner_alive(instance.name, PREFIX):
+                _remove_instance(instance)
         _unmount(path)
     else:
         path.rmdir()

@@ -44,9 +44,9 @@ from biossd.core.owners import ProcessRef, start_ticks
 from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
 from biossd.host import dockerengine, hostfacts, hostlock
+from biossd.host.cgroups import MemoryCap
 from biossd.host.hdd import emulate
 from biossd.host.slurm import scheduler
-from biossd.host.cgroups import MemoryCap
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path
 from biossd.measure import blocktrace, counters, gnutime, manifest, processes, rundir
@@ -363,12 +363,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 traced.append(swap.device_name)
         if received:
             raise Interrupted(received[0])
-        facts = hostfacts.host_facts()
-        device_facts = [block_devices.device_facts(name) for name in traced]
-        mounts = {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)}
-        # Real or emulated storage (biossd.host.hdd.emulate), for the working directory and the swap.
-        storage = {"cwd": emulate.run_record(Path.cwd()),
-                   "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None}
+        where = _where(request, out_dir, traced, swap)
         phases.mark("set_up")
         caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
         phases.mark("drop_caches")
@@ -409,21 +404,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             # kills the command's session before it measures (biossd.host.hostlock.reap).
             record_intent(**{hostlock.COMMAND_KEY: {"pid": child.pid, "start_ticks": start_ticks(child.pid)}})
             command_pid = child.pid
-            # perf starts first and is waited for last: its start overlaps the others'.
-            perf = _start_perf(request, out_dir, child.pid, collectors)
-            if perf is not None:
-                stack.callback(perf.abort)
-            tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
-            if tracer is not None:
-                stack.callback(tracer.abort)
-            sampler = Sampler(out_dir / "sampler.csv", traced, cap.usage_bytes, request.sample_interval_s)
-            try:
-                sampler.start(t0)
-                stack.callback(sampler.stop)
-            except OSError as exc:
-                collectors["sampler"] = _not_run(f"could not start: {exc}")
-                sampler = None
-            perf = _perf_counting(perf, collectors)
+            running = _start_collectors(request, out_dir, traced, t0, child.pid, cap, stack, collectors)
             if received:
                 raise Interrupted(received[0])
             watch = (dockerengine.ContainerWatch(request.container_id_file).start()
@@ -461,13 +442,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             phases.mark("inspect")
             flush_s = flush_filesystem(Path.cwd())
             phases.mark("flush")
-            if perf is not None:
-                collectors["perf"] = _collect(perf.stop)
-            if sampler is not None:
-                sampler.stop()
-                collectors["sampler"] = sampler.record()
-            if tracer is not None:
-                collectors["blocktrace"] = _collect(tracer.stop, notes=trace_notes)
+            _stop_collectors(running, collectors)
         ended_at = _utc_now()
         cap_record = cap.record()
         if launch_problem is None and container is not None:
@@ -480,15 +455,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         phases.mark("stop_collectors")
     phases.mark("tear_down")
 
-    if accounting is not None:
-        manifest.atomic_write_text(out_dir / "rusage.json", json.dumps(accounting, indent=2) + "\n")
-        collectors["rusage"] = {"ran": True, "why": None, "files": ["rusage.json"]}
-    if request.cachegrind:
-        collectors["cachegrind"] = (counters.cachegrind_record(out_dir) if launch_problem is None
-                                    else _not_run("the command did not start"))
-    else:
-        collectors["cachegrind"] = _not_run("opt-in: pass --cachegrind (slow; small inputs)")
-
+    _record_after(request, out_dir, accounting, launch_problem is None, collectors)
     files = [manifest.file_record(out_dir, p) for p in sorted(out_dir.iterdir()) if p.is_file()]
     phases.mark("record")
     return {
@@ -518,18 +485,85 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         "container_image": request.image,
         "devices": traced,
         "devices_note": devices_note,
-        "device_facts": device_facts,
-        "mounts": mounts,
-        "emulated_storage": storage,
+        **where,
         "memory_cap": cap_record,
         "swap": swap_record,
         "page_cache": caches,
-        "host": facts,
         "owner": request.owner.record() if request.owner else None,
         "collectors": collectors,
         "files": files,
         "harness_s": phases.seconds,
     }
+
+
+def _where(request: ProfileRequest, out_dir: Path, traced: list[str], swap: LoopSwap | None) -> dict[str, Any]:
+    """Where the run happens: the host, the traced devices, the mounts of its working directory
+    and run directory, and whether its storage (and swap) is real or emulated
+    (:mod:`biossd.host.hdd.emulate`)."""
+    return {
+        "host": hostfacts.host_facts(),
+        "device_facts": [block_devices.device_facts(name) for name in traced],
+        "mounts": {"cwd": block_devices.mount_facts(Path.cwd()), "out": block_devices.mount_facts(out_dir)},
+        "emulated_storage": {"cwd": emulate.run_record(Path.cwd()),
+                             "swap": emulate.run_record(Path(request.swap_dir or Path.cwd())) if swap else None},
+    }
+
+
+@dataclass
+class _Collectors:
+    """The collectors running beside the command (``None``: not running, why in the record)."""
+
+    perf: counters.PerfStat | None
+    tracer: Any
+    trace_notes: Sequence[str]
+    sampler: Sampler | None
+
+
+def _start_collectors(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float, pid: int,
+                      cap: MemoryCap, stack: contextlib.ExitStack, collectors: dict[str, Any]) -> _Collectors:
+    """perf on the gate process ``pid``, the block trace of the ``traced`` devices and the
+    sampler, each aborted by ``stack`` if the run ends early; one that cannot start is recorded
+    as not run. perf starts first and is waited for last: its start overlaps the others'."""
+    perf = _start_perf(request, out_dir, pid, collectors)
+    if perf is not None:
+        stack.callback(perf.abort)
+    tracer, trace_notes = _start_blocktrace(request, out_dir, traced, t0, collectors)
+    if tracer is not None:
+        stack.callback(tracer.abort)
+    sampler: Sampler | None = Sampler(out_dir / "sampler.csv", traced, cap.usage_bytes, request.sample_interval_s)
+    try:
+        sampler.start(t0)
+        stack.callback(sampler.stop)
+    except OSError as exc:
+        collectors["sampler"] = _not_run(f"could not start: {exc}")
+        sampler = None
+    return _Collectors(_perf_counting(perf, collectors), tracer, trace_notes, sampler)
+
+
+def _stop_collectors(running: _Collectors, collectors: dict[str, Any]) -> None:
+    """Each running collector stopped (after the flush: the trace holds the tool's writeback)
+    and its record kept."""
+    if running.perf is not None:
+        collectors["perf"] = _collect(running.perf.stop)
+    if running.sampler is not None:
+        running.sampler.stop()
+        collectors["sampler"] = running.sampler.record()
+    if running.tracer is not None:
+        collectors["blocktrace"] = _collect(running.tracer.stop, notes=running.trace_notes)
+
+
+def _record_after(request: ProfileRequest, out_dir: Path, accounting: dict[str, Any] | None, started: bool,
+                  collectors: dict[str, Any]) -> None:
+    """What is recorded once everything is torn down: the process accounting, and the cachegrind
+    probe's record (or why there is none)."""
+    if accounting is not None:
+        manifest.atomic_write_text(out_dir / "rusage.json", json.dumps(accounting, indent=2) + "\n")
+        collectors["rusage"] = {"ran": True, "why": None, "files": ["rusage.json"]}
+    if request.cachegrind:
+        collectors["cachegrind"] = (counters.cachegrind_record(out_dir) if started
+                                    else _not_run("the command did not start"))
+    else:
+        collectors["cachegrind"] = _not_run("opt-in: pass --cachegrind (slow; small inputs)")
 
 
 class _Phases:

@@ -46,9 +46,8 @@ def reconcile() -> list[str]:
     """What a study does before it brings storage up (a resumed one after a SIGKILL of
     Nextflow above all): end the orphaned measured run, if any, then remove every leftover —
     only things whose owner is dead (:mod:`biossd.measure.leftovers`). Returns what was done."""
-    from biossd.measure import leftovers
-
     from biossd.host import hostlock
+    from biossd.measure import leftovers
 
     done = leftovers.stop_orphans()
     done += hostlock.reap_dead_holder()  # a tool a SIGKILLed profiler left running

@@ -18,14 +18,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy.cluster import hierarchy  # noqa: E402
 
-from biossd.analysis import (
-    Analysis,  # noqa: E402
-    patterns,
-    predict,
-    regime,
-    resultset,
-    speedup,
-)
+from biossd.analysis import Analysis  # noqa: E402
+from biossd.analysis import patterns, predict, regime, resultset, speedup
 from biossd.features import extract as features
 from biossd.features.quality import QUALITY_COLUMNS  # noqa: E402
 from biossd.host.devices import SECTOR_BYTES  # noqa: E402

@@ -8,8 +8,7 @@ from typing import Any
 
 from biossd.core.paths import REPO_ROOT
 from biossd.study import catalogue
-from biossd.study.catalogue import containers, smoke
-from biossd.study.catalogue import Entry
+from biossd.study.catalogue import Entry, containers, smoke
 
 STATUS_KEYS = ("id", "paper_name", "native_installed", "container_recipe", "container_built",
                "smoke_native", "smoke_container", "substitute_of")
