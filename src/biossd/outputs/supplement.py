@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -43,12 +43,24 @@ def _join(items: Sequence[str]) -> str:
 
 
 def methods_tex(a: analysis.Analysis) -> str:
-    """The methods section's text, every fact from the result set."""
-    runs = a.rs.runs
-    out = [r"\subsection*{Result set}"]
-    params = {}
+    """The methods section's text, every fact from the result set, section by section."""
+    params = _study_params(a)
+    sections = [_result_set_tex(a), _hosts_tex(a), _devices_tex(a), _measurement_tex(a, params), _tools_tex(a)]
+    return "\n\n".join(paragraph for section in sections for paragraph in section) + "\n"
+
+
+def _study_params(a: analysis.Analysis) -> dict[str, Any]:
+    """The study's parameters as its runs recorded them (the last record of each wins)."""
+    params: dict[str, Any] = {}
     for record in a.rs.provenance:
         params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
+    return params
+
+
+def _result_set_tex(a: analysis.Analysis) -> list[str]:
+    """The result set: its runs, sides, invocations, and whether it is synthetic."""
+    runs = a.rs.runs
+    out = [r"\subsection*{Result set}"]
     synthetic = any(r.get("synthetic") for r in a.rs.provenance)
     if synthetic:
         out.append(r"\textbf{This result set is synthetic} (\texttt{biossd data synth-results}): its numbers "
@@ -60,8 +72,12 @@ def methods_tex(a: analysis.Analysis) -> str:
     for command, profile in invocations:
         lines.append(f"Invocation: {{\\raggedright\\texttt{{{breakable(esc(command))}}} (profile {esc(profile)}).\\par}}")
     out.append(" ".join(lines))
+    return out
 
-    out.append(r"\subsection*{Hosts}")
+
+def _hosts_tex(a: analysis.Analysis) -> list[str]:
+    """The hosts the runs ran on, and how the two sides of the speedup pair differ besides the drive."""
+    out = [r"\subsection*{Hosts}"]
     host_lines = []
     for name, facts in sorted(a.rs.hosts.items()):
         mem = facts.get("mem_total_bytes")
@@ -73,8 +89,12 @@ def methods_tex(a: analysis.Analysis) -> str:
     if a.differences:
         out.append(r"\textbf{The two sides of the speedup pair differ besides the drive:} "
                    + "; ".join(esc(d) for d in a.differences) + ".")
+    return out
 
-    out.append(r"\subsection*{Storage classes and devices}")
+
+def _devices_tex(a: analysis.Analysis) -> list[str]:
+    """Each side's device: fio's measurements, and whether it is emulated."""
+    out = [r"\subsection*{Storage classes and devices}"]
     dev_lines = []
     for side, record in sorted(a.rs.devices.items()):
         spec = record.get("spec_row") or {}
@@ -100,8 +120,13 @@ def methods_tex(a: analysis.Analysis) -> str:
             text += " (a synthetic record)"
         dev_lines.append(text + ".")
     out.append(" ".join(dev_lines) or "No device records in the result set.")
+    return out
 
-    out.append(r"\subsection*{Measurement}")
+
+def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
+    """How the runs were measured: mechanisms, caps, scales, repeats, the sizing rule, chains and probes."""
+    runs = a.rs.runs
+    out = [r"\subsection*{Measurement}"]
     mech = [f"{esc(side)}: {esc(text)}" for side, text in resultset.mechanisms(a.rs).items()]
     out.append(" ".join(mech) or "No runs to read the mechanisms from.")
     caps = sorted(runs["mem"].unique(), key=lambda m: runs.loc[runs["mem"] == m, "mem_bytes"].iloc[0])
@@ -167,8 +192,13 @@ def methods_tex(a: analysis.Analysis) -> str:
         out.append(f"Fig.~10's simulated miss ratios come from one cachegrind run of each tool on the first side, "
                    f"at its input kind's size divided by {esc(str(params['cachegrind_divisor']))} and without its "
                    "memory cap (valgrind's own memory would exceed it); these are not timed runs.")
+    return out
 
-    out.append(r"\subsection*{Tools}")
+
+def _tools_tex(a: analysis.Analysis) -> list[str]:
+    """The tools that ran (versions, substitutes) and those that did not, with why."""
+    runs = a.rs.runs
+    out = [r"\subsection*{Tools}"]
     ran = set(runs["tool"])
     entries = {e.id: e for e in catalogue.load_all() if e.kind == "tool"}
     facts = resultset.run_facts(a.baseline_runs)
@@ -189,8 +219,7 @@ def methods_tex(a: analysis.Analysis) -> str:
             f"{esc(entries[t].data['paper_name'])}"
             + (f" (recipe-only here: {esc(entries[t].data.get('status_reason', ''))})"
                if entries[t].data["status"] != "runnable" else "") for t in absent) + ".")
-    return "\n\n".join(out) + "\n"
-
+    return out
 
 def answer_tex(a: analysis.Analysis) -> str:
     """The results open with the answer (:mod:`biossd.analysis.verdict`): which tools the fast side
