@@ -100,3 +100,62 @@ def test_columns_are_built_as_pyarrow_would_build_them_nulls_and_all():
     built.validate(full=True)
     assert built.equals(pa.table(cols, schema=SCHEMA))
     assert pa.Table.from_arrays([arrow_column([], f.type) for f in SCHEMA], schema=SCHEMA).num_rows == 0
+
+
+def test_issuers_outside_the_run_are_foreign_and_left_out_of_its_requests(tmp_path):
+    """With fork events, the run is its leader's tree: another process (alive or ended) and the
+    profiler itself are foreign, kernel threads are not. Without them, only a process alive in
+    another session (and the profiler) can be told apart; one that ended is kept."""
+    import os
+    import subprocess
+
+    from biossd.measure import blocktrace
+
+    other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    mine = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    writer = CanonicalWriter(tmp_path / "t.parquet", {(7, 0): "loop0"}, t0_s=0.0)
+    writer.issuers = {other.pid: ["java", 5], mine.pid: ["samtools", 7], 99999999: ["gzip", 2],
+                      ended.pid: ["dd", 4], 2: ["kthreadd", 1], 99999998: ["kworker/u8:3", 6],
+                      os.getpid(): ["biossd", 3]}
+    writer.forks, writer.forks_traced = [(mine.pid, 99999999), (99999999, 99999997)], True
+    try:
+        traced = blocktrace.foreign_issuers(writer, leader=mine.pid)
+        writer.forks_traced = False
+        alive_only = blocktrace.foreign_issuers(writer, leader=mine.pid)
+    finally:
+        for p in (other, mine):
+            p.kill()
+            p.wait()
+        writer.abort()
+    assert set(traced["pids"]) == {str(other.pid), str(ended.pid), str(os.getpid())}
+    assert traced["requests"] == 5 + 4 + 3 and "fork events" in traced["attributed_by"]
+    assert set(alive_only["pids"]) == {str(other.pid), str(os.getpid())}
+    body = {"collectors": {"blocktrace": {"foreign": traced}}}
+    assert sorted(blocktrace.excluded_pids(body)) == sorted([other.pid, ended.pid, os.getpid()])
+
+
+def test_fork_lines_are_read_and_other_lines_are_not():
+    from biossd.measure.blocktrace import descendants, parse_fork_line
+
+    line = ("            bash-1234    [001] d..2.  5123.456789: sched_process_fork: comm=bash pid=1234 "
+            "child_comm=bash child_pid=1240")
+    assert parse_fork_line(line) == (1234, 1240)
+    assert parse_fork_line("  dd-7 [000] ..... 1.0: block_rq_issue: 254,0 R 4096 () 8 + 8 [dd]") is None
+    assert descendants(1, [(1, 2), (2, 3), (9, 4), (3, 5)]) == {1, 2, 3, 5}
+
+
+def test_the_writer_tallies_issuers_and_a_run_s_requests_leave_out_the_foreign(tmp_path):
+    out = tmp_path / "t.parquet"
+    w = CanonicalWriter(out, {(7, 0): "loop0"}, t0_s=0.0)
+    for i, pid in enumerate((10, 10, 20)):
+        w.add(Event(kind="issue", time_s=float(i), dev=(7, 0), rwbs="R", sector=8 * i, nr_sectors=8, bytes=4096,
+                    pid=pid, comm=f"task{pid}", error=None))
+        w.add(Event(kind="complete", time_s=i + 0.5, dev=(7, 0), rwbs="R", sector=8 * i, nr_sectors=8, bytes=None,
+                    pid=None, comm=None, error=0))
+    w.close()
+    assert w.issuers == {10: ["task10", 2], 20: ["task20", 1]}
+    assert len(blocktrace.request_arrays(out)["issue_s"]) == 3
+    kept = blocktrace.request_arrays(out, exclude_pids=[20])
+    assert kept["sector"].tolist() == [0, 8] and kept["issue_s"].tolist() == [0.0, 1.0]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from biossd.features import extract as features
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers
 from biossd.measure import manifest
@@ -287,3 +288,30 @@ def test_a_command_whose_gnu_time_was_killed_is_reaped_and_accounted_by_the_prof
     assert body["outcome"] == "ok" and body["exit_code"] == 0, "the command's own status, not GNU time's"
     assert "reaped by the profiler" in acct["max_rss_source"] and acct["max_rss_kib"] >= 64 << 10, acct
     assert body["wall_s"] >= 3
+
+
+def test_another_process_s_requests_on_the_device_are_named_and_left_out(biossd, tmp_path, root_required):
+    """A process outside the run reading the same device meanwhile (another study, a daemon) is
+    named in the block trace's record as foreign; the run's features count only its own."""
+    mine, theirs = tmp_path / "mine.bin", tmp_path / "theirs.bin"
+    for path in (mine, theirs):
+        path.write_bytes(os.urandom(8 << 20))
+    reader = subprocess.Popen(["sh", "-c", f"while :; do dd if={theirs} of=/dev/null bs=64k iflag=direct "
+                               "status=none; done"], start_new_session=True)
+    try:
+        run = tmp_path / "run"
+        biossd("profile", "--mem", "64M", "--no-drop-caches", "--out", str(run), "--", "sh", "-c",
+               f"for i in 1 2 3 4; do dd if={mine} of=/dev/null bs=64k iflag=direct status=none; done")
+    finally:
+        os.killpg(reader.pid, signal.SIGKILL)
+        reader.wait()
+    body = manifest.read_manifest(run)
+    trace = body["collectors"]["blocktrace"]
+    foreign = trace["foreign"]
+    assert foreign["requests"] > 0 and {f["comm"] for f in foreign["pids"].values()} >= {"dd"}, foreign
+    requests = read_blocktrace(run / "blocktrace.parquet")
+    own = requests[~requests.pid.isin([int(p) for p in foreign["pids"]])]
+    row = features.run_features(run)
+    mine_read = own[own.op.eq("R")].bytes.sum()
+    assert mine_read >= 4 * mine.stat().st_size, "the run's own O_DIRECT reads are kept"
+    assert row["Riops"] == pytest.approx((own.op == "R").sum() / body["wall_s"], rel=0.05)

@@ -188,7 +188,7 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
     if t0 is None:
         raise NoTrace("the manifest does not say when the command started")
     runtime_s = float(acct["wall_s"])
-    stream, busy, waited = stream_of(blocktrace.request_arrays(path), t0, t0 + runtime_s)
+    stream, busy, waited = stream_of(blocktrace.run_requests(run_dir, body), t0, t0 + runtime_s)
     own_device = bool((body.get("emulated_storage") or {}).get("cwd"))
     return RunStream(stream, runtime_s, float(acct["user_s"]) + float(acct["sys_s"]), busy,
                      "" if own_device else SHARED_DEVICE_NOTE, waited)

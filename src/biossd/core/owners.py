@@ -65,6 +65,20 @@ def session_members(sid: int, started_from: int | None = None) -> list[int]:
     return members
 
 
+_STAT_FLAGS_FIELD = 9
+#: ``/proc/PID/stat``'s flag of a kernel thread (PF_KTHREAD): writeback, the journal, kswapd.
+PF_KTHREAD = 0x00200000
+
+
+def session_and_kernel(pid: int) -> tuple[int, bool] | None:
+    """A live ``pid``'s session and whether it is a kernel thread; ``None`` if it has ended."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] in _ENDED_STATES:
+        return None
+    return (int(fields[_STAT_SESSION_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]),
+            bool(int(fields[_STAT_FLAGS_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) & PF_KTHREAD))
+
+
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot; ``None`` if there is no such process
     or it has ended (a zombie waiting for its parent runs no more)."""

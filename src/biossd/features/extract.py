@@ -402,7 +402,7 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
         return out
     trace_path = run_dir / blocktrace.BLOCKTRACE_FILE
     try:
-        requests = blocktrace.request_arrays(trace_path)
+        requests = blocktrace.run_requests(run_dir, body)
     except (OSError, pa.ArrowException) as err:
         raise FeatureError(f"{trace_path}: cannot read the block trace ({err}); re-run the "
                            "profile or pass --keep-going to skip this run") from None

@@ -35,6 +35,7 @@ MOUNT_PREFIX = "biossd-tracefs-"
 #: The tracepoints a block trace enables: issue and completion of each request, and requeue
 #: (a request the driver handed back, to be issued again).
 BLOCK_EVENTS = ("block_rq_issue", "block_rq_complete", "block_rq_requeue")
+FORK_EVENT = "sched_process_fork"
 #: Ring buffer per CPU; large enough that a reader woken every poll interval never overruns
 #: at tens of thousands of requests per second.
 BUFFER_KIB_PER_CPU = 8192
@@ -84,6 +85,9 @@ class BlockTraceInstance(HostObject):
     devices: Sequence[tuple[int, int]]
     events: Sequence[str] = BLOCK_EVENTS
     buffer_kib_per_cpu: int = BUFFER_KIB_PER_CPU
+    #: Also record ``sched:sched_process_fork`` (the run's process tree, for attribution).
+    forks: bool = True
+    tracing_forks: bool = field(default=False, init=False)
     path: Path | None = field(default=None, init=False)
     mount_point: Path | None = field(default=None, init=False)
     own_mount: bool = field(default=False, init=False)
@@ -117,6 +121,11 @@ class BlockTraceInstance(HostObject):
             event_dir = self.path / "events" / "block" / event
             _write(event_dir / "filter", condition or "0")
             _write(event_dir / "enable", "1")
+        # Every fork on the host (few beside the block requests): which task is the run's.
+        fork_dir = self.path / "events" / "sched" / FORK_EVENT
+        if self.forks and fork_dir.is_dir():
+            _write(fork_dir / "enable", "1")
+            self.tracing_forks = True
 
     def start(self) -> None:
         assert self.path is not None

@@ -41,14 +41,14 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import dies_with_parent
+from biossd.core.owners import dies_with_parent, session_and_kernel
 from biossd.host import tracefs
 from biossd.host.devices import SECTOR_BYTES
 
@@ -147,6 +147,20 @@ def parse_tracefs_line(line: str) -> Event | None:
     return event
 
 
+_FORK_PAYLOAD = re.compile(r"^comm=.* pid=(?P<parent>\d+) child_comm=.* child_pid=(?P<child>\d+)\s*$")
+_FORK_LINE = re.compile(r"^.*?\s(?P<ts>\d+\.\d+): sched_process_fork: (?P<payload>.*)$")
+
+
+def parse_fork_line(line: str) -> tuple[int, int] | None:
+    """``(parent pid, child pid)`` of one ``sched_process_fork`` line of ``trace_pipe``; ``None``
+    for other lines."""
+    if "sched_process_fork" not in line:
+        return None
+    head = _FORK_LINE.match(line)
+    body = _FORK_PAYLOAD.match(head["payload"]) if head else None
+    return (int(body["parent"]), int(body["child"])) if body else None
+
+
 #: ``blkparse -f`` format giving the fields :func:`parse_blkparse_line` reads.
 BLKPARSE_FORMAT = "%a %M %m %d %S %n %N %T.%9t %p %C\\n"
 _BLKPARSE_KINDS = {"D": "issue", "C": "complete", "R": "requeue"}
@@ -185,6 +199,12 @@ class CanonicalWriter:
         self.requeues = 0
         self.incomplete_requests = 0
         self._pending: dict[tuple[tuple[int, int], int], deque[list[Any]]] = {}
+        #: Every task that issued a request: pid -> [comm, requests].
+        self.issuers: dict[int, list[Any]] = {}
+        #: ``(parent, child)`` of every fork seen while tracing, when the tracer records them
+        #: (:attr:`forks_traced`).
+        self.forks: list[tuple[int, int]] = []
+        self.forks_traced = False
         self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
         self._writer = pq.ParquetWriter(self.tmp, SCHEMA)
 
@@ -230,6 +250,8 @@ class CanonicalWriter:
         c["bytes"].append(nbytes)
         c["pid"].append(pid)
         c["comm"].append(comm)
+        if pid is not None:
+            self.issuers.setdefault(pid, [comm, 0])[1] += 1
         c["error"].append(error)
         self.rows += 1
         if len(c["issue_s"]) >= ROWS_PER_GROUP:
@@ -272,11 +294,70 @@ def waited_for(op: np.ndarray, rwbs: np.ndarray) -> np.ndarray:
     return (op != "W") | (np.char.find(rwbs, SYNC_FLAG) >= 0)
 
 
-def request_arrays(path: Path) -> dict[str, Any]:
+#: Kernel threads (writeback, the journal, loop devices' workers, kswapd) issue everyone's
+#: requests, the run's included: kept, even once they have ended.
+KERNEL_THREAD_COMMS = ("kworker/", "jbd2/", "kswapd", "kcompactd", "ksoftirqd/", "kthreadd", "loop")
+
+
+def descendants(root: int, forks: Sequence[tuple[int, int]]) -> set[int]:
+    """``root`` and every process forked from it, or from one of those, in ``forks`` order."""
+    tree = {root}
+    for parent, child in forks:
+        if parent in tree:
+            tree.add(child)
+    return tree
+
+
+def foreign_issuers(writer: CanonicalWriter, leader: int) -> dict[str, Any]:
+    """Which of a trace's issuers are not the run's (asked once the command has ended, before its
+    session is killed). The run's are the command's ``leader`` and every process forked from it
+    while tracing (where the tracer saw forks: ``sched_process_fork``), else those alive in its
+    session; kernel threads issue everyone's writeback and journal, the run's included, and are
+    kept. Foreign: every other process — another study's Nextflow and tasks, a daemon — and the
+    profiler itself. Without fork events a process that has ended cannot be told apart and is
+    kept. Foreign requests stay in the trace and are left out of the run's features
+    (:func:`run_requests`)."""
+    profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
+    own = descendants(leader, writer.forks) if writer.forks_traced else {leader}
+    foreign = {}
+    for pid, (comm, count) in writer.issuers.items():
+        if pid in own:
+            continue
+        facts = session_and_kernel(pid)
+        kernel = facts[1] if facts is not None else str(comm or "").startswith(KERNEL_THREAD_COMMS)
+        if pid in profiler:
+            foreign[str(pid)] = {"comm": comm, "requests": count}
+        elif kernel:
+            continue
+        elif writer.forks_traced or (facts is not None and facts[0] != leader):
+            foreign[str(pid)] = {"comm": comm, "requests": count}
+    how = ("the run's process tree from fork events" if writer.forks_traced
+           else "liveness: processes alive outside the run's session (an ended one is kept)")
+    return {"pids": foreign, "requests": sum(f["requests"] for f in foreign.values()), "attributed_by": how,
+            "why": "issued by processes other than the run's or the kernel's; kept in the trace, left out of the "
+                   "features"}
+
+
+def excluded_pids(body: dict[str, Any]) -> list[int]:
+    """The pids a run's manifest names as foreign issuers (:func:`foreign_issuers`)."""
+    foreign = ((body.get("collectors") or {}).get("blocktrace") or {}).get("foreign") or {}
+    return [int(pid) for pid in foreign.get("pids") or {}]
+
+
+def run_requests(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
+    """A run's own requests (:func:`request_arrays` without its foreign issuers')."""
+    return request_arrays(Path(run_dir) / BLOCKTRACE_FILE, excluded_pids(body))
+
+
+def request_arrays(path: Path, exclude_pids: Sequence[int] = ()) -> dict[str, Any]:
     """The canonical trace as NumPy arrays in issue order, for the features: ``issue_s``,
     ``complete_s`` (NaN when not seen), ``device`` (integer codes), ``op`` (``R``/``W``/...),
-    ``sector``, ``bytes``, and ``waited`` (:func:`waited_for`)."""
-    table = pq.read_table(path, columns=["issue_s", "complete_s", "device", "op", "rwbs", "sector", "bytes"])
+    ``sector``, ``bytes``, and ``waited`` (:func:`waited_for`); without the requests of
+    ``exclude_pids``."""
+    table = pq.read_table(path, columns=["issue_s", "complete_s", "device", "op", "rwbs", "sector", "bytes", "pid"])
+    if len(exclude_pids):
+        pids = table.column("pid").to_numpy(zero_copy_only=False)
+        table = table.filter(pa.array(~np.isin(pids, np.asarray(exclude_pids, dtype=float))))
     order = np.argsort(table.column("issue_s").to_numpy(), kind="stable")
     device = table.column("device").dictionary_encode().combine_chunks().indices.to_numpy(zero_copy_only=False)
     return {
@@ -327,6 +408,7 @@ class TracefsBlockTrace:
         except tracefs.TracefsError as err:
             raise BlockTraceUnavailable(str(err)) from None
         self.writer = CanonicalWriter(self.out_dir / BLOCKTRACE_FILE, self.devices, t0_s)
+        self.writer.forks_traced = self.instance.tracing_forks
         self._fd = os.open(self.instance.pipe, os.O_RDONLY | os.O_NONBLOCK)
         self._wake_r, self._wake_w = os.pipe()
         self.instance.start()
@@ -353,6 +435,10 @@ class TracefsBlockTrace:
             got = True
             lines, tail = self._lines(chunk, tail)
             for line in lines:
+                fork = parse_fork_line(line)
+                if fork is not None:
+                    self.writer.forks.append(fork)
+                    continue
                 try:
                     event = parse_tracefs_line(line)
                 except ValueError:

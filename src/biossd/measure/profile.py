@@ -442,7 +442,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             phases.mark("inspect")
             flush_s = flush_filesystem(Path.cwd())
             phases.mark("flush")
-            _stop_collectors(running, collectors)
+            _stop_collectors(running, collectors, session=child.pid, attribute=_attribution(request))
         ended_at = _utc_now()
         cap_record = cap.record()
         if launch_problem is None and container is not None:
@@ -540,9 +540,21 @@ def _start_collectors(request: ProfileRequest, out_dir: Path, traced: list[str],
     return _Collectors(_perf_counting(perf, collectors), tracer, trace_notes, sampler)
 
 
-def _stop_collectors(running: _Collectors, collectors: dict[str, Any]) -> None:
+def _attribution(request: ProfileRequest) -> str | None:
+    """Why a run's block requests are not attributed to processes (``None``: they are)."""
+    if request.group:
+        return "a concurrent group's members share the device by design"
+    if request.container_id_file is not None:
+        return "the tool runs in Docker's container, outside the profiler's process tree"
+    return None
+
+
+def _stop_collectors(running: _Collectors, collectors: dict[str, Any], session: int,
+                     attribute: str | None = None) -> None:
     """Each running collector stopped (after the flush: the trace holds the tool's writeback)
-    and its record kept."""
+    and its record kept; the block trace's record names the requests of processes other than
+    the command's (:func:`biossd.measure.blocktrace.foreign_issuers`, its ``session`` leader's
+    tree), asked before the session is killed — unless ``attribute`` says why not."""
     if running.perf is not None:
         collectors["perf"] = _collect(running.perf.stop)
     if running.sampler is not None:
@@ -550,6 +562,10 @@ def _stop_collectors(running: _Collectors, collectors: dict[str, Any]) -> None:
         collectors["sampler"] = running.sampler.record()
     if running.tracer is not None:
         collectors["blocktrace"] = _collect(running.tracer.stop, notes=running.trace_notes)
+        if collectors["blocktrace"].get("ran"):
+            collectors["blocktrace"]["foreign"] = (
+                blocktrace.foreign_issuers(running.tracer.writer, session) if attribute is None else
+                {"pids": {}, "requests": 0, "attributed_by": None, "why": f"not attributed: {attribute}"})
 
 
 def _record_after(request: ProfileRequest, out_dir: Path, accounting: dict[str, Any] | None, started: bool,
