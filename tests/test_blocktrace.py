@@ -159,3 +159,19 @@ def test_the_writer_tallies_issuers_and_a_run_s_requests_leave_out_the_foreign(t
     assert len(blocktrace.request_arrays(out)["issue_s"]) == 3
     kept = blocktrace.request_arrays(out, exclude_pids=[20])
     assert kept["sector"].tolist() == [0, 8] and kept["issue_s"].tolist() == [0.0, 1.0]
+
+
+def test_a_request_a_worker_issues_is_the_submitter_s(tmp_path):
+    """The block layer's worker (kworker/1:1H) issues queued requests: the request is the task's
+    that queued it (block_rq_insert), so the run's requests are told from another study's."""
+    lines = ["       samtools-77    [001] ..... 5.000001: block_rq_insert: 254,0 R 4096 () 800 + 8 be,0,4 [samtools]",
+             "   kworker/1:1H-12    [001] ..... 5.000100: block_rq_issue: 254,0 R 4096 () 800 + 8 be,0,4 [kworker/1:1H]",
+             "   kworker/1:1H-12    [001] ..... 5.000200: block_rq_issue: 254,0 W 4096 () 900 + 8 be,0,4 [kworker/1:1H]"]
+    events = [parse_tracefs_line(line) for line in lines]
+    assert events[0].kind == "insert" and (events[0].pid, events[0].comm) == (77, "samtools")
+    w = CanonicalWriter(tmp_path / "t.parquet", {(254, 0): "vda"}, t0_s=0.0)
+    for event in events:
+        w.add(event)
+    w.close()
+    trace = blocktrace.read_blocktrace(tmp_path / "t.parquet")
+    assert list(zip(trace.sector, trace.pid, trace.comm)) == [(800, 77, "samtools"), (900, 12, "kworker/1:1H")]

@@ -386,19 +386,25 @@ def test_hard_links_into_another_file_system_are_refused_before_any_run(env, tmp
         shutil.rmtree(outdir, ignore_errors=True)  # Nextflow's own trace files, made at its start
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: with another study on the same device, 2-3 of 4 runs saw 551-1007 "
-                   "block requests against 175-193 alone (2026-11-24, two runs of this test); the other study's "
-                   "writes outside the host lock (Nextflow's task files and logs, its steps that are not "
-                   "measured) are not yet kept out of a measured window")
+@pytest.mark.xfail(strict=True, reason="known gap, narrowed: the other study's own processes are now named "
+                   "foreign and not counted (430-640 of a run's 535-740 requests, 2026-11-25), but the block "
+                   "layer's worker (kworker/1:1H) issues some of its queued reads, which no task-based "
+                   "attribution can tell apart: 104-113 counted requests against 63-73 alone")
 def test_two_studies_on_one_device_measure_as_one_does_alone(env, tmp_path, result_set):
     """Two `-profile test` studies at once with their scratch on one device: their measured runs
     take turns (the host lock), and every write of theirs to the device — inputs, preparation,
-    staging, publishing (hard links) — happens under the lock or outside any window. Each run's
-    block-trace request count stays within the spread of the same run measured alone (the
-    suite's study), widened by TWO_STUDIES_SLACK for the device's other traffic."""
-    solo = [manifest.read_manifest(result_set / layout.run_relpath(
-        {"host": STUDY_HOST, "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep})
-    )["collectors"]["blocktrace"]["requests"] for rep in (1, 2, 3)]
+    staging, publishing (hard links) — happens under the lock or outside any window. What the
+    other study does on the device meanwhile (its Nextflow, its tasks starting) is named in each
+    run's record as foreign and not counted: the requests a run counts (its own and the kernel's
+    writeback) stay within the spread of the same run measured alone (the suite's study),
+    widened by TWO_STUDIES_SLACK for the device's other traffic."""
+    def counted(run_dir: Path) -> int:
+        trace = manifest.read_manifest(run_dir)["collectors"]["blocktrace"]
+        return trace["requests"] - trace["foreign"]["requests"]
+
+    solo = [counted(result_set / layout.run_relpath(
+        {"host": STUDY_HOST, "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": 1, "rep": rep}))
+        for rep in (1, 2, 3)]
     only_ssd = tmp_path / "only-ssd.config"
     only_ssd.write_text("params { storage_classes = 'ssd'; emulate = null; repeats = 2; skip_report = true; "
                         "cachegrind_divisor = null }\n")
@@ -416,8 +422,7 @@ def test_two_studies_on_one_device_measure_as_one_does_alone(env, tmp_path, resu
                                       text=True))
     outs = [p.communicate(timeout=900)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], "\n".join(o[-2000:] for o in outs)
-    both = [manifest.read_manifest(r)["collectors"]["blocktrace"]["requests"]
-            for name in ("a", "b") for r in features.find_run_dirs([tmp_path / name / "results"])]
+    both = [counted(r) for name in ("a", "b") for r in features.find_run_dirs([tmp_path / name / "results"])]
     assert len(both) == 4
     low, high = min(solo) / TWO_STUDIES_SLACK, max(solo) * TWO_STUDIES_SLACK
     print(f"block requests alone {solo}, two studies at once {both}")

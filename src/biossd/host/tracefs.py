@@ -35,6 +35,8 @@ MOUNT_PREFIX = "biossd-tracefs-"
 #: The tracepoints a block trace enables: issue and completion of each request, and requeue
 #: (a request the driver handed back, to be issued again).
 BLOCK_EVENTS = ("block_rq_issue", "block_rq_complete", "block_rq_requeue")
+#: Recorded where the kernel has it: the task that submitted a request, when a worker issues it.
+OPTIONAL_BLOCK_EVENTS = ("block_rq_insert",)
 FORK_EVENT = "sched_process_fork"
 #: Ring buffer per CPU; large enough that a reader woken every poll interval never overruns
 #: at tens of thousands of requests per second.
@@ -117,7 +119,8 @@ class BlockTraceInstance(HostObject):
         _write(self.path / "trace_clock", TRACE_CLOCK)
         _write(self.path / "buffer_size_kb", str(self.buffer_kib_per_cpu))
         condition = " || ".join(f"dev == {kernel_dev_t(ma, mi)}" for ma, mi in self.devices)
-        for event in self.events:
+        optional = [e for e in OPTIONAL_BLOCK_EVENTS if (self.mount_point / "events" / "block" / e).is_dir()]
+        for event in (*self.events, *optional):
             event_dir = self.path / "events" / "block" / event
             _write(event_dir / "filter", condition or "0")
             _write(event_dir / "enable", "1")

@@ -14,7 +14,8 @@ never sit in memory:
 ``rwbs``       string    the kernel's full operation flags (``WS``: synchronous write, ...)
 ``sector``     int64     first sector, 512-byte units
 ``bytes``      int64     request size in bytes
-``pid``        int32     the task that issued it (null when unknown)
+``pid``        int32     the task that submitted it (its ``block_rq_insert``; else the one that
+                         issued it; null when unknown)
 ``comm``       string    that task's name (null when unknown)
 ``error``      int32     completion status (0 = success; null when not completed)
 =============  ========  ==================================================================
@@ -123,7 +124,7 @@ _TRACEFS_PAYLOAD = re.compile(
     r"(?P<sector>\d+) \+ (?P<nr>\d+)(?: \S+)? \[(?P<last>.*)\]$"
 )
 _TRACEFS_KINDS = {"block_rq_issue": "issue", "block_rq_complete": "complete",
-                  "block_rq_requeue": "requeue"}
+                  "block_rq_requeue": "requeue", "block_rq_insert": "insert"}
 
 
 def parse_tracefs_line(line: str) -> Event | None:
@@ -138,7 +139,7 @@ def parse_tracefs_line(line: str) -> Event | None:
     kind = _TRACEFS_KINDS[head["event"]]
     event = Event(kind=kind, time_s=float(head["ts"]), dev=(int(body["major"]), int(body["minor"])),
                   rwbs=body["rwbs"], sector=int(body["sector"]), nr_sectors=int(body["nr"]))
-    if kind == "issue":
+    if kind in ("issue", "insert"):
         event.bytes = int(body["bytes"]) if body["bytes"] is not None else event.nr_sectors * SECTOR_BYTES
         event.pid = int(head["pid"])
         event.comm = body["last"]
@@ -199,6 +200,8 @@ class CanonicalWriter:
         self.requeues = 0
         self.incomplete_requests = 0
         self._pending: dict[tuple[tuple[int, int], int], deque[list[Any]]] = {}
+        #: Requests queued and not yet issued: (dev, sector) -> the submitting task's (pid, comm).
+        self._submitted: dict[tuple[tuple[int, int], int], tuple[int | None, str | None]] = {}
         #: Every task that issued a request: pid -> [comm, requests].
         self.issuers: dict[int, list[Any]] = {}
         #: ``(parent, child)`` of every fork seen while tracing, when the tracer records them
@@ -210,7 +213,14 @@ class CanonicalWriter:
 
     def add(self, event: Event) -> None:
         key = (event.dev, event.sector)
+        if event.kind == "insert":
+            # Queued by the task that submitted it; a worker of the block layer may issue it later.
+            self._submitted[key] = (event.pid, event.comm)
+            return
         if event.kind == "issue":
+            submitter = self._submitted.pop(key, None)
+            if submitter is not None:
+                event.pid, event.comm = submitter
             # [issue_s, dev, rwbs, sector, bytes, pid, comm, sectors still to complete]
             row = [event.time_s - self.t0_s, event.dev, event.rwbs, event.sector,
                    event.bytes, event.pid, event.comm, event.nr_sectors]
