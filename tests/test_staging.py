@@ -166,6 +166,28 @@ def test_shared_copies_are_evicted_before_they_fill_half_the_disk(tmp_path, monk
     assert made.is_dir() and not kept.exists()
 
 
+def test_the_least_recently_used_shared_copies_are_evicted_and_only_as_many_as_needed(tmp_path, monkeypatch):
+    """A copy used again is the last to go: the study runs every tool's first repeat before any
+    second, so evicting every copy at once would copy each input again for each repeat."""
+    a, b, c = (_prepared_dir(tmp_path / n) for n in "abc")
+    root = tmp_path / "mount"
+
+    class Disk:  # 100 blocks of 4 KiB, each copy taking 30: a third copy would leave too little free
+        f_frsize, f_blocks = 4096, 100
+
+        @property
+        def f_bavail(self):
+            return 100 - 30 * len(list((root / staging.SHARED_DIR).glob(f"*/{staging.SHARED_RECORD}")))
+
+    monkeypatch.setattr(staging.os, "statvfs", lambda path: Disk())
+    kept, dropped = staging.shared_copy(a, root), staging.shared_copy(b, root)
+    os.utime(kept / staging.SHARED_RECORD, (1, 1))
+    os.utime(dropped / staging.SHARED_RECORD, (2, 2))
+    assert staging.shared_copy(a, root) == kept  # used again now: b is the older
+    made = staging.shared_copy(c, root)
+    assert made.is_dir() and kept.is_dir() and not dropped.exists()
+
+
 def test_catalogue_run_stages_profiles_and_removes_its_marked_scratch(biossd, inputs, tmp_path):
     """PROFILE's one process: the scratch is made with its mark, the prepared input staged, the
     tool profiled in it (its outputs land there), and the scratch removed once the run is kept."""

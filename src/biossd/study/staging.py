@@ -208,6 +208,7 @@ def shared_copy(prepared: Path, shared_root: Path) -> Path:
     try:
         record = json.loads(record_path.read_text())
         if record.get("files") == _file_stats(shared):
+            os.utime(record_path)  # used now: the last to be evicted
             return shared
     except (OSError, ValueError):
         pass
@@ -216,16 +217,13 @@ def shared_copy(prepared: Path, shared_root: Path) -> Path:
             raise StageError(f"{shared} is not a shared copy biossd made (no {SHARED_RECORD}); not touching it")
         shutil.rmtree(shared)
     shared.parent.mkdir(parents=True, exist_ok=True)
-    disk = os.statvfs(shared.parent)
-    if (disk.f_bavail * disk.f_frsize - _tree_bytes(Path(prepared))
-            < SHARED_MIN_FREE_FRACTION * disk.f_blocks * disk.f_frsize):
-        _evict_shared(shared.parent)
+    _evict_shared(shared.parent, _tree_bytes(Path(prepared)))
     try:
         _make_shared(Path(prepared), shared)
     except OSError as err:
         if err.errno != errno.ENOSPC:
             raise
-        _evict_shared(shared.parent)
+        _evict_shared(shared.parent, None)
         _make_shared(Path(prepared), shared)
     return shared
 
@@ -235,12 +233,18 @@ def _tree_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
 
 
-def _evict_shared(shared_dir: Path) -> None:
-    """Remove every shared copy under ``shared_dir``: runs made of them keep their links, later
-    runs copy again."""
-    for copy in shared_dir.iterdir():
-        if (copy / SHARED_RECORD).is_file():
-            shutil.rmtree(copy)
+def _evict_shared(shared_dir: Path, adding_bytes: int | None) -> None:
+    """Remove shared copies under ``shared_dir``, least recently used first, until a copy of
+    ``adding_bytes`` leaves :data:`SHARED_MIN_FREE_FRACTION` of the disk free (``None``: every
+    copy, after the disk filled). Runs made of them keep their links; later runs copy again."""
+    copies = sorted((c for c in shared_dir.iterdir() if (c / SHARED_RECORD).is_file()),
+                    key=lambda c: (c / SHARED_RECORD).stat().st_mtime)
+    for copy in copies:
+        if adding_bytes is not None:
+            disk = os.statvfs(shared_dir)
+            if disk.f_bavail * disk.f_frsize - adding_bytes >= SHARED_MIN_FREE_FRACTION * disk.f_blocks * disk.f_frsize:
+                return
+        shutil.rmtree(copy)
 
 
 def _make_shared(prepared: Path, shared: Path) -> None:
