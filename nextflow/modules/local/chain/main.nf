@@ -7,6 +7,8 @@
  * Published to meta.publish/<NN-tool>/, OUTDIR/<host>-<storage>/chains/<pipeline>/<rep>/<NN-tool>/ (the study
  * plan computes it: src/biossd/study/layout.py; conf/modules.config publishes it).
  */
+include { shellQuote } from '../../../lib/shell'
+
 process CHAIN {
     tag "${meta.pipeline} ${meta.storage} #${meta.rep}"
     label 'profiled'
@@ -20,7 +22,7 @@ process CHAIN {
     path 'versions.yml'             , emit: versions
 
     script:
-    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q       = { value -> shellQuote(value) }
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
     def args    = task.ext.args ?: ''
     def engine  = task.ext.engine ? "--container ${q(task.ext.engine)}" : ''

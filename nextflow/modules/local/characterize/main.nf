@@ -4,6 +4,8 @@
  * Publishes OUTDIR/<host>-<class>/device.json, the bandwidth Butil divides by, and the host's
  * facts (kernel, OS, CPU, memory) as OUTDIR/pipeline_info/host-<host>.json.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process CHARACTERIZE {
     tag "${host}"
     // Not 'host_setup': it changes nothing on the host, and on a cluster it measures the node the
@@ -19,7 +21,7 @@ process CHARACTERIZE {
     path 'versions.yml' , emit: versions
 
     script:
-    def q     = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q     = { value -> shellQuote(value) }
     def args  = task.ext.args ?: ''
     """
     biossd storage characterize --input ${q(storage_json)} ${args} -o devices

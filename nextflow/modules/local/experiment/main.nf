@@ -6,6 +6,8 @@
  * FUSE mount, a pair of devices, a concurrent group under the host lock) and removes all of it; the task directory (each run's directory and
  * point.json) is published to meta.publish, OUTDIR/<host>-<storage>/experiments/<id>/<point>/<rep>/.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process EXPERIMENT {
     tag "${meta.experiment} ${meta.point} ${meta.storage} #${meta.rep}"
     label 'profiled'
@@ -20,7 +22,7 @@ process EXPERIMENT {
     path 'versions.yml'          , emit: versions
 
     script:
-    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q       = { value -> shellQuote(value) }
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : '"$PWD/scratch"'
     def taskJson    = groovy.json.JsonOutput.toJson(meta)
     def storageJson = groovy.json.JsonOutput.toJson(storage)

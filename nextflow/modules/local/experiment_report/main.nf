@@ -4,6 +4,8 @@
  * staged, with their layout paths (meta.publish), so it lays them out first (`biossd layout
  * assemble`), as REPORT does for the study.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process EXPERIMENT_REPORT {
     tag "${experiments}"
     label 'process_single'
@@ -20,7 +22,7 @@ process EXPERIMENT_REPORT {
     path 'versions.yml'             , emit: versions
 
     script:
-    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q       = { value -> shellQuote(value) }
     def records = device_records instanceof List ? device_records : [device_records]
     def dirs    = task_dirs instanceof List ? task_dirs : [task_dirs]
     def runs    = [publish, dirs].transpose().collect { rel, dir -> "--run ${q("${rel}=${dir}")}" }.join(' ')

@@ -4,6 +4,8 @@
  * every PROFILE task of the pair copies the prepared directory into its scratch on the device
  * under study (`biossd catalogue run`), so the tool's reads still hit that device.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process PREPARE {
     tag "${tool} ${input_id}"
     label 'process_single'
@@ -15,7 +17,7 @@ process PREPARE {
     tuple val(tool), val(input_id), path('prepared'), env(input_bytes), emit: prepared
 
     script:
-    def q = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q = { value -> shellQuote(value) }
     """
     input_bytes=\$(biossd catalogue prepare ${q(tool)} --input input --out prepared --hold-host-lock)
     """

@@ -10,6 +10,8 @@
  * swap area, when --swap is set). The tool's version comes from TOOL_VERSION, asked once per
  * tool: with the biossd version it is part of the task's hash, as the prepared input is.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process PROFILE {
     tag "${meta.tool} ${meta.storage} ${meta.mem} x${meta.scale} #${meta.rep}${meta.probe ? ' ' + meta.probe : ''}"
     label 'profiled'
@@ -25,7 +27,7 @@ process PROFILE {
     path 'versions.yml'         , emit: versions
 
     script:
-    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q       = { value -> shellQuote(value) }
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : 'scratch'
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
     // A cachegrind probe (Fig. 10 without a PMU) runs the tool under valgrind's cache simulation.

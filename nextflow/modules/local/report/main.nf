@@ -5,6 +5,8 @@
  * result set (`biossd layout assemble`: links at their layout paths, each class's device record,
  * the host's facts, the run table and the parameters), then renders over that. Skipped with --skip_report; `biossd report OUTDIR [MORE...]` re-renders by hand.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process REPORT {
     tag "${host}"
     label 'process_single'
@@ -24,7 +26,7 @@ process REPORT {
     path 'versions.yml'     , emit: versions
 
     script:
-    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q       = { value -> shellQuote(value) }
     // One class gives one file (a Path, whose collect would walk its name parts), several a list.
     def records = device_records instanceof List ? device_records : [device_records]
     def dirs    = run_dirs instanceof List ? run_dirs : [run_dirs]

@@ -8,6 +8,8 @@
  * left (after a SIGKILL of Nextflow: an orphaned run, a stale emulation) is reconciled.
  * Never cached: on -resume the emulations must be brought up again.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process STORAGE_UP {
     tag "${classes}"
     label 'host_setup'
@@ -24,7 +26,7 @@ process STORAGE_UP {
     path 'versions.yml', emit: versions
 
     script:
-    def q       = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q       = { value -> shellQuote(value) }
     def args    = task.ext.args ?: ''
     """
     biossd storage up --classes ${q(classes)} ${args} -o storage.json

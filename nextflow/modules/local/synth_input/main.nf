@@ -3,6 +3,8 @@
  * times, from a fixed seed, so the same parameters give the same bytes on every host. Written
  * under the host lock: never inside a measured window of another study on this host.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process SYNTH_INPUT {
     tag "${meta.id}"
     label 'process_single'
@@ -18,7 +20,7 @@ process SYNTH_INPUT {
     path 'versions.yml'            , emit: versions
 
     script:
-    def q = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q = { value -> shellQuote(value) }
     """
     biossd data synth ${q(meta.kind)} --size ${q(size)} --scale ${q(meta.scale)} --seed ${q(seed)} -o input --hold-host-lock > /dev/null
     cp input/synth.json synth.json

@@ -4,6 +4,8 @@
  * so its hash — whether -resume reuses a run — changes exactly when the tool (or biossd) does.
  * Never cached: a tool upgraded between two sessions is asked again.
  */
+include { shellQuote } from '../../../lib/shell'
+
 process TOOL_VERSION {
     tag "${tool}"
     label 'process_single'
@@ -16,7 +18,7 @@ process TOOL_VERSION {
     tuple val(tool), env(version), env(image_ref), env(biossd_version), emit: version
 
     script:
-    def q      = { value -> "'" + value.toString().replace("'", "'\\''") + "'" }
+    def q      = { value -> shellQuote(value) }
     def engine = task.ext.engine ?: ''
     """
     version=\$(biossd catalogue version ${engine ? "--container ${q(engine)}" : ''} ${q(tool)})
