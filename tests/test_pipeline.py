@@ -386,10 +386,6 @@ def test_hard_links_into_another_file_system_are_refused_before_any_run(env, tmp
         shutil.rmtree(outdir, ignore_errors=True)  # Nextflow's own trace files, made at its start
 
 
-@pytest.mark.xfail(strict=True, reason="known gap, narrowed: the other study's own processes are now named "
-                   "foreign and not counted (430-640 of a run's 535-740 requests, 2026-11-25), but the block "
-                   "layer's worker (kworker/1:1H) issues some of its queued reads, which no task-based "
-                   "attribution can tell apart: 104-113 counted requests against 63-73 alone")
 def test_two_studies_on_one_device_measure_as_one_does_alone(env, tmp_path, result_set):
     """Two `-profile test` studies at once with their scratch on one device: their measured runs
     take turns (the host lock), and every write of theirs to the device — inputs, preparation,

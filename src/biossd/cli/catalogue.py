@@ -178,13 +178,16 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     """One study run in one process: scratch made and marked on the device under study, the
     prepared input staged into it (under the host lock), the tool profiled there, its output
     scored, and the scratch removed however the run ends."""
-    from biossd.core import owners
-    from biossd.host.hdd import emulate
-    from biossd.measure import profile, rundir
-    from biossd.study import catalogue, staging
-    from biossd.study.catalogue import containers
+    # Imported under the host lock: cold after the last run's cache drop, they read Python's
+    # libraries from disk, which on a shared disk must not fall inside another run's window.
+    with options.held_host_lock(args, "biossd catalogue run (starting)"):
+        from biossd.core import owners
+        from biossd.host.hdd import emulate
+        from biossd.measure import profile, rundir
+        from biossd.study import catalogue, staging
+        from biossd.study.catalogue import containers
 
-    entry = catalogue.get(args.tool)
+        entry = catalogue.get(args.tool)
     mem = options.mem_bytes(args.mem)
     settings = options.settings(entry.id, args.set)
     out = Path(args.out).absolute()
