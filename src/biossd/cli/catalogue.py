@@ -236,12 +236,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--existing-scratch", action="store_true",
                    help="the scratch must exist (a workflow made and marked it); never make it here")
     p.add_argument("--mem", help="the step's memory cap (a container engine enforces it)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    options.add_set_option(p)
     p.add_argument("--container", choices=options.ENGINES, help="run the step's tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
-    p.add_argument("--hold-host-lock", action="store_true",
-                   help="stage under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_hold_host_lock_option(p, "stage")
     options.add_owner_options(p, "this staging")
     p.set_defaults(func=cmd_chain_stage)
 
@@ -250,8 +248,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("tool")
     p.add_argument("values", nargs="*", metavar="NAME=VALUE")
     p.add_argument("--mem", help="the run's memory cap (a container engine enforces it)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    options.add_set_option(p)
     p.add_argument("--print0", action="store_true",
                    help="print the arguments NUL-separated (for `mapfile -d ''`), not shell-quoted")
     p.add_argument("--container", choices=options.ENGINES,
@@ -265,12 +262,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--existing-scratch", action="store_true",
                    help="the scratch must exist (a workflow made and marked it); never make it here")
     p.add_argument("--mem", help="the run's memory cap (a container engine enforces it)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    options.add_set_option(p)
     p.add_argument("--container", choices=options.ENGINES, help="run the tool in its container")
     p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
-    p.add_argument("--hold-host-lock", action="store_true",
-                   help="copy under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_hold_host_lock_option(p, "copy")
     options.add_owner_options(p, "this staging")
     p.set_defaults(func=cmd_catalogue_stage)
     p = cat_p.add_parser("run", help="one run of a tool in one process: stage its prepared input into a "
@@ -283,11 +278,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mem", required=True, help="the run's memory: the tool's settings follow it, and it is the cap")
     p.add_argument("--uncapped", action="store_true",
                    help="no memory cap (a probe under valgrind); the tool's settings still follow --mem")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+    options.add_set_option(p)
     p.add_argument("--container", choices=options.ENGINES, help="run the tool in its container")
-    p.add_argument("--hold-host-lock", action="store_true",
-                   help="stage under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_hold_host_lock_option(p, "stage")
     options.add_profile_options(p)
     p.set_defaults(func=cmd_catalogue_run)
     p = cat_p.add_parser("prepare", help="prepare an input for a tool once (links + its indexes), for every run "
@@ -295,8 +288,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("tool")
     p.add_argument("--input", required=True, help="directory of the input kind (biossd data synth)")
     p.add_argument("--out", required=True, help="the prepared directory to write (must not exist)")
-    p.add_argument("--hold-host-lock", action="store_true",
-                   help="write under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_hold_host_lock_option(p, "write")
     options.add_owner_options(p, "this work")
     p.set_defaults(func=cmd_catalogue_prepare)
     p = cat_p.add_parser("image", help="print a tool's image reference and id (for the run record)")

@@ -64,8 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--scale", type=int, default=1, help="replicate the baseline k times")
     p.add_argument("-o", "--output")
-    p.add_argument("--hold-host-lock", action="store_true",
-                   help="write under the host lock, never inside another run's measured window (the workflow does)")
+    options.add_hold_host_lock_option(p, "write")
     options.add_owner_options(p, "this work")
     p.set_defaults(func=cmd_data_synth)
     p = data_p.add_parser("fetch", help="download a data set of data-manifests/, verified (needs network)")

@@ -58,6 +58,19 @@ def add_owner_options(p: argparse.ArgumentParser, works_for: str = "this work",
     p.add_argument("--owner-label", metavar="TEXT", help="what the owner is, for records and messages")
 
 
+def add_set_option(p: argparse.ArgumentParser) -> None:
+    """``--set NAME=VALUE``: a tool's memory setting under the sizing rule (read by :func:`settings`)."""
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
+
+
+def add_hold_host_lock_option(p: argparse.ArgumentParser, verb: str = "write") -> None:
+    """``--hold-host-lock``: the command's ``verb`` (its writes to a device under study) happens under
+    the host lock (:func:`held_host_lock`)."""
+    p.add_argument("--hold-host-lock", action="store_true",
+                   help=f"{verb} under the host lock, never inside another run's measured window (the workflow does)")
+
+
 def profile_request(args: argparse.Namespace, command: list[str], mem_bytes: int | None, out: Path):
     """The profiler's request from the options :func:`add_profile_options` declares."""
     from biossd.core.units import parse_size
