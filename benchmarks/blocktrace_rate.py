@@ -4,7 +4,7 @@ profiled with the default collectors, A/B alternated, plus the profiler's own pe
   .venv/bin/python benchmarks/blocktrace_rate.py [--pairs 5] [--mib 64 256]
 
 This is the tracer's worst case: tiny requests as fast as the device takes them, each one an
-issue and a completion event that the profiler parses and writes to blocktrace.parquet. For each
+issue and a completion event that the profiler parses and writes to blocktrace.tsv.gz. For each
 size it prints the per-pair wall times, the median ratio, the requests traced and lost, and the
 peak RSS of the profiling process (it should not grow with the number of requests: rows go to
 disk in groups, only requests in flight are held).

@@ -78,7 +78,7 @@ def buffered_write_disk_side(mount: Path, loop: str, work: Path, size_bytes: int
     assert body["outcome"] == "ok", body["outcome"]
     job = json.loads((run / "stdout.log").read_text())["jobs"][0]["write"]
     fio_mbs = job["bw_bytes"] / MB
-    t = read_blocktrace(run / "blocktrace.parquet")
+    t = read_blocktrace(run / "blocktrace.tsv.gz")
     t = t[t.device.eq(loop) & t.op.eq("W") & t.complete_s.notna()]
     fill_s = t.issue_s.min()
     disk_mbs = t.bytes.sum() / (t.complete_s.max() - t.issue_s.min()) / MB
@@ -150,7 +150,7 @@ def main() -> None:
                     assert body["outcome"] == "ok", body["outcome"]
                     walls[where].append(body["wall_s"])
                     if where == "emulated":
-                        t = service_times(read_blocktrace(run / "blocktrace.parquet"), loop)
+                        t = service_times(read_blocktrace(run / "blocktrace.tsv.gz"), loop)
                         random_reads += t[t.random & t.op.eq("R")].service_ms.tolist()
                         random_writes += t[t.random & t.op.eq("W")].service_ms.tolist()
                 print(f"pair {i + 1}: hog {args.hog_mib} MiB under {args.cap}: native swap {walls['native'][-1]:.2f} s, "

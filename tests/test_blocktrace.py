@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from biossd.core.errors import BiossdError
 from biossd.measure import blocktrace
 from biossd.measure.blocktrace import CanonicalWriter, Event, parse_blkparse_line, parse_tracefs_line
 
@@ -47,7 +48,7 @@ def _ev(kind, t, sector, nr, rwbs="R", **kw):
 
 
 def test_pairing_partial_requeue_unmatched_and_incomplete(tmp_path):
-    out = tmp_path / "t.parquet"
+    out = tmp_path / "t.tsv.gz"
     w = CanonicalWriter(out, {(7, 0): "loop0"}, t0_s=100.0)
     w.add(_ev("complete", 100.5, 999, 8))          # issued before the trace began
     w.add(_ev("issue", 101.0, 0, 16))
@@ -69,37 +70,55 @@ def test_pairing_partial_requeue_unmatched_and_incomplete(tmp_path):
     assert (w.unmatched_completions, w.incomplete_requests, w.requeues) == (1, 1, 1)
 
 
-def test_rows_are_written_in_groups_not_held(tmp_path, monkeypatch):
-    monkeypatch.setattr(blocktrace, "ROWS_PER_GROUP", 10)
-    w = CanonicalWriter(tmp_path / "t.parquet", {}, 0.0)
+def test_rows_are_written_as_they_complete_not_held(tmp_path):
+    w = CanonicalWriter(tmp_path / "t.tsv.gz", {}, 0.0)
     for i in range(35):
         w.add(_ev("issue", i, i * 8, 8))
         w.add(_ev("complete", i + 0.5, i * 8, 8))
-    assert len(w._columns["issue_s"]) == 5, "full groups went to disk"
+    assert not w._pending, "every completed request went to the file"
     w.close()
-    import pyarrow.parquet as pq
-
-    meta = pq.ParquetFile(tmp_path / "t.parquet").metadata
-    assert meta.num_rows == 35 and meta.num_row_groups == 4
-    assert len(blocktrace.read_blocktrace(tmp_path / "t.parquet")) == 35
+    assert len(blocktrace.read_blocktrace(tmp_path / "t.tsv.gz")) == 35
 
 
 def test_op_of_rwbs():
     assert [blocktrace.op_of(x) for x in ("R", "WS", "WFS", "FF", "DS", "N")] == ["R", "W", "W", "F", "D", "N"]
 
 
-def test_columns_are_built_as_pyarrow_would_build_them_nulls_and_all():
+def test_the_text_table_reads_back_as_the_arrow_table_it_stands_for_nulls_and_all(tmp_path):
+    """Exact floats, nulls, 64-bit sectors, non-ASCII and delimiter characters survive the file."""
     import pyarrow as pa
 
-    from biossd.measure.blocktrace import SCHEMA, arrow_column
+    cols = {"issue_s": [0.1, 1 / 3, 1e-9], "complete_s": [0.5, None, 0.7], "device": ["vda", "loop3", "vda"],
+            "op": ["R", "W", "R"], "rwbs": ["RS", "W", "RA"], "sector": [1, 2**40, 3], "bytes": [4096, 512, 8],
+            "pid": [1, None, 3], "comm": ["sam\ttools", 'é"x', None], "error": [0, None, 0]}
+    path = blocktrace.write_trace(tmp_path / "t.tsv.gz", cols)
+    schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in blocktrace.COLUMNS])
+    assert blocktrace.read_table(path).equals(pa.table(cols, schema=schema))
+    empty = blocktrace.write_trace(tmp_path / "e.tsv.gz", {name: [] for name in blocktrace.COLUMN_NAMES})
+    assert blocktrace.read_table(empty).num_rows == 0 and blocktrace.read_table(empty).schema.equals(schema)
+    with pytest.raises(ValueError, match="missing"):
+        blocktrace.write_trace(tmp_path / "m.tsv.gz", {"issue_s": [1.0]})
+    assert not (tmp_path / "m.tsv.gz").exists() and not (tmp_path / "m.tsv.gz.part").exists()
 
-    cols = {"issue_s": [0.1, 0.2, 0.3], "complete_s": [0.5, None, 0.7], "device": ["vda", "loop3", "vda"],
-            "op": ["R", "W", "R"], "rwbs": ["RS", "W", ""], "sector": [1, 2**40, 3], "bytes": [4096, 512, 8],
-            "pid": [1, None, 3], "comm": ["sam,tools", "é", None], "error": [0, None, 0]}
-    built = pa.Table.from_arrays([arrow_column(cols[f.name], f.type) for f in SCHEMA], schema=SCHEMA)
-    built.validate(full=True)
-    assert built.equals(pa.table(cols, schema=SCHEMA))
-    assert pa.Table.from_arrays([arrow_column([], f.type) for f in SCHEMA], schema=SCHEMA).num_rows == 0
+
+def test_an_older_result_set_s_parquet_trace_is_read_and_a_damaged_file_named(tmp_path):
+    import pyarrow.parquet as pq
+
+    cols = {name: [] for name in blocktrace.COLUMN_NAMES}
+    blocktrace.write_trace(tmp_path / "x.tsv.gz", {**cols, "issue_s": [2.0, 1.0], "complete_s": [2.5, 1.5],
+                                                   "device": ["vda"] * 2, "op": ["R", "W"], "rwbs": ["R", "W"],
+                                                   "sector": [8, 0], "bytes": [512, 512], "pid": [1, 1],
+                                                   "comm": ["a", "b"], "error": [0, 0]})
+    run = tmp_path / "run"
+    run.mkdir()
+    assert blocktrace.trace_path(run) == run / blocktrace.BLOCKTRACE_FILE
+    pq.write_table(blocktrace.read_table(tmp_path / "x.tsv.gz"), run / blocktrace.LEGACY_BLOCKTRACE_FILE)
+    assert blocktrace.trace_path(run) == run / blocktrace.LEGACY_BLOCKTRACE_FILE
+    assert list(blocktrace.request_arrays(blocktrace.trace_path(run))["sector"]) == [0, 8]
+    (run / blocktrace.BLOCKTRACE_FILE).write_bytes(b"not gzip")
+    assert blocktrace.trace_path(run) == run / blocktrace.BLOCKTRACE_FILE, "the current file wins"
+    with pytest.raises(BiossdError, match="blocktrace.tsv.gz: not a readable block trace"):
+        blocktrace.read_table(run / blocktrace.BLOCKTRACE_FILE)
 
 
 def test_issuers_outside_the_run_are_foreign_and_left_out_of_its_requests(tmp_path):
@@ -115,7 +134,7 @@ def test_issuers_outside_the_run_are_foreign_and_left_out_of_its_requests(tmp_pa
     mine = subprocess.Popen(["sleep", "30"], start_new_session=True)
     ended = subprocess.Popen(["true"])
     ended.wait()
-    writer = CanonicalWriter(tmp_path / "t.parquet", {(7, 0): "loop0"}, t0_s=0.0)
+    writer = CanonicalWriter(tmp_path / "t.tsv.gz", {(7, 0): "loop0"}, t0_s=0.0)
     writer.issuers = {other.pid: ["java", 5], mine.pid: ["samtools", 7], 99999999: ["gzip", 2],
                       ended.pid: ["dd", 4], 2: ["kthreadd", 1], 99999998: ["kworker/u8:3", 6],
                       os.getpid(): ["biossd", 3]}
@@ -147,7 +166,7 @@ def test_fork_lines_are_read_and_other_lines_are_not():
 
 
 def test_the_writer_tallies_issuers_and_a_run_s_requests_leave_out_the_foreign(tmp_path):
-    out = tmp_path / "t.parquet"
+    out = tmp_path / "t.tsv.gz"
     w = CanonicalWriter(out, {(7, 0): "loop0"}, t0_s=0.0)
     for i, pid in enumerate((10, 10, 20)):
         w.add(Event(kind="issue", time_s=float(i), dev=(7, 0), rwbs="R", sector=8 * i, nr_sectors=8, bytes=4096,
@@ -169,9 +188,9 @@ def test_a_request_a_worker_issues_is_the_submitter_s(tmp_path):
              "   kworker/1:1H-12    [001] ..... 5.000200: block_rq_issue: 254,0 W 4096 () 900 + 8 be,0,4 [kworker/1:1H]"]
     events = [parse_tracefs_line(line) for line in lines]
     assert events[0].kind == "insert" and (events[0].pid, events[0].comm) == (77, "samtools")
-    w = CanonicalWriter(tmp_path / "t.parquet", {(254, 0): "vda"}, t0_s=0.0)
+    w = CanonicalWriter(tmp_path / "t.tsv.gz", {(254, 0): "vda"}, t0_s=0.0)
     for event in events:
         w.add(event)
     w.close()
-    trace = blocktrace.read_blocktrace(tmp_path / "t.parquet")
+    trace = blocktrace.read_blocktrace(tmp_path / "t.tsv.gz")
     assert list(zip(trace.sector, trace.pid, trace.comm)) == [(800, 77, "samtools"), (900, 12, "kworker/1:1H")]

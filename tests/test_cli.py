@@ -66,3 +66,35 @@ def test_every_room_registers_its_commands_and_each_answers_help(capsys):
             main([*words, "--help"])
         assert done.value.code == 0, words
         assert "usage: biossd " + " ".join(words) in capsys.readouterr().out
+
+
+#: Libraries a profiled run's process must not import: it starts right after the previous run's
+#: cache drop, so each is read from disk again in every run (NumPy and PyArrow: 0.2 s a run).
+HEAVY_LIBRARIES = ("numpy", "pyarrow", "pandas", "scipy", "matplotlib")
+
+
+def test_a_profiled_run_s_process_imports_no_heavy_library():
+    """``biossd catalogue run`` (and ``biossd profile``) load the CLI, the profiler, the staging and
+    the catalogue entry (whose input kind is checked against ``biossd.study.inputs.kinds``), but
+    not NumPy, PyArrow or pandas; the readers of what they write import those."""
+    probe = ("import sys\n"
+             "from biossd.cli import main\n"
+             "from biossd.cli import catalogue as room\n"
+             "from biossd.measure import profile, blocktrace\n"
+             "from biossd.study import catalogue, staging\n"
+             "from biossd.study.catalogue import containers\n"
+             "from biossd.study.inputs import kinds\n"
+             "catalogue.get('samtools_sort')\n"
+             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY_LIBRARIES!r})))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    # The probe can fail: a reader of the trace imports them.
+    failing = probe.replace("catalogue.get('samtools_sort')\n", "blocktrace.read_table\nimport biossd.features.extract\n")
+    out = subprocess.run([sys.executable, "-c", failing], capture_output=True, text=True, check=True).stdout
+    assert "numpy" in out
+
+
+def test_every_input_kind_has_a_description_and_a_generator():
+    from biossd.study.inputs import data, kinds
+
+    assert set(data.KINDS) == set(kinds.DESCRIPTIONS) and all(k.description for k in data.KINDS.values())

@@ -58,7 +58,7 @@ def test_hog_with_swap_pages_and_finishes(biossd, tmp_path, root_required, no_ho
     acct = json.loads((run / "rusage.json").read_text())
     assert acct["major_faults"] > 0, "pages came back from swap"
     assert _vmstat_delta(run, "pswpout") > 0 and _vmstat_delta(run, "pswpin") > 0
-    requests = read_blocktrace(run / "blocktrace.parquet")
+    requests = read_blocktrace(run / "blocktrace.tsv.gz")
     on_swap = requests[requests.device.eq(loop)]
     assert on_swap[on_swap.op.eq("W")].bytes.sum() > (HOG_MIB - 64) << 20 // 2, "swap-out writes traced"
     assert not on_swap[on_swap.op.eq("R")].empty, "swap-in reads traced"
@@ -97,7 +97,7 @@ def test_odirect_requests_match_the_block_trace(biossd, tmp_path, loop_device):
     assert body["outcome"] == "ok", (run / "stderr.log").read_text()
     record = body["collectors"]["blocktrace"]
     assert record["source"] == "tracefs" and record["lost_total"] == 0
-    trace = read_blocktrace(run / "blocktrace.parquet")
+    trace = read_blocktrace(run / "blocktrace.tsv.gz")
     assert set(trace.device) <= {Path(loop_device).name}
     # The program's own requests (its pid is GNU time's child's, not the manifest's pid).
     mine = trace[trace.comm.str.startswith("python") & trace.op.isin(["R", "W"])]
@@ -164,7 +164,7 @@ def test_features_keep_going_past_a_corrupt_trace(biossd, tmp_path):
         biossd("profile", "--mem", "none", "--no-drop-caches", "--label", f"rep={name}", "--out", str(run),
                "--", "sh", "-c", f"dd if=/dev/zero of={tmp_path / name}.dat bs=64k count=4 oflag=direct 2>/dev/null")
         runs.append(run)
-    trace = runs[1] / "blocktrace.parquet"
+    trace = runs[1] / "blocktrace.tsv.gz"
     trace.write_bytes(trace.read_bytes()[:100])
     proc = biossd("features", *map(str, runs), check=False)
     assert proc.returncode == 2 and str(trace) in proc.stderr

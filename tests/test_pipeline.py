@@ -55,7 +55,7 @@ def test_every_expected_run_is_present_and_complete(result_set, storage):
             assert body["devices"] == [Path(emulated["loop_device"]).name], "the emulated disk is traced"
         assert body["tool_version"] == "1.16.1"
         # --publish_mode link: the run reached the results as hard links, nothing copied.
-        assert (run / "run.json").stat().st_nlink == 2 and (run / "blocktrace.parquet").stat().st_nlink == 2
+        assert (run / "run.json").stat().st_nlink == 2 and (run / "blocktrace.tsv.gz").stat().st_nlink == 2
         for collector in ("rusage", "sampler", "blocktrace", "perf"):
             assert body["collectors"][collector]["ran"] is True, (collector, body["collectors"][collector])
     assert (result_set / "pipeline_info" / "trace.txt").is_file()

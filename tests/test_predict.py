@@ -6,7 +6,6 @@ import math
 import os
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from biossd.analysis import predict
@@ -87,13 +86,10 @@ def make_run(run_dir, requests, *, wall_s, cpu_s, trace=True):
         rwbs = [r[5] if len(r) > 5 else r[2] for r in requests]
         issue, complete, op, sector, nbytes = (np.array(c) for c in zip(*(r[:5] for r in requests)))
         n = len(issue)
-        import pyarrow as pa
-
-        pq.write_table(pa.table({
+        blocktrace.write_trace(run_dir / blocktrace.BLOCKTRACE_FILE, {
             "issue_s": 10.0 + issue, "complete_s": 10.0 + complete, "device": ["loop0"] * n, "op": op, "rwbs": rwbs,
             "sector": sector.astype(np.int64), "bytes": nbytes.astype(np.int64), "pid": np.ones(n, np.int32),
-            "comm": ["t"] * n, "error": np.zeros(n, np.int32)}, schema=blocktrace.SCHEMA),
-            run_dir / blocktrace.BLOCKTRACE_FILE)
+            "comm": ["t"] * n, "error": np.zeros(n, np.int32)})
     manifest.write_manifest(run_dir, {"outcome": "ok", "command_started_s": 10.0, "wall_s": wall_s,
                                       "labels": {"host": "h", "storage": "ssd", "tool": "t", "mem": "1G",
                                                  "scale": "1", "rep": "1"}, "collectors": collectors})

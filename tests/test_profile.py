@@ -59,7 +59,7 @@ def test_samtools_sort_under_a_cap_spills_and_is_recorded(biossd, bam, tmp_path,
     trace = body["collectors"]["blocktrace"]
     assert trace["ran"] is True and trace["source"] in ("blktrace", "tracefs"), trace
     assert trace["lost_total"] == 0 and trace["requests"] > 0
-    requests = read_blocktrace(run / "blocktrace.parquet")
+    requests = read_blocktrace(run / "blocktrace.tsv.gz")
     assert len(requests) == trace["requests"]
     mine = requests[requests.comm.eq("samtools") & requests.op.eq("R")]
     assert mine.bytes.sum() > 0, "samtools' reads of its cold input were not traced"
@@ -228,7 +228,7 @@ def test_dirty_data_is_flushed_inside_the_traced_window(biossd, tmp_path, root_r
            f"of={tmp_path}/x", "bs=1M", "count=16", cwd=tmp_path)
     body = manifest.read_manifest(run)
     assert body["flush_s"] is not None and body["flush_s"] >= 0
-    trace = read_blocktrace(run / "blocktrace.parquet")
+    trace = read_blocktrace(run / "blocktrace.tsv.gz")
     t0 = body["command_started_s"]
     window = trace[(trace.op == "W") & trace.issue_s.between(t0, t0 + body["wall_s"] + body["flush_s"])]
     assert window.bytes.sum() >= 16 << 20, "the 16 MiB dd left in the page cache reached the traced window"
@@ -309,7 +309,7 @@ def test_another_process_s_requests_on_the_device_are_named_and_left_out(biossd,
     trace = body["collectors"]["blocktrace"]
     foreign = trace["foreign"]
     assert foreign["requests"] > 0 and {f["comm"] for f in foreign["pids"].values()} >= {"dd"}, foreign
-    requests = read_blocktrace(run / "blocktrace.parquet")
+    requests = read_blocktrace(run / "blocktrace.tsv.gz")
     own = requests[~requests.pid.isin([int(p) for p in foreign["pids"]])]
     row = features.run_features(run)
     mine_read = own[own.op.eq("R")].bytes.sum()

@@ -183,7 +183,7 @@ def good_run(biossd, tmp_path_factory, root_required):
     ("rusage.json", lambda p: p.write_text("[]")),
     ("device.json", lambda p: p.write_text("{")),
     ("quality.json", lambda p: p.write_text("{")),
-    ("blocktrace.parquet", lambda p: p.write_bytes(b"PAR1 garbage")),
+    ("blocktrace.tsv.gz", lambda p: p.write_bytes(b"\x1f\x8b garbage")),
     ("sampler.csv", lambda p: p.unlink()),
     ("perf_stat.csv", lambda p: p.write_text("1,2,3\n")),
 ])

@@ -177,7 +177,7 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
     if body.get("outcome") != "ok":
         raise NoTrace(f"the run ended {body.get('outcome')}: no complete runtime to scale")
     info = (body.get("collectors") or {}).get("blocktrace") or {}
-    path = run_dir / blocktrace.BLOCKTRACE_FILE
+    path = blocktrace.trace_path(run_dir)
     if not info.get("ran") or not path.is_file():
         raise NoTrace(f"no block trace ({info.get('why') or 'not recorded'})")
     rusage = (body.get("collectors") or {}).get("rusage") or {}

@@ -201,7 +201,7 @@ def first_trace(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame | None:
     ``rows`` (runs of the run table) whose directory holds one; ``None`` when none does. The one
     place the analysis reads a raw trace (Fig. 6)."""
     for _, row in rows.iterrows():
-        path = rs.run_dir(row) / blocktrace.BLOCKTRACE_FILE
+        path = blocktrace.trace_path(rs.run_dir(row))
         if path.is_file():
             return blocktrace.read_blocktrace(path)
     return None

@@ -2,7 +2,7 @@
 and for trying the notebooks without a study run: ``biossd data synth-results OUT``.
 
 It writes what a study run writes — per side ``device.json`` and run directories with
-``run.json`` (and ``blocktrace.parquet`` for the baseline repeat 1), ``features.csv``,
+``run.json`` (and ``blocktrace.tsv.gz`` for the baseline repeat 1), ``features.csv``,
 ``pipeline_info/`` — for the paper's 23 programs, with planted truth:
 
 - each tool belongs to a pattern P1..P5 (G+: P1–P3, G0: P4–P5) and its storage features are its
@@ -25,8 +25,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from biossd.core.units import parse_size
 from biossd.features import extract as features
@@ -207,7 +205,7 @@ def _write_run(run: Path, labels: dict[str, Any], row: dict[str, Any], which: st
     files = []
     if trace:
         path = run / blocktrace.BLOCKTRACE_FILE
-        pq.write_table(_trace(row, pattern, rng, "sda" if which == "fast" else "sdb"), path)
+        blocktrace.write_trace(path, _trace(row, pattern, rng, "sda" if which == "fast" else "sdb"))
         files.append(manifest.file_record(run, path))
     manifest.write_manifest(run, {
         "synthetic": True, "labels": {k: str(v) for k, v in labels.items()}, "outcome": row["outcome"],
@@ -216,7 +214,7 @@ def _write_run(run: Path, labels: dict[str, Any], row: dict[str, Any], which: st
     })
 
 
-def _trace(row: dict[str, Any], pattern: str, rng: np.random.Generator, device: str) -> pa.Table:
+def _trace(row: dict[str, Any], pattern: str, rng: np.random.Generator, device: str) -> dict[str, Any]:
     """A block trace shaped like the pattern: reads and writes over the run's time, sequential
     runs of requests where the pattern's CAR is high, sizes from Rsize/Wsize."""
     n = TRACE_REQUESTS
@@ -231,8 +229,8 @@ def _trace(row: dict[str, Any], pattern: str, rng: np.random.Generator, device: 
     for i in range(1, n):  # small n: a loop is clearer than a scan here
         sector[i] = starts[i] if jump[i] else sector[i - 1] + nbytes[i - 1] // 512
     issue = np.sort(rng.random(n)) * float(row["runtime_s"])
-    return pa.table({
+    return {
         "issue_s": issue, "complete_s": issue + 0.001, "device": [device] * n,
         "op": np.where(write, "W", "R"), "rwbs": np.where(write, "W", "R"), "sector": sector, "bytes": nbytes,
         "pid": np.full(n, 1, dtype=np.int32), "comm": ["synthetic"] * n, "error": np.zeros(n, dtype=np.int32),
-    }, schema=blocktrace.SCHEMA)
+    }

@@ -195,7 +195,7 @@ def _stop(members: list[subprocess.Popen[bytes]]) -> None:
 def seq_write_ratio(run_dir: Path) -> float:
     """The share of a run's write requests that start where its previous write ended (from its
     block trace, in issue order); NaN without writes."""
-    requests = blocktrace.request_arrays(run_dir / blocktrace.BLOCKTRACE_FILE)
+    requests = blocktrace.request_arrays(blocktrace.trace_path(run_dir))
     writes = requests["op"] == "W"
     if np.count_nonzero(writes) < 2:
         return float("nan")

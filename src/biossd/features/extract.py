@@ -400,10 +400,10 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
     if body.get("command_started_s") is None:
         missing.update({f: "the manifest does not say when the command started" for f in BLOCK_TRACE_FEATURES})
         return out
-    trace_path = run_dir / blocktrace.BLOCKTRACE_FILE
+    trace_path = blocktrace.trace_path(run_dir)
     try:
         requests = blocktrace.run_requests(run_dir, body)
-    except (OSError, pa.ArrowException) as err:
+    except (OSError, pa.ArrowException, BiossdError) as err:
         raise FeatureError(f"{trace_path}: cannot read the block trace ({err}); re-run the "
                            "profile or pass --keep-going to skip this run") from None
     t0 = body["command_started_s"]

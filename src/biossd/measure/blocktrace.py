@@ -1,10 +1,9 @@
-"""Block-request traces of the traced devices, in one canonical columnar file (seed 000, §5.1).
+"""Block-request traces of the traced devices, in one canonical table (seed 000, §5.1).
 
 The paper ran blktrace and derived its I/O features from the requests it saw. biossd uses
 blktrace where the kernel allows it and otherwise the ``block_rq_issue``/``block_rq_complete``
-tracepoints (:mod:`biossd.host.tracefs`); both end in ``blocktrace.parquet``, one row per request,
-written in row groups of :data:`ROWS_PER_GROUP` as requests complete, so millions of requests
-never sit in memory:
+tracepoints (:mod:`biossd.host.tracefs`); both end in ``blocktrace.tsv.gz``, one row per request,
+written as requests complete, so millions of requests never sit in memory:
 
 =============  ========  ==================================================================
 ``issue_s``    float64   when the request was issued to the device, seconds since run start
@@ -20,6 +19,13 @@ never sit in memory:
 ``error``      int32     completion status (0 = success; null when not completed)
 =============  ========  ==================================================================
 
+The file is tab-separated text, gzip-compressed, with a header row; a null is an empty field and
+floats are written exactly (``repr``). It is text, not Parquet, so that the profiler writes it
+with the standard library alone: every profiled run's process starts right after the previous
+run's cache drop, and importing NumPy and PyArrow there read a fifth of a second from disk per run.
+The readers (:func:`request_arrays`, :func:`read_blocktrace`) import them, and also read the
+``blocktrace.parquet`` of result sets written before.
+
 Times use the monotonic clock of :func:`time.monotonic` (tracefs ``mono`` clock), so they line
 up with the sampler's ``t_s``. Events the kernel lost are counted, never silently dropped:
 ``lost`` in the collector record holds the ring buffer's overrun/dropped counts, and
@@ -30,7 +36,8 @@ counts them).
 
 from __future__ import annotations
 
-import array
+import csv
+import gzip
 import os
 import re
 import select
@@ -44,17 +51,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from biossd.core.errors import BiossdError
 from biossd.core.owners import dies_with_parent, session_and_kernel
 from biossd.host import tracefs
 from biossd.host.devices import SECTOR_BYTES
 
-BLOCKTRACE_FILE = "blocktrace.parquet"
-ROWS_PER_GROUP = 16_384
+BLOCKTRACE_FILE = "blocktrace.tsv.gz"
+#: The trace of result sets written before the text format.
+LEGACY_BLOCKTRACE_FILE = "blocktrace.parquet"
+#: gzip's fastest level: the writer runs beside the tool, on the same cores.
+GZIP_LEVEL = 1
 POLL_S = 0.25
 READ_CHUNK_BYTES = 1 << 20
 MODES = ("auto", "blktrace", "tracefs", "off")
@@ -62,32 +68,73 @@ MODES = ("auto", "blktrace", "tracefs", "off")
 BLKTRACE_PROBE_S = 0.3
 DEBUGFS_BLOCK = Path("/sys/kernel/debug/block")
 
-SCHEMA = pa.schema([
-    ("issue_s", pa.float64()), ("complete_s", pa.float64()), ("device", pa.string()),
-    ("op", pa.string()), ("rwbs", pa.string()), ("sector", pa.int64()), ("bytes", pa.int64()),
-    ("pid", pa.int32()), ("comm", pa.string()), ("error", pa.int32()),
-])
+#: The canonical table's columns and their Arrow types, in file order.
+COLUMNS = (("issue_s", "float64"), ("complete_s", "float64"), ("device", "string"), ("op", "string"),
+           ("rwbs", "string"), ("sector", "int64"), ("bytes", "int64"), ("pid", "int32"), ("comm", "string"),
+           ("error", "int32"))
+COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 
 
-#: Python ``array`` type codes of the fixed-width columns (buffers Arrow takes as they are).
-_ARRAY_CODES = {pa.float64(): "d", pa.int64(): "q", pa.int32(): "i"}
+def trace_path(run_dir: Path) -> Path:
+    """A run's block trace: ``blocktrace.tsv.gz``, or the Parquet file of an older result set."""
+    path = Path(run_dir) / BLOCKTRACE_FILE
+    legacy = Path(run_dir) / LEGACY_BLOCKTRACE_FILE
+    return legacy if not path.exists() and legacy.exists() else path
 
 
-def arrow_column(values: list[Any], type_: pa.DataType) -> pa.Array:
-    """One column of Python values (``None`` for null) as an Arrow array, built from its buffers.
+def _field(value: Any) -> str:
+    """One value as the file writes it: empty for null, floats exactly, the rest as text."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
 
-    ``pa.array`` would do the same, but its first call imports pandas to ask whether the values
-    are a pandas object: a fifth of a second in every profiled run's process."""
-    n = len(values)
-    valid = [v is not None for v in values]
-    bitmap = None if all(valid) else pa.py_buffer(np.packbits(np.array(valid, dtype=bool), bitorder="little"))
-    if type_ == pa.string():
-        encoded = [v.encode() if v is not None else b"" for v in values]
-        offsets = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
-        return pa.Array.from_buffers(type_, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
-    data = array.array(_ARRAY_CODES[type_], [0 if v is None else v for v in values])
-    return pa.Array.from_buffers(type_, n, [bitmap, pa.py_buffer(data)])
+
+class TraceFile:
+    """Rows of the canonical table written to ``path``'s temporary name, renamed on :meth:`close`
+    (removed on :meth:`abort`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".part")
+        self._file = gzip.open(self.tmp, "wt", compresslevel=GZIP_LEVEL, newline="", encoding="utf-8")
+        self._csv = csv.writer(self._file, delimiter="\t", lineterminator="\n")
+        self._csv.writerow(COLUMN_NAMES)
+
+    def write(self, row: Sequence[Any]) -> None:
+        """One request, its values in :data:`COLUMNS` order (``None`` for null)."""
+        self._csv.writerow([_field(v) for v in row])
+
+    def close(self) -> None:
+        self._file.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        try:
+            self._file.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
+def write_trace(path: Path, columns: dict[str, Sequence[Any]]) -> Path:
+    """A whole canonical table (every column of :data:`COLUMNS`, equal lengths) written to
+    ``path``; for traces made rather than measured (synthetic result sets, tests)."""
+    missing = [name for name in COLUMN_NAMES if name not in columns]
+    if missing:
+        raise ValueError(f"a block trace needs the columns {list(COLUMN_NAMES)}; missing {missing}")
+    kinds = dict(COLUMNS)
+    out = TraceFile(path)
+    try:
+        for values in zip(*(columns[name] for name in COLUMN_NAMES)):
+            out.write([None if v is None else float(v) if kinds[name] == "float64" else
+                       int(v) if kinds[name] in ("int64", "int32") else str(v)
+                       for name, v in zip(COLUMN_NAMES, values)])
+    except BaseException:
+        out.abort()
+        raise
+    out.close()
+    return Path(path)
 
 
 def op_of(rwbs: str) -> str:
@@ -186,13 +233,12 @@ def parse_blkparse_line(line: str) -> Event | None:
 
 # -- pairing and writing -----------------------------------------------------------------------
 class CanonicalWriter:
-    """Pairs issues with completions and writes ``blocktrace.parquet`` incrementally.
+    """Pairs issues with completions and writes ``blocktrace.tsv.gz`` as requests complete.
 
     The file is written under a temporary name and renamed on :meth:`close`."""
 
     def __init__(self, path: Path, device_names: dict[tuple[int, int], str], t0_s: float) -> None:
         self.path = Path(path)
-        self.tmp = self.path.with_name(self.path.name + ".part")
         self.names = device_names
         self.t0_s = t0_s
         self.rows = 0
@@ -208,8 +254,7 @@ class CanonicalWriter:
         #: (:attr:`forks_traced`).
         self.forks: list[tuple[int, int]] = []
         self.forks_traced = False
-        self._columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
-        self._writer = pq.ParquetWriter(self.tmp, SCHEMA)
+        self._file = TraceFile(self.path)
 
     def add(self, event: Event) -> None:
         key = (event.dev, event.sector)
@@ -250,28 +295,11 @@ class CanonicalWriter:
 
     def _emit(self, row: list[Any], complete_s: float | None, error: int | None) -> None:
         issue_s, dev, rwbs, sector, nbytes, pid, comm, _ = row
-        c = self._columns
-        c["issue_s"].append(issue_s)
-        c["complete_s"].append(complete_s)
-        c["device"].append(self.names.get(dev, f"{dev[0]}:{dev[1]}"))
-        c["op"].append(op_of(rwbs))
-        c["rwbs"].append(rwbs)
-        c["sector"].append(sector)
-        c["bytes"].append(nbytes)
-        c["pid"].append(pid)
-        c["comm"].append(comm)
+        self._file.write((issue_s, complete_s, self.names.get(dev, f"{dev[0]}:{dev[1]}"), op_of(rwbs), rwbs,
+                          sector, nbytes, pid, comm, error))
         if pid is not None:
             self.issuers.setdefault(pid, [comm, 0])[1] += 1
-        c["error"].append(error)
         self.rows += 1
-        if len(c["issue_s"]) >= ROWS_PER_GROUP:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._columns["issue_s"]:
-            arrays = [arrow_column(self._columns[f.name], f.type) for f in SCHEMA]
-            self._writer.write_table(pa.Table.from_arrays(arrays, schema=SCHEMA))
-            self._columns = {name: [] for name in SCHEMA.names}
 
     def close(self) -> None:
         """Write requests never completed (``complete_s`` null), close, and rename."""
@@ -280,15 +308,10 @@ class CanonicalWriter:
                 self.incomplete_requests += 1
                 self._emit(row, None, None)
         self._pending.clear()
-        self._flush()
-        self._writer.close()
-        os.replace(self.tmp, self.path)
+        self._file.close()
 
     def abort(self) -> None:
-        try:
-            self._writer.close()
-        finally:
-            self.tmp.unlink(missing_ok=True)
+        self._file.abort()
 
 
 #: The kernel's mark of a synchronous request in ``rwbs`` (REQ_SYNC): reads, O_DIRECT and
@@ -297,9 +320,12 @@ class CanonicalWriter:
 SYNC_FLAG = "S"
 
 
-def waited_for(op: np.ndarray, rwbs: np.ndarray) -> np.ndarray:
-    """Per request: whether the task that caused it waited for it — every read, and a write
-    carrying :data:`SYNC_FLAG`; a write without it is background writeback."""
+def waited_for(op, rwbs):
+    """Per request (NumPy arrays of ``op`` and ``rwbs``): whether the task that caused it waited
+    for it — every read, and a write carrying :data:`SYNC_FLAG`; a write without it is background
+    writeback."""
+    import numpy as np
+
     op, rwbs = np.asarray(op, dtype=str), np.asarray(rwbs, dtype=str)
     return (op != "W") | (np.char.find(rwbs, SYNC_FLAG) >= 0)
 
@@ -356,7 +382,7 @@ def excluded_pids(body: dict[str, Any]) -> list[int]:
 
 def run_requests(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     """A run's own requests (:func:`request_arrays` without its foreign issuers')."""
-    return request_arrays(Path(run_dir) / BLOCKTRACE_FILE, excluded_pids(body))
+    return request_arrays(trace_path(run_dir), excluded_pids(body))
 
 
 def request_arrays(path: Path, exclude_pids: Sequence[int] = ()) -> dict[str, Any]:
@@ -364,7 +390,10 @@ def request_arrays(path: Path, exclude_pids: Sequence[int] = ()) -> dict[str, An
     ``complete_s`` (NaN when not seen), ``device`` (integer codes), ``op`` (``R``/``W``/...),
     ``sector``, ``bytes``, and ``waited`` (:func:`waited_for`); without the requests of
     ``exclude_pids``."""
-    table = pq.read_table(path, columns=["issue_s", "complete_s", "device", "op", "rwbs", "sector", "bytes", "pid"])
+    import numpy as np
+    import pyarrow as pa
+
+    table = read_table(path).select(["issue_s", "complete_s", "device", "op", "rwbs", "sector", "bytes", "pid"])
     if len(exclude_pids):
         pids = table.column("pid").to_numpy(zero_copy_only=False)
         table = table.filter(pa.array(~np.isin(pids, np.asarray(exclude_pids, dtype=float))))
@@ -382,9 +411,31 @@ def request_arrays(path: Path, exclude_pids: Sequence[int] = ()) -> dict[str, An
     }
 
 
+def read_table(path: Path):
+    """The canonical trace at ``path`` as an Arrow table of :data:`COLUMNS` (a ``.parquet`` path:
+    an older result set's)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return pq.read_table(path)
+    types = {name: pa.type_for_alias(kind) for name, kind in COLUMNS}
+    try:
+        table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter="\t"),
+                               convert_options=pacsv.ConvertOptions(column_types=types, null_values=[""],
+                                                                    strings_can_be_null=True))
+    except (pa.ArrowInvalid, OSError, EOFError) as err:
+        raise BiossdError(f"{path}: not a readable block trace ({err}); re-run the profile that wrote it") from None
+    if table.column_names != list(COLUMN_NAMES):
+        raise BiossdError(f"{path}: block-trace columns {table.column_names}, expected {list(COLUMN_NAMES)}")
+    return table
+
+
 def read_blocktrace(path: Path):
     """The canonical trace as a pandas DataFrame, in issue order."""
-    table = pq.read_table(path)
+    table = read_table(path)
     return table.to_pandas().sort_values("issue_s", kind="stable").reset_index(drop=True)
 
 

@@ -9,7 +9,7 @@ loop device (:mod:`biossd.host.swap`), and writes one run directory:
     ``rusage.json``                  process accounting of the whole process tree (``time``'s job)
     ``gnu_time.txt``                 GNU time's report: the command's own peak RSS and how it ended
     ``sampler.csv``                  1 Hz system counters, like SAR (:mod:`biossd.measure.sampler`)
-    ``blocktrace.parquet``           one row per block request (:mod:`biossd.measure.blocktrace`)
+    ``blocktrace.tsv.gz``            one row per block request (:mod:`biossd.measure.blocktrace`)
     ``perf_stat.csv``                CPU/memory counters (:mod:`biossd.measure.counters`)
     ``cachegrind.*``                 simulated cache misses, opt-in (:mod:`biossd.measure.counters`)
     ``run.json``                     the manifest, written last (see :mod:`biossd.measure.manifest`)

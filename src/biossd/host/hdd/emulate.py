@@ -54,7 +54,6 @@ from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import swap as swaps
-from biossd.host.hdd.diskmodel import load_profile
 
 STATE_ROOT = Path("/run/biossd/emulated-hdd")
 #: The files of the disk server's FUSE mount (biossd.host.hdd.hddserver): the disk image, the switch of
@@ -149,6 +148,10 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
        backing_dir: Path = Path("/var/tmp"), owner: ProcessRef | None = None) -> dict[str, Any]:
     """Make ``mount`` an emulated HDD of ``size_bytes`` (and optionally a swap area on it),
     owned by ``owner`` (``None``: by whoever takes it down by hand)."""
+    # Here, not at the top: the disk model needs NumPy, which every profiled run (that imports this
+    # module to find its class's mount) would otherwise read from disk after a cache drop.
+    from biossd.host.hdd import diskmodel
+
     mount = Path(mount).resolve()
     native = profile == NATIVE_PROFILE
     missing = missing_features(fuse=not native)
@@ -157,7 +160,7 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
                            "here; missing: " + "; ".join(missing) + " (mechanism tried: "
                            + ("a loop device over a file" if native else "FUSE-served disk image behind a loop device")
                            + ")")
-    profile_name = NATIVE_NAME if native else load_profile(profile).name
+    profile_name = NATIVE_NAME if native else diskmodel.load_profile(profile).name
     if size_bytes < MIN_SIZE_BYTES:
         raise EmulateError(f"--size must be at least {MIN_SIZE_BYTES >> 20} MiB")
     if swap_bytes and swap_bytes >= size_bytes // 2:

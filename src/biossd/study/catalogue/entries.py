@@ -18,6 +18,7 @@ from biossd.core import paths, yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REPO_ROOT
 from biossd.core.units import format_size, parse_size
+from biossd.study.inputs import kinds as input_kinds
 
 CATALOGUE_DIR = paths.CATALOGUE_DIR
 _FIELD_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -258,10 +259,8 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
             raise _fail(path, "quality.format", f"is {quality.get('format')!r}; use one of {QUALITY_FORMATS}")
         if not quality.get("truth"):
             raise _fail(path, "quality.truth", "is missing: the input's truth file")
-    from biossd.study.inputs.data import KINDS
-
-    if data["input"] not in KINDS:
-        raise _fail(path, "input", f"is {data['input']!r}, not a synthetic input kind ({', '.join(sorted(KINDS))})")
+    if data["input"] not in input_kinds.DESCRIPTIONS:
+        raise _fail(path, "input", f"is {data['input']!r}, not a synthetic input kind ({', '.join(sorted(input_kinds.DESCRIPTIONS))})")
     smoke = data["smoke"]
     if smoke is not None:
         if not smoke.get("commands") or not all(isinstance(c, list) and c for c in smoke["commands"]):

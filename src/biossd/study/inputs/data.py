@@ -20,6 +20,7 @@ import numpy as np
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, sha256_file
 from biossd.study.inputs import synthgen
+from biossd.study.inputs.kinds import DESCRIPTIONS
 
 SYNTH_RECORD = "synth.json"
 PARTIAL_INFIX = ".biossd-synth-partial-"
@@ -108,18 +109,22 @@ class Kind:
     make: Callable[[Path, int, int, int], dict[str, object]]
 
 
-KINDS = {
-    "bam": Kind("bam", "unsorted aligned 100 bp reads (BAM) on a 1 Mbp two-contig genome", synth_bam),
-    "genome": Kind("genome", "reference genome (FASTA), GC 41%, interspersed repeats", synthgen.genome_kind),
-    "reads": Kind("reads", "paired 100 bp reads (FASTQ) with a per-read truth file, and their genome", synthgen.reads),
-    "vcf": Kind("vcf", "known-sites VCF (SNVs) and its genome, for base recalibration", synthgen.vcf),
-    "proteins": Kind("proteins", "protein families (FASTA) with the family of each sequence", synthgen.proteins),
-    "expression": Kind("expression", "expression matrix (Cluster 3.0 format) with planted clusters", synthgen.expression),
-    "flowgrams": Kind("flowgrams", "454 Titanium flowgrams (AmpliconNoise .dat) and their true sequences", synthgen.flowgrams),
-    "promoters": Kind("promoters", "promoter sequences (FASTA) with planted motif instances", synthgen.promoters),
-    "genesets": Kind("genesets", "ErmineJ gene annotations with GO terms and gene scores", synthgen.genesets),
-    "rnaseq": Kind("rnaseq", "spliced RNA-seq reads (FASTQ), gene models (GTF) and genome", synthgen.rnaseq),
+#: Kind name -> its generator (out_dir, size_bytes, seed, scale) -> record.
+_MAKERS = {
+    "bam": synth_bam,
+    "genome": synthgen.genome_kind,
+    "reads": synthgen.reads,
+    "vcf": synthgen.vcf,
+    "proteins": synthgen.proteins,
+    "expression": synthgen.expression,
+    "flowgrams": synthgen.flowgrams,
+    "promoters": synthgen.promoters,
+    "genesets": synthgen.genesets,
+    "rnaseq": synthgen.rnaseq,
 }
+if set(_MAKERS) != set(DESCRIPTIONS):  # one list of kinds, two halves
+    raise AssertionError(f"input kinds without a generator or description: {set(_MAKERS) ^ set(DESCRIPTIONS)}")
+KINDS = {name: Kind(name, DESCRIPTIONS[name], make) for name, make in _MAKERS.items()}
 
 
 def synth(kind: str, out_dir: Path, size_bytes: int, seed: int, scale: int = 1) -> dict[str, object]:
