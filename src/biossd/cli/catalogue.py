@@ -69,6 +69,38 @@ def cmd_chain_stage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_chain_run(args: argparse.Namespace) -> int:
+    """A chained pipeline in one process (:mod:`biossd.measure.chainrun`): its scratch made, marked
+    and removed here, each step staged (under the host lock) and profiled in it."""
+    # Imported under the host lock, as `biossd catalogue run`'s: cold after a cache drop, they
+    # read from a disk another run may be measuring.
+    with options.held_host_lock(args, "biossd chain run (starting)"):
+        from biossd.measure import chainrun, profile
+        from biossd.study import catalogue, chain
+
+        ch = chain.of(catalogue.get(args.pipeline))
+    steps = chainrun.planned_steps(ch, options.json_arg(args.steps, "--steps"))
+    for step in steps:  # every setting is one its tool declares
+        options.settings(step.tool, [f"{k}={v}" for k, v in step.settings.items()])
+    if options.parent_gone(args, "biossd chain run"):
+        return profile.signal_exit_code(signal.SIGTERM)
+    base = options.profile_request(args, [], None, Path(args.out).absolute())
+    result = chainrun.run(ch, steps, Path(args.input), Path(args.scratch), Path(args.out), base,
+                          profiler=lambda request: options.run_profiler(request, "biossd chain run"),
+                          container=args.container, staging_lock=lambda what: options.held_host_lock(args, what))
+    if args.versions:
+        from biossd.core.files import atomic_write_text
+
+        atomic_write_text(Path(args.versions), "".join(f"{tool}: {version}\n"
+                                                       for tool, version in result.versions().items()))
+    if result.signum is not None:
+        return profile.signal_exit_code(result.signum)
+    options.result_kept()
+    ran = ", ".join(f"{r.step.name} {r.outcome}" for r in result.steps)
+    print(f"biossd chain run: {ch.pipeline}: {ran} -> {args.out}", file=sys.stderr)
+    return 0
+
+
 def cmd_catalogue_image(args: argparse.Namespace) -> int:
     from biossd.study import catalogue
     from biossd.study.catalogue import containers
@@ -83,22 +115,13 @@ def cmd_catalogue_image(args: argparse.Namespace) -> int:
 
 def cmd_catalogue_version(args: argparse.Namespace) -> int:
     from biossd.study import catalogue
+    from biossd.study.catalogue import containers
 
     entry = catalogue.get(args.tool)
-    prefix: list[str] = []
-    if args.container:
-        import tempfile
-
-        from biossd.study.catalogue import containers
-
-        if not containers.built(entry, args.container):
-            print(f"biossd catalogue version: {args.tool}'s {args.container} image is not built here", file=sys.stderr)
-            return 1
-        prefix = containers.wrap_argv(args.container, entry, Path(tempfile.gettempdir()), [])
-    version = entry.installed_version(prefix)
-    if version is None:
-        print(f"biossd catalogue version: {args.tool} is not installed here"
-              + (" (in its container)" if args.container else ""), file=sys.stderr)
+    try:
+        version = containers.installed_version(entry, args.container)
+    except containers.ContainerError as err:
+        print(f"biossd catalogue version: {err}", file=sys.stderr)
         return 1
     if version != str(entry.data["version"]):
         print(f"biossd catalogue version: warning: {args.tool} is {version} here, the catalogue "
@@ -242,6 +265,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     options.add_hold_host_lock_option(p, "stage")
     options.add_owner_options(p, "this staging")
     p.set_defaults(func=cmd_chain_stage)
+    p = chain_p.add_parser("run", help="a chained pipeline in one process: its steps staged one after another "
+                                       "in one marked scratch, each profiled; the scratch removed")
+    p.add_argument("pipeline")
+    p.add_argument("--input", required=True, help="directory of the chain's input kind (biossd data synth)")
+    options.add_scratch_option(p, "chain")
+    p.add_argument("--out", required=True, help="directory to write the steps' run directories into (<NN-tool>/)")
+    p.add_argument("--steps", required=True, metavar="JSON|@FILE",
+                   help="the plan's steps: [{index, name, tool, mem, settings}, ...] (`biossd study tasks`)")
+    p.add_argument("--container", choices=options.ENGINES, help="run each step's tool in its container")
+    p.add_argument("--versions", metavar="FILE", help="write each tool's version there, one `tool: version` a line")
+    options.add_hold_host_lock_option(p, "stage each step")
+    options.add_profile_options(p)
+    p.set_defaults(func=cmd_chain_run)
 
     cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
     p = cat_p.add_parser("command", help="print a tool's command line, shell-quoted")
@@ -272,8 +308,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "marked scratch, profile it there, score it, remove the scratch")
     p.add_argument("tool")
     p.add_argument("--input", required=True, help="the input, prepared for the tool (biossd catalogue prepare)")
-    p.add_argument("--scratch", required=True,
-                   help="the run's scratch directory on the device under study (made, marked and removed here)")
+    options.add_scratch_option(p, "run")
     p.add_argument("--out", required=True, help="run directory to write")
     p.add_argument("--mem", required=True, help="the run's memory: the tool's settings follow it, and it is the cap")
     p.add_argument("--uncapped", action="store_true",

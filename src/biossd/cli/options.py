@@ -64,6 +64,14 @@ def add_set_option(p: argparse.ArgumentParser) -> None:
                    help="a memory setting of the tool (its catalogue memory_options; the study's sizing rule)")
 
 
+def add_scratch_option(p: argparse.ArgumentParser, whose: str) -> None:
+    """``--scratch``: where the command makes, marks and removes its scratch directory
+    (:func:`biossd.measure.rundir.scratch`; its name gets the process's id)."""
+    p.add_argument("--scratch", required=True,
+                   help=f"the {whose}'s scratch directory on the device under study (made, marked and removed "
+                        "here; its name gets this process's id)")
+
+
 def add_hold_host_lock_option(p: argparse.ArgumentParser, verb: str = "write") -> None:
     """``--hold-host-lock``: the command's ``verb`` (its writes to a device under study) happens under
     the host lock (:func:`held_host_lock`)."""

@@ -102,13 +102,14 @@ def of(entry: catalogue.Entry) -> Chain:
 
 def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, mem_bytes: int | None,
                container: str | None = None, settings: dict[str, str] | None = None,
-               create_scratch: bool = True) -> list[str]:
+               create_scratch: bool = True, cidfile: Path | None = None) -> list[str]:
     """Prepare step ``index`` (1-based) in ``scratch`` and return its argv, to be run with
     ``scratch`` as its working directory (its paths are relative to it, or to the directory
     its command changes into; in a container, the container's paths). The first step first
     copies the chain's input into scratch (a real copy: the tools read it from the device under
     study) and runs the chain's preparation; a later step finds its inputs where the earlier
-    steps wrote them."""
+    steps wrote them. ``cidfile``: where Docker writes the step's container id
+    (:func:`biossd.study.catalogue.containers.wrap_argv`)."""
     if not 1 <= index <= len(chain.steps):
         raise ChainError(f"{chain.pipeline}: no step {index} (the chain has {len(chain.steps)})")
     step = chain.steps[index - 1]
@@ -145,7 +146,7 @@ def stage_step(chain: Chain, index: int, input_dir: Path | None, scratch: Path, 
         base = scratch / files[into] if into else scratch
         values.update({name: str(rel) if name == into else os.path.relpath(scratch / rel, base)
                        for name, rel in files.items()})
-    return command_argv(entry, values, scratch, mem_bytes, container, settings)
+    return command_argv(entry, values, scratch, mem_bytes, container, settings, cidfile)
 
 
 def step_labels(entry: catalogue.Entry) -> tuple[dict[str, str], dict[str, str]]:

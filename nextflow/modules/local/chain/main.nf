@@ -1,8 +1,9 @@
 /*
- * CHAIN — one chained pipeline (seed 000 Fig. 3) on one storage class: its steps run one after
- * another in one scratch on the class's device, each step's output the next step's input
- * (`biossd chain stage`, src/biossd/study/chain.py), each step profiled by `biossd profile` under its
- * tool's cap, with the same swap, time limit and device record as PROFILE's runs. A step that
+ * CHAIN — one chained pipeline (seed 000 Fig. 3) on one storage class, in one process
+ * (`biossd chain run`, src/biossd/measure/chainrun.py): its steps run one after another in one
+ * marked scratch on the class's device, each step's output the next step's input, each step
+ * staged under the host lock and profiled under its tool's cap, with the same swap, time limit
+ * and device record as PROFILE's runs; the scratch is removed however the chain ends. A step that
  * does not end ok ends the chain: the steps after it are not run (their inputs do not exist).
  * Published to meta.publish/<NN-tool>/, OUTDIR/<host>-<storage>/chains/<pipeline>/<rep>/<NN-tool>/ (the study
  * plan computes it: src/biossd/study/layout.py; conf/modules.config publishes it).
@@ -27,48 +28,17 @@ process CHAIN {
     def args    = task.ext.args ?: ''
     def engine  = task.ext.engine ? "--container ${q(task.ext.engine)}" : ''
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
-    // One line per step: index, step name, tool, cap and its tool's memory settings under the
-    // sizing rule (NAME=VALUE,...; '-' for none), from the study plan.
-    def steps   = meta.steps.collect { s -> "${s.index} ${s.name} ${s.tool} ${s.mem} " + ((s.settings ?: [:]).collect { k, v -> "${k}=${v}" }.join(',') ?: '-') }.join('\n')
+    // Each step's cap and its tool's memory settings under the sizing rule, from the study plan.
+    def steps   = groovy.json.JsonOutput.toJson(meta.steps.collect { st -> [index: st.index, name: st.name, tool: st.tool, mem: st.mem, settings: st.settings ?: [:]] })
     """
-    scratch=${scratch}
-    if [ -e "\$scratch" ]; then
-        [ -f "\$scratch/.biossd-scratch" ] || { echo "\$scratch exists and is not a biossd scratch directory; not touching it" >&2; exit 1; }
-        rm -rf "\$scratch"
-    fi
-    mkdir -p "\$scratch" steps && : > "\$scratch/.biossd-scratch"
-    trap '[ -f "\$scratch/.biossd-scratch" ] && rm -rf "\$scratch"' EXIT
-    workdir=\$PWD
+    printf '%s\\n' ${q(steps)} > steps.json
+    biossd chain run ${q(meta.pipeline)} --input ${q(input_dir)} --scratch ${scratch} --out steps \\
+        --steps @steps.json --hold-host-lock ${engine} ${args} ${labels} --device-record device.json \\
+        --versions tool_versions.txt
+
     echo '"${task.process}":' > versions.yml
     echo "    biossd: \$(biossd --version | sed 's/biossd //')" >> versions.yml
-    while read -r index name tool mem settings; do
-        set_args=()
-        set_labels=()
-        if [ "\$settings" != - ]; then
-            IFS=, read -ra pairs <<< "\$settings"
-            for pair in "\${pairs[@]}"; do set_args+=(--set "\$pair"); set_labels+=(--label "setting.\$pair"); done
-        fi
-        version=\$(biossd catalogue version ${engine} "\$tool")
-        echo "    \$tool: \$version" >> versions.yml
-        # In the foreground (see PROFILE): the EXIT trap then never races a copy into scratch.
-        biossd chain stage --print0 --existing-scratch --hold-host-lock --mem "\$mem" "\${set_args[@]}" ${engine} ${q(meta.pipeline)} \\
-            --step "\$index" --input ${q(input_dir)} --scratch "\$scratch" > .tool_argv
-        mapfile -d '' -t tool_argv < .tool_argv
-        [ \${#tool_argv[@]} -gt 0 ] || { echo "biossd chain stage ${meta.pipeline} step \$name gave no command" >&2; exit 1; }
-        cd "\$scratch"
-        biossd profile --mem "\$mem" --out "\$workdir/steps/\$name" ${args} \\
-            ${labels} "\${set_labels[@]}" --label "tool=\$tool" --label "mem=\$mem" --label "step=\$name" --label "tool_version=\$version" \\
-            --label "scratch=\$scratch" --tool-version "\$version" --device-record "\$workdir/device.json" \\
-            -- "\${tool_argv[@]}"
-        cd "\$workdir"
-        outcome=\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["outcome"])' "steps/\$name/run.json")
-        if [ "\$outcome" != ok ]; then
-            echo "chain ${meta.pipeline}: step \$name ended \$outcome; the steps after it have no input and are not run" >&2
-            break
-        fi
-    done <<'END_STEPS'
-${steps}
-END_STEPS
+    sed 's/^/    /' tool_versions.txt >> versions.yml
     """
 
     stub:

@@ -309,6 +309,22 @@ def inside_paths(values: dict[str, str], bind: Path) -> dict[str, str]:
     return out
 
 
+def installed_version(entry: Entry, engine: str | None = None) -> str:
+    """The version ``entry``'s tool reports, natively or in its ``engine`` image (the record of
+    every run of it); a tool not installed, or an image not built, is refused naming which."""
+    prefix: list[str] = []
+    if engine is not None:
+        if not built(entry, engine):
+            raise ContainerError(f"{entry.id}'s {engine} image is not built here; build it with "
+                                 f"`biossd catalogue build --engine {engine} {entry.id}`")
+        prefix = wrap_argv(engine, entry, Path(tempfile.gettempdir()), [])
+    version = entry.installed_version(prefix)
+    if version is None:
+        raise ContainerError(f"{entry.id} is not installed here" + (f" (in its {engine} image)" if engine else "")
+                             + "; `make tools` installs and builds the runnable tools")
+    return version
+
+
 def wrap_argv(engine: str, entry: Entry, bind: Path, argv: Sequence[str], mem_bytes: int | None = None,
               cwd: str = BIND_POINT, cidfile: Path | None = None) -> list[str]:
     """``argv`` run by ``engine`` in ``entry``'s image, with ``bind`` seen at :data:`BIND_POINT`.
