@@ -300,8 +300,8 @@ def experiment_point(rng: random.Random, work: Path, env: dict[str, str], name: 
     partial = sorted(p.name for p in work.glob(".out.partial-*"))
     if partial:
         left["partial task"] = partial
-    if (work / "scratch").exists():
-        left["scratch"] = sorted(p.name for p in (work / "scratch").iterdir())
+    for scratch in work.glob("scratch*"):  # its name gets the task's pid
+        left[f"scratch {scratch.name}"] = sorted(p.name for p in scratch.iterdir())
     if not point.completed and (work / "out").exists():
         left["task directory of an interrupted task"] = str(work / "out")
     point.left = left

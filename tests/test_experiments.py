@@ -86,6 +86,19 @@ def test_the_experiments_are_those_defined_in_seed_order():
     assert spec.NAMES == ("sort_memory", "object_store", "kmer_io", "shared_device")
 
 
+def test_a_task_works_only_in_an_empty_scratch_of_its_own_and_writes_nothing_else(tmp_path):
+    """The scratch is made and marked by its caller (biossd.measure.rundir.scratch); a task refuses
+    a missing one or one holding anything but the mark, before it makes anything."""
+    entry = planning.plan("sort_memory", "tiny", ["hdd"], "h1")["tasks"][0]
+    with pytest.raises(spec.ExperimentError, match=r"--scratch .*/missing is not an empty directory"):
+        task.run_task(entry, tmp_path / "missing", tmp_path / "out")
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "theirs").write_text("x")
+    with pytest.raises(spec.ExperimentError, match=r"--scratch .*/used is not an empty directory"):
+        task.run_task(entry, tmp_path / "used", tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["used"] and (tmp_path / "used" / "theirs").read_text() == "x"
+
+
 def test_a_task_s_runs_carry_the_study_s_labels_and_the_point_s(tmp_path):
     entry = planning.plan("sort_memory", "tiny", ["hdd"], "h1")["tasks"][0]
     ctx = task.Task(entry, spec.load_spec("sort_memory"), tmp_path / "scratch", tmp_path / "out")
@@ -234,7 +247,7 @@ def test_an_interrupted_task_leaves_nothing(tmp_path, root_required, biossd):
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "interrupted by signal 15" in err
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.partial-*"))
-    assert not (tmp_path / "scratch").exists()
+    assert not list(tmp_path.glob("scratch*")), "the scratch (named with the pid) is removed"
     assert subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout == before_loops
     assert set(find_leftovers()) == before_cgroups
     assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]

@@ -67,10 +67,13 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     task = options.json_arg(args.task, "--task")
     storage = options.json_arg(args.storage, "--storage") if args.storage else {}
     owner = options.owner(args)
+    from biossd.measure import rundir
+
     try:
-        record = experiments.run_task(task, Path(args.scratch), Path(args.out),
-                                      Path(args.device_record) if args.device_record else None, storage, owner,
-                                      Path(args.input) if args.input else None)
+        with rundir.scratch(Path(args.scratch), unique=True) as scratch:
+            record = experiments.run_task(task, scratch, Path(args.out),
+                                          Path(args.device_record) if args.device_record else None, storage, owner,
+                                          Path(args.input) if args.input else None)
     except experiments.Interrupted as intr:
         print(f"biossd experiment run: interrupted by signal {intr.signum}; the task's partial results, "
               "servers, mounts and devices were removed", file=sys.stderr)
@@ -141,9 +144,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default=platform.node(), help="host name of the result layout")
     p.add_argument("--seed", type=int, default=1, help="seed of the synthetic inputs")
     p.set_defaults(func=cmd_experiment_plan)
-    p = exp_p.add_parser("run", help="run one planned task in an empty scratch directory")
+    p = exp_p.add_parser("run", help="run one planned task in a scratch directory of its own (made, marked, removed)")
     p.add_argument("--task", required=True, help="the task (JSON, or @FILE) from `biossd experiment plan`")
-    p.add_argument("--scratch", required=True, help="an empty directory on the storage class's device")
+    options.add_scratch_option(p, "task")
     p.add_argument("--out", required=True, help="the task directory to write (must not exist)")
     p.add_argument("--device-record", help="`biossd device characterize` record of the class's device")
     p.add_argument("--storage", help="the class's entry of `biossd storage up` (JSON or @FILE)")

@@ -8,12 +8,10 @@ import datetime as dt
 import json
 import os
 import shutil
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from biossd.core import made
 from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_ignored, signals_raise
@@ -126,7 +124,8 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
              input_dir: Path | None = None) -> dict[str, Any]:
     """Run one planned task; returns its ``point.json`` record. ``out`` must not exist: the task
     is written to a marked partial directory beside it and renamed when complete; on failure or a
-    signal the partial directory and the task's scratch contents are removed. ``input_dir``: the
+    signal the partial directory and the task's scratch contents are removed. ``scratch``: an
+    empty directory (but for its mark) of the task's own, on the class's device. ``input_dir``: the
     task's synthetic input made beforehand (``biossd data synth``, the workflow's SYNTH_INPUT),
     copied into scratch; without it, the input is synthesized there."""
     task = dict(task)
@@ -135,26 +134,13 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
     if out.exists():
         raise ExperimentError(f"{out} exists; an experiment task never overwrites: choose another --out")
     scratch = Path(scratch).absolute()
-    if scratch.exists() and any(scratch.iterdir()):
-        raise ExperimentError(f"--scratch {scratch} is not empty; a task works in an empty directory of its own")
+    if not scratch.is_dir() or any(p.name != rundir.SCRATCH_MARKER for p in scratch.iterdir()):
+        raise ExperimentError(f"--scratch {scratch} is not an empty directory; a task works in one of its own "
+                              "(biossd.measure.rundir.scratch makes, marks and removes it)")
     spec = load_spec(task["experiment"])
-    partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
-    made.remember(partial, "experiment partial")  # found after a reboot too, if never finished
-    partial.mkdir(parents=True)
-    # The marker names its maker: `biossd cleanup` removes it after a SIGKILL only for that maker.
-    (partial / PARTIAL_MARKER).write_text(json.dumps({"made_by": "biossd experiment run",
-                                                      **ProcessRef.current().record()}) + "\n")
-    made_scratch = not scratch.exists()
-    if made_scratch:  # marked and recorded: a SIGKILL leaves it to `biossd cleanup`
-        made.remember(scratch, "scratch")
-    scratch.mkdir(parents=True, exist_ok=True)
-    if made_scratch:
-        (scratch / rundir.SCRATCH_MARKER).touch()
-    done = False
     try:
-        with signals_raise(Interrupted):  # a profiled run inside raises the same way
-            ctx = Task(task, spec, scratch, partial, Path(device_record) if device_record else None,
-                       dict(storage or {}), owner)
+        with rundir.task_partial(out) as partial, signals_raise(Interrupted):  # a profiled run raises the same way
+            ctx = Task(task, spec, scratch, partial, device_record, dict(storage or {}), owner)
             started = _utc_now()
             _stage_input(task, ctx.input_dir, Path(input_dir) if input_dir else None)
             observed = module(task["experiment"]).run(ctx)
@@ -162,18 +148,10 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
                       "ended_at": _utc_now(), "substitutes": substitutes(spec),
                       "storage": dict(storage or {})}
             atomic_write_text(partial / POINT_RECORD, json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-            (partial / PARTIAL_MARKER).unlink()
-            partial.rename(out)
-            made.forget(partial)
-            done = True
-            return record
+        return record
     finally:
         with signals_ignored():
-            if not done and (partial / PARTIAL_MARKER).is_file():
-                with contextlib.suppress(OSError):
-                    remove_tree(partial)
-                made.forget(partial)
-            _empty_scratch(scratch, made_scratch)
+            _empty_scratch(scratch)
 
 
 def _stage_input(task: Mapping[str, Any], dest: Path, made: Path | None) -> None:
@@ -191,20 +169,18 @@ def _stage_input(task: Mapping[str, Any], dest: Path, made: Path | None) -> None
     shutil.copytree(made, dest, symlinks=False)
 
 
-def _empty_scratch(scratch: Path, remove_dir: bool) -> None:
-    """The task's scratch emptied (it was empty or absent before the task)."""
+def _empty_scratch(scratch: Path) -> None:
+    """The task's scratch emptied as it was given (its mark kept: the scratch is its maker's)."""
     if not scratch.exists():
         return
     for child in scratch.iterdir():
+        if child.name == rundir.SCRATCH_MARKER:
+            continue
         if child.is_dir() and not child.is_symlink():
             with contextlib.suppress(OSError):  # never into a disk still mounted there
                 remove_tree(child)
         else:
             child.unlink(missing_ok=True)
-    if remove_dir:
-        with contextlib.suppress(OSError):
-            scratch.rmdir()
-        made.forget(scratch)
 
 
 def _utc_now() -> str:

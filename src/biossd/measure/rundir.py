@@ -165,6 +165,37 @@ def scratch(path: Path, unique: bool = False) -> Iterator[Path]:
             made.forget(path)
 
 
+@contextlib.contextmanager
+def task_partial(out: Path, made_by: str = "biossd experiment run") -> Iterator[Path]:
+    """An experiment task's directory, written as a partial directory beside ``out``
+    (``.NAME.partial-<hex>``) whose marker :data:`EXPERIMENT_MARKER` names its maker (so `biossd
+    cleanup` removes it after a SIGKILL only for that maker) and recorded (:mod:`biossd.core.made`).
+    When the block ends normally the marker goes and the directory is renamed to ``out``; when it
+    raises (an error, a signal) the directory is removed. ``out`` must not exist."""
+    from biossd.core.signals import signals_ignored
+
+    out = Path(out).absolute()
+    if out.exists():
+        raise RunDirError(f"{out} exists; an experiment task never overwrites: choose another --out")
+    partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
+    made.remember(partial, "experiment partial")  # found after a reboot too, if never finished
+    partial.mkdir(parents=True)
+    (partial / EXPERIMENT_MARKER).write_text(json.dumps({"made_by": made_by, **ProcessRef.current().record()}) + "\n")
+    try:
+        yield partial
+    except BaseException:
+        with signals_ignored():  # a rollback under way is not cut short by a second signal
+            if (partial / EXPERIMENT_MARKER).is_file():
+                with contextlib.suppress(OSError):
+                    remove_tree(partial)
+                made.forget(partial)
+        raise
+    with signals_ignored():
+        (partial / EXPERIMENT_MARKER).unlink()
+        partial.rename(out)
+        made.forget(partial)
+
+
 class RunAppeared(RunDirError):
     """A complete run appeared at the target while this one measured; it is kept."""
 

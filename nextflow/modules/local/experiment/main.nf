@@ -27,17 +27,9 @@ process EXPERIMENT {
     def taskJson    = groovy.json.JsonOutput.toJson(meta)
     def storageJson = groovy.json.JsonOutput.toJson(storage)
     """
-    # The task's scratch carries biossd's mark; only a marked one is ever removed.
-    scratch=${scratch}
-    if [ -e "\$scratch" ]; then
-        [ -f "\$scratch/.biossd-scratch" ] || { echo "\$scratch exists and is not a biossd scratch directory; not touching it" >&2; exit 1; }
-        rm -rf "\$scratch"
-    fi
-    mkdir -p "\$scratch/task" && : > "\$scratch/.biossd-scratch"
-    trap '[ -f "\$scratch/.biossd-scratch" ] && rm -rf "\$scratch"' EXIT
     printf '%s\\n' ${q(taskJson)} > task.json
     printf '%s\\n' ${q(storageJson)} > storage.json
-    biossd experiment run --task @task.json --storage @storage.json --scratch "\$scratch/task" --out task \\
+    biossd experiment run --task @task.json --storage @storage.json --scratch ${scratch} --out task \\
         --device-record device.json --input input
 
     cat <<-END_VERSIONS > versions.yml
