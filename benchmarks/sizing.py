@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import tempfile
 from pathlib import Path

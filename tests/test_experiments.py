@@ -182,7 +182,6 @@ def test_the_object_store_answers_only_its_own_signed_requests(tmp_path, root_re
     """The server takes only requests signed with its random key: another local user (nobody)
     gets 403 on its port, a name with '..' never reaches it, and its key files are private."""
     import stat
-    import urllib.request
 
     (tmp_path / "x").write_bytes(b"data")
     with objectstore.ObjectStore(tmp_path / "objects", tmp_path / "mnt") as store:
