@@ -47,6 +47,8 @@ NOTE_WIDTH_CHARS = 110
 TRACE_MAX_REQUESTS = 20_000
 #: A request's bar is its size long, but at least this fraction of the LBA axis (a 4 KiB
 #: request on a disk of 2^28 sectors would be invisible otherwise).
+#: At most this many intervals on a trace panel's time axis (Fig. 6).
+TRACE_TIME_TICKS = 4
 TRACE_MIN_BAR_FRACTION = 0.01
 
 
@@ -430,6 +432,8 @@ def fig06_traces(a: Analysis) -> plt.Figure:
             ax.set_xlabel("time (s)", fontsize=7)
             ax.set_ylabel("LBA (sector); bar = request size", fontsize=6)
             ax.tick_params(labelsize=6)
+            # Few time ticks: a trace of a fraction of a millisecond otherwise prints overlapping labels.
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=TRACE_TIME_TICKS))
     return _finish(fig, None, "Representative I/O traces per pattern (Lee, Min and Yoon 2015, Fig. 6); bars at least "
                  f"{TRACE_MIN_BAR_FRACTION:.0%} of the LBA axis long")
 
