@@ -114,6 +114,9 @@ def test_a_scratch_that_is_not_biossd_s_is_never_touched(tmp_path, staged):
         chainrun.run(ch, chainrun.planned_steps(ch, plan_steps()), tmp_path / "in", tmp_path / "scratch",
                      tmp_path / "steps", ProfileRequest(argv=[], out_dir=tmp_path, mem_bytes=None), FakeProfiler([]))
     assert (mine / "precious").read_text() == "x" and not staged
+    from biossd.core import made
+
+    assert not made._record_path(mine).exists(), "a refused scratch leaves no record for cleanup"
 
 
 @pytest.mark.integration

@@ -147,14 +147,20 @@ def scratch(path: Path, unique: bool = False) -> Iterator[Path]:
     path = Path(path).absolute()
     if unique:
         path = path.with_name(f"{path.name}-{os.getpid()}")
-        made.remember(path, "scratch")
     if path.exists() or path.is_symlink():
         if not (path / SCRATCH_MARKER).is_file() or _protected(path.resolve()):
             raise RunDirError(f"{path} exists and is not a biossd scratch directory (no {SCRATCH_MARKER}); "
                               "not touching it: name another scratch or remove it yourself")
-        remove_tree(path)
-    path.mkdir(parents=True)
-    (path / SCRATCH_MARKER).touch()
+    if unique:  # recorded before it is made (a SIGKILL leaves it to cleanup); refused: no record
+        made.remember(path, "scratch")
+    try:
+        remove_tree(path)  # an earlier attempt's, carrying the mark
+        path.mkdir(parents=True)
+        (path / SCRATCH_MARKER).touch()
+    except BaseException:
+        if unique and not path.exists():
+            made.forget(path)
+        raise
     try:
         yield path
     finally:
