@@ -161,6 +161,8 @@ python_env() {
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$repo" \
     || die "installing the biossd package itself (pip install -e .) failed"
   "$venv/bin/biossd" --version >/dev/null || die "biossd was installed but does not run"
+  # The rebuilt bin/ lost the Nextflow launcher; the jars it runs are still there.
+  if [ -f "$venv/nextflow/lib/nextflow-$nextflow_version.jar" ]; then write_launcher "$venv/nextflow/lib"; fi
   stamp_write python "$key"
 }
 
