@@ -123,7 +123,8 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
              storage: Mapping[str, Any] | None = None, owner: ProcessRef | None = None,
              input_dir: Path | None = None) -> dict[str, Any]:
     """Run one planned task; returns its ``point.json`` record. ``out`` must not exist: the task
-    is written to a marked partial directory beside it and renamed when complete; on failure or a
+    is written to a marked partial directory beside it (:func:`biossd.measure.rundir.task_partial`,
+    which refuses an existing ``out``) and renamed when complete; on failure or a
     signal the partial directory and the task's scratch contents are removed. ``scratch``: an
     empty directory (but for its mark) of the task's own, on the class's device. ``input_dir``: the
     task's synthetic input made beforehand (``biossd data synth``, the workflow's SYNTH_INPUT),
@@ -131,8 +132,6 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
     task = dict(task)
     out = Path(out).absolute()  # the runs change into scratch: every path is made absolute first
     device_record = Path(device_record).absolute() if device_record else None
-    if out.exists():
-        raise ExperimentError(f"{out} exists; an experiment task never overwrites: choose another --out")
     scratch = Path(scratch).absolute()
     if not scratch.is_dir() or any(p.name != rundir.SCRATCH_MARKER for p in scratch.iterdir()):
         raise ExperimentError(f"--scratch {scratch} is not an empty directory; a task works in one of its own "
