@@ -17,8 +17,10 @@ from biossd.measure import blocktrace, manifest
 KIB = 1024
 
 
-def stream(n, *, write=False, sequential=True, size=4 * KIB, depth=1):
-    offset = np.arange(n, dtype=np.int64) * size if sequential else (np.arange(n, dtype=np.int64) * 7919 % 1000) * (1 << 30)
+def stream(n, *, write=False, sequential=True, size=4 * KIB, depth=1, span=10**12):
+    """``n`` requests one after another, or at random over ``span`` bytes (a 1 TB disk's stroke)."""
+    offset = (np.arange(n, dtype=np.int64) * size if sequential else
+              np.random.default_rng(7).integers(0, span // size, n, dtype=np.int64) * size)
     return devicemodels.Stream(is_write=np.full(n, write), offset=offset, nbytes=np.full(n, size, np.int64),
                                depth=np.full(n, depth), idle_ms=np.zeros(n), new_stream=np.zeros(n, bool))
 
@@ -32,10 +34,14 @@ def test_busy_time_is_the_union_of_request_intervals():
 
 def test_hdd_target_serves_random_4k_at_its_spec_iops_and_a_stream_at_media_rate():
     """The HDD target is the emulator's model (biossd.host.hdd.diskmodel): its mean random 4 KiB
-    cost is the spec's 1 / IOPS, a sequential stream moves at the spec's MB/s."""
+    read over the whole stroke costs the spec's 1 / IOPS, a sequential stream moves at the spec's
+    MB/s; scaled by a study's D, its stroke is D times shorter."""
     barracuda = devicemodels.paper_target("Seagate Barracuda")
     random = barracuda.serve(stream(10_000, sequential=False))
-    assert np.sum(random.mean_ms) / 1000 == pytest.approx(10_000 / 79.0, rel=0.01)
+    assert np.sum(random.mean_ms) / 1000 == pytest.approx(10_000 / 79.0, rel=0.02)
+    scaled = barracuda.scaled(160.0).serve(stream(10_000, sequential=False, span=10**12 // 160))
+    assert np.sum(scaled.mean_ms) == pytest.approx(np.sum(random.mean_ms), rel=0.02)  # the same stroke
+    assert barracuda.scaled(160.0).scale == 160.0 and barracuda.scale == 1.0
     assert np.all(random.var_ms2[1:] > 0)  # the first starts where the head rests
     seq = barracuda.serve(stream(4096, size=1 << 20))
     assert np.sum(seq.mean_ms) / 1000 == pytest.approx(4096 * (1 << 20) / (156 * diskmodel.MB), rel=0.01)
@@ -98,14 +104,19 @@ def make_run(run_dir, requests, *, wall_s, cpu_s, trace=True):
 
 def test_runtime_is_time_off_the_device_plus_the_targets_busy_time(tmp_path):
     """A run of 10 s whose device was busy 4 s with 100 random 4 KiB reads (one at a time), and
-    that computed 6 s: on the Barracuda the reads take 100 / 79 IOPS."""
-    reqs = [(i * 0.04, i * 0.04 + 0.04, "R", (i * 7919 % 1000) * (1 << 21), 4096) for i in range(100)]
+    that computed 6 s: on the Barracuda the reads take what its model says they take."""
+    sectors = np.random.default_rng(3).integers(0, 10**12 // 512, 100)
+    reqs = [(i * 0.04, i * 0.04 + 0.04, "R", int(sectors[i]), 4096) for i in range(100)]
     run = make_run(tmp_path / "r", reqs, wall_s=10.0, cpu_s=6.0)
-    table = predict.predict_runs([run], [devicemodels.paper_target("Seagate Barracuda")])
+    barracuda = devicemodels.paper_target("Seagate Barracuda")
+    table = predict.predict_runs([run], [barracuda])
     row = table.iloc[0]
     assert row["requests"] == 100 and row["busy_s"] == pytest.approx(4.0)
     assert row["off_device_s"] == pytest.approx(6.0) and row["overlap_s"] == 0.0
-    assert row["predicted_runtime_s"] == pytest.approx(6.0 + 100 / 79.0, rel=0.02)
+    alone, _ = diskmodel.DiskModel(barracuda.profile, seed=None).stream_ms(
+        ["read"] * 100, (sectors * 512).tolist(), [4096] * 100, [0.0] * 100)
+    assert row["predicted_runtime_s"] == pytest.approx(6.0 + sum(alone) / 1000)
+    assert sum(alone) / 1000 == pytest.approx(100 / 79.0, rel=0.15)  # random over the whole stroke
     assert row["predicted_low_s"] < row["predicted_runtime_s"] < row["predicted_high_s"]
     assert row["predicted_speedup"] == pytest.approx(row["predicted_runtime_s"] / 10.0)
 

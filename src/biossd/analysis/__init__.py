@@ -101,7 +101,19 @@ class Analysis:
         """The fast side's baseline runs predicted on each of the paper's devices (seed 000,
         Tables 3 and 4), for Fig. 2(b)."""
         rows = speedup.side_rows(self.baseline_runs, self.features_side)
-        return predict.predict_result_set(self.rs, devicemodels.paper_targets(), rows[rows["outcome"] == speedup.OK])
+        return predict.predict_result_set(self.rs, devicemodels.paper_targets(scale=self.disk_scale),
+                                          rows[rows["outcome"] == speedup.OK])
+
+    @cached_property
+    def disk_scale(self) -> float:
+        """The study's memory divisor D (:func:`biossd.study.sizing.memory_divisor` of its data
+        memory), by which its hard disks are scaled (:mod:`biossd.host.hdd.diskmodel`); 1 for a
+        study that gave no data memory."""
+        from biossd.core.units import is_size_label, parse_size
+        from biossd.study import sizing
+
+        value = self.rs.study_param("data_memory")
+        return sizing.memory_divisor(parse_size(str(value))) if value and is_size_label(str(value)) else 1.0
 
     @property
     def features_side(self) -> str:

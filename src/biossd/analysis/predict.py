@@ -144,12 +144,12 @@ def busy_s(issue_s: np.ndarray, complete_s: np.ndarray) -> float:
 
 def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float
               ) -> tuple[devicemodels.Stream, float, np.ndarray]:
-    """The data requests (reads and writes) issued in ``[t0, t1]`` as a :class:`Stream`, the
-    device's busy time in that window with the requests the run waited for (a request not seen
-    to complete ends at ``t1``), and which requests those are (``requests["waited"]``; without
-    it, every one)."""
+    """The requests issued in ``[t0, t1]`` — reads, writes and flushes of the device's write cache
+    — as a :class:`Stream`, the device's busy time in that window with the requests the run
+    waited for (a request not seen to complete ends at ``t1``), and which requests those are
+    (``requests["waited"]``; without it, every one)."""
     issue = requests["issue_s"]
-    keep = (issue >= t0_s) & (issue <= t1_s) & np.isin(requests["op"], ("R", "W"))
+    keep = (issue >= t0_s) & (issue <= t1_s) & np.isin(requests["op"], ("R", "W", "F"))
     issue = issue[keep]
     complete = requests["complete_s"][keep]
     complete = np.minimum(np.where(np.isnan(complete), t1_s, complete), t1_s)
@@ -165,6 +165,7 @@ def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float
         depth=np.maximum(depth, 1),
         idle_ms=np.maximum(issue - prev_end, 0.0) * MS_PER_S,
         new_stream=np.concatenate(([True], device[1:] != device[:-1])) if issue.size else np.array([], bool),
+        is_flush=requests["op"][keep] == "F",
     )
     waited = np.asarray(requests["waited"], bool)[keep] if "waited" in requests else np.ones(issue.size, bool)
     return stream, busy_s(issue[waited], complete[waited]), waited

@@ -44,11 +44,8 @@ COUNTED = (speedup.OK, speedup.TIMEOUT)
 def study_data_memory(a: Analysis) -> float:
     """M of the result set's study (its ``--data_memory``), in bytes; NaN when the study gave none
     (a result set sized by an earlier rule)."""
-    for record in a.rs.provenance:
-        value = (record.get("params") or {}).get("data_memory")
-        if value and is_size_label(str(value)):
-            return float(parse_size(str(value)))
-    return math.nan
+    value = a.rs.study_param("data_memory")
+    return float(parse_size(str(value))) if value and is_size_label(str(value)) else math.nan
 
 
 def _mean(rows: pd.DataFrame, side: str, column: str) -> float:

@@ -52,6 +52,15 @@ class ResultSet:
         """The directory of one run (a row of ``runs``)."""
         return Path(row["root"]) / str(row["run_dir"])
 
+    def study_param(self, name: str) -> Any:
+        """A parameter of the study that wrote the result set (its provenance; the first folder's
+        that gives it), or ``None``."""
+        for record in self.provenance:
+            value = (record.get("params") or {}).get(name)
+            if value not in (None, ""):
+                return value
+        return None
+
     def sides(self) -> list[str]:
         return sorted(self.runs["side"].unique())
 

@@ -76,15 +76,31 @@ class Stream:
     depth: np.ndarray
     idle_ms: np.ndarray
     new_stream: np.ndarray
+    #: Flushes of the device's write cache (no data; ``None``: there are none).
+    is_flush: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.nbytes)
 
     @property
+    def flushes(self) -> np.ndarray:
+        return np.zeros(len(self), bool) if self.is_flush is None else np.asarray(self.is_flush, bool)
+
+    @property
+    def ops(self) -> list[str]:
+        """Each request as the disk model names it: ``read``, ``write`` or ``flush``."""
+        return np.where(self.flushes, diskmodel.FLUSH, np.where(self.is_write, diskmodel.WRITE, diskmodel.READ)).tolist()
+
+    @property
     def sequential(self) -> np.ndarray:
-        """Requests that start where the previous one on the same device ended."""
-        end = np.concatenate(([-1], self.offset[:-1] + self.nbytes[:-1]))
-        return (self.offset == end) & ~self.new_stream
+        """Data requests that start where the previous data request on the same device ended
+        (a flush between them does not move anything)."""
+        data = ~self.flushes
+        out = np.zeros(len(self), bool)
+        offset, end = self.offset[data], self.offset[data] + self.nbytes[data]
+        new = self.new_stream[data]
+        out[data] = (offset == np.concatenate(([-1], end[:-1]))) & ~new
+        return out
 
 
 @dataclass(frozen=True)
@@ -104,11 +120,19 @@ class HddTarget:
     profile: diskmodel.DiskProfile
     source: str
     kind: str = "HDD"
+    #: The disk scaled as a study scales its machine (:mod:`biossd.host.hdd.diskmodel`; 1: as built).
+    scale: float = 1.0
 
     def serve(self, stream: Stream) -> Service:
-        model = diskmodel.DiskModel(self.profile)
-        mean, var = model.stream_ms(stream.is_write, stream.offset, stream.nbytes, stream.idle_ms, stream.new_stream)
+        model = diskmodel.DiskModel(self.profile, seed=None, scale=self.scale)
+        mean, var = model.stream_ms(stream.ops, stream.offset.tolist(), stream.nbytes.tolist(), stream.idle_ms.tolist(),
+                                    stream.new_stream.tolist())
+        mean, var = np.asarray(mean, float), np.asarray(var, float)
         return Service(mean, var, mean, mean)
+
+    def scaled(self, scale: float) -> "HddTarget":
+        """This disk scaled by a study's divisor D."""
+        return HddTarget(self.name, self.profile, self.source, self.kind, float(scale))
 
 
 @dataclass(frozen=True)
@@ -132,7 +156,7 @@ class FlashTarget:
 
         def cost(iops1: np.ndarray) -> np.ndarray:
             iops = np.minimum(iops32, iops1 * depth)
-            return np.where(seq, transfer, np.maximum(transfer, 1000.0 / iops))
+            return np.where(stream.flushes, 0.0, np.where(seq, transfer, np.maximum(transfer, 1000.0 / iops)))
 
         known = self.read_iops_qd1 is not None and self.write_iops_qd1 is not None
         if known:
@@ -230,7 +254,9 @@ def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
     emulation = body.get("emulation") or {}
     if emulation.get("emulated") and emulation.get("profile"):
         profile = diskmodel.load_profile(str(emulation["profile"]))
-        return HddTarget(f"{profile.name} (emulated)", profile, f"{path.name}: emulation of {emulation['profile']}")
+        scale = float(emulation.get("scale") or 1.0)
+        return HddTarget(f"{profile.name} (emulated)", profile, f"{path.name}: emulation of {emulation['profile']}"
+                         + (f", scaled by D = {scale:g}" if scale != 1 else ""), scale=scale)
     row = body.get("spec_row")
     if not isinstance(row, dict):
         raise DeviceModelError(f"{path}: missing field 'spec_row' (is it a `biossd device characterize` record?)")
@@ -287,6 +313,9 @@ def load_target(spec: str | Path) -> Target:
                            + ", ".join(known))
 
 
-def paper_targets(kind: str | None = None) -> list[Target]:
-    """The paper's devices (``kind``: ``SSD`` or ``HDD`` for one kind), in its table's order."""
-    return [paper_target(name) for name, row in paper_devices().items() if kind is None or row["kind"] == kind]
+def paper_targets(kind: str | None = None, scale: float = 1.0) -> list[Target]:
+    """The paper's devices (``kind``: ``SSD`` or ``HDD`` for one kind), in its table's order; its
+    hard disks scaled by a study's divisor ``scale`` (a flash model has no buffer or distances to
+    scale)."""
+    targets = [paper_target(name) for name, row in paper_devices().items() if kind is None or row["kind"] == kind]
+    return [t.scaled(scale) if isinstance(t, HddTarget) else t for t in targets]

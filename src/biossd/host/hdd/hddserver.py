@@ -2,19 +2,23 @@
 and writes are answered after the time :class:`biossd.host.hdd.diskmodel.DiskModel` says the real disk
 would take. A loop device over that file is the emulated disk (see :mod:`biossd.host.hdd.emulate`).
 
-Run as ``python -m biossd.host.hdd.hddserver --profile NAME --size BYTES --backing FILE --mount DIR``.
+Run as ``python -m biossd.host.hdd.hddserver --profile NAME --size BYTES --backing FILE --mount DIR
+[--scale D]``.
 The data lives in ``--backing`` (a sparse file on the native disk). Service times are applied
 only once ``on`` is written to the mount's ``control`` file, so ``mkfs`` runs at native speed
 (``off`` turns them off again); reading ``stats`` gives request counts as JSON. The server opens the file with FUSE ``direct_io``, so no page cache sits between the loop
 device and the model, and it runs outside any memory cap, so swap traffic through it cannot
 deadlock a capped program.
 
-Timing: requests are served one at a time (one actuator). A request is taken to have arrived
+Timing: requests are served one at a time, in the order they were queued (one actuator, one
+thread). A request is taken to have arrived
 :data:`IDLE_SLACK_MS` before it reached the server (FUSE's path from the loop device, which a
 real disk does not have) and starts then or when the previous one finished, whichever is later;
 how long the disk sat idle before it is passed to the model (a sequential request's look-ahead
 credit, :mod:`biossd.host.hdd.diskmodel`). The backing file's own read or write is done inside the
-modelled time, not after it. Before these, FUSE's turnaround between two pieces of a loop request
+modelled time, not after it. A flush of the loop device (the file system's journal commits,
+``fsync``, a FUA write) reaches the server as ``fsync`` of the image and costs what destaging
+the drive's write-behind data costs. Before these, FUSE's turnaround between two pieces of a loop request
 (0.5–5 ms, measured at the server) and the backing file's write after the delay were lost time:
 a buffered sequential write's writeback ran at 0.6 of the profile; now the disk's side of it,
 and fio's sequential reads and writes with direct I/O, are within 3% (``benchmarks/emulated_hdd.py``).
@@ -33,10 +37,12 @@ from pathlib import Path
 
 import mfusepy as fuse
 
-from biossd.host.hdd.diskmodel import DiskModel, load_profile
+from biossd.host.hdd.diskmodel import FLUSH, READ, WRITE, DiskModel, load_profile
 from biossd.host.hdd.emulate import CONTROL_FILE, DISK_FILE, STATS_FILE
 
 IDLE_SLACK_MS = 1.0
+#: The request counts in ``stats``, by operation.
+COUNTS = {READ: "reads", WRITE: "writes", FLUSH: "flushes"}
 
 
 class HddFilesystem(fuse.Operations):
@@ -46,10 +52,13 @@ class HddFilesystem(fuse.Operations):
         self.model = model
         self.size_bytes = size_bytes
         self.fd = os.open(backing, os.O_RDWR)
+        # No read-ahead on the backing file: reading the native disk's read-ahead window (MiBs)
+        # inside one request's modelled time could overrun it.
+        os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_RANDOM)
         self._actuator = threading.Lock()
         self.enabled = False
         self.busy_until = 0.0
-        self.stats = {"reads": 0, "writes": 0, "read_bytes": 0, "write_bytes": 0, "modelled_ms": 0.0}
+        self.stats = {"reads": 0, "writes": 0, "flushes": 0, "read_bytes": 0, "write_bytes": 0, "modelled_ms": 0.0}
         self.t_start = time.time_ns()
 
     # -- timing --------------------------------------------------------------------------------
@@ -58,15 +67,16 @@ class HddFilesystem(fuse.Operations):
         disk would have finished it; the backing file's own time is spent inside the modelled
         time, not added to it."""
         with self._actuator:
-            self.stats[f"{op}s"] += 1
-            self.stats[f"{op}_bytes"] += nbytes
+            self.stats[COUNTS[op]] += 1
+            if op != FLUSH:
+                self.stats[f"{op}_bytes"] += nbytes
             if not self.enabled:
                 return io()
             # The request left its program about IDLE_SLACK_MS before it got here (FUSE's path):
             # the disk is idle, or busy, from then on.
             arrived = time.monotonic() - IDLE_SLACK_MS / 1000.0
             idle_s = max(0.0, arrived - self.busy_until)
-            cost_s = self.model.service_ms(op, offset, nbytes, idle_ms=idle_s * 1000.0) / 1000.0
+            cost_s = self.model.request(op, offset, nbytes, idle_ms=idle_s * 1000.0).ms / 1000.0
             self.stats["modelled_ms"] += cost_s * 1000.0
             self.busy_until = max(self.busy_until, arrived) + cost_s
             result = io()
@@ -106,7 +116,7 @@ class HddFilesystem(fuse.Operations):
         if path == "/" + CONTROL_FILE:
             return b"on\n" if self.enabled else b"off\n"
         size = max(0, min(size, self.size_bytes - offset))
-        return self._serve("read", offset, size, lambda: os.pread(self.fd, size, offset))
+        return self._serve(READ, offset, size, lambda: os.pread(self.fd, size, offset))
 
     def write(self, path: str, data: bytes, offset: int, fh) -> int:
         if path == "/" + CONTROL_FILE:
@@ -121,7 +131,7 @@ class HddFilesystem(fuse.Operations):
             raise fuse.FuseOSError(errno.EACCES)
         if offset + len(data) > self.size_bytes:
             raise fuse.FuseOSError(errno.ENOSPC)
-        return self._serve("write", offset, len(data), lambda: os.pwrite(self.fd, data, offset))
+        return self._serve(WRITE, offset, len(data), lambda: os.pwrite(self.fd, data, offset))
 
     def truncate(self, path: str, length: int, fh=None) -> int:
         if path == "/" + DISK_FILE and length != self.size_bytes:
@@ -132,7 +142,9 @@ class HddFilesystem(fuse.Operations):
         return 0
 
     def fsync(self, path: str, datasync: int, fh) -> int:
-        return 0  # no write cache is modelled: every write was already "on the platter"
+        if path == "/" + DISK_FILE:  # a FLUSH: the drive destages its write-behind data
+            self._serve(FLUSH, 0, 0, lambda: None)
+        return 0
 
     def release(self, path: str, fh) -> int:
         return 0
@@ -149,13 +161,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backing", required=True)
     ap.add_argument("--mount", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scale", type=float, default=1.0, help="the study's memory divisor D (diskmodel)")
     args = ap.parse_args(argv)
-    model = DiskModel(load_profile(args.profile), seed=args.seed)
+    model = DiskModel(load_profile(args.profile), seed=args.seed, scale=args.scale)
     fs = HddFilesystem(model, Path(args.backing), args.size)
     # Root-only: no allow_other (only the mounting user, root, may enter the mount), and the
     # kernel checks the files' modes (the image is 0600).
+    # One thread: requests are taken in the order the kernel queued them (a loop device with direct
+    # I/O sends a request's pieces at once), as one actuator without command queueing serves them,
+    # and a flush is served after the writes queued before it.
     fuse.FUSE(fs, args.mount, foreground=True, raw_fi=True, default_permissions=True, fsname="biossd-hdd",
-              direct_io=True)
+              direct_io=True, nothreads=True)
 
 
 if __name__ == "__main__":
