@@ -76,7 +76,7 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
         if not args.mount or not args.size:
             raise UsageError("give --mount DIR and --size SIZE")
         state = emulate.up(Path(args.mount), args.profile, parse_size(args.size),
-                           parse_size(args.swap) if args.swap else None, Path(args.backing_dir))
+                           parse_size(args.swap) if args.swap else None, Path(args.backing_dir), scale=args.scale)
         print(f"emulated HDD ({state['profile_name']}) up at {state['mount']} on {state['loop_device']}"
               + (f", swap {state['swap_file']}" if state.get("swap_file") else ""))
     elif args.action == "down":
@@ -92,6 +92,14 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _disk_scale(data_memory: str | None) -> float:
+    """The emulated disks' scale: the study's memory divisor D = 1 GB / M (1 without an M)."""
+    from biossd.core.units import parse_size
+    from biossd.study import sizing
+
+    return sizing.memory_divisor(parse_size(data_memory)) if data_memory else 1.0
+
+
 def cmd_storage(args: argparse.Namespace) -> int:
     from biossd.core.units import parse_size
     from biossd.measure import storage
@@ -105,7 +113,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
         classes = [c.strip() for c in args.classes.split(",") if c.strip()]
         resolved = storage.up(classes, Path(args.root), storage.parse_emulate(args.emulate),
                               parse_size(args.size), Path(args.scratch_dir) if args.scratch_dir else None,
-                              owner=owner)
+                              owner=owner, scale=_disk_scale(args.data_memory))
         if args.output:
             storage.write(resolved, Path(args.output))
         print(json.dumps(resolved, indent=2))
@@ -199,6 +207,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", help="size of the emulated disk, e.g. 20G")
     p.add_argument("--swap", help="also a swap area of this size on it")
     p.add_argument("--backing-dir", default="/var/tmp", help="where the disk's data is kept")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="scale the disk down as a study scales its machine: its buffer / D and its distances x D "
+                        "(D = 1 GB / the study's data memory; default 1: the disk itself)")
     p.set_defaults(func=cmd_emulate_hdd)
 
     p = sub.add_parser("storage", help="the storage classes of a study run")
@@ -214,6 +225,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--emulate", action="append", default=[], metavar="CLASS=PROFILE",
                    help="emulate this class as an HDD of this profile (study/devices/)")
     p.add_argument("--size", default="4G", help="size of each emulated disk")
+    p.add_argument("--data-memory", metavar="SIZE",
+                   help="the study's data memory M: its emulated disks are scaled by D = 1 GB / M (default: unscaled)")
     p.add_argument("--scratch-dir", help="scratch directory of the real classes (default: task dir)")
     p.add_argument("-o", "--output", help="up: write the resolved classes (JSON) here; "
                    "characterize: directory for <class>.json")

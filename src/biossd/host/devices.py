@@ -51,7 +51,15 @@ def resolve(device: str) -> str:
 SYS_BLOCK = Path("/sys/block")
 #: Queue settings recorded for each traced device (``/sys/block/<dev>/queue/<name>``).
 QUEUE_FACTS = ("rotational", "scheduler", "nr_requests", "logical_block_size", "physical_block_size",
-               "max_sectors_kb", "read_ahead_kb", "write_cache")
+               "max_sectors_kb", "read_ahead_kb", "write_cache", "wbt_lat_usec")
+#: What a study holds equal on every block device of both storage classes, file system and swap
+#: alike (Lee, Min and Yoon 2015 §2.1: "drop-in replacement of HDDs by SSDs in the same computer
+#: without any other modifications in hardware or software"): the read-ahead window of the
+#: paper's kernel (Ubuntu 12.04's Linux 3.2: 128 KiB), no I/O scheduler (a loop device's own
+#: default), and no writeback throttling (which Linux 3.2 did not have; the kernel's default
+#: latency target depends on the rotational flag). ``rotational`` alone differs: it tells the
+#: truth of the class, and the kernel's swap read-ahead and slot allocation follow it.
+EQUAL_QUEUE_SETTINGS = {"read_ahead_kb": 128, "scheduler": "none", "wbt_lat_usec": 0}
 #: The kernel's sector: block traces (blktrace, tracefs) count offsets and lengths in 512-byte
 #: units whatever the device's logical block size. Defined here once; every reader imports it.
 SECTOR_BYTES = 512
@@ -87,6 +95,8 @@ def device_facts(name: str) -> dict[str, object]:
     facts["model"] = " ".join(x for x in (vendor, model) if x) or None
     facts["serial"] = _read(base / "serial") or _read(base / "device" / "serial")
     facts["backing_file"] = _read(base / "loop" / "backing_file")
+    dio = _read(base / "loop" / "dio")
+    facts["loop_direct_io"] = None if dio is None else dio == "1"
     for key in QUEUE_FACTS:
         value = _read(base / "queue" / key)
         if key == "scheduler" and value and "[" in value:
@@ -113,3 +123,38 @@ def mount_facts(path: Path) -> dict[str, object]:
             best = {"mount_point": point, "fstype": fstype, "source": source,
                     "mount_options": fields[5], "super_options": super_opts}
     return best
+
+
+def queue_policy(rotational: bool) -> dict[str, object]:
+    """The queue settings of a storage class's devices: :data:`EQUAL_QUEUE_SETTINGS` and the
+    class's rotational flag."""
+    return {"rotational": bool(rotational), **EQUAL_QUEUE_SETTINGS}
+
+
+def _queue_file(name: str, key: str) -> Path:
+    return SYS_BLOCK / whole_disk(name) / "queue" / key
+
+
+def queue_settings(name: str) -> dict[str, object]:
+    """The device's current values of the policy's keys (``rotational`` as a bool)."""
+    facts = device_facts(name)
+    return {key: facts.get(key) for key in ("rotational", *EQUAL_QUEUE_SETTINGS)}
+
+
+def apply_queue_policy(name: str, policy: dict[str, object]) -> None:
+    """Write ``policy`` into the device's queue (``/sys/block/<dev>/queue/``); a value the
+    kernel refuses raises :class:`DeviceError` naming the file."""
+    for key, value in policy.items():
+        path = _queue_file(name, key)
+        text = str(int(value)) if isinstance(value, bool) else str(value)
+        try:
+            path.write_text(text)
+        except OSError as err:
+            raise DeviceError(f"cannot set {path} to {text}: {err.strerror or err}") from None
+
+
+def queue_mismatches(name: str, policy: dict[str, object]) -> list[str]:
+    """Where the device's queue differs from ``policy``, one phrase each (empty: it matches)."""
+    found = queue_settings(name)
+    return [f"{name} {key} is {found.get(key)!r}, the class's is {want!r}" for key, want in policy.items()
+            if found.get(key) != want]

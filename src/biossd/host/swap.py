@@ -22,6 +22,7 @@ from biossd.core import made
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
 from biossd.core.owners import HostObject, is_owned_name, owned_name, owner_alive
+from biossd.host import devices
 
 FILE_PREFIX = "biossd-swap-"
 #: Higher than the kernel's default negative priorities, so this area is used first.
@@ -66,6 +67,9 @@ class LoopSwap(HostObject):
     backing_file: Path | None = field(default=None, init=False)
     loop_device: str | None = field(default=None, init=False)
     enabled: bool = field(default=False, init=False)
+    #: The queue settings given to the swap's loop device: those of the device its file is on.
+    queue: dict[str, object] | None = field(default=None, init=False)
+    backing_device: str | None = field(default=None, init=False)
 
     def _setup(self) -> None:
         if os.geteuid() != 0:
@@ -86,6 +90,18 @@ class LoopSwap(HostObject):
             os.close(fd)
         self.loop_device = _run(["losetup", "--find", "--show", "--direct-io=on", str(self.backing_file)]).strip()
         _run(["mkswap", self.loop_device])
+        # The swap is the class's device as much as its file system: the same rotational flag,
+        # read-ahead and the rest (the kernel picks its swap read-ahead by the flag).
+        try:
+            self.backing_device = devices.device_of_path(directory)
+        except devices.DeviceError:
+            self.backing_device = None  # tmpfs and the like: no device's settings to take
+        if self.backing_device is not None:
+            self.queue = devices.queue_settings(self.backing_device)
+            try:
+                devices.apply_queue_policy(self.device_name, self.queue)
+            except devices.DeviceError as err:
+                raise SwapError(f"cannot give the swap's loop device its class's queue settings: {err}") from None
         _run(["swapon", "--priority", str(SWAP_PRIORITY), self.loop_device])
         self.enabled = True
 
@@ -96,7 +112,10 @@ class LoopSwap(HostObject):
     def record(self) -> dict[str, object]:
         return {"size_bytes": self.size_bytes, "loop_device": self.loop_device,
                 "backing_file": str(self.backing_file) if self.backing_file else None,
-                "priority": SWAP_PRIORITY}
+                "priority": SWAP_PRIORITY, "queue": self.queue,
+                # The device the swap file is on: its requests reach that device too, below the
+                # swap's own (the features count them once, there).
+                "backing_device": self.backing_device}
 
     def close(self) -> None:
         if self.enabled and self.loop_device:

@@ -49,7 +49,7 @@ from biossd.host.hdd import emulate
 from biossd.host.slurm import scheduler
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path
-from biossd.measure import blocktrace, counters, gnutime, manifest, processes, rundir
+from biossd.measure import blocktrace, counters, devicecheck, gnutime, manifest, processes, rundir
 from biossd.measure.sampler import DEFAULT_INTERVAL_S, Sampler
 
 #: ``ru_inblock``/``ru_oublock`` count 512-byte units on Linux (getrusage(2)).
@@ -364,6 +364,10 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         if received:
             raise Interrupted(received[0])
         where = _where(request, out_dir, traced, swap)
+        where["device_check"] = devicecheck.check(traced, devicecheck.expected_policies(
+            where["emulated_storage"]["cwd"], swap.device_name if swap else None, swap.queue if swap else None))
+        if not where["device_check"]["ok"]:
+            raise ProfileError(devicecheck.problem_text(where["device_check"]))
         phases.mark("set_up")
         caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
         phases.mark("drop_caches")

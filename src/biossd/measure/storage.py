@@ -57,10 +57,22 @@ def reconcile() -> list[str]:
     return done
 
 
+#: A class named so is a hard disk's; the native disk, given to any other class, stands for flash.
+ROTATIONAL_CLASSES = ("hdd",)
+
+
+def rotational(name: str, profile: str) -> bool:
+    """The truth of a class for its devices' rotational flag: an emulated HDD is rotational; the
+    native disk is what its class says (:data:`ROTATIONAL_CLASSES`), whatever the virtual disk
+    under it reports."""
+    return profile != emulate.NATIVE_PROFILE or name in ROTATIONAL_CLASSES
+
+
 def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int,
-       scratch_dir: Path | None = None, owner: ProcessRef | None = None) -> dict[str, Any]:
-    """Resolve each class to its scratch directory, bringing emulations up for ``owner``; on
-    failure, those already up are taken down again."""
+       scratch_dir: Path | None = None, owner: ProcessRef | None = None, scale: float = 1.0) -> dict[str, Any]:
+    """Resolve each class to its scratch directory, bringing emulations up for ``owner`` (their
+    disk models scaled by the study's divisor ``scale``); on failure, those already up are taken
+    down again."""
     bad = [c for c in classes if not _CLASS_RE.match(c)]
     if bad:
         raise StorageError(f"storage class names are lower-case words; got {bad}")
@@ -75,10 +87,13 @@ def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int
         for name in classes:
             if name in emulated:
                 mount = root / name
-                state = emulate.up(mount, emulated[name], size_bytes, backing_dir=root, owner=owner)
+                state = emulate.up(mount, emulated[name], size_bytes, backing_dir=root, owner=owner, scale=scale,
+                                   rotational=rotational(name, emulated[name]))
                 resolved[name] = {"scratch": str(mount), "emulated": emulated[name] != emulate.NATIVE_PROFILE,
                                   "loop": True, "profile": emulated[name],
-                                  "mechanism": state["mechanism"], "device": state["loop_device"]}
+                                  "mechanism": state["mechanism"], "device": state["loop_device"],
+                                  "scale": state["scale"], "queue": state["queue"],
+                                  "write_through": state["write_through"]}
             else:
                 resolved[name] = {"scratch": str(scratch_dir) if scratch_dir else None, "emulated": False}
     except BaseException:
