@@ -11,15 +11,18 @@ Steps, each a profiled run on the native disk (``/var/tmp``) with the page cache
    the group's input is the largest size at which each of its tools' runs adds at most the budget
    over its run at 1/FLOOR_DIVISOR of that size (its start-up excluded). JVM tools run the ladder
    with a generous heap.
-2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input;
-   its fixed heap is HEAP_MARGIN times that, pre-touched.
-3. **Floors.** Each tool's peak RSS uncapped on 1/FLOOR_DIVISOR of its input (JVM tools with
-   their fixed heap).
+2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input
+   (and, for the record, the smallest that completes 1/FLOOR_DIVISOR of it); its heap size is
+   HEAP_MARGIN times that, not pre-touched.
+3. **Floors.** Each tool's peak resident memory (every process of the run, from its cgroup)
+   uncapped on 1/FLOOR_DIVISOR of its input (JVM tools with their heap size).
 4. **M, D, caps.** M = median of the non-GATK inputs / INPUT_PER_MEMORY; the GATK steps' M is
    their input / INPUT_PER_MEMORY; AmpliconNoise's input is the paper's 2,000-read baseline
    scaled by √(M / 1 GB). Cap = F + M.
 5. **Time.** Each tool capped (F + M, with the class's swap) on the native disk: an input whose
    run exceeds TIME_LIMIT_S / CENSORED_MIN_SPEEDUP is halved until it fits.
+6. **Data.** Each tool uncapped at its final input: its peak resident memory less F, over M (the
+   regime's data / M, which a capped run cannot show).
 
 Prints one line per run, then the parameters of ``nextflow/conf/full.config`` and a JSON record
 (``--out``) with every measurement.
@@ -63,8 +66,9 @@ def run_one(entry: catalogue.Entry, input_dir: Path, tmp: Path, cap: str | None,
     body = json.loads((out / "run.json").read_text())
     usage = json.loads((out / "rusage.json").read_text()) if (out / "rusage.json").is_file() else {}
     shutil.rmtree(work)
+    resident = (body["memory_cap"].get("resident") or {})
     return {"outcome": body["outcome"], "wall_s": body["wall_s"], "max_rss_kib": usage.get("max_rss_kib"),
-            "major_faults": usage.get("major_faults")}
+            "resident_peak_bytes": resident.get("peak_bytes"), "major_faults": usage.get("major_faults")}
 
 
 class Inputs:
@@ -115,7 +119,8 @@ def main() -> None:
             r.update(tool=tool, size=size, cap=cap, step=step, settings=settings)
             record["runs"].append(r)
             log(f"{step:<6} {tool:<22} {format_size(size):>6} cap {cap or 'none':<6} {r['outcome']:<8} "
-                f"{r['wall_s']:7.2f} s  peak {r['max_rss_kib'] or 0:>8} KiB  {settings or ''}")
+                f"{r['wall_s']:7.2f} s  resident {(r['resident_peak_bytes'] or 0) >> 10:>8} KiB  "
+                f"largest process {r['max_rss_kib'] or 0:>8} KiB  {settings or ''}")
             return r
 
         # 1. Inputs per program (per shared group).
@@ -154,18 +159,26 @@ def main() -> None:
 
         # 2. Fixed heaps of the JVM tools.
         heaps: dict[str, str] = {}
+        smallest_heaps: dict[str, dict[str, str]] = {}
+
+        def smallest_heap(tool: str, size: int, step: str) -> int:
+            heap = parse_size(sizing.HEAP_LADDER_MIN)
+            while heap <= parse_size(sizing.HEAP_LADDER_MAX):
+                if run(tool, size, None, {"java_mem": format_size(heap)}, step)["outcome"] == "ok":
+                    break
+                heap *= 2
+            return heap
+
         for tool in sorted(heap_of):
             if tool not in chosen:
                 continue
-            heap = parse_size(sizing.HEAP_LADDER_MIN)
-            while heap <= parse_size(sizing.HEAP_LADDER_MAX):
-                r = run(tool, chosen[tool], None, {"java_mem": format_size(heap)}, "heap")
-                if r["outcome"] == "ok":
-                    break
-                heap *= 2
+            heap = smallest_heap(tool, chosen[tool], "heap")
+            small = smallest_heap(tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, parse_size("16K")), "heap64")
+            smallest_heaps[tool] = {"input": format_size(heap), "input_over_floor_divisor": format_size(small)}
             heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
             heap_of[tool] = {"java_mem": heaps[tool]}
-            log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)})")
+            log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)}; "
+                f"{format_size(small)} completes 1/{sizing.FLOOR_DIVISOR} of the input)")
 
         # 4 (first half). M and D from the inputs; AmpliconNoise's baseline from M.
         others = [chosen[t] for t in chosen if not sizing.is_gatk(t)]
@@ -187,7 +200,9 @@ def main() -> None:
         for tool in sorted(chosen):
             small = max(chosen[tool] // sizing.FLOOR_DIVISOR, parse_size("16K"))
             r = run(tool, small, None, settings_of(tool), "floor")
-            floors[tool] = sizing.floor_bytes(r["max_rss_kib"] or 0)
+            if r["resident_peak_bytes"] is None:
+                raise SystemExit(f"{tool}: the floor run has no resident memory (run as root, with a memory cgroup)")
+            floors[tool] = sizing.floor_bytes(r["resident_peak_bytes"])
 
         # 5. The time limit: the capped native run within L / 2, else halve.
         caps: dict[str, int] = {}
@@ -205,7 +220,16 @@ def main() -> None:
                 chosen[tool] //= 2
                 log(f"==> {tool}: over L/2 capped: input halved to {format_size(chosen[tool])}")
 
-    record.update(inputs={t: format_size(s) for t, s in chosen.items()}, heaps=heaps,
+        # 6. The regime's data / M: uncapped at the final input.
+        data_over_m: dict[str, float] = {}
+        for tool in sorted(chosen):
+            r = run(tool, chosen[tool], None, settings_of(tool), "data")
+            mem = m_gatk if sizing.is_gatk(tool) else m
+            if r["outcome"] == "ok" and r["resident_peak_bytes"] is not None:
+                data_over_m[tool] = round((r["resident_peak_bytes"] - floors[tool]) / mem, 3)
+
+    record.update(inputs={t: format_size(s) for t, s in chosen.items()}, heaps=heaps, smallest_heaps=smallest_heaps,
+                  data_over_m=data_over_m,
                   floors={t: format_size(f) for t, f in floors.items()}, data_memory=format_size(m),
                   data_memory_gatk=format_size(m_gatk) if m_gatk else None, memory_divisor=round(d, 1),
                   caps={t: format_size(c) for t, c in caps.items()})

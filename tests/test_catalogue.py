@@ -24,7 +24,7 @@ def test_counts_scale_and_heaps_stay_fixed():
     assert igv.settings(divisor=100, heaps={"java_mem": "192M"}) == {"java_mem": "192M", "sort_records": "5000"}
     gatk = catalogue.get("gatk_baserecalibrator").render(
         {"in_bam": "r.bam", "reference": "g.fa", "known_sites": "k.vcf", "out_table": "t"}, {"java_mem": "300M"})
-    assert "-Xms300M -Xmx300M -XX:+AlwaysPreTouch" in gatk
+    assert "-Xms300M -Xmx300M -XX:+UseParallelGC" in gatk  # sized, not pre-touched
 
 
 def test_abyss_runs_its_hash_table_assembler():

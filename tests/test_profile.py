@@ -315,3 +315,22 @@ def test_another_process_s_requests_on_the_device_are_named_and_left_out(biossd,
     mine_read = own[own.op.eq("R")].bytes.sum()
     assert mine_read >= 4 * mine.stat().st_size, "the run's own O_DIRECT reads are kept"
     assert row["Riops"] == pytest.approx((own.op == "R").sum() / body["wall_s"], rel=0.05)
+
+
+def test_the_resident_memory_is_every_process_s_not_the_largest_one_s(biossd, tmp_path, root_required):
+    """The sizing rule's floor counts a program's every process (a wrapper holding memory while
+    its child works, say): the run's cgroup is read every few ms, uncapped runs included, where
+    GNU time's peak is the largest process's alone."""
+    parent, child = 48, 64  # MiB each holds, the parent while waiting for the child
+    script = (f"import subprocess, sys; held = bytearray({parent} << 20); "
+              f"subprocess.run([sys.executable, '-c', 'import time; x = bytearray({child} << 20); time.sleep(0.3)'])")
+    biossd("profile", "--mem", "none", "--out", str(tmp_path / "run"), "--", sys.executable, "-c", script)
+    body = manifest.read_manifest(tmp_path / "run")
+    resident = body["memory_cap"]["resident"]
+    largest_kib = json.loads((tmp_path / "run" / "rusage.json").read_text())["max_rss_kib"]
+    assert body["memory_cap"]["backend"] == "none" and body["memory_cap"]["accounted_in"]
+    assert resident["peak_bytes"] >= (parent + child) << 20
+    assert largest_kib << 10 < (parent + child) << 20 <= resident["peak_bytes"] < (parent + child + 64) << 20
+    assert find_leftovers() == []  # the accounting cgroup is gone with the run
+    row = features.run_features(tmp_path / "run")
+    assert row["resident_peak_kib"] == resident["peak_bytes"] / 1024

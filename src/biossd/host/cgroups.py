@@ -22,7 +22,15 @@ Backends
                smallest limit among them (``enforced_limit_bytes``) and the OOM kills counted in
                any of them during the run — so a job step SLURM's cgroup killed for memory is
                ``oom``, not ``failed``.
-``none``       no cap (``--mem none``).
+``none``       no cap (``--mem none``). As root, the run still gets a cgroup of its own with no
+               limit (``account``), so that its resident memory is measured as a capped run's.
+
+**Resident memory** (:class:`ResidentWatch`): what a program holds in RAM is every one of its
+processes' (wrappers, MPI daemons, ``time`` itself), so it is read from the run's cgroup, not
+from one process's ``ru_maxrss``: the cgroup's anonymous, mapped-file and shared-memory pages
+(:data:`RESIDENT_KEYS`), sampled every :data:`RESIDENT_INTERVAL_S` — not the page cache of the
+files it only reads. The sizing rule's floor F is its peak on an uncapped run
+(:mod:`biossd.study.sizing`).
 
 Every cgroup made here is removed on exit from the context manager, whatever happened; leftovers
 of killed runs are named ``biossd-*`` and found by :func:`find_leftovers`.
@@ -35,6 +43,7 @@ import errno
 import os
 import shutil
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +58,12 @@ BACKENDS = ("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none")
 SYSTEMD_SLICE = "app.slice"
 _EMPTY_WAIT_S = 5.0
 _POLL_S = 0.05
+#: The memory.stat fields whose sum is a cgroup's resident memory, by hierarchy: cgroup v1's
+#: hierarchical totals (``total_rss`` is anonymous memory), v2's own.
+RESIDENT_KEYS = {"cgroup-v1": ("total_rss", "total_mapped_file", "total_shmem"),
+                 "cgroup-v2": ("anon", "file_mapped", "shmem")}
+#: How often the resident memory is read: a peak shorter than this may be missed.
+RESIDENT_INTERVAL_S = 0.002
 
 
 class CapError(BiossdError, RuntimeError):
@@ -111,6 +126,11 @@ class MemoryCap:
     #: killed at the cap even on a host that has swap. Default: swap allowed, as the paper's
     #: machines paged.
     no_swap: bool = False
+    #: Without a cap, still run in a cgroup of its own with no limit (root only; else none), so
+    #: that the run's resident memory can be read (:class:`ResidentWatch`).
+    account: bool = False
+    #: The hierarchy of the cgroup made (``cgroup-v1``/``cgroup-v2``), capped or only accounted.
+    hierarchy: str | None = field(default=None, init=False)
     path: Path | None = field(default=None, init=False)
     unit: str | None = field(default=None, init=False)
     _slice_ooms_before: int | None = field(default=None, init=False)
@@ -127,12 +147,17 @@ class MemoryCap:
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "MemoryCap":
         name = owned_name(CGROUP_PREFIX)
+        if self.backend == "none":
+            if self.account:
+                self._account_only(name)
+            return self
         if self.backend == "cgroup-v1":
             parent = _v1_self_path()
             if parent is None:
                 raise CapError(f"no cgroup v1 memory hierarchy at {V1_MEMORY_ROOT}")
             self.path = parent / name
             self._mkdir()
+            self.hierarchy = "cgroup-v1"
             try:
                 (self.path / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
                 if self.no_swap:
@@ -162,6 +187,7 @@ class MemoryCap:
                 )
             self.path = root / name
             self._mkdir()
+            self.hierarchy = "cgroup-v2"
             try:
                 (self.path / "memory.max").write_text(str(self.limit_bytes))
                 swap_max = self.path / "memory.swap.max"
@@ -176,6 +202,22 @@ class MemoryCap:
 
     def __exit__(self, *exc: object) -> None:
         self._remove()
+
+    def _account_only(self, name: str) -> None:
+        """A cgroup with no limit for an uncapped run, where this host allows one without asking."""
+        if os.geteuid() != 0:
+            return
+        v1, v2 = _v1_self_path(), _v2_root()
+        parent = v2 if v2 is not None else v1 if v1 is not None and (v1 / "memory.limit_in_bytes").exists() else None
+        if parent is None:
+            return
+        self.path = parent / name
+        try:
+            self.path.mkdir()
+        except OSError:
+            self.path = None
+            return
+        self.hierarchy = "cgroup-v2" if v2 is not None else "cgroup-v1"
 
     def _mkdir(self) -> None:
         assert self.path is not None
@@ -212,8 +254,16 @@ class MemoryCap:
         """Current memory usage of the cgroup (``None`` when there is no cgroup)."""
         if self.path is None:
             return None
-        name = "memory.usage_in_bytes" if self.backend == "cgroup-v1" else "memory.current"
+        name = "memory.usage_in_bytes" if self.hierarchy == "cgroup-v1" else "memory.current"
         return _read_int(self.path / name)
+
+    def resident_bytes(self) -> int | None:
+        """The cgroup's resident memory now (:data:`RESIDENT_KEYS`; ``None`` without a cgroup)."""
+        if self.path is None or self.hierarchy is None:
+            return None
+        stat = _keyed(self.path / "memory.stat")
+        keys = RESIDENT_KEYS[self.hierarchy]
+        return sum(stat.get(k, 0) for k in keys) if stat else None
 
     def stats(self) -> dict[str, int | None]:
         """OOM kills and peak memory usage seen by the cgroup (``None`` when not known)."""
@@ -228,7 +278,7 @@ class MemoryCap:
                 return {"oom_kills": None, "peak_usage_bytes": None}
             kills = sum(max(0, _oom_kills(p) - self._outside_ooms_before.get(p, 0)) for p in chain)
             return {"oom_kills": kills, "peak_usage_bytes": _peak(chain[0])}
-        if self.path is None:
+        if self.path is None or self.backend == "none":
             return {"oom_kills": None, "peak_usage_bytes": None}
         if self.backend == "cgroup-v1":
             control = _keyed(self.path / "memory.oom_control")
@@ -244,6 +294,7 @@ class MemoryCap:
             "limit_bytes": self.limit_bytes,
             "cgroup": str(self.path) if self.path else None,
             "systemd_unit": self.unit,
+            "accounted_in": str(self.path) if self.path and self.backend == "none" else None,
             "oom_source": f"{self._slice_events()} (whole slice)" if self.backend == "systemd" else None,
             "swap_capped": self.no_swap,
             **self.stats(),
@@ -255,6 +306,47 @@ class MemoryCap:
         chain = enclosing_cgroups()
         limits = [x for x in (_limit(p) for p in chain) if x is not None]
         return {"enclosing_cgroups": [str(p) for p in chain], "enforced_limit_bytes": min(limits) if limits else None}
+
+
+class ResidentWatch:
+    """The peak of a cgroup's resident memory (:meth:`MemoryCap.resident_bytes`) over a run, read
+    every ``interval_s`` on a thread from :meth:`start` to :meth:`stop`."""
+
+    def __init__(self, cap: MemoryCap, interval_s: float = RESIDENT_INTERVAL_S) -> None:
+        self.cap, self.interval_s = cap, interval_s
+        self.peak_bytes: int | None = None
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _read(self) -> None:
+        value = self.cap.resident_bytes()
+        if value is not None:
+            self.peak_bytes = value if self.peak_bytes is None else max(self.peak_bytes, value)
+            self.samples += 1
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._read()
+
+    def start(self) -> "ResidentWatch":
+        if self.cap.path is not None:
+            self._read()
+            self._thread = threading.Thread(target=self._loop, name="biossd-resident", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, object]:
+        """The record: the peak (bytes; ``None`` without a cgroup), how it was read, and why not."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._read()
+            self._thread = None
+        if self.cap.path is None or self.cap.hierarchy is None:
+            return {"peak_bytes": None, "why": "no cgroup of the run's own (not root, or no memory controller)"}
+        return {"peak_bytes": self.peak_bytes, "samples": self.samples, "interval_s": self.interval_s,
+                "fields": list(RESIDENT_KEYS[self.cap.hierarchy]), "cgroup": str(self.cap.path), "why": None}
 
 
 def systemd_run_argv(limit_bytes: int, unit: str, user: bool) -> list[str]:

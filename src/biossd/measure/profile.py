@@ -44,7 +44,7 @@ from biossd.core.owners import ProcessRef, start_ticks
 from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
 from biossd.host import dockerengine, hostfacts, hostlock
-from biossd.host.cgroups import MemoryCap
+from biossd.host.cgroups import MemoryCap, ResidentWatch
 from biossd.host.hdd import emulate
 from biossd.host.slurm import scheduler
 from biossd.host.swap import LoopSwap
@@ -371,7 +371,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         phases.mark("set_up")
         caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
         phases.mark("drop_caches")
-        cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap))
+        cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap,
+                                            account=True))
+        resident = ResidentWatch(cap)
         timer, no_timer = gnu_time
         report_file = out_dir / gnutime.REPORT_FILE
         executed = cap.wrap(gnutime.wrap(timer, report_file, command) if timer else command)
@@ -413,6 +415,8 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 raise Interrupted(received[0])
             watch = (dockerengine.ContainerWatch(request.container_id_file).start()
                      if request.container_id_file is not None else None)
+            resident.start()
+            stack.callback(resident.stop)
             phases.mark("start_collectors")
             t_command = time.monotonic()
             os.write(gate_w, b"go\n")
@@ -448,7 +452,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             phases.mark("flush")
             _stop_collectors(running, collectors, session=child.pid, attribute=_attribution(request))
         ended_at = _utc_now()
-        cap_record = cap.record()
+        cap_record = {**cap.record(), "resident": resident.stop()}
         if launch_problem is None and container is not None:
             # Docker enforced the cap on its container: its limit, OOM kill and peak, not the
             # profiler's cgroup's.

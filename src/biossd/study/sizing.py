@@ -10,10 +10,17 @@ speedup comes "when the memory footprint of a program exceeds the capacity of ma
 The rule keeps that regime on a small machine, the same for every tool:
 
 * **Floor F** (:func:`floor_bytes`): what does not grow with a tool's input — code, libraries,
-  fixed tables, a JVM — is its peak RSS (GNU time), uncapped, on :data:`FLOOR_DIVISOR`-th of its
-  input. Measured by ``benchmarks/sizing.py``, never chosen. A JVM tool runs with a fixed,
-  pre-touched heap (``-Xms = -Xmx = HEAP_MARGIN × the smallest heap that completes its input``,
-  ``-XX:+AlwaysPreTouch``), which is part of F.
+  fixed tables, a JVM — is its peak resident memory, uncapped, on :data:`FLOOR_DIVISOR`-th of its
+  input: every process of the run, wrappers, MPI daemons and ``time`` included (the paper's RAM
+  held them all), read from the run's cgroup (:class:`biossd.host.cgroups.ResidentWatch`:
+  anonymous, mapped-file and shared memory, not the page cache of files it only reads).
+  Measured by ``benchmarks/sizing.py``, never chosen.
+* **JVM heaps are data** (:data:`HEAP_MARGIN`): one heap rule for every JVM tool — its heap size
+  is ``HEAP_MARGIN ×`` the smallest heap that completes its input (``-Xms = -Xmx``, so that the
+  JVM's sizing does not follow the host's RAM), with the Parallel collector the paper's Java 7
+  used by default, and no pre-touch: the heap becomes resident only as the tool touches it, so
+  what it touches at 1/:data:`FLOOR_DIVISOR` of its input is floor and what more it touches at
+  full input is data, as for any other tool.
 * **Data memory M** (:func:`data_memory_bytes`): one memory for data and page cache, the same for
   every tool, as the paper gave every tool one RAM: the median per-program input over
   :data:`INPUT_PER_MEMORY` (Fig. 9's 20 GB on 4 GB); for the GATK steps, their shared input over
@@ -82,9 +89,10 @@ def is_gatk(tool: str) -> bool:
     return fnmatch.fnmatchcase(tool, GATK_TOOLS)
 
 
-def floor_bytes(peak_rss_kib_small_input: float) -> int:
-    """F: the peak RSS (KiB, GNU time) of an uncapped run on 1/FLOOR_DIVISOR of the input, in bytes."""
-    return int(round(peak_rss_kib_small_input)) * 1024
+def floor_bytes(resident_peak_bytes: float) -> int:
+    """F: the peak resident memory of every process of an uncapped run on 1/FLOOR_DIVISOR of the
+    input (bytes, :class:`biossd.host.cgroups.ResidentWatch`), rounded up to whole KiB."""
+    return round_kib(resident_peak_bytes)
 
 
 def data_memory_bytes(input_bytes: Iterable[int]) -> int:

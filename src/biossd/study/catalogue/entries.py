@@ -26,7 +26,8 @@ KINDS = ("tool", "pipeline")
 STATUSES = ("runnable", "recipe-only")
 GROUPS = ("G+", "G0")
 #: How a tool's own memory setting follows the sizing rule (biossd.study.sizing): ``scaled``, its
-#: paper-era default divided by D; ``heap``, a JVM's fixed heap (part of the tool's floor).
+#: paper-era default divided by D; ``heap``, a JVM's heap size (not pre-touched: what the tool touches
+#: of it is measured like any other memory).
 MEMORY_RULES = ("scaled", "heap")
 #: Output formats an aligner's ``quality`` block may name (scored by :mod:`biossd.features.quality`).
 QUALITY_FORMATS = ("sam", "maq_mapview")
@@ -63,7 +64,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "scaling": (_STR, ("tool",), "how the input grows with the scale factor"),
     "memory_options": (_LIST, (), "[{name, rule, default, unit, minimum, source}]: a tool's own memory settings "
                                   "(biossd.study.sizing): rule scaled (the paper-era default / D) or heap (a "
-                                  "JVM's fixed, pre-touched heap, part of the tool's floor)"),
+                                  "JVM's heap size, one rule for every JVM tool)"),
     "min_mem": (_STR, (), "the smallest memory cap the tool runs under (e.g. a JVM's heap); the study refuses less"),
     "stage": (_MAP, (), "{files, values, prepare, chdir}: how a run is staged from its input kind (runnable tools); "
                         "chdir names the stage file the command changes into first (abyss-pe -C)"),
