@@ -194,3 +194,29 @@ def test_a_request_a_worker_issues_is_the_submitter_s(tmp_path):
     w.close()
     trace = blocktrace.read_blocktrace(tmp_path / "t.tsv.gz")
     assert list(zip(trace.sector, trace.pid, trace.comm)) == [(800, 77, "samtools"), (900, 12, "kworker/1:1H")]
+
+
+def test_a_swap_request_is_counted_once_below_and_its_issuer_named_above(tmp_path):
+    """A run's swap is a loop device over a file on the class's traced file system: each swap
+    request is traced on both. The features count it once, on the device below; who paged is
+    read from the swap device, where the faulting process submitted it."""
+    rows = {  # on loop5 (the swap) as perl and time submitted them, on loop0 (below) as the loop's worker
+        "issue_s": [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0], "complete_s": [1.1, 1.1, 2.1, 2.1, 3.1, 3.1, 4.1],
+        "device": ["loop5", "loop0", "loop5", "loop0", "loop5", "loop0", "loop0"],
+        "op": ["R", "R", "R", "R", "W", "W", "W"], "rwbs": ["R", "R", "R", "R", "W", "W", "WS"],
+        "sector": [8, 4104, 16, 4112, 24, 4120, 90], "bytes": [4096] * 7, "pid": [7, 40, 8, 40, 9, 40, 7],
+        "comm": ["perl", "loop5", "time", "loop5", "kswapd0", "loop5", "perl"], "error": [0] * 7}
+    blocktrace.write_trace(tmp_path / blocktrace.BLOCKTRACE_FILE, rows)
+    body = {"devices": ["loop0", "loop5"],
+            "swap": {"loop_device": "/dev/loop5", "backing_device": "loop0", "backing_file": "/mnt/ssd/s.img"}}
+    assert blocktrace.stacked_devices(body) == ["loop5"]
+    requests = blocktrace.run_requests(tmp_path, body)
+    assert len(requests["issue_s"]) == 4 and set(requests["sector"]) == {4104, 4112, 4120, 90}
+    paged = blocktrace.swap_issuers(tmp_path, body)
+    assert paged == {"reads": 2, "writes": 1, "read_comms": {"perl": 1, "time": 1}}
+    # A result set from before the swap recorded its device: its file on the run's directory's mount.
+    older = {"devices": ["loop0", "loop5"], "mounts": {"cwd": {"mount_point": "/mnt/ssd"}},
+             "swap": {"loop_device": "/dev/loop5", "backing_file": "/mnt/ssd/s.img"}}
+    assert blocktrace.stacked_devices(older) == ["loop5"]
+    elsewhere = {**body, "swap": {**body["swap"], "backing_device": "vda"}}  # below it, nothing traced
+    assert blocktrace.stacked_devices(elsewhere) == [] and len(blocktrace.run_requests(tmp_path, elsewhere)["bytes"]) == 7

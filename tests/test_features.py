@@ -13,9 +13,14 @@ from biossd.study import layout
 LABELS = {"host": "h", "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": "1", "rep": "1"}
 
 
-def make_run(run_dir, *, wall_s=2.0, major_faults=50, outcome="ok", rusage_ran=True, labels=LABELS):
+def make_run(run_dir, *, wall_s=2.0, major_faults=50, outcome="ok", rusage_ran=True, labels=LABELS, swapped=(30, 20)):
+    """A run directory without a block trace: its accounting, and a sampler's record of the host
+    swapping ``swapped`` pages in and out over the run."""
     run_dir.mkdir(parents=True)
     collectors = {"blocktrace": {"ran": False, "why": "no tracer here", "files": []}}
+    if swapped is not None:
+        (run_dir / "sampler.csv").write_text(f"t_s,vmstat_pswpin,vmstat_pswpout\n0.0,100,7\n{wall_s},"
+                                             f"{100 + swapped[0]},{7 + swapped[1]}\n")
     if rusage_ran:
         (run_dir / "rusage.json").write_text(json.dumps({
             "wall_s": wall_s, "user_s": 1.0, "sys_s": 0.5, "max_rss_kib": 1000,
@@ -28,14 +33,16 @@ def make_run(run_dir, *, wall_s=2.0, major_faults=50, outcome="ok", rusage_ran=T
     return run_dir
 
 
-def test_pfault_is_major_faults_per_second():
-    assert features.pfault_per_s(50, 2.0) == 25.0
-    assert math.isnan(features.pfault_per_s(5, 0.0))
+def test_pfault_is_pages_swapped_in_and_out_per_second_and_major_faults_stand_beside_it():
+    assert features.pfault_per_s(30, 20, 2.0) == 25.0
+    assert math.isnan(features.pfault_per_s(5, 0, 0.0))
+    assert features.major_faults_per_s(50, 2.0) == 25.0
 
 
 def test_row_from_a_run(tmp_path):
-    row = features.run_features(make_run(tmp_path / "r"))
-    assert row["Pfault"] == 25.0
+    row = features.run_features(make_run(tmp_path / "r", major_faults=80))
+    assert row["Pfault"] == 25.0 and row["swap_ins"] == 30 and row["swap_outs"] == 20
+    assert row["major_faults_per_s"] == 40.0
     assert row["runtime_s"] == 2.0 and row["cpu_cores_used"] == pytest.approx(0.75)
     assert row["run_dir"] == str(layout.run_relpath(LABELS))
     for feat in features.BLOCK_TRACE_FEATURES:
@@ -46,7 +53,18 @@ def test_row_from_a_run(tmp_path):
 def test_unmeasured_values_are_nan_with_reason_never_zero(tmp_path):
     row = features.run_features(make_run(tmp_path / "r", rusage_ran=False, outcome="failed"))
     assert math.isnan(row["Pfault"]) and math.isnan(row["runtime_s"])
-    assert features.parse_missing(row["missing_reason"])["Pfault"] == "the command did not start"
+    assert features.parse_missing(row["missing_reason"])["runtime_s"] == "the command did not start"
+    assert "no sampler record" in features.parse_missing(row["missing_reason"])["Pfault"]
+
+
+@pytest.mark.parametrize("outcome", ["timeout", "oom"])
+def test_a_killed_tree_s_faults_are_unknown_not_counted_low(tmp_path, outcome):
+    """A child killed under its launcher is never waited for: its faults never reach the
+    accounting, so they are NaN with the reason; the host's swapping, sampled, still counts."""
+    row = features.run_features(make_run(tmp_path / "r", outcome=outcome, major_faults=23))
+    assert math.isnan(row["major_faults"]) and math.isnan(row["major_faults_per_s"])
+    assert "killed" in features.parse_missing(row["missing_reason"])["major_faults"]
+    assert row["Pfault"] == 25.0
 
 
 def test_table_skips_incomplete_runs_and_round_trips(tmp_path, caplog):
@@ -169,3 +187,11 @@ def test_the_row_carries_the_runs_facts_and_the_side_record_it_was_given(tmp_pat
     table = features.features_table([run], device_records=records)
     back = features.read_table(features.write_table(table, tmp_path / "f.csv"))
     assert back.loc[0, "mem_total_bytes"] == 1 << 34 and back.loc[0, "device_name"] == "vda"
+
+
+def test_the_device_s_time_splits_into_reads_and_writes_served_one_at_a_time():
+    """Two reads issued together are served one after the other: the second's service starts at
+    the first's completion; a write after an idle gap is served from its issue."""
+    requests = {"issue_s": np.array([0.0, 0.0, 5.0, 9.0]), "complete_s": np.array([1.0, 3.0, 5.5, np.nan]),
+                "op": np.array(["R", "R", "W", "R"])}
+    assert blockstats.service_split(requests, 0.0, 10.0) == (3.0, 0.5)

@@ -180,3 +180,18 @@ def tally_records(chunks: Iterable[np.ndarray | dict[str, np.ndarray]], t0_ns: f
         moves = issue | done
         tally.add_busy_events(cols["time"][moves], np.where(issue[moves], 1, -1).astype(np.int64))
     return tally.finish()
+
+
+def service_split(requests: dict[str, Any], t0_s: float, t1_s: float) -> tuple[float, float]:
+    """The device's time spent on reads and on writes among the requests issued in ``[t0, t1]``
+    (seconds): each request's service, taken as a disk serves one at a time — from the later of
+    its issue and the previous completion to its own completion. On a device that serves several
+    at once (flash) the split is an approximation; its sum is at most the busy time."""
+    issue, complete = requests["issue_s"], requests["complete_s"]
+    keep = (issue >= t0_s) & (issue <= t1_s) & ~np.isnan(complete) & np.isin(requests["op"], ("R", "W"))
+    issue, complete, op = issue[keep], complete[keep], requests["op"][keep]
+    order = np.argsort(complete, kind="stable")
+    issue, complete, op = issue[order], complete[order], op[order]
+    previous = np.concatenate(([-np.inf], complete[:-1]))
+    service = complete - np.maximum(issue, previous)
+    return float(service[op == "R"].sum()), float(service[op == "W"].sum())

@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 LABEL_COLUMNS = ("host", "storage", "tool", "mem", "scale", "rep")
 
 #: The eight storage features of Table 2, in the paper's order. Units: Butil fraction 0–1;
-#: Riops, Wiops requests/s; Pfault major faults/s; CAR fraction 0–1; Rsize, Wsize KiB/request;
-#: WBlen requests.
+#: Riops, Wiops requests/s; Pfault pages swapped in and out per second; CAR fraction 0–1; Rsize,
+#: Wsize KiB/request; WBlen requests.
 STORAGE_FEATURES = ("Butil", "Riops", "Wiops", "Pfault", "CAR", "Rsize", "Wsize", "WBlen")
 
 #: Features that need a block-request trace (§5.2: measured with blktrace in the paper).
@@ -42,14 +42,23 @@ BLOCK_TRACE_FEATURES = ("Butil", "Riops", "Wiops", "CAR", "Rsize", "Wsize", "WBl
 
 RUSAGE_COLUMNS = (
     "runtime_s", "user_s", "sys_s", "cpu_cores_used", "max_rss_kib",
-    "major_faults", "minor_faults", "read_bytes", "write_bytes",
+    "major_faults", "minor_faults", "major_faults_per_s", "read_bytes", "write_bytes",
 )
+#: Counts of a run's processes that a run killed by its time limit or the cap's OOM killer cannot
+#: be trusted with: a child killed under an MPI launcher, say, is never waited for, so its faults
+#: never reach GNU time (NaN, with the reason, rather than a count too small).
+KILLED_TREE_COLUMNS = ("major_faults", "minor_faults", "major_faults_per_s")
+KILLED_OUTCOMES = ("timeout", "oom")
 #: Beside Pfault (§5.2's "page swaps per second"): pages swapped in and out over the run, from
 #: the host's /proc/vmstat (pswpin, pswpout) as the run's 1 Hz sampler read it (one measured run
 #: at a time holds the host lock, so the host's swapping is the run's); ``flush_s``, the
 #: post-exit flush of the run's dirty data, so a speedup can also be read on runtime + flush;
 #: the run's input size and its memory settings (labels of the study's PROFILE).
-REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes")
+REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes", "resident_peak_kib", "swap_read_requests",
+                  "swap_write_requests", "swap_read_top_share", "read_service_s", "write_service_s")
+#: Beside them, who paged: the command that issued most of the run's swap-in reads
+#: (:func:`biossd.measure.blocktrace.swap_issuers`).
+TEXT_COLUMNS = ("swap_read_top_comm",)
 
 #: Host facts that make two sides' runtimes incomparable when they differ (seed 000 §5.1 kept
 #: one machine and swapped only the drive).
@@ -72,11 +81,21 @@ RUN_FACT_INTEGERS = ("cpu_count", "mem_total_bytes")
 RUN_FACT_NUMBERS = ("device_seq_read_mbs", "device_seq_write_mbs")
 
 
-def pfault_per_s(major_faults: float, runtime_s: float) -> float:
-    """**Pfault** — page faults per second (Lee, Min and Yoon 2015, Table 2 and §5.2: "the number of page
-    swaps per second"). Counted as *major* faults (those that needed a read from storage, i.e.
-    the swaps and file-backed misses that cost an HDD a seek) of the whole process tree, divided
-    by the run's wall-clock time. Units: major faults/s."""
+def pfault_per_s(swap_ins: float, swap_outs: float, runtime_s: float) -> float:
+    """**Pfault** — page swaps per second (Lee, Min and Yoon 2015, §5.2: "the number of page swaps
+    per second"; Table 2's "page faults per second"): the pages swapped in and out while the run
+    ran (``pswpin`` + ``pswpout`` of /proc/vmstat, as its sampler read them; one measured run at a
+    time holds the host lock, so the host's swapping is the run's), over its wall-clock time.
+    Major faults, which also count file-backed misses and miss swap-outs, are beside it
+    (:func:`major_faults_per_s`). Units: pages/s."""
+    if not runtime_s or runtime_s <= 0:
+        return math.nan
+    return (swap_ins + swap_outs) / runtime_s
+
+
+def major_faults_per_s(major_faults: float, runtime_s: float) -> float:
+    """Major faults of the whole process tree (rusage: faults that needed a read from storage —
+    swap-ins and file-backed misses) per second of wall-clock time. Units: faults/s."""
     if not runtime_s or runtime_s <= 0:
         return math.nan
     return major_faults / runtime_s
@@ -262,17 +281,24 @@ def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -
             runtime_s=acct["wall_s"], user_s=acct["user_s"], sys_s=acct["sys_s"],
             cpu_cores_used=cpu_cores_used(acct["user_s"], acct["sys_s"], acct["wall_s"]),
             max_rss_kib=acct["max_rss_kib"], major_faults=acct["major_faults"],
-            minor_faults=acct["minor_faults"], read_bytes=acct["read_bytes"],
-            write_bytes=acct["write_bytes"],
-            Pfault=pfault_per_s(acct["major_faults"], acct["wall_s"]),
+            minor_faults=acct["minor_faults"], major_faults_per_s=major_faults_per_s(acct["major_faults"], acct["wall_s"]),
+            read_bytes=acct["read_bytes"], write_bytes=acct["write_bytes"],
         )
+        if body["outcome"] in KILLED_OUTCOMES:
+            row.update({col: math.nan for col in KILLED_TREE_COLUMNS})
+            missing.update({col: f"the run was killed ({body['outcome']}): its processes' counts are incomplete"
+                            for col in KILLED_TREE_COLUMNS})
     else:
         why = rusage_info.get("why") or "process accounting did not run"
         row.update({col: math.nan for col in RUSAGE_COLUMNS})
-        row["Pfault"] = math.nan
-        missing.update({col: why for col in (*RUSAGE_COLUMNS, "Pfault")})
+        missing.update({col: why for col in RUSAGE_COLUMNS})
 
     row.update(swap_counts(run_dir))
+    row["Pfault"] = pfault_per_s(row["swap_ins"], row["swap_outs"], row.get("runtime_s", math.nan))
+    if math.isnan(row["Pfault"]):
+        missing["Pfault"] = "no sampler record of the host's swapping, or no runtime"
+    resident = ((body.get("memory_cap") or {}).get("resident") or {}).get("peak_bytes")
+    row["resident_peak_kib"] = resident / KIB if resident is not None else math.nan
     row["flush_s"] = float(body.get("flush_s") or 0.0)
     row["input_bytes"] = float(labels["input_bytes"]) if str(labels.get("input_bytes", "")).isdigit() else math.nan
     row["settings"] = ",".join(f"{k.removeprefix('setting.')}={v}" for k, v in sorted(labels.items())
@@ -392,7 +418,8 @@ def side_device_records(roots: Iterable[Path]) -> dict[str, Path]:
 
 def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
                    missing: dict[str, str]) -> dict[str, float]:
-    out = {feature: math.nan for feature in (*BLOCK_TRACE_FEATURES, "Butil_bytes")}
+    out: dict[str, Any] = {feature: math.nan for feature in (*BLOCK_TRACE_FEATURES, "Butil_bytes", *TRACE_REGIME_COLUMNS)}
+    out["swap_read_top_comm"] = None
     info = body["collectors"].get("blocktrace", {})
     if not info.get("ran"):
         missing.update({f: info.get("why") or "no block trace" for f in (*BLOCK_TRACE_FEATURES, "Butil_bytes")})
@@ -410,14 +437,26 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
     bandwidth = device.bandwidth_bps
     # The window ends after the scratch was flushed (profile.flush_filesystem): the run's dirty
     # data is the run's I/O, though its time is not in the runtime the rates divide by.
-    tally = blockstats.tally_requests(requests, t0, t0 + body["wall_s"] + (body.get("flush_s") or 0.0))
+    t1 = t0 + body["wall_s"] + (body.get("flush_s") or 0.0)
+    tally = blockstats.tally_requests(requests, t0, t1)
     out.update(block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
+    out["read_service_s"], out["write_service_s"] = blockstats.service_split(requests, t0, t1)
+    paged = blocktrace.swap_issuers(run_dir, body)
+    out["swap_read_requests"], out["swap_write_requests"] = float(paged["reads"]), float(paged["writes"])
+    if paged["read_comms"]:
+        comm, count = next(iter(paged["read_comms"].items()))
+        out["swap_read_top_comm"], out["swap_read_top_share"] = comm, count / paged["reads"]
     if bandwidth is None:
         missing["Butil_bytes"] = device.why
-    for feature, value in out.items():
-        if math.isnan(value) and feature not in missing:
+    for feature in (*BLOCK_TRACE_FEATURES, "Butil_bytes"):
+        if math.isnan(out[feature]) and feature not in missing:
             missing[feature] = "no such requests in the run" if feature in ("Rsize", "Wsize", "CAR") else "zero runtime"
     return out
+
+
+#: The regime columns read from the block trace.
+TRACE_REGIME_COLUMNS = ("swap_read_requests", "swap_write_requests", "swap_read_top_share", "read_service_s",
+                        "write_service_s")
 
 
 def _perf_columns(run_dir: Path, body: dict[str, Any], runtime_s: float, missing: dict[str, str]) -> dict[str, float]:
@@ -506,7 +545,8 @@ def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
 
 #: The run table's columns, in order.
 TABLE_COLUMNS = (*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, "Butil_bytes", *REGIME_COLUMNS,
-                 "settings", *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS, "missing_reason", "run_dir", *RUN_FACT_COLUMNS)
+                 *TEXT_COLUMNS, "settings", *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS, "missing_reason", "run_dir",
+                 *RUN_FACT_COLUMNS)
 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:
@@ -524,7 +564,8 @@ def read_table(path: Path) -> pd.DataFrame:
     absent = [c for c in (*LABEL_COLUMNS, "outcome", "runtime_s", *STORAGE_FEATURES) if c not in table]
     if absent:
         raise ValueError(f"{path}: not a biossd features table, missing columns {absent}")
-    for column in (*RUN_FACT_COLUMNS, "Butil_bytes", *REGIME_COLUMNS, "settings"):  # written by an older version
+    for column in (*RUN_FACT_COLUMNS, "Butil_bytes", *REGIME_COLUMNS, *TEXT_COLUMNS, "settings",
+                   "major_faults_per_s"):  # written by an older version
         if column not in table:
             table[column] = math.nan
     return _typed(table)

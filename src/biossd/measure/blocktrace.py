@@ -380,16 +380,67 @@ def excluded_pids(body: dict[str, Any]) -> list[int]:
     return [int(pid) for pid in foreign.get("pids") or {}]
 
 
+def stacked_devices(body: dict[str, Any]) -> list[str]:
+    """Traced devices whose every request reaches another traced device below them: a run's swap
+    area, a loop device over a file on the class's traced file system. Each of its requests is
+    traced twice, on the swap device (issued by the process that paged) and on the one below (by
+    the loop's worker); the features and predictions count it once, below, where the disk served
+    it."""
+    swap = body.get("swap") or {}
+    loop = swap.get("loop_device")
+    traced = list(body.get("devices") or [])
+    if not loop or Path(loop).name not in traced:
+        return []
+    under = swap.get("backing_device")
+    if under is None:  # a result set from before the swap recorded it: its file on the run's directory
+        point = ((body.get("mounts") or {}).get("cwd") or {}).get("mount_point")
+        backing = swap.get("backing_file") or ""
+        if point and backing.startswith(point.rstrip("/") + "/"):
+            under = next((d for d in traced if d != Path(loop).name), None)
+    return [Path(loop).name] if under in traced else []
+
+
+def swap_device(body: dict[str, Any]) -> str | None:
+    """The run's swap device, when it was traced."""
+    loop = (body.get("swap") or {}).get("loop_device")
+    return Path(loop).name if loop and Path(loop).name in (body.get("devices") or []) else None
+
+
 def run_requests(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
-    """A run's own requests (:func:`request_arrays` without its foreign issuers')."""
-    return request_arrays(trace_path(run_dir), excluded_pids(body))
+    """A run's own requests, each counted once (:func:`request_arrays` without its foreign
+    issuers' and without those of a device stacked on another traced one, :func:`stacked_devices`)."""
+    return request_arrays(trace_path(run_dir), excluded_pids(body), exclude_devices=stacked_devices(body))
 
 
-def request_arrays(path: Path, exclude_pids: Sequence[int] = ()) -> dict[str, Any]:
+def swap_issuers(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
+    """Who paged: the read and write requests of the run's swap device (swap-ins and swap-outs as
+    the processes that paged submitted them; the kernel's reclaim threads for some writes), and
+    the swap-in reads per issuing command (``comm``), most first. Zero counts without a traced
+    swap device."""
+    import pyarrow.compute as pc
+
+    out: dict[str, Any] = {"reads": 0, "writes": 0, "read_comms": {}}
+    device = swap_device(body)
+    if device is None:
+        return out
+    table = read_table(trace_path(run_dir)).select(["device", "op", "comm"])
+    table = table.filter(pc.equal(table.column("device"), device))
+    ops = table.column("op").to_pylist()
+    comms = table.column("comm").to_pylist()
+    out["reads"], out["writes"] = ops.count("R"), ops.count("W")
+    counts: dict[str, int] = {}
+    for op, comm in zip(ops, comms):
+        if op == "R":
+            counts[comm or "?"] = counts.get(comm or "?", 0) + 1
+    out["read_comms"] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
+
+
+def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices: Sequence[str] = ()) -> dict[str, Any]:
     """The canonical trace as NumPy arrays in issue order, for the features: ``issue_s``,
     ``complete_s`` (NaN when not seen), ``device`` (integer codes), ``op`` (``R``/``W``/...),
     ``sector``, ``bytes``, and ``waited`` (:func:`waited_for`); without the requests of
-    ``exclude_pids``."""
+    ``exclude_pids`` and of ``exclude_devices``."""
     import numpy as np
     import pyarrow as pa
 
@@ -397,6 +448,9 @@ def request_arrays(path: Path, exclude_pids: Sequence[int] = ()) -> dict[str, An
     if len(exclude_pids):
         pids = table.column("pid").to_numpy(zero_copy_only=False)
         table = table.filter(pa.array(~np.isin(pids, np.asarray(exclude_pids, dtype=float))))
+    if len(exclude_devices):
+        names = table.column("device").to_numpy(zero_copy_only=False).astype(str)
+        table = table.filter(pa.array(~np.isin(names, np.asarray(list(exclude_devices), dtype=str))))
     order = np.argsort(table.column("issue_s").to_numpy(), kind="stable")
     device = table.column("device").dictionary_encode().combine_chunks().indices.to_numpy(zero_copy_only=False)
     return {
