@@ -264,8 +264,7 @@ def test_the_answer_and_each_disagreement_come_from_the_features(fixture):
     assert explained["reason"].str.len().gt(0).all()
     ran = explained[explained["group"] != ""]
     for _, row in ran.iterrows():
-        paged = max(row["major_faults_slow"], row["major_faults_fast"]) >= verdict.PAGED_FAULTS
-        assert row["reason"].startswith("it paged" if paged else ("no paging" if row["group"] == "G0" else "")), row
+        assert row["reason"].startswith("it paged" if verdict.paged(row) else "no paging"), row
     text = verdict.answer_text(a, explained)
     plus = (ran["group"] == "G+").sum()
     assert f"accelerated {plus} of the {len(ran)} tools" in text
@@ -345,9 +344,46 @@ def test_the_regime_table_has_a_row_per_baseline_tool_and_controls_are_judged(fi
     table = regime.regime_table(a)
     assert list(table.columns) == ["tool", *regime.REGIME_COLUMNS]
     assert set(table.index) == set(a.baseline_runs["tool"])
-    controls = regime.controls(a, paged_faults=10**12)
-    assert set(controls["tool"]) <= set(regime.CONTROLS) and controls["held"].all()
-    strict = regime.controls(a, paged_faults=0)
-    assert not strict["held"].any() and all("did not scale" in note for note in strict["note"])
-    text = regime.controls_text(a, 0)
-    assert text.startswith("No pre-registered control ran") if controls.empty else f"0 of {len(strict)}" in text
+    controls = regime.controls(a)
+    assert set(controls["tool"]) <= set(regime.CONTROLS)
+    assert (controls["held"] == (controls["speedup"] < speedup.NEGLIGIBLE_BELOW)).all()  # judged by speedup
+    assert all(note for note in controls.loc[~controls["held"], "note"])
+    text = regime.controls_text(a)
+    assert text.startswith("No pre-registered control ran") if controls.empty else (
+        f"{int(controls['held'].sum())} of {len(controls)} that ran" in text)
+
+
+def test_groups_have_a_between_band_counted_as_neither_agreement_nor_disagreement():
+    values = pd.Series([3.0, 1.5, 1.1, 1.5], index=list("abcd"))
+    bound = pd.Series([False, False, False, True], index=list("abcd"))
+    groups = speedup.group_of(values, 2.0, bound)
+    assert list(groups) == ["G+", "between", "G0", ""]  # a lower bound below 2x decides nothing
+    agrees = speedup.agreement(groups, pd.Series(["G+", "G0", "G0", "G0"], index=list("abcd")))
+    assert agrees["a"] is True or agrees["a"] == True  # noqa: E712
+    assert pd.isna(agrees["b"]) and pd.isna(agrees["d"]) and agrees["c"] == True  # noqa: E712
+
+
+def test_a_speedup_s_bootstrap_interval_and_whether_it_is_firm():
+    low, high = speedup.bootstrap_interval([1.0, 1.1, 0.9], [2.0, 2.4, 1.6])
+    assert low < 2.0 < high  # straddles the threshold: not firm
+    tight = speedup.bootstrap_interval([1.0, 1.0, 1.0], [3.0, 3.0, 3.0])
+    assert tight == pytest.approx((3.0, 3.0))
+    assert np.isnan(speedup.bootstrap_interval([1.0], [2.0, 3.0])[0])  # one run has no spread
+    assert speedup.bootstrap_interval([1.0, 1.1, 0.9], [2.0, 2.4, 1.6]) == (low, high)  # seeded
+    table = pd.DataFrame({"speedup": [2.0, 2.5, 1.1, 1.6, 3.0], "speedup_low": [1.8, 2.2, 1.0, np.nan, np.nan],
+                          "speedup_high": [2.3, 2.9, 1.3, np.nan, np.nan],
+                          "speedup_is_lower_bound": [False, False, False, False, True]})
+    assert list(speedup.unfirm(table)) == [True, False, True, True, False]
+
+
+def test_the_speedup_table_carries_intervals_and_oom_counts():
+    rows = []
+    for storage, times, oom in (("ssd", [1.0, 1.2, 0.9], 1), ("hdd", [3.0, 2.6, 3.3], 0)):
+        for rep, t in enumerate(times, 1):
+            rows.append({"tool": "x", "mem": "1G", "scale": 1, "storage": storage, "side": f"h-{storage}", "rep": rep,
+                         "outcome": "ok", "runtime_s": t, "flush_s": 0.0})
+        rows += [{"tool": "x", "mem": "1G", "scale": 1, "storage": storage, "side": f"h-{storage}", "rep": 9 + i,
+                  "outcome": "oom", "runtime_s": 0.5, "flush_s": 0.0} for i in range(oom)]
+    table = speedup.speedup_table(pd.DataFrame(rows), "ssd", "hdd").iloc[0]
+    assert table["n_oom_fast"] == 1 and table["n_oom_slow"] == 0
+    assert table["speedup_low"] < table["speedup"] < table["speedup_high"]

@@ -4,11 +4,13 @@ and whether it paged depends on how far what grows with its input exceeds M — 
 paper's single RAM created (Lee, Min and Yoon 2015, §3.7: speedup comes "when the memory
 footprint of a program exceeds the capacity of main memory").
 
-Per tool at its baseline: F (cap − M), its input, M, the data part (peak RSS − F) over M, the
-input over M, and per class the major faults and the pages swapped in and out. And the
-pre-registered controls: the paper's G0 tools with small working sets must stay below the
-paging threshold under the rule; one that does not is named with the constant that did not
-scale — the rule is not retuned for it.
+Per tool at its baseline: F (cap − M), its input, M, the data part over M — from the sizing
+record's *uncapped* run of the full input (``pipeline_info/sizing.json``; a capped run cannot
+show more than about M) — the input over M, and per class the page swaps per second (Pfault),
+the major faults, the pages swapped in and out and the swap-in reads, and on the slow class who
+issued most of those. And the pre-registered controls: the paper's G0 tools with small working
+sets must come out negligible (below :data:`biossd.analysis.speedup.NEGLIGIBLE_BELOW`); one that
+does not is named with the process that paged — the rule is not retuned for it.
 """
 
 from __future__ import annotations
@@ -23,20 +25,12 @@ from biossd.core.units import is_size_label, parse_size
 from biossd.study import sizing
 
 #: The paper's G0 tools with small working sets (BWA, Bowtie 2, BLAST, ClustalW, GATK
-#: PrintReads): under the rule each must stay below the paging threshold. Named before the run.
+#: PrintReads): under the rule each must come out below NEGLIGIBLE_BELOW. Named before the run.
 CONTROLS = ("bwa", "bowtie2", "blast", "clustalw", "gatk_printreads")
-#: Why a control could page under the rule although its data part scales: the constant of the
-#: tool that does not (from its algorithm), said when it pages.
-CONTROL_CONSTANTS = {
-    "bwa": "bwa mem's batch of reads (-K, scaled by D) and its index of the whole genome",
-    "bowtie2": "its index of the whole genome, read at random",
-    "blast": "its lookup table of the query batch and the database it maps",
-    "clustalw": "its n x n distance matrix of the family",
-    "gatk_printreads": "the JVM's code and metadata outside the fixed heap",
-}
 REGIME_COLUMNS = ("floor_bytes", "input_bytes", "data_memory_bytes", "data_over_m", "input_over_m",
-                  "major_faults_fast", "major_faults_slow", "swap_ins_fast", "swap_ins_slow",
-                  "swap_outs_fast", "swap_outs_slow")
+                  "pfault_fast", "pfault_slow", "major_faults_fast", "major_faults_slow", "swap_ins_fast",
+                  "swap_ins_slow", "swap_outs_fast", "swap_outs_slow", "swap_reads_fast", "swap_reads_slow",
+                  "swap_read_issuer_slow", "swap_read_issuer_share_slow")
 #: Runs whose counts show what a tool did: those that ended ok and those stopped at the limit.
 COUNTED = (speedup.OK, speedup.TIMEOUT)
 
@@ -54,53 +48,73 @@ def _mean(rows: pd.DataFrame, side: str, column: str) -> float:
     return float(rows[column].mean()) if column in rows and len(rows) else math.nan
 
 
+def _issuer(rows: pd.DataFrame, side: str) -> tuple[str, float]:
+    """The command that issued most swap-in reads on ``side`` (over its counted runs), and its share."""
+    rows = speedup.side_rows(rows, side)
+    rows = rows[rows["outcome"].isin(COUNTED)]
+    if "swap_read_top_comm" not in rows or rows["swap_read_top_comm"].dropna().empty:
+        return "", math.nan
+    comm = rows["swap_read_top_comm"].dropna().astype(str).mode().iloc[0]
+    share = rows.loc[rows["swap_read_top_comm"] == comm, "swap_read_top_share"].mean()
+    return comm, float(share)
+
+
 def regime_table(a: Analysis) -> pd.DataFrame:
     """One row per tool run at its baseline: :data:`REGIME_COLUMNS` (bytes, ratios and counts)."""
     fast, slow = a.sides
     m_study = study_data_memory(a)
+    uncapped = (a.rs.sizing or {}).get("data_over_m") or {}
     rows = []
     for tool, runs in a.baseline_runs.groupby("tool", sort=True):
         cap = float(runs["mem_bytes"].dropna().iloc[0]) if runs["mem_bytes"].notna().any() else math.nan
         input_bytes = float(runs["input_bytes"].mean()) if "input_bytes" in runs else math.nan
         # The GATK steps' data memory follows their shared input (Fig. 9's 4 GB on 20 GB).
         m = input_bytes / sizing.INPUT_PER_MEMORY if sizing.is_gatk(tool) and np.isfinite(m_study) else m_study
-        floor = cap - m
-        peak = _mean(runs, fast, "max_rss_kib") * 1024
-        row = {"tool": tool, "floor_bytes": floor, "input_bytes": input_bytes, "data_memory_bytes": m,
-               "data_over_m": (peak - floor) / m if m else math.nan, "input_over_m": input_bytes / m if m else math.nan}
-        for column, key in (("major_faults", "major_faults"), ("swap_ins", "swap_ins"), ("swap_outs", "swap_outs")):
+        issuer, share = _issuer(runs, slow)
+        row = {"tool": tool, "floor_bytes": cap - m, "input_bytes": input_bytes, "data_memory_bytes": m,
+               "data_over_m": float(uncapped.get(tool, math.nan)), "input_over_m": input_bytes / m if m else math.nan,
+               "swap_read_issuer_slow": issuer, "swap_read_issuer_share_slow": share}
+        for column, key in (("pfault", "Pfault"), ("major_faults", "major_faults"), ("swap_ins", "swap_ins"),
+                            ("swap_outs", "swap_outs"), ("swap_reads", "swap_read_requests")):
             row[f"{column}_fast"] = _mean(runs, fast, key)
             row[f"{column}_slow"] = _mean(runs, slow, key)
         rows.append(row)
     return pd.DataFrame(rows, columns=["tool", *REGIME_COLUMNS]).set_index("tool", drop=False)
 
 
-def controls(a: Analysis, paged_faults: int) -> pd.DataFrame:
-    """The pre-registered controls that ran: their major faults per run on each class and whether
-    they stayed below ``paged_faults``, with the constant to blame where one did not."""
+def controls(a: Analysis) -> pd.DataFrame:
+    """The pre-registered controls that ran: their baseline speedup and its interval, whether it
+    stayed negligible (below :data:`biossd.analysis.speedup.NEGLIGIBLE_BELOW`), and, where it did
+    not, who paged on the slow side."""
     table = regime_table(a)
+    base = a.baseline
     rows = []
     for tool in CONTROLS:
-        if tool not in table.index:
+        if tool not in table.index or tool not in base.index:
             continue
-        r = table.loc[tool]
-        worst = np.fmax(r["major_faults_fast"], r["major_faults_slow"])
-        held = bool(np.isfinite(worst) and worst < paged_faults)
-        rows.append({"tool": tool, "major_faults_fast": r["major_faults_fast"], "major_faults_slow": r["major_faults_slow"],
-                     "data_over_m": r["data_over_m"], "held": held,
-                     "note": "" if held else f"paged under the rule: {CONTROL_CONSTANTS[tool]} did not scale"})
-    return pd.DataFrame(rows, columns=["tool", "major_faults_fast", "major_faults_slow", "data_over_m", "held", "note"])
+        r, b = table.loc[tool], base.loc[tool]
+        held = bool(np.isfinite(b["speedup"]) and b["speedup"] < speedup.NEGLIGIBLE_BELOW)
+        note = "" if held else (
+            "no speedup to judge" if not np.isfinite(b["speedup"]) else
+            f"{r['swap_reads_slow']:,.0f} swap-in reads per run on the slow side"
+            + (f", {r['swap_read_issuer_share_slow']:.0%} issued by {r['swap_read_issuer_slow']}"
+               if r["swap_read_issuer_slow"] else ""))
+        rows.append({"tool": tool, "speedup": b["speedup"], "speedup_low": b["speedup_low"],
+                     "speedup_high": b["speedup_high"], "swap_reads_fast": r["swap_reads_fast"],
+                     "swap_reads_slow": r["swap_reads_slow"], "data_over_m": r["data_over_m"], "held": held,
+                     "note": note})
+    return pd.DataFrame(rows, columns=["tool", "speedup", "speedup_low", "speedup_high", "swap_reads_fast",
+                                       "swap_reads_slow", "data_over_m", "held", "note"])
 
 
-def controls_text(a: Analysis, paged_faults: int) -> str:
+def controls_text(a: Analysis) -> str:
     """One sentence on the controls: how many held, and each that did not with why."""
-    table = controls(a, paged_faults)
+    table = controls(a)
     if table.empty:
         return "No pre-registered control ran in this result set."
     held = table[table["held"]]
     text = (f"Pre-registered controls (the paper's G0 tools with small working sets: {', '.join(CONTROLS)}): "
-            f"{len(held)} of {len(table)} that ran stayed below {paged_faults:,} major faults per run on both classes.")
+            f"{len(held)} of {len(table)} that ran stayed below {speedup.NEGLIGIBLE_BELOW:g}x.")
     for _, r in table[~table["held"]].iterrows():
-        text += (f" {r['tool']} did not ({r['major_faults_fast']:,.0f} on the fast side, {r['major_faults_slow']:,.0f} "
-                 f"on the slow): {CONTROL_CONSTANTS[r['tool']]} did not scale; the rule was not retuned for it.")
+        text += f" {r['tool']} did not ({r['speedup']:.2f}x: {r['note']}); the rule was not retuned for it."
     return text

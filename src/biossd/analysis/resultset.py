@@ -24,6 +24,7 @@ from biossd.study import layout
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
+SIZING_FILE = "sizing.json"
 #: The study's repeats it did not run because their configuration's first repeat reached the time
 #: limit (Nextflow's workflow writes it; one row per repeat).
 REPEATS_NOT_RUN_FILE = "repeats_not_run.tsv"
@@ -47,6 +48,10 @@ class ResultSet:
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
     provenance: list[dict[str, Any]] = field(default_factory=list)
+    #: The sizing record the study's parameters came from (``pipeline_info/sizing.json``: every
+    #: measurement that chose them, the uncapped data / M among them); the first folder's, or
+    #: ``None``.
+    sizing: dict[str, Any] | None = None
 
     def run_dir(self, row: pd.Series) -> Path:
         """The directory of one run (a row of ``runs``)."""
@@ -75,7 +80,7 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
     roots = [Path(r).resolve() for r in roots]
     if not roots:
         raise ResultSetError("no result folders given")
-    tables, devices, hosts, provenance = [], {}, {}, []
+    tables, devices, hosts, provenance, sizings = [], {}, {}, [], []
     for root in roots:
         path = root / layout.FEATURES_FILE
         if not path.is_file():
@@ -90,6 +95,8 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
             hosts[record.stem.removeprefix("host-")] = _json(record)
         if (info / PROVENANCE_FILE).is_file():
             provenance.append({"root": str(root), **_json(info / PROVENANCE_FILE)})
+        if (info / SIZING_FILE).is_file():
+            sizings.append(_json(info / SIZING_FILE))
     runs = pd.concat(tables, ignore_index=True)
     runs["side"] = runs["host"].astype(str) + "-" + runs["storage"].astype(str)
     dup = runs.duplicated(list(features.LABEL_COLUMNS), keep=False)
@@ -99,7 +106,8 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
                              "give each result folder once")
     runs["mem_bytes"] = runs["mem"].map(_cap_bytes)
     runs["scale"] = runs["scale"].astype(int)
-    return ResultSet(roots=roots, runs=runs, devices=devices, hosts=hosts, provenance=provenance)
+    return ResultSet(roots=roots, runs=runs, devices=devices, hosts=hosts, provenance=provenance,
+                     sizing=sizings[0] if sizings else None)
 
 
 #: What Fig. 10 takes from a cachegrind probe: the simulated miss ratios of cachegrind's record
@@ -246,7 +254,7 @@ def _json(path: Path) -> dict[str, Any]:
 def run_facts(rows: pd.DataFrame) -> pd.DataFrame:
     """Per side and tool: the tool version and host facts its first run recorded (the run
     table's :data:`biossd.features.extract.RUN_FACT_COLUMNS`)."""
-    columns = ["side", "tool", "tool_version", *COMPARED_HOST_FACTS]
+    columns = ["side", "tool", "tool_version", *COMPARED_HOST_FACTS, "device_queue"]
     first = rows.sort_values(["side", "tool", "mem_bytes", "scale", "rep"], kind="stable")
     return first.groupby(["side", "tool"], sort=True, as_index=False).first()[columns]
 
@@ -289,13 +297,16 @@ def mechanisms(rs: ResultSet) -> dict[str, str]:
 
 
 def differences(facts: pd.DataFrame, fast: str, slow: str) -> list[str]:
-    """What differs between two sides other than the drive: host facts and tool versions. The
-    notebooks print these above every figure of the pair ("the notebooks say so")."""
+    """What differs between two sides other than the drive: host facts, the queue settings the
+    study holds equal on every device (``device_queue``), and tool versions. The notebooks print
+    these above every figure of the pair ("the notebooks say so")."""
     a, b = facts[facts["side"] == fast], facts[facts["side"] == slow]
     if a.empty or b.empty:
         return []
     notes = []
-    for fact in COMPARED_HOST_FACTS:
+    for fact in (*COMPARED_HOST_FACTS, "device_queue"):
+        if fact not in facts:
+            continue
         va, vb = sorted(set(a[fact].dropna().astype(str))), sorted(set(b[fact].dropna().astype(str)))
         if va and vb and va != vb:
             notes.append(f"{fact} differs: {fast} {', '.join(va)}; {slow} {', '.join(vb)}")

@@ -21,6 +21,16 @@ cost of them shows only here.
 
 *Baseline configuration* of a tool: its smallest input scale at the smallest cap it was run
 under — the paper's Table 1 setting (1 GB, GATK 4 GB; the baseline input).
+
+**How firm a speedup is.** Beside each speedup, a 95% bootstrap interval: both sides' ``ok``
+repeats resampled with replacement (:data:`BOOTSTRAP_RESAMPLES` times, a fixed seed), the
+ratio of the resampled means' percentiles (none for a lower bound, or with fewer than two ``ok``
+repeats on a side). Groups: G+ at :data:`SPEEDUP_THRESHOLD` or more, G0 below
+:data:`NEGLIGIBLE_BELOW` ("negligible improvements": the paper's largest G0 is 1.09x), and
+*between* them neither (:data:`GROUP_BETWEEN`), counted as neither agreement nor disagreement
+with the paper. A configuration whose interval straddles one of these bounds is not firm: the
+study runs it to :data:`FIRM_REPEATS` repeats (:func:`unfirm`). Runs the memory cgroup's OOM
+killer ended are counted per side (``n_oom_fast``, ``n_oom_slow``).
 """
 
 from __future__ import annotations
@@ -33,10 +43,20 @@ import pandas as pd
 
 #: Table 1's note: "G+, programs with 2x or more speedup; G0, programs with negligible improvements".
 SPEEDUP_THRESHOLD = 2.0
-GROUP_FAST, GROUP_FLAT = "G+", "G0"
+#: Below this a speedup is negligible (G0): the paper's largest G0 speedup is 1.09x (Table 1).
+NEGLIGIBLE_BELOW = 1.2
+GROUP_FAST, GROUP_FLAT, GROUP_BETWEEN = "G+", "G0", "between"
 CONFIG_COLUMNS = ("tool", "mem", "scale")
 OK = "ok"
 TIMEOUT = "timeout"
+OOM = "oom"
+#: The bootstrap of a speedup's interval: resamples, level and seed.
+BOOTSTRAP_RESAMPLES = 20_000
+INTERVAL_LEVEL = 0.95
+BOOTSTRAP_SEED = 0
+#: Repeats, in all, of a configuration whose interval straddles a group's bound (§5.1's three
+#: are enough only where the groups are far apart).
+FIRM_REPEATS = 5
 
 
 def side_rows(runs: pd.DataFrame, side: str) -> pd.DataFrame:
@@ -69,6 +89,7 @@ def runtime_means(runs: pd.DataFrame, by: Sequence[str] = CONFIG_COLUMNS) -> pd.
     out["timeout_runtime_s"] = (runs.assign(_rt=runs["runtime_s"].where(timed_out)).groupby(keys, sort=True, dropna=False)
                                 ["_rt"].mean().reindex(out.index))
     out["n_timeout"] = runs.assign(_t=timed_out).groupby(keys, sort=True, dropna=False)["_t"].sum().reindex(out.index)
+    out["n_oom"] = runs.assign(_o=runs["outcome"] == OOM).groupby(keys, sort=True, dropna=False)["_o"].sum().reindex(out.index)
     # Each timed-out repeat counted at its time to the limit: a lower bound of the mean.
     out["censored_mean_s"] = (runs.assign(_rt=runs["runtime_s"].where(ok | timed_out))
                               .groupby(keys, sort=True, dropna=False)["_rt"].mean().reindex(out.index))
@@ -92,10 +113,49 @@ def speedup_table(runs: pd.DataFrame, fast: str, slow: str,
     table.loc[censored, "speedup"] = bound[censored]
     table.loc[censored, "speedup_with_flush"] = np.nan
     table["speedup_is_lower_bound"] = censored
+    table["speedup_low"], table["speedup_high"] = np.nan, np.nan
+    fast_rt, slow_rt = _ok_runtimes(side_rows(runs, fast), keys), _ok_runtimes(side_rows(runs, slow), keys)
+    for i, row in table.iterrows():
+        if row["status"] == OK and not censored[i]:
+            key = tuple(row[k] for k in keys)
+            table.loc[i, ["speedup_low", "speedup_high"]] = bootstrap_interval(fast_rt.get(key, []), slow_rt.get(key, []))
     table.loc[censored, "status"] = [
         f"at least {v:.3g}x: {'every run' if n == r else f'{int(n)} of {int(r)} runs'} on {slow} reached the time limit"
         for v, n, r in zip(bound[censored], table.loc[censored, "n_timeout_slow"], table.loc[censored, "n_runs_slow"])]
     return table
+
+
+def _ok_runtimes(runs: pd.DataFrame, keys: list[str]) -> dict[tuple, list[float]]:
+    ok = runs[runs["outcome"] == OK]
+    return {k if isinstance(k, tuple) else (k,): list(g["runtime_s"]) for k, g in ok.groupby(keys, sort=False)}
+
+
+def bootstrap_interval(fast_s: Sequence[float], slow_s: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
+                       level: float = INTERVAL_LEVEL, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """A speedup's percentile interval: each side's runtimes resampled with replacement, the
+    ratio of the slow side's mean to the fast side's, ``resamples`` times; NaN with fewer than
+    two runtimes on a side. With three repeats a side the interval is optimistic."""
+    fast, slow = np.asarray(fast_s, float), np.asarray(slow_s, float)
+    if fast.size < 2 or slow.size < 2:
+        return (np.nan, np.nan)
+    rng = np.random.default_rng(seed)
+    ratio = (slow[rng.integers(0, slow.size, (resamples, slow.size))].mean(axis=1)
+             / fast[rng.integers(0, fast.size, (resamples, fast.size))].mean(axis=1))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(ratio, [tail, 100 - tail])
+    return (float(low), float(high))
+
+
+def unfirm(table: pd.DataFrame, threshold: float = SPEEDUP_THRESHOLD) -> pd.Series:
+    """Per row of a :func:`speedup_table`, whether its group is not firm: its interval straddles a
+    group's bound (:data:`NEGLIGIBLE_BELOW` or ``threshold``), or it has a speedup but no
+    interval (fewer than two ``ok`` repeats on a side). A lower bound is firm as a bound."""
+    low, high = table["speedup_low"], table["speedup_high"]
+    straddles = pd.Series(False, index=table.index)
+    for bound in (NEGLIGIBLE_BELOW, threshold):
+        straddles |= (low < bound) & (high >= bound)
+    no_interval = table["speedup"].notna() & low.isna() & ~table["speedup_is_lower_bound"].astype(bool)
+    return straddles | no_interval
 
 
 def _status(row: pd.Series, fast: str, slow: str) -> str:
@@ -121,19 +181,21 @@ def baseline(runs: pd.DataFrame) -> pd.DataFrame:
 
 def group_of(speedup: pd.Series, threshold: float = SPEEDUP_THRESHOLD,
              lower_bound: pd.Series | None = None) -> pd.Series:
-    """G+ at ``threshold`` or more, G0 below, empty where there is no speedup — or where it is
-    only a lower bound (``lower_bound`` true) that stays below the threshold."""
+    """G+ at ``threshold`` or more, G0 below :data:`NEGLIGIBLE_BELOW`, *between* them
+    :data:`GROUP_BETWEEN`; empty where there is no speedup — or where it is only a lower bound
+    (``lower_bound`` true) that stays below the threshold."""
     unknown = speedup.isna()
     if lower_bound is not None:
         unknown |= lower_bound.reindex(speedup.index).fillna(False).astype(bool) & (speedup < threshold)
-    return pd.Series(np.where(unknown, "", np.where(speedup >= threshold, GROUP_FAST, GROUP_FLAT)),
-                     index=speedup.index)
+    grouped = np.where(speedup >= threshold, GROUP_FAST, np.where(speedup < NEGLIGIBLE_BELOW, GROUP_FLAT, GROUP_BETWEEN))
+    return pd.Series(np.where(unknown, "", grouped), index=speedup.index)
 
 
 def agreement(ours: pd.Series, papers: pd.Series) -> pd.Series:
     """Per tool, whether this study's group equals the paper's (True/False), or NA where either
-    is missing (not run, no speedup, a substitute the paper did not profile)."""
-    known = ours.fillna("").ne("") & papers.fillna("").ne("")
+    is missing (not run, no speedup, a substitute the paper did not profile) or ours is
+    *between* the groups (neither an agreement nor a disagreement)."""
+    known = ours.fillna("").isin((GROUP_FAST, GROUP_FLAT)) & papers.fillna("").ne("")
     return pd.Series(np.where(known, ours == papers, pd.NA), index=ours.index, dtype="object")
 
 

@@ -163,6 +163,7 @@ def _row(labels: dict[str, Any], outcome: str, runtime_s: float, raw: np.ndarray
     cores = 0.3 if g_plus else 0.95
     row.update(outcome=outcome, runtime_s=runtime_s, user_s=runtime_s * cores * 0.9, sys_s=runtime_s * cores * 0.1,
                cpu_cores_used=cores, max_rss_kib=900_000, major_faults=raw[3] * runtime_s,
+               major_faults_per_s=raw[3], swap_ins=raw[3] * runtime_s / 2, swap_outs=raw[3] * runtime_s / 2,
                minor_faults=10_000, read_bytes=int(raw[1] * raw[5] * 1024 * runtime_s),
                write_bytes=int(raw[2] * raw[6] * 1024 * runtime_s))
     row.update(dict(zip(features.STORAGE_FEATURES, raw)))

@@ -1,14 +1,14 @@
 """The answer to the paper's question for one result set: which tools the fast
 side accelerated, by how much, where that agrees with the paper's Table 1 — and, for every tool,
-why, in words drawn from the measured features.
+why, in words drawn from its runs' traces.
 
-Seed 000 §4 names the mechanism: "when the memory footprint of a program exceeds the capacity
-of main memory, using SSDs is likely to bring a significant gain" — G+ tools page (Pfault) and
-move much data (Butil), G0 tools are compute-bound. :func:`explain` states, per tool, which of
-these the runs showed: major faults per run on the slow side (did it page?), peak RSS against
-its cap (does the footprint fit?), the bytes it read and wrote, how busy the CPU was, and how
-long a run was (in a run of a few seconds, reading the input and the final flush weigh more than
-in the paper's runs of hours).
+Lee, Min and Yoon 2015 §3.7 names the mechanism: "when the memory footprint of a program exceeds
+the capacity of main memory, using SSDs is likely to bring a significant gain" — G+ tools page
+(Pfault) and move much data (Butil), G0 tools are compute-bound. :func:`explain` states, per
+tool, what its runs showed: whether it paged enough to matter (:func:`paged`: its swap-in reads
+on the slow side, at that device's random-read time, against the fast side's runtime), which
+process issued them, whether the slow device's time went to reads or writes, its peak resident
+memory against its cap, the bytes its device moved, and how busy the CPU was.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ import math
 import numpy as np
 import pandas as pd
 
-from biossd.analysis import Analysis, speedup
+from biossd.analysis import Analysis, regime, speedup
 
-#: Major faults per run above which a run *paged*: a few hundred come from loading the program
-#: and its libraries from a cold cache (§5.1 drops the page cache before each run).
-PAGED_FAULTS = 1000
-#: A run shorter than this on the fast side is *short*: fixed costs weigh on its speedup.
-SHORT_RUN_S = 5.0
+#: A tool *paged* when its swap-in reads on the slow side, each at that device's mean random
+#: read time (its fio record, 4 KiB at depth 1), would take at least this share of its runtime on
+#: the fast side: enough to change a group, whatever the run's length.
+PAGING_SHARE = 0.2
 #: A run that uses more CPU cores than this on average is *CPU-bound* (one core busy = 1).
 CPU_BOUND_CORES = 0.8
 MIB = 1 << 20
 KIB = 1 << 10
+MS_PER_S = 1000.0
 
 
 def _mean(runs: pd.DataFrame, side: str, column: str,
@@ -54,56 +54,82 @@ def _whole(value: float, unit: str = "") -> str:
     return (f"{value:,.0f}" if abs(value) >= 1 or value == 0 else f"{value:.1g}") + unit
 
 
+def random_read_ms(a: Analysis, side: str) -> float:
+    """The mean time of one random 4 KiB read on ``side``'s device (its fio record at depth 1);
+    NaN without a record."""
+    row = (a.rs.devices.get(side) or {}).get("spec_row") or {}
+    iops = row.get("rand_read_iops")
+    return MS_PER_S / float(iops) if iops else math.nan
+
+
 def evidence(a: Analysis) -> pd.DataFrame:
     """Per tool run at its baseline: the measured facts the explanations rest on."""
     fast, slow = a.sides
     runs = a.baseline_runs
+    reg = regime.regime_table(a)
     rows = []
     for tool, tool_runs in runs.groupby("tool", sort=True):
         cap = tool_runs["mem_bytes"].dropna()
-        rows.append({
+        device_kib = (tool_runs["Riops"] * tool_runs["Rsize"].fillna(0) + tool_runs["Wiops"] * tool_runs["Wsize"].fillna(0)
+                      ) * tool_runs["runtime_s"]
+        row = {
             "tool": tool,
-            "major_faults_fast": _mean(tool_runs, fast, "major_faults", COUNTED),
-            "major_faults_slow": _mean(tool_runs, slow, "major_faults", COUNTED),
-            "peak_rss_mib": _mean(tool_runs, fast, "max_rss_kib", COUNTED) * KIB / MIB,
+            "swap_reads_fast": _mean(tool_runs, fast, "swap_read_requests", COUNTED),
+            "swap_reads_slow": _mean(tool_runs, slow, "swap_read_requests", COUNTED),
+            "pfault_fast": _mean(tool_runs, fast, "Pfault", COUNTED),
+            "pfault_slow": _mean(tool_runs, slow, "Pfault", COUNTED),
+            "read_service_slow_s": _mean(tool_runs, slow, "read_service_s", COUNTED),
+            "write_service_slow_s": _mean(tool_runs, slow, "write_service_s", COUNTED),
+            "resident_mib": _mean(tool_runs, fast, "resident_peak_kib", COUNTED) * KIB / MIB,
             "cap_mib": float(cap.iloc[0]) / MIB if len(cap) else math.nan,
-            "io_mib": (_mean(tool_runs, fast, "read_bytes") + _mean(tool_runs, fast, "write_bytes")) / MIB,
+            "device_mib": _mean(tool_runs.assign(_kib=device_kib), fast, "_kib") * KIB / MIB,
             "cpu_cores_used": _mean(tool_runs, fast, "cpu_cores_used"),
             "runtime_fast_s": _mean(tool_runs, fast, "runtime_s"),
-        })
+            "random_read_slow_ms": random_read_ms(a, slow),
+        }
+        if tool in reg.index:
+            row.update(issuer=reg.loc[tool, "swap_read_issuer_slow"], issuer_share=reg.loc[tool, "swap_read_issuer_share_slow"],
+                       data_over_m=reg.loc[tool, "data_over_m"])
+        rows.append(row)
     return pd.DataFrame(rows).set_index("tool") if rows else pd.DataFrame(columns=["tool"]).set_index("tool")
 
 
+def paging_s(facts: pd.Series | pd.DataFrame) -> pd.Series | float:
+    """What a tool's swap-in reads on the slow side cost there: reads x the device's random-read time (s)."""
+    return facts["swap_reads_slow"] * facts["random_read_slow_ms"] / MS_PER_S
+
+
 def paged(facts: pd.Series | pd.DataFrame) -> pd.Series | bool:
-    """Whether a tool paged: :data:`PAGED_FAULTS` or more major faults per run on either side."""
-    return np.fmax(facts["major_faults_fast"], facts["major_faults_slow"]) >= PAGED_FAULTS
+    """Whether a tool paged enough to matter: its swap-in reads on the slow side cost at least
+    :data:`PAGING_SHARE` of its runtime on the fast side (:func:`paging_s`)."""
+    return paging_s(facts) >= PAGING_SHARE * facts["runtime_fast_s"]
+
+
+def _share(part: float, whole: float) -> str:
+    return "?" if not (np.isfinite(part) and np.isfinite(whole) and whole > 0) else f"{part / whole:.0%}"
 
 
 def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str) -> str:
     if facts is None or not row["group"]:
         return f"no speedup here: {row['status']}"
-    rss, cap = facts["peak_rss_mib"], facts["cap_mib"]
     did_page = bool(paged(facts))
-    footprint = f"peak RSS {_whole(rss, ' MiB')} of the {_whole(cap, ' MiB')} cap"
-    data_over_m = row.get("data_over_m", math.nan)
-    if isinstance(data_over_m, float) and np.isfinite(data_over_m):
-        # The sizing rule's regime variable: what grows with the input against the data memory M.
-        footprint += (f" (data part {data_over_m:.2g} x M)" if data_over_m >= 0 else
-                      " (below the floor measured at sizing: no data part above it)")
-    faults = (f"{_whole(facts['major_faults_fast'])} major faults per run on {fast}, "
-              f"{_whole(facts['major_faults_slow'])} on {slow}")
-    paging = (f"it paged: {faults}; {footprint}" if did_page else
-              f"no paging at this cap: {faults}; {footprint}")
-    io = f"{_whole(facts['io_mib'], ' MiB')} read and written"
-    short = np.isfinite(facts["runtime_fast_s"]) and facts["runtime_fast_s"] < SHORT_RUN_S
-    busy = np.isfinite(facts["cpu_cores_used"]) and facts["cpu_cores_used"] >= CPU_BOUND_CORES
-    if row["group"] == speedup.GROUP_FAST:
-        why = paging if did_page else f"{io} in {_fmt(facts['runtime_fast_s'], ' s')}, with " + paging.split(": ", 1)[1]
-        if short and not did_page:
-            why += "; a short run, where reading the input and the final flush weigh more than in hours-long runs"
-        return why
-    why = paging + (f"; CPU-bound ({facts['cpu_cores_used']:.1f} cores busy)" if busy else "") + f"; {io}"
-    return why
+    reads = (f"{_whole(facts['swap_reads_slow'])} swap-in reads per run on {slow}, "
+             f"{_whole(facts['swap_reads_fast'])} on {fast}")
+    if isinstance(facts.get("issuer"), str) and facts.get("issuer") and facts["swap_reads_slow"] > 0:
+        reads += f" ({_share(facts['issuer_share'], 1.0)} on {slow} issued by {facts['issuer']})"
+    cost = f"about {_fmt(paging_s(facts), ' s')} of {slow}'s time against {_fmt(facts['runtime_fast_s'], ' s')} on {fast}"
+    footprint = f"peak resident {_whole(facts['resident_mib'], ' MiB')} of the {_whole(facts['cap_mib'], ' MiB')} cap"
+    data = facts.get("data_over_m", math.nan)
+    if isinstance(data, float) and np.isfinite(data):
+        footprint += f"; uncapped, its data part is {data:.2g} x M"
+    busy = facts["read_service_slow_s"] + facts["write_service_slow_s"]
+    device = (f"{_whole(facts['device_mib'], ' MiB')} moved on its device; of {slow}'s device time, reads "
+              f"{_share(facts['read_service_slow_s'], busy)} and writes {_share(facts['write_service_slow_s'], busy)}")
+    paging = (f"it paged: {reads}, {cost}; {footprint}" if did_page else
+              f"no paging that costs {slow} much: {reads}; {footprint}")
+    cpu = facts["cpu_cores_used"]
+    busy_cpu = f"; CPU-bound ({cpu:.1f} cores busy)" if np.isfinite(cpu) and cpu >= CPU_BOUND_CORES else ""
+    return f"{paging}; {device}{busy_cpu}"
 
 
 def explain(a: Analysis, table1: pd.DataFrame) -> pd.DataFrame:
@@ -149,7 +175,12 @@ def answer_text(a: Analysis, explained: pd.DataFrame) -> str:
             (f" The other {len(rest)} changed by less than {a.threshold:g}x (median "
              f"{_fmt(float(rest['speedup'].median()), 'x')})." if len(rest) else "") +
             f" Of the {len(compared)} tools the paper profiled that ran here, {agree} land in the paper's group.")
+    between = have[have["group"] == speedup.GROUP_BETWEEN]
+    if len(between):
+        text += (f" {len(between)} fell between negligible ({speedup.NEGLIGIBLE_BELOW:g}x) and {a.threshold:g}x, "
+                 f"counted as neither agreeing nor disagreeing: {', '.join(between['name'])}.")
     pagers = have[paged(have)]
-    text += (f" {len(pagers)} of the {len(have)} paged (at least {PAGED_FAULTS} major faults per run on either side)"
+    text += (f" {len(pagers)} of the {len(have)} paged (swap-in reads on {slow} costing at least "
+             f"{PAGING_SHARE:.0%} of the {fast} runtime at {slow}'s random-read time)"
              + (f": {', '.join(pagers['name'])}." if len(pagers) else "."))
     return text

@@ -10,8 +10,8 @@ same swap). Per run:
 * the CPU/I-O split: ``cpu_cores_used`` ((user + sys) / wall) and ``io_share`` = 1 − min(1,
   cpu_cores_used), the share of the wall time in which not even one core's worth of the tool's
   work was done — waiting on the input, the decompression pipe's reads or page faults;
-* the page-fault rate: ``Pfault`` (major faults per second, seed 000's feature: pages read back
-  from swap) against ``table_fraction_of_cap`` (the table's size over the cap), beside
+* the paging rate: ``Pfault`` (pages swapped in and out per second, the feature of Lee, Min and
+  Yoon 2015) against ``table_fraction_of_cap`` (the table's size over the cap), beside
   ``fault_rate_per_s`` (minor + major; a table that fits takes many minor faults as it is first
   touched).
 """
@@ -138,6 +138,6 @@ def headline(table: pd.DataFrame) -> str:
         for storage, part in pages.groupby("storage", sort=False):
             within = fits[fits["storage"] == storage]["Pfault"].median()
             parts.append(f"on {storage}, tables above the cap: {int(part['not_ok'].sum())} of {int(part['runs'].sum())} "
-                         f"runs hit the time limit, at a median {part['Pfault'].median():,.0f} major faults/s against "
+                         f"runs hit the time limit, at a median {part['Pfault'].median():,.0f} pages swapped/s against "
                          f"{within:,.0f} for tables within the cap")
     return "; ".join(parts) + "."

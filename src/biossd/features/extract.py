@@ -23,6 +23,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import write_frame
 from biossd.features import blockstats, quality
 from biossd.features.quality import QUALITY_COLUMNS
+from biossd.host.devices import EQUAL_QUEUE_SETTINGS
 from biossd.host.hdd import diskmodel
 from biossd.measure import blkbinary, blocktrace, counters, manifest
 from biossd.study import layout
@@ -70,10 +71,15 @@ HOST_FACT_COLUMNS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
 #: ``perf`` with a PMU, software events only, or ``none``; ``native`` storage or the emulation's
 #: mechanism), the host's facts, and the device record that Butil divides by (its device, its
 #: sequential read/write MB/s, and where the record came from).
+#: What a study holds equal on both classes' devices (:func:`biossd.host.devices.queue_policy`),
+#: as a run found it on its class's device: its queue settings but the rotational flag, and
+#: whether its writes went through to the host.
+DEVICE_POLICY_COLUMNS = ("device_queue", "device_write_through")
 RUN_FACT_COLUMNS = (
     "tool_version", "container_engine", "container_image", "cap_mechanism", "trace_mechanism", "perf_mechanism",
     "storage_mechanism", "storage_profile", *HOST_FACT_COLUMNS,
-    "device_name", "device_seq_read_mbs", "device_seq_write_mbs", "device_source",
+    "device_name", "device_seq_read_mbs", "device_seq_write_mbs", "device_source", "device_rotational",
+    *DEVICE_POLICY_COLUMNS,
 )
 #: The numeric ones: counts kept exact (nullable integers; the CSV's float format would round
 #: a byte count), rates read back as floats.
@@ -82,12 +88,12 @@ RUN_FACT_NUMBERS = ("device_seq_read_mbs", "device_seq_write_mbs")
 
 
 def pfault_per_s(swap_ins: float, swap_outs: float, runtime_s: float) -> float:
-    """**Pfault** — page swaps per second (Lee, Min and Yoon 2015, §5.2: "the number of page swaps
-    per second"; Table 2's "page faults per second"): the pages swapped in and out while the run
-    ran (``pswpin`` + ``pswpout`` of /proc/vmstat, as its sampler read them; one measured run at a
-    time holds the host lock, so the host's swapping is the run's), over its wall-clock time.
-    Major faults, which also count file-backed misses and miss swap-outs, are beside it
-    (:func:`major_faults_per_s`). Units: pages/s."""
+    """**Pfault** — page swaps per second (Lee, Min and Yoon 2015, §5.2): the pages swapped in and out
+    while the run ran, over its wall-clock time. Table 2 of the paper says "page faults per second",
+    §5.2 "the number of page swaps per second"; biossd reads ``pswpin`` + ``pswpout`` of
+    /proc/vmstat as the run's sampler saw them (one measured run at a time holds the host lock, so
+    the host's swapping is the run's), and keeps major faults, which also count file-backed misses
+    and miss swap-outs, beside it (:func:`major_faults_per_s`). Units: pages/s."""
     if not runtime_s or runtime_s <= 0:
         return math.nan
     return (swap_ins + swap_outs) / runtime_s
@@ -351,6 +357,7 @@ def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
     trace, perf = collectors.get("blocktrace") or {}, collectors.get("perf") or {}
     storage = (body.get("emulated_storage") or {}).get("cwd") or {}
     host = body.get("host") or {}
+    first = (body.get("device_facts") or [{}])[0]
     return {
         "tool_version": body.get("tool_version"),
         "container_engine": _engine(body),
@@ -363,7 +370,9 @@ def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
         **{fact: host.get(fact) for fact in HOST_FACT_COLUMNS},
         "device_name": device.name,
         "device_seq_read_mbs": device.seq_read_mbs, "device_seq_write_mbs": device.seq_write_mbs,
-        "device_source": device.source,
+        "device_source": device.source, "device_rotational": first.get("rotational"),
+        "device_queue": ",".join(f"{k}={first.get(k)}" for k in EQUAL_QUEUE_SETTINGS) if first else None,
+        "device_write_through": storage.get("write_through"),
     }
 
 

@@ -10,6 +10,7 @@ import textwrap
 from typing import Sequence
 
 import matplotlib
+import matplotlib.patches
 import matplotlib.ticker
 
 matplotlib.use("Agg")
@@ -31,14 +32,17 @@ ALIGNERS = ("maq", "bwa", "bowtie2")
 FIG04_PANELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("(a) Butil", ("Butil",), "fraction of time busy (%util)"),
     ("(b) Riops, Wiops", ("Riops", "Wiops"), "requests/s"),
-    ("(c) Pfault", ("Pfault",), "major faults/s"),
+    ("(c) Pfault", ("Pfault",), "pages swapped/s"),
     ("(d) CAR", ("CAR",), "fraction"),
     ("(e) Rsize, Wsize", ("Rsize", "Wsize"), "KiB/request"),
     ("(f) WBlen", ("WBlen",), "requests"),
 )
 #: Fig. 10: the CPU and memory features (§3.6).
 FIG10_COLUMNS = ("cpu_cores_used", *features.CPU_MEMORY_COLUMNS)
-GROUP_COLOURS = {speedup.GROUP_FAST: "#c0392b", speedup.GROUP_FLAT: "#2c7fb8", "": "#999999"}
+GROUP_COLOURS = {speedup.GROUP_FAST: "#c0392b", speedup.GROUP_FLAT: "#2c7fb8", speedup.GROUP_BETWEEN: "#e6a23c",
+                 "": "#999999"}
+#: Fig. 2's band of speedups neither negligible nor G+.
+BETWEEN_BAND_COLOUR = "#fbeed5"
 PATTERN_CMAP = "tab10"
 SIDE_COLOURS = ("#2c7fb8", "#c0392b")
 MISSING_COLOUR = "0.55"
@@ -169,8 +173,10 @@ def _mark_bounds(ax: plt.Axes, bars, values: pd.Series, bounded: pd.Series) -> N
 
 def fig02_speedup(a: Analysis) -> plt.Figure:
     """Fig. 2: baseline speedup of every tool, one panel per (fast, slow) pair; each bar runs
-    from 1x (no change) to the tool's speedup, the paper's speedup beside it (a diamond); tools
-    in the order of the first pair's speedup; tools without a speedup are labelled with why."""
+    from 1x (no change) to the tool's speedup, coloured by its group, with its 95% bootstrap
+    interval as a whisker, the paper's speedup beside it (a diamond), and the repeats the OOM
+    killer ended written above it; the band between negligible and G+ is shaded; tools in the
+    order of the first pair's speedup; tools without a speedup are labelled with why."""
     pairs = a.pairs or [(a.fast, a.slow)]
     tools = sorted(a.rs.runs["tool"].unique())
     first = a.baseline["speedup"].reindex(tools)
@@ -178,7 +184,7 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
     entries = {e.id: e.data for e in catalogue.load_all()}
     paper = pd.Series({t: entries.get(t, {}).get("paper_speedup") for t in order}, dtype=float)
     paper_group = pd.Series({t: entries.get(t, {}).get("paper_group") or "" for t in order})
-    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(8, 0.42 * len(order)), 3.4 * len(pairs)), squeeze=False)
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(8, 0.42 * len(order)), 3.6 * len(pairs)), squeeze=False)
     agreement = ""
     for ax, (fast, slow), letter in zip(axes[:, 0], pairs, "abcdefghij"):
         table = speedup.speedup_table(a.baseline_runs, fast, slow).set_index("tool").reindex(order)
@@ -187,11 +193,22 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         groups = speedup.group_of(values, a.threshold, bounded)
         colours = [GROUP_COLOURS[g] for g in groups]
         x = np.arange(len(order))
-        bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours)
+        ax.axhspan(speedup.NEGLIGIBLE_BELOW, a.threshold, color=BETWEEN_BAND_COLOUR, zorder=0,
+                   label=f"between ({speedup.NEGLIGIBLE_BELOW:g}x to {a.threshold:g}x)")
+        bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours, zorder=2)
         _mark_bounds(ax, bars, values, bounded)
+        low, high = table["speedup_low"], table["speedup_high"]
+        has = low.notna() & high.notna()
+        ax.errorbar(x[has.to_numpy()], values[has], yerr=[(values - low)[has], (high - values)[has]], fmt="none",
+                    ecolor="0.15", elinewidth=0.8, capsize=2, zorder=3, label="95% bootstrap interval")
         ax.plot(x, paper, **PAPER_MARKER, label="paper (Intel 520 / Barracuda)")
-        _speedup_axis(ax, [*values.dropna(), *paper.dropna()])
+        _speedup_axis(ax, [*values.dropna(), *paper.dropna(), *high.dropna(), *low.dropna()])
         for xi, (_, row) in zip(x, table.iterrows()):
+            ooms = int(np.nansum([row.get("n_oom_fast", 0), row.get("n_oom_slow", 0)]))
+            if ooms:
+                top = max(v for v in (row["speedup"], row["speedup_high"], 1.0) if np.isfinite(v))
+                ax.text(xi, top * 1.08, f"oom {ooms}", rotation=90, ha="center", va="bottom", fontsize=6,
+                        color=GROUP_COLOURS[speedup.GROUP_FAST])
             if pd.isna(row["speedup"]):
                 status = row["status"] if isinstance(row["status"], str) else "not run"
                 ax.text(xi, 1, textwrap.fill(status, 14), rotation=90, ha="center", va="bottom", fontsize=6,
@@ -201,13 +218,18 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         ax.set_ylabel("speedup")
         ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
         agrees = speedup.agreement(groups, paper_group).dropna()
-        counted = f"{int(agrees.sum())} of {len(agrees)} tools in the paper's group" if len(agrees) else \
-            "no tool comparable with the paper"
+        between = int((groups == speedup.GROUP_BETWEEN).sum())
+        counted = (f"{int(agrees.sum())} of {len(agrees)} tools in the paper's group" if len(agrees) else
+                   "no tool comparable with the paper") + (f", {between} between" if between else "")
         ax.set_title(f"({letter}) {slow} / {fast}: {counted}", loc="left", fontsize=10)
         # Outside the axes: a legend inside would cover the tallest bars and the paper's markers.
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
+        handles = [matplotlib.patches.Patch(color=GROUP_COLOURS[g], label=g) for g in
+                   (speedup.GROUP_FAST, speedup.GROUP_BETWEEN, speedup.GROUP_FLAT)]
+        ax.legend(handles=handles + ax.get_legend_handles_labels()[0], fontsize=7, loc="upper left",
+                  bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
         agreement = agreement or counted
-    return _finish(fig, a, f"Speedup per tool; G+ at {a.threshold:g}x or more; {agreement} (Lee, Min and Yoon 2015, Fig. 2)")
+    return _finish(fig, a, f"Speedup per tool; G+ at {a.threshold:g}x or more, G0 below {speedup.NEGLIGIBLE_BELOW:g}x; "
+                   f"{agreement} (Lee, Min and Yoon 2015, Fig. 2)")
 
 
 # -- Fig. 3 ------------------------------------------------------------------------------------
@@ -541,23 +563,21 @@ def _cap_order(a: Analysis) -> dict[str, float]:
 
 # -- Fig. 9 ------------------------------------------------------------------------------------
 def _memory_over_input(a: Analysis, table: pd.DataFrame) -> pd.Series:
-    """Each configuration's data memory over its tool's input (Fig. 9's 4, 16 and 32 GB over 20 GB
-    are 0.2, 0.8 and 1.6): (cap − F) / input, where F, the tool's floor, is its smallest cap less
-    the data memory the sizing rule gave it there (:func:`biossd.analysis.regime.regime_table`).
-    NaN where the result set does not record the rule's data memory or the input's size."""
+    """Each configuration's memory over its tool's input, as the paper's Fig. 9 read it (its 4,
+    16 and 32 GB of RAM over 20 GB of input: 0.2, 0.8 and 1.6): the whole cap — floor and data
+    memory — over the input. NaN where the result set does not record the input's size."""
     reg = regime.regime_table(a)
     caps = a.rs.runs.groupby("mem")["mem_bytes"].first()
-    floor = table["tool"].map(reg["floor_bytes"]) if len(reg) else np.nan
     inputs = table["tool"].map(reg["input_bytes"]) if len(reg) else np.nan
-    return (table["mem"].map(caps) - floor) / inputs
+    return table["mem"].map(caps) / inputs
 
 
 def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
     """Fig. 9: speedup per memory size at each tool's smallest scale: (a) the GATK steps
-    (``prefix``), one bar per memory point in the order of the tool's caps, labelled by the data
-    memory over the input (the paper's 0.2, 0.8 and 1.6: 4, 16 and 32 GB on 20 GB) where the
-    result set records the sizing rule, else by the cap; (b) every tool run under several caps,
-    against memory over input (or the cap in GiB)."""
+    (``prefix``), one bar per memory point in the order of the tool's caps, labelled by the
+    memory (the whole cap) over the input, as the paper's 4, 16 and 32 GB on 20 GB are 0.2, 0.8
+    and 1.6, where the result set records the input's size, else by the cap; (b) every tool run
+    under several caps, against memory over input (or the cap in GiB)."""
     table = a.speedups
     order = _cap_order(a)
     first_scale = table.groupby("tool")["scale"].min()
@@ -602,7 +622,7 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
         rows = g.sort_values("_m")
         if rows["mem"].nunique() > 1:
             lines[tool] = (rows["_ratio"] if by_ratio else rows["_m"] / (1 << 30), rows["speedup"])
-    _speedup_lines(ax2, a, lines, "data memory / input" if by_ratio else "memory cap (GiB)",
+    _speedup_lines(ax2, a, lines, "memory (cap) / input" if by_ratio else "memory cap (GiB)",
                    "(b) every tool run under several caps", "no tool was run under several caps")
     return _finish(fig, a, "Main memory size and SSD effectiveness (Lee, Min and Yoon 2015, Fig. 9)")
 

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from biossd import analysis
-from biossd.analysis import resultset
+from biossd.analysis import resultset, speedup
 from biossd.core import paths
 from biossd.core.errors import BiossdError
 from biossd.outputs import artefacts, report
@@ -106,16 +106,25 @@ def _devices_tex(a: analysis.Analysis) -> list[str]:
                      f"{spec.get('rand_read_iops', float('nan')):.0f}/{spec.get('rand_write_iops', float('nan')):.0f} "
                      "random 4 KiB read/write IOPS at queue depth 1")
         if emulation.get("emulated"):
+            scale = float(emulation.get("scale") or 1.0)
             text += (f". \\textbf{{Emulated:}} {esc(side)} is an emulated "
                      f"{esc(str(emulation.get('profile_name') or emulation.get('profile')))} "
                      f"(profile {esc(str(emulation.get('profile')))}) via {esc(str(emulation.get('mechanism')))}: "
-                     "ext4 on a loop device over a disk image served through FUSE, each request held for the "
-                     "service time of a seek, rotation and transfer model calibrated to the profile, with the drive's "
-                     "look-ahead and write cache keeping a sequential stream at media rate "
-                     "(biossd.host.hdd.emulate, biossd.host.hdd.diskmodel); not a physical hard disk")
+                     "ext4 on a loop device (direct I/O) over a disk image served through FUSE, each request held for "
+                     "the time a model of the drive says it takes (biossd.host.hdd.diskmodel): a seek over the "
+                     "request's real distance, a rotation and the transfer; a buffer shared by write-behind data "
+                     "(a write completes once it crossed the interface and is destaged in idle time, when room is "
+                     "needed or on a flush, in shortest-seek and rotational-position order) and read segments, into "
+                     "which an idle disk reads ahead for the last stream read"
+                     + (f"; scaled as the machine is, by D = {scale:g}: its buffer D times smaller, its distances D "
+                        "times longer" if scale != 1 else "")
+                     + ". It serves one request at a time, in arrival order; not a physical hard disk")
         elif emulation.get("mechanism") == "loop-direct":
             text += (f". {esc(side)} is the host's native disk on a loop device of its own (direct I/O over a "
-                     "preallocated file, unthrottled), so that its block trace holds only the runs' requests")
+                     "preallocated file, unthrottled"
+                     + (", each write durable on the host's device before it completes, so that no host cache "
+                        "absorbs one class's writes" if emulation.get("write_through") else "")
+                     + "), so that its block trace holds only the runs' requests")
         elif record.get("synthetic"):
             text += " (a synthetic record)"
         dev_lines.append(text + ".")
@@ -153,15 +162,24 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
                f"(\\texttt{{biossd data synth}}, {size_text}, "
                f"seed {esc(str(params.get('seed', '?')))}), replicated per scale; Table~5 names the paper's data "
                "set each stands in for. Speedup is the slow side's mean runtime over the fast side's, each over "
-               f"the repeats that ended ok; G+ means {a.threshold:g}x or more. Features are defined in Table~2.")
+               f"the repeats that ended ok, with a 95\\% bootstrap interval over the repeats; G+ means "
+               f"{a.threshold:g}x or more, G0 less than {speedup.NEGLIGIBLE_BELOW:g}x (negligible: the paper's "
+               f"largest G0 is 1.09x), and a speedup between them is counted as neither agreeing nor disagreeing "
+               f"with the paper; a configuration whose interval straddled either bound ran to "
+               f"{speedup.FIRM_REPEATS} repeats. Features are defined in Table~2.")
+    out.append(_classes_tex(a))
+    v1 = _cgroup_v1_tex(a)
+    if v1:
+        out.append(v1)
     if params.get("data_memory"):
         from biossd.study import sizing
 
         out.append(r"Sizing rule (\texttt{biossd.study.sizing}): scale the paper's machine, not each tool. The paper "
                    r"gave every program one RAM (1~GB; GATK 4~GB) and chose an input for each program (\S5.1). Here "
-                   r"each tool's cap is its floor F (its peak RSS, uncapped, on 1/" f"{sizing.FLOOR_DIVISOR}"
-                   r" of its input; a JVM's heap fixed and pre-touched at "
-                   f"{sizing.HEAP_MARGIN}" r"$\times$ the smallest that completes the input) plus one data memory "
+                   r"each tool's cap is its floor F (the peak resident memory of all its processes, uncapped, on 1/"
+                   f"{sizing.FLOOR_DIVISOR}" r" of its input; a JVM's heap sized at "
+                   f"{sizing.HEAP_MARGIN}" r"$\times$ the smallest that completes the input, not pre-touched, so "
+                   r"that what it touches beyond the floor is data) plus one data memory "
                    f"M = {esc(str(params['data_memory']))} for every tool: the median per-program input over "
                    f"{sizing.INPUT_PER_MEMORY}, the one input:memory ratio the paper states (Fig.~9: 20~GB on 4~GB); "
                    r"the GATK steps' M is their shared input over the same ratio, and Fig.~9's caps are F + "
@@ -193,6 +211,39 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
                    f"at its input kind's size divided by {esc(str(params['cachegrind_divisor']))} and without its "
                    "memory cap (valgrind's own memory would exceed it); these are not timed runs.")
     return out
+
+
+def _classes_tex(a: analysis.Analysis) -> str:
+    """How the two classes were held equal but for the device, from the runs' own records."""
+    runs = a.rs.runs
+    queues = sorted(set(runs["device_queue"].dropna().astype(str))) if "device_queue" in runs else []
+    text = (r"The storage classes differ only in the device: every block device a run touched, its file system's "
+            r"and its swap's, did direct I/O to what was below it and had one queue policy"
+            + (f" ({esc(', '.join(q.replace(',', ', ') for q in queues))})" if queues else "")
+            + r", and a rotational flag telling the truth of its class; each run checked these before it measured "
+              r"and recorded them (a mismatch stops the run as a fault of the harness).")
+    through = runs.groupby("side")["device_write_through"].first() if "device_write_through" in runs else pd.Series()
+    if through.fillna(False).astype(bool).any():
+        text += (" The native class's writes went through to the host's device (O\_DIRECT and O\_DSYNC on its "
+                 "backing file), so that no cache of the virtual machine's host absorbed them; the emulated disk's "
+                 "only write cache is its modelled buffer.")
+    return text
+
+
+def _cgroup_v1_tex(a: analysis.Analysis) -> str:
+    """What cgroup v1 memory caps do differently from the paper's small machines, and the repeats
+    its OOM killer ended, when a side's caps were v1."""
+    runs = a.rs.runs
+    if "cap_mechanism" not in runs or not runs["cap_mechanism"].astype(str).str.startswith("cgroup-v1").any():
+        return ""
+    ooms = runs[runs["outcome"] == speedup.OOM]
+    counted = ", ".join(f"{esc(str(t))} {n}" for t, n in ooms.groupby("tool").size().items())
+    return ("Memory caps were cgroup v1 limits. Unlike a machine with that much RAM, and unlike cgroup v2, v1 "
+            "has no per-cgroup writeback: a capped tool dirties pages up to its limit and reclaim then stalls on "
+            "them or swaps the tool's anonymous memory out, so most writeback falls inside the run; and v1's "
+            "OOM killer can end a run that thrashes although swap is free, which the paper's machines would "
+            "not have done. " + (f"The OOM killer ended {len(ooms)} runs here ({counted}); Table~1 counts them "
+                                 "per side." if len(ooms) else "It ended no run here."))
 
 
 def _tools_tex(a: analysis.Analysis) -> list[str]:

@@ -95,10 +95,13 @@ def write(table: pd.DataFrame, stem: Path) -> list[Path]:
 # -- the tables --------------------------------------------------------------------------------
 def table1_tools(a: Analysis) -> pd.DataFrame:
     """Table 1: every tool of the catalogue — task, the paper's group and speedup, and this
-    result set's baseline speedup and group (G+ at ``a.threshold`` or more), with a status where
-    there is none (not run, oom, recipe-only); and the regime it ran in
-    (:func:`biossd.analysis.regime.regime_table`: floor, input, data memory M, data part / M,
-    major faults and swap-ins/outs per class)."""
+    result set's baseline speedup with its 95% bootstrap interval and group (G+ at
+    ``a.threshold`` or more, G0 below the negligible bound, *between* otherwise), its repeats
+    that ended ok and those the OOM killer ended on each side, whether the group is firm, with a
+    status where there is no speedup (not run, oom, recipe-only); and the regime it ran in
+    (:func:`biossd.analysis.regime.regime_table`: floor, input, data memory M, uncapped data part
+    / M, page swaps per second, major faults, swaps and swap-in reads per class, who issued
+    those)."""
     rows = []
     base = a.baseline
     for entry in sorted((e for e in catalogue.load_all() if e.kind == "tool"), key=_table1_order):
@@ -109,15 +112,18 @@ def table1_tools(a: Analysis) -> pd.DataFrame:
         if entry.id in base.index:
             b = base.loc[entry.id]
             row.update(mem=b["mem"], scale=int(b["scale"]), runtime_fast_s=b["runtime_s_fast"],
-                       runtime_slow_s=b["runtime_s_slow"], speedup=b["speedup"],
-                       speedup_with_flush=b.get("speedup_with_flush", np.nan),
+                       runtime_slow_s=b["runtime_s_slow"], speedup=b["speedup"], speedup_low=b["speedup_low"],
+                       speedup_high=b["speedup_high"], speedup_with_flush=b.get("speedup_with_flush", np.nan),
                        speedup_is_lower_bound=bool(b.get("speedup_is_lower_bound", False)), group=b["group"],
+                       firm=not bool(speedup.unfirm(base.loc[[entry.id]], a.threshold).iloc[0]) if b["group"] else False,
+                       **{f"{k}_{side}": b[f"{k}_{side}"] for k in ("n_ok", "n_oom") for side in ("fast", "slow")},
                        status=b["status"])
         else:
             why = "not run" if d["status"] == "runnable" else "not run: recipe-only here"  # why: catalogue
             row.update(mem="", scale=np.nan, runtime_fast_s=np.nan, runtime_slow_s=np.nan, speedup=np.nan,
-                       speedup_with_flush=np.nan,
-                       speedup_is_lower_bound=False, group="", status=why)
+                       speedup_low=np.nan, speedup_high=np.nan, speedup_with_flush=np.nan,
+                       speedup_is_lower_bound=False, group="", firm=False,
+                       **{f"{k}_{side}": np.nan for k in ("n_ok", "n_oom") for side in ("fast", "slow")}, status=why)
         rows.append(row)
     table = pd.DataFrame(rows)
     table["paper_speedup"] = table["paper_speedup"].astype(float)
