@@ -306,3 +306,32 @@ def test_chain_tasks_carry_each_step_s_cap_in_bytes_and_publish_path():
 def test_without_a_host_the_plan_lists_no_tasks_and_a_bad_host_is_a_problem():
     assert plan().as_json()["tasks"] == []
     assert any("--host '../x' is not a single path component" in q for q in plan(host="../x").problems)
+
+
+def test_firm_repeats_are_planned_for_the_baselines_only_after_the_others(tmp_path, biossd):
+    """--firm_repeats: each baseline configuration's repeats after --repeats are planned as tasks
+    of their own (after every other task); `biossd study firm-up` picks those of the
+    configurations whose speedup's interval straddles 1.2x or 2x after the runs given."""
+    from biossd.measure import manifest
+
+    p = plan(tools="bwa,clustalw", mem_caps="1G,4G", scales="1", storage_classes="ssd,hdd", firm_repeats=5,
+             host="h")
+    tasks, firm = p.tasks(), p.firm_tasks()
+    assert {(t["tool"], t["mem"], t["rep"]) for t in firm} == {(t, "1G", r) for t in ("bwa", "clustalw") for r in (4, 5)}
+    assert len(firm) == 8 and min(t["order"] for t in firm) == len(tasks)
+    assert plan(tools="bwa", firm_repeats=0, host="h").firm_tasks() == []
+    runs = []
+    for tool, times in (("bwa", {"ssd": [1.0, 1.1, 0.9], "hdd": [2.2, 1.8, 2.0]}),      # straddles 2x
+                        ("clustalw", {"ssd": [1.0, 1.0, 1.0], "hdd": [1.02, 1.01, 1.0]})):  # negligible, firm
+        for storage, walls in times.items():
+            for rep, wall in enumerate(walls, 1):
+                run = tmp_path / f"{tool}-{storage}-{rep}"
+                run.mkdir()
+                manifest.write_manifest(run, {"outcome": "ok", "wall_s": wall, "labels": {
+                    "tool": tool, "mem": "1G", "scale": 1, "storage": storage, "rep": rep}})
+                runs.append(str(run))
+    (tmp_path / "firm.json").write_text(json.dumps(firm))
+    out = biossd("study", "firm-up", "--tasks", f"@{tmp_path / 'firm.json'}", "--fast", "ssd", "--slow", "hdd", *runs)
+    picked = json.loads(out.stdout)
+    assert {(t["tool"], t["storage"], t["rep"]) for t in picked} == {("bwa", s, r) for s in ("ssd", "hdd") for r in (4, 5)}
+    assert "bwa 1G x1" in out.stderr and "clustalw" not in out.stderr

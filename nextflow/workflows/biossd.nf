@@ -9,6 +9,8 @@ include { TOOL_VERSION } from '../modules/local/tool_version/main'
 include { PREPARE     } from '../modules/local/prepare/main'
 include { PROFILE     } from '../modules/local/profile/main'
 include { PROFILE as PROFILE_REPEAT } from '../modules/local/profile/main'
+include { PROFILE as PROFILE_FIRM } from '../modules/local/profile/main'
+include { FIRM_UP     } from '../modules/local/firm_up/main'
 include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
@@ -59,6 +61,11 @@ def configKey(meta) {
     return [meta.tool, meta.storage, meta.mem, meta.scale].join('/')
 }
 
+// A configuration on every class: the runs of a speedup.
+def baselineKey(meta) {
+    return [meta.tool, meta.mem, meta.scale].join('/')
+}
+
 // This Nextflow session as its runs record their owner (the pid and its start in clock ticks
 // since boot, field 22 of /proc/PID/stat), for the report's list of the sessions behind its runs.
 def thisSession() {
@@ -66,6 +73,21 @@ def thisSession() {
     return [id: workflow.sessionId.toString(), run_name: workflow.runName, resumed: workflow.resume,
             boot_id: new File('/proc/sys/kernel/random/boot_id').text.trim(), pid: ProcessHandle.current().pid(),
             start_ticks: stat.substring(stat.lastIndexOf(')') + 2).tokenize(' ')[19], start: workflow.start.toString()]
+}
+
+// Profiled tasks (metas of the plan) joined to what each needs, in the plan's order: its class's
+// scratch and device record, its prepared input and its tool's version.
+def withInputs(ch_meta, ch_classes, ch_prepared, ch_versions) {
+    return ch_meta
+        .map { meta -> [meta.storage, meta] }
+        .combine(ch_classes, by: 0)
+        .map { storage, meta, scratch, device -> [[meta.tool, meta.input], meta, scratch, device] }
+        .combine(ch_prepared.map { tool, id, dir, nbytes -> [[tool, id], dir, nbytes] }, by: 0)
+        .map { key, meta, scratch, device, dir, nbytes -> [meta.tool, meta + [input_bytes: nbytes as long], dir, scratch, device] }
+        .combine(ch_versions, by: 0)
+        .map { tool, meta, dir, scratch, device, version, image, biossd -> [meta, dir, scratch, device, version, image, biossd] }
+        .toSortedList { a, b -> a[0].order <=> b[0].order }
+        .flatMap { it }
 }
 
 workflow BIOSSD {
@@ -106,17 +128,7 @@ workflow BIOSSD {
     // path), in the plan's order: the classes side by side, so that a drift of the host's load
     // falls on both alike. Each is joined to its class's scratch and device record, its prepared
     // input and its tool's version.
-    ch_runs = Channel
-        .fromList(plan.tasks)
-        .map { meta -> [meta.storage, meta] }
-        .combine(ch_classes, by: 0)
-        .map { storage, meta, scratch, device -> [[meta.tool, meta.input], meta, scratch, device] }
-        .combine(PREPARE.out.prepared.map { tool, id, dir, nbytes -> [[tool, id], dir, nbytes] }, by: 0)
-        .map { key, meta, scratch, device, dir, nbytes -> [meta.tool, meta + [input_bytes: nbytes as long], dir, scratch, device] }
-        .combine(TOOL_VERSION.out.version, by: 0)
-        .map { tool, meta, dir, scratch, device, version, image, biossd -> [meta, dir, scratch, device, version, image, biossd] }
-        .toSortedList { a, b -> a[0].order <=> b[0].order }
-        .flatMap { it }
+    ch_runs = withInputs(Channel.fromList(plan.tasks), ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
         .branch { first: it[0].rep == 1; repeat: true }
 
     // The first repeat of every configuration, then the others: a configuration (tool, cap,
@@ -137,7 +149,24 @@ workflow BIOSSD {
         .mix(ch_repeats.censored.map { it[0] }.map { m -> "${m.tool}\t${m.storage}\t${m.mem}\t${m.scale}\t${m.rep}\tthe first repeat reached the time limit\n".toString() })
         .collectFile(name: 'repeats_not_run.tsv', seed: "tool\tstorage\tmem\tscale\trep\twhy\n", sort: true,
                      storeDir: "${params.outdir}/pipeline_info")
-    ch_profiled = PROFILE.out.run_dir.mix(PROFILE_REPEAT.out.run_dir)
+    // A baseline configuration whose speedup's interval straddles a group's bound (1.2x or 2x)
+    // after its repeats runs to --firm_repeats in all (src/biossd/analysis/speedup.py, unfirm):
+    // FIRM_UP picks those from the plan's extra repeats once the baseline runs are done.
+    ch_first_profiled = PROFILE.out.run_dir.mix(PROFILE_REPEAT.out.run_dir)
+    if( plan.firm_tasks && classes.size() >= 2 ) {
+        def baselines = plan.firm_tasks.collect { baselineKey(it) }.unique()
+        FIRM_UP(ch_first_profiled.filter { meta, dir -> !meta.probe && baselineKey(meta) in baselines }.map { meta, dir -> dir }.collect(),
+                plan.firm_tasks, [classes[0], classes[1]])
+        ch_firm = withInputs(FIRM_UP.out.tasks.flatMap { f -> new groovy.json.JsonSlurper().parse(f) }
+                                 .map { m -> new LinkedHashMap(m) },
+                             ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
+        PROFILE_FIRM(ch_firm)
+        ch_profiled = ch_first_profiled.mix(PROFILE_FIRM.out.run_dir)
+        ch_firm_versions = FIRM_UP.out.versions.mix(PROFILE_FIRM.out.versions)
+    } else {
+        ch_profiled = ch_first_profiled
+        ch_firm_versions = Channel.empty()
+    }
 
     // Fig. 3: the chained pipelines on every class, once every profiled run is done (a chain's
     // staging — copies, indexes — must not load the host under a measured run).
@@ -166,11 +195,13 @@ workflow BIOSSD {
                    .map { pairs -> [pairs.collect { it[0] }, pairs.collect { it[1] }] },
                CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, ch_not_run,
                file("${params.outdir}/pipeline_info/sessions.tsv").exists() ? file("${params.outdir}/pipeline_info/sessions.tsv") : [],
+               params.sizing_record ? file(params.sizing_record, checkIfExists: true) : [],
                thisSession(), host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions
-        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, PROFILE_REPEAT.out.versions, CHAIN.out.versions,
+        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, PROFILE_REPEAT.out.versions,
+             ch_firm_versions, CHAIN.out.versions,
              FEATURES.out.versions, params.skip_report ? Channel.empty() : REPORT.out.versions)
         .map { f -> f.text }
         .unique()

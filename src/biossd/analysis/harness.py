@@ -1,6 +1,6 @@
 """Harness time: what a study spends around its tools' own runs.
 
-A profiled task (Nextflow's PROFILE and PROFILE_REPEAT) is the tool's run — its wall time in the
+A profiled task (Nextflow's PROFILE, PROFILE_REPEAT and PROFILE_FIRM) is the tool's run — its wall time in the
 run's ``run.json`` (``wall_s``) — inside everything that makes it measurable: making the scratch,
 copying the prepared input onto the device under study, setting up and tearing down the memory
 cap, swap area and block trace, dropping caches, the flush after exit, writing the record and the
@@ -21,7 +21,7 @@ from biossd.measure import manifest
 
 TRACE_FILE = Path("pipeline_info") / "trace.txt"
 #: The processes whose tasks are profiled runs.
-PROFILED_PROCESSES = ("PROFILE", "PROFILE_REPEAT")
+PROFILED_PROCESSES = ("PROFILE", "PROFILE_REPEAT", "PROFILE_FIRM")
 #: Nextflow's trace durations: "1h 2m 3s", "4.5s", "120ms".
 _DURATION_PART = re.compile(r"([\d.]+)\s*(ms|s|m|h|d)")
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

@@ -37,6 +37,37 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
     return 1 if result.problems else 0
 
 
+def cmd_study_firm_up(args: argparse.Namespace) -> int:
+    """Of the planned extra repeats (``--tasks``), those of the baseline configurations whose
+    speedup is not firm after the runs given (:func:`biossd.analysis.speedup.unfirm`)."""
+    import pandas as pd
+
+    from biossd.analysis import speedup
+    from biossd.measure import manifest
+
+    tasks = options.json_arg(args.tasks, "--tasks")
+    rows = []
+    for run in args.runs:
+        body = manifest.read_manifest(Path(run))
+        labels = body.get("labels") or {}
+        if labels.get("probe"):
+            continue
+        rows.append({"tool": labels.get("tool"), "mem": labels.get("mem"), "scale": int(labels.get("scale", 1)),
+                     "storage": labels.get("storage"), "side": labels.get("storage"), "rep": labels.get("rep"),
+                     "outcome": body.get("outcome"), "runtime_s": body.get("wall_s"), "flush_s": body.get("flush_s")})
+    chosen: set[tuple[str, str, int]] = set()
+    if rows:
+        table = speedup.speedup_table(pd.DataFrame(rows), args.fast, args.slow)
+        unfirm = table[speedup.unfirm(table)]
+        chosen = {(r.tool, r.mem, int(r.scale)) for r in unfirm.itertuples()}
+    picked = [t for t in tasks if (t["tool"], t["mem"], int(t["scale"])) in chosen]
+    for tool, mem, scale in sorted(chosen):
+        print(f"biossd study firm-up: {tool} {mem} x{scale}: its speedup's interval straddles a group's bound; "
+              f"{sum(1 for t in picked if t['tool'] == tool)} more runs", file=sys.stderr)
+    print(json.dumps(picked))
+    return 0
+
+
 def cmd_study_harness(args: argparse.Namespace) -> int:
     from biossd.analysis import harness
 
@@ -130,6 +161,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resumed", action="store_true",
                    help="the study resumes an earlier session (-resume): its --outdir may hold another plan's runs")
     p.set_defaults(func=cmd_study_plan)
+    p = study_p.add_parser("firm-up", help="of the planned extra repeats, those of the baseline configurations whose "
+                                           "speedup's interval straddles a group's bound after the runs given (JSON)")
+    p.add_argument("--tasks", required=True, metavar="JSON|@FILE", help="the plan's firm_tasks")
+    p.add_argument("--fast", required=True, help="the fast storage class")
+    p.add_argument("--slow", required=True, help="the slow storage class")
+    p.add_argument("runs", nargs="*", help="run directories of the baseline configurations")
+    p.set_defaults(func=cmd_study_firm_up)
     p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
     p.add_argument("results", help="the study's --outdir (its pipeline_info/trace.txt)")
     p.set_defaults(func=cmd_study_harness)

@@ -82,6 +82,10 @@ class Plan:
     chain_steps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     chain_kinds: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
+    #: A baseline configuration whose speedup's interval straddles a group's bound after
+    #: ``repeats`` runs to this many in all (--firm_repeats; 0: never): the plan lists those extra
+    #: repeats (:meth:`firm_tasks`), the study runs only the ones its first repeats call for.
+    firm_repeats: int = 0
     classes: list[str] = field(default_factory=list)
     #: The host name of the result layout (--host, else the workflow's host); tasks need it.
     host: str = ""
@@ -91,16 +95,20 @@ class Plan:
     skipped: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self, firm: bool = False) -> list[dict[str, Any]]:
         """Every run of one storage class: tool, cap, scale, repeat and the id of its input
-        (baseline configurations ``repeats`` times, the others ``scaling_repeats`` times)."""
+        (baseline configurations ``repeats`` times, the others ``scaling_repeats`` times);
+        ``firm``: instead, the baseline configurations' repeats after ``repeats`` up to
+        ``firm_repeats``."""
         out = []
         for tool in self.tools:
             caps, scales = self.caps.get(tool, []), self.scales_of.get(tool, self.scales)
             for cap in caps:
                 for scale in scales:
                     base = cap == min(caps, key=parse_size) and scale == min(scales)
-                    for rep in range(1, (self.repeats if base else self.scaling_repeats or self.repeats) + 1):
+                    reps = (range(self.repeats + 1, self.firm_repeats + 1) if firm and base else range(0) if firm
+                            else range(1, (self.repeats if base else self.scaling_repeats or self.repeats) + 1))
+                    for rep in reps:
                         out.append({"tool": tool, "mem": cap, "scale": scale, "rep": rep,
                                     "input": self.input_of(tool, scale)})
         return out
@@ -136,8 +144,16 @@ class Plan:
         what the run records (and where it lands, :func:`biossd.study.layout.run_relpath`),
         ``publish`` that path, ``mem_bytes`` the cap in bytes, and for a scheduler ``job_mem_bytes``
         and ``job_time_s`` (:data:`PROFILER_JOB_OVERHEAD_BYTES`, :data:`JOB_TIME_GRACE_S`)."""
-        out = []
-        for run in self.runs() + self.probes():
+        return self._tasks(self.runs() + self.probes())
+
+    def firm_tasks(self) -> list[dict[str, Any]]:
+        """The extra repeats of every baseline configuration (:attr:`firm_repeats`), as tasks with
+        their whole meta; the study runs those of the configurations that are not firm."""
+        return self._tasks(self.runs(firm=True), start=len(self.tasks()))
+
+    def _tasks(self, runs: list[dict[str, Any]], start: int = 0) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for run in runs:
             classes = self.classes if run["rep"] % 2 else list(reversed(self.classes))
             for storage in classes:
                 if run.get("probe") and storage != self.classes[0]:
@@ -150,7 +166,7 @@ class Plan:
                             "job_mem_bytes": mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
                             "job_time_s": int(self.time_limit_s + JOB_TIME_GRACE_S) if self.time_limit_s else None,
                             "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
-                            "publish": str(layout.run_relpath(labels)), "order": len(out)})
+                            "publish": str(layout.run_relpath(labels)), "order": start + len(out)})
         return out
 
     def chain_tasks(self) -> list[dict[str, Any]]:
@@ -202,6 +218,7 @@ class Plan:
         return {**asdict(self), "n_runs": self.n_runs(), "runs": self.runs() if ok else [],
                 "probes": self.probes() if ok else [], "chain_runs": self.chain_runs() if ok else [],
                 "inputs": self.inputs() if ok else [], "tasks": self.tasks() if tasks else [],
+                "firm_tasks": self.firm_tasks() if tasks else [],
                 "chain_tasks": self.chain_tasks() if tasks else []}
 
 
@@ -628,7 +645,8 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                 scaling_repeats=_whole(params.get("scaling_repeats"), repeats),
                 cachegrind_divisor=_whole(params.get("cachegrind_divisor")), chains=chains, chain_steps=chain_steps,
                 chain_kinds=chain_kinds, chain_repeats=_whole(params.get("chain_repeats"), repeats) if chains else 0,
-                repeats=repeats, classes=classes, host=host, devices=named, partitions=partitions,
+                repeats=repeats, firm_repeats=_whole(params.get("firm_repeats")), classes=classes, host=host,
+                devices=named, partitions=partitions,
                 skipped=skipped, problems=problems)
 
 

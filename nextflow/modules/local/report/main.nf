@@ -3,7 +3,8 @@
  * (figures, tables, executed notebooks). The runs reach this task as staged inputs with their
  * layout paths (each run's meta.publish, in the same order), so it first lays them out as a
  * result set (`biossd layout assemble`: links at their layout paths, each class's device record,
- * the host's facts, the run table and the parameters), then renders over that. Skipped with --skip_report; `biossd report OUTDIR [MORE...]` re-renders by hand.
+ * the host's facts, the run table, the parameters and the sizing record they came from, if any),
+ * then renders over that. Skipped with --skip_report; `biossd report OUTDIR [MORE...]` re-renders by hand.
  */
 include { shellQuote } from '../../../lib/shell'
 
@@ -18,11 +19,13 @@ process REPORT {
     path host_json, stageAs: 'host.json'
     path not_run, stageAs: 'repeats_not_run.tsv'
     path earlier_sessions, stageAs: 'earlier_sessions.tsv'
+    path sizing, stageAs: 'sizing.json'
     val launcher
     val host
 
     output:
     path 'results/report/**', emit: report
+    path 'results/pipeline_info/sizing.json', optional: true, emit: sizing
     path 'versions.yml'     , emit: versions
 
     script:
@@ -43,7 +46,8 @@ process REPORT {
     printf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t\\t\\t%s\\n' ${[launcher.id, launcher.run_name, launcher.boot_id, launcher.pid, launcher.start_ticks, launcher.start, launcher.resumed].collect { q(it) }.join(' ')} >> sessions.tsv
     biossd layout assemble results ${runs} ${devices} --file ${q("features.csv=${features_csv}")} \\
         --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json \\
-        --file pipeline_info/repeats_not_run.tsv=repeats_not_run.tsv --file pipeline_info/sessions.tsv=sessions.tsv
+        --file pipeline_info/repeats_not_run.tsv=repeats_not_run.tsv --file pipeline_info/sessions.tsv=sessions.tsv \
+        ${sizing ? '--file pipeline_info/sizing.json=sizing.json' : ''}
     biossd report results > /dev/null
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
