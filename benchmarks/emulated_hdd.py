@@ -6,8 +6,8 @@ of the same requests.
                                               [--job-s 15] [--out FILE.json]
 
 The disk is scaled as the study scales it (D = 1 GB / --data-memory; the model's buffer / D, its
-distances x D) and sized so that its whole span is the whole stroke (capacity / D). A test file
-laid out once over nearly all of it; then, with direct I/O at queue depth 1:
+distances x D); a test file of capacity / D, laid out once on it, spans the whole stroke. Then,
+with direct I/O at queue depth 1:
 
 * sequential 1 MiB reads and writes (the spec's MB/s);
 * random 4 KiB reads over the whole file (the spec's read IOPS), and random 4 KiB writes each
@@ -37,7 +37,7 @@ from biossd.host.hdd import diskmodel, emulate
 from biossd.study import sizing
 
 KIB, MIB = 1 << 10, 1 << 20
-#: The test file covers this share of the device (the file system needs the rest).
+#: The test file (the whole stroke) fills this share of the device (the file system needs the rest).
 FILE_SHARE = 0.96
 SMALL_SPAN = 64 * MIB
 MODEL_REQUESTS = 20_000
@@ -48,7 +48,7 @@ BURST_FACTORS = (0.5, 20.0)
 def fio(path: Path, rw: str, bs: str, size: int, **extra) -> dict:
     argv = ["fio", "--name=t", f"--filename={path}", f"--rw={rw}", f"--bs={bs}", f"--size={size}", "--direct=1",
             "--ioengine=psync", "--output-format=json", "--randrepeat=1", "--norandommap", "--thread",
-            *(f"--{k.replace('_', '-')}={v}" for k, v in extra.items())]
+            *(f"--{k}={v}" for k, v in extra.items())]
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
     job = json.loads(out)["jobs"][0]
     side = job["read" if "read" in rw else "write"]
@@ -78,14 +78,15 @@ def main() -> None:
     args = ap.parse_args()
     profile = diskmodel.load_profile(args.profile)
     scale = sizing.memory_divisor(parse_size(args.data_memory))
-    device = int(profile.capacity_bytes / scale) // MIB * MIB + 256 * MIB
+    stroke = int(profile.capacity_bytes / scale) // MIB * MIB
+    device = int(stroke / FILE_SHARE) // MIB * MIB
     rows = []
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="biossd-emulated-hdd-") as tmp:
         mount = Path(tmp) / "hdd"
         state = emulate.up(mount, args.profile, device, backing_dir=Path(tmp), scale=scale)
         try:
             model = diskmodel.DiskModel(profile, scale=scale)
-            span = int(min(device * FILE_SHARE, profile.capacity_bytes / scale)) // MIB * MIB
+            span = stroke  # the test file: the whole stroke
             test = mount / "fio.dat"
             print(f"{profile.name} scaled by D = {scale:.1f} ({format_size(device)} device on {state['loop_device']}, "
                   f"buffer {format_size(model.buffer_bytes)}, read segment {format_size(model.segment_bytes)}); "
