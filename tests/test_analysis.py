@@ -387,3 +387,20 @@ def test_the_speedup_table_carries_intervals_and_oom_counts():
     table = speedup.speedup_table(pd.DataFrame(rows), "ssd", "hdd").iloc[0]
     assert table["n_oom_fast"] == 1 and table["n_oom_slow"] == 0
     assert table["speedup_low"] < table["speedup"] < table["speedup_high"]
+
+
+def test_what_keeps_a_tool_from_paging_is_read_from_the_sizing_record():
+    """A tool whose data fits in M says so, and that the rule halved its input where the sizing
+    record shows a capped run past half the time limit."""
+    from types import SimpleNamespace
+
+    from biossd.analysis import regime, verdict
+
+    record = {"runs": [{"tool": "cluster3", "step": "capped", "size": 262144, "outcome": "timeout"},
+                       {"tool": "cluster3", "step": "capped", "size": 131072, "outcome": "ok"},
+                       {"tool": "cluster3", "step": "input", "size": 524288, "outcome": "timeout"}]}
+    a = SimpleNamespace(rs=SimpleNamespace(sizing=record))
+    assert regime.halved_from(a, "cluster3") == [262144] and regime.halved_from(a, "maq") == []
+    text = verdict.kept_from_paging(a, "cluster3", {"data_over_m": 0.45})
+    assert "0.45 x M uncapped, so it fits in M" in text and "256 KiB ran capped" in text
+    assert verdict.kept_from_paging(a, "cluster3", {"data_over_m": float("nan")}) == ""

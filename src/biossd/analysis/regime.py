@@ -82,6 +82,15 @@ def regime_table(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["tool", *REGIME_COLUMNS]).set_index("tool", drop=False)
 
 
+def halved_from(a: Analysis, tool: str) -> list[int]:
+    """The inputs (bytes) of ``tool`` that the sizing rule left behind because their capped native
+    run passed half the time limit (the sizing record's ``capped`` runs that timed out), largest
+    first; empty without a record."""
+    runs = (a.rs.sizing or {}).get("runs") or []
+    return sorted({int(r["size"]) for r in runs if r.get("tool") == tool and r.get("step") == "capped"
+                   and r.get("outcome") == "timeout"}, reverse=True)
+
+
 def controls(a: Analysis) -> pd.DataFrame:
     """The pre-registered controls that ran: their baseline speedup and its interval, whether it
     stayed negligible (below :data:`biossd.analysis.speedup.NEGLIGIBLE_BELOW`), and, where it did

@@ -90,6 +90,7 @@ def evidence(a: Analysis) -> pd.DataFrame:
         if tool in reg.index:
             row.update(issuer=reg.loc[tool, "swap_read_issuer_slow"], issuer_share=reg.loc[tool, "swap_read_issuer_share_slow"],
                        data_over_m=reg.loc[tool, "data_over_m"])
+        row["kept_from_paging"] = kept_from_paging(a, tool, row)
         rows.append(row)
     return pd.DataFrame(rows).set_index("tool") if rows else pd.DataFrame(columns=["tool"]).set_index("tool")
 
@@ -129,7 +130,32 @@ def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str) -> st
               f"no paging that costs {slow} much: {reads}; {footprint}")
     cpu = facts["cpu_cores_used"]
     busy_cpu = f"; CPU-bound ({cpu:.1f} cores busy)" if np.isfinite(cpu) and cpu >= CPU_BOUND_CORES else ""
-    return f"{paging}; {device}{busy_cpu}"
+    kept = facts.get("kept_from_paging")
+    why_not = f"; what keeps it from paging here: {kept}" if (not did_page and row.get("paper_group") == speedup.GROUP_FAST
+                                                               and isinstance(kept, str) and kept) else ""
+    return f"{paging}; {device}{busy_cpu}{why_not}"
+
+
+def kept_from_paging(a: Analysis, tool: str, facts: dict) -> str:
+    """Which variable of the sizing rule keeps a tool from paging, from its data: its data part
+    fits in M (and its input was halved by the time limit, when it was), or it grows uncapped but
+    does without under the cap (a JVM within its fixed heap)."""
+    data = facts.get("data_over_m", math.nan)
+    if not (isinstance(data, float) and np.isfinite(data)):
+        return ""
+    if data < 1:
+        text = f"its data part is {data:.2g} x M uncapped, so it fits in M"
+        halved = regime.halved_from(a, tool)
+        if halved:
+            text += (f"; the rule halved its input because {', '.join(f'{b >> 10:,} KiB' for b in halved)} ran capped "
+                     "past half the time limit")
+        return text
+    settings = a.baseline_runs.loc[a.baseline_runs["tool"] == tool, "settings"].dropna().astype(str)
+    heap = next((kv.split("=", 1)[1] for kv in (settings.iloc[0].split(",") if len(settings) else [])
+                 if kv.startswith("java_mem=")), None)
+    return (f"uncapped it grows to {data:.2g} x M above its floor, but under the cap it did without it (peak resident "
+            f"{_whole(facts['resident_mib'], ' MiB')} of {_whole(facts['cap_mib'], ' MiB')})"
+            + (f"; its JVM's heap is bounded at -Xmx {heap}" if heap else ""))
 
 
 def explain(a: Analysis, table1: pd.DataFrame) -> pd.DataFrame:

@@ -41,6 +41,9 @@ FIG04_PANELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 FIG10_COLUMNS = ("cpu_cores_used", *features.CPU_MEMORY_COLUMNS)
 GROUP_COLOURS = {speedup.GROUP_FAST: "#c0392b", speedup.GROUP_FLAT: "#2c7fb8", speedup.GROUP_BETWEEN: "#e6a23c",
                  "": "#999999"}
+#: On a log axis of several lines' points, a tick closer than this ratio to the last one is left
+#: out (its label would overprint the other's).
+MIN_TICK_RATIO = 1.03
 #: Fig. 2's band of speedups neither negligible nor G+.
 BETWEEN_BAND_COLOUR = "#fbeed5"
 PATTERN_CMAP = "tab10"
@@ -543,9 +546,13 @@ def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, 
         ax.plot(x, y, marker=".", lw=0.8, label=tool)
     ax.axhline(a.threshold, ls="--", color="0.3", lw=0.8)
     ax.set_xscale("log", base=2)
-    xs = sorted({float(v) for x, _ in lines.values() for v in x})
-    if xs:
-        ax.set_xticks(xs, [f"{v:.2g}" for v in xs])
+    xs = sorted({float(v) for x, _ in lines.values() for v in x if np.isfinite(v) and v > 0})
+    ticks: list[float] = []
+    for x in xs:  # no two labels collide
+        if not ticks or x >= ticks[-1] * MIN_TICK_RATIO:
+            ticks.append(x)
+    if ticks:
+        ax.set_xticks(ticks, [f"{v:.3g}" for v in ticks])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     _speedup_axis(ax, [v for _, y in lines.values() for v in y])
     ax.set_xlabel(xlabel)
