@@ -79,6 +79,8 @@ WRITE_THROUGH_FLAGS = os.O_RDWR | os.O_DIRECT | os.O_DSYNC
 #: The loop ioctls (linux/loop.h) used to attach a file opened with those flags.
 LOOP_CTL_GET_FREE = 0x4C82
 LOOP_CONFIGURE = 0x4C0A
+LOOP_SET_FD = 0x4C00
+LOOP_SET_DIRECT_IO = 0x4C08
 LO_FLAGS_DIRECT_IO = 16
 #: How often an attach that lost a free loop device to another process is retried.
 LOOP_ATTACH_TRIES = 10
@@ -312,7 +314,14 @@ def attach_write_through(backing: Path) -> str:
                 number = fcntl.ioctl(ctl, LOOP_CTL_GET_FREE)
                 loop_fd = os.open(f"/dev/loop{number}", os.O_RDWR)
                 try:
-                    fcntl.ioctl(loop_fd, LOOP_CONFIGURE, config)
+                    try:
+                        fcntl.ioctl(loop_fd, LOOP_CONFIGURE, config)
+                    except OSError as err:
+                        if err.errno not in (errno.EINVAL, errno.ENOTTY):
+                            raise
+                        # A kernel before 5.8: attach the file, then ask for direct I/O.
+                        fcntl.ioctl(loop_fd, LOOP_SET_FD, fd)
+                        fcntl.ioctl(loop_fd, LOOP_SET_DIRECT_IO, 1)
                     return f"/dev/loop{number}"
                 except OSError as err:
                     if err.errno != errno.EBUSY:  # another process took it first: try the next free one
