@@ -220,3 +220,12 @@ def test_a_swap_request_is_counted_once_below_and_its_issuer_named_above(tmp_pat
     assert blocktrace.stacked_devices(older) == ["loop5"]
     elsewhere = {**body, "swap": {**body["swap"], "backing_device": "vda"}}  # below it, nothing traced
     assert blocktrace.stacked_devices(elsewhere) == [] and len(blocktrace.run_requests(tmp_path, elsewhere)["bytes"]) == 7
+
+
+def test_a_journal_s_flush_is_not_waited_for_and_the_run_s_own_fsync_is():
+    """A flush the journal's kernel thread issues waits behind the file system's writes for as
+    long as they take; the run did not wait for it. One its own process issued (fsync) it did."""
+    waited = blocktrace.waited_for(["R", "W", "W", "F", "F"], ["R", "W", "WS", "FF", "FF"],
+                                   ["bcftools", "kworker/u4:1", "bcftools", "jbd2/loop0-8", "bcftools"])
+    assert list(waited) == [True, False, True, False, True]
+    assert list(blocktrace.waited_for(["F"], ["FF"])) == [True]  # issuer unknown: taken as waited for

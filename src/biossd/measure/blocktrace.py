@@ -320,14 +320,23 @@ class CanonicalWriter:
 SYNC_FLAG = "S"
 
 
-def waited_for(op, rwbs):
-    """Per request (NumPy arrays of ``op`` and ``rwbs``): whether the task that caused it waited
-    for it — every read, and a write carrying :data:`SYNC_FLAG`; a write without it is background
-    writeback."""
+def waited_for(op, rwbs, comm=None):
+    """Per request (NumPy arrays of ``op``, ``rwbs`` and the issuing ``comm``): whether the task
+    that caused it waited for it — every read, a write carrying :data:`SYNC_FLAG`, and a flush
+    the run's own process issued (its ``fsync``); a write without the flag is background
+    writeback, and a flush a kernel thread issued (the journal's commit) is the file system's,
+    which the run does not wait for (without ``comm``: every flush is taken as waited for)."""
     import numpy as np
 
     op, rwbs = np.asarray(op, dtype=str), np.asarray(rwbs, dtype=str)
-    return (op != "W") | (np.char.find(rwbs, SYNC_FLAG) >= 0)
+    waited = ((op != "W") & (op != "F")) | ((op == "W") & (np.char.find(rwbs, SYNC_FLAG) >= 0))
+    if comm is None:
+        return waited | (op == "F")
+    comm = np.asarray([str(c or "") for c in comm], dtype=str)
+    kernel = np.zeros(comm.shape, bool)
+    for prefix in KERNEL_THREAD_COMMS:
+        kernel |= np.char.startswith(comm, prefix)
+    return waited | ((op == "F") & ~kernel)
 
 
 #: Kernel threads (writeback, the journal, loop devices' workers, kswapd) issue everyone's
@@ -444,7 +453,7 @@ def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices
     import numpy as np
     import pyarrow as pa
 
-    table = read_table(path).select(["issue_s", "complete_s", "device", "op", "rwbs", "sector", "bytes", "pid"])
+    table = read_table(path).select(["issue_s", "complete_s", "device", "op", "rwbs", "sector", "bytes", "pid", "comm"])
     if len(exclude_pids):
         pids = table.column("pid").to_numpy(zero_copy_only=False)
         table = table.filter(pa.array(~np.isin(pids, np.asarray(exclude_pids, dtype=float))))
@@ -459,7 +468,8 @@ def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices
         "device": device[order],
         "op": table.column("op").to_numpy(zero_copy_only=False).astype(str)[order],
         "waited": waited_for(table.column("op").to_numpy(zero_copy_only=False).astype(str),
-                             table.column("rwbs").to_numpy(zero_copy_only=False).astype(str))[order],
+                             table.column("rwbs").to_numpy(zero_copy_only=False).astype(str),
+                             table.column("comm").to_pylist())[order],
         "sector": table.column("sector").to_numpy()[order],
         "bytes": table.column("bytes").to_numpy()[order],
     }
