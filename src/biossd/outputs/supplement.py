@@ -116,7 +116,7 @@ def _devices_tex(a: analysis.Analysis) -> list[str]:
                      "(a write completes once it crossed the interface and is destaged in idle time, when room is "
                      "needed or on a flush, in shortest-seek and rotational-position order) and read segments, into "
                      "which an idle disk reads ahead for the last stream read"
-                     + (f"; scaled as the machine is, by D = {scale:g}: its buffer D times smaller, its distances D "
+                     + (f"; scaled as the machine is, by D = {scale:.4g}: its buffer D times smaller, its distances D "
                         "times longer" if scale != 1 else "")
                      + ". It serves one request at a time, in arrival order; not a physical hard disk")
         elif emulation.get("mechanism") == "loop-direct":
@@ -141,7 +141,10 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
     caps = sorted(runs["mem"].unique(), key=lambda m: runs.loc[runs["mem"] == m, "mem_bytes"].iloc[0])
     base = set(map(tuple, a.baseline_runs[["tool", "mem", "scale", "rep"]].astype(str).to_numpy()))
     is_base = [tuple(map(str, r)) in base for r in runs[["tool", "mem", "scale", "rep"]].to_numpy()]
-    reps = int(runs.loc[is_base, "rep"].astype(int).max()) if any(is_base) else 0
+    base_reps = runs.loc[is_base].groupby(["tool", "storage"])["rep"].nunique() if any(is_base) else pd.Series(dtype=int)
+    planned = str(params.get("repeats") or "")
+    reps = int(planned) if planned.isdigit() else (int(base_reps.mode().iloc[0]) if len(base_reps) else 0)
+    firmed = sorted(base_reps[base_reps > reps].index.get_level_values("tool").unique())
     others = runs.loc[[not b for b in is_base], "rep"].astype(int)
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(runs["outcome"].value_counts().items()))
     sizes = params.get("input_sizes")
@@ -151,6 +154,8 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
     out.append(f"Memory caps {_join([esc(c) for c in caps])}; input scales (replication factors) "
                f"{_join([str(s) for s in sorted(runs['scale'].unique())])}; {reps} repeats of each tool's baseline "
                "configuration (its smallest cap and scale)"
+               + (f", {int(base_reps.max())} for the {len(firmed)} whose speedup's interval straddled a group's bound "
+                  f"({_join([esc(t) for t in firmed])})" if firmed else "")
                + (f" and {int(others.max())} of its other caps and scales (the input-size and memory-size "
                   "experiments)" if len(others) else "")
                + "; each run starts with the page cache dropped"
