@@ -363,8 +363,9 @@ def test_the_experiments_measured_what_they_say(experiment_results):
     kmer = pd.read_csv(experiments.table_path(experiment_results, "kmer_io"))
     pages = kmer[kmer["table_fraction_of_cap"] > 1]
     fits = kmer[kmer["table_fraction_of_cap"] < 1]
-    # Pages swapped per second (a run killed at its time limit has no trustworthy fault count).
-    assert pages["Pfault"].min() > fits["Pfault"].max(), "the table above the cap did not page"
+    # Pages read back from swap (a run killed at its time limit has no trustworthy fault count, and
+    # a table that fits may still be swapped out once while the input fills the cap).
+    assert pages["swap_ins"].min() > fits["swap_ins"].max(), "the table above the cap did not page"
     shared = pd.read_csv(experiments.table_path(experiment_results, "shared_device"))
     pair = shared[shared["instances"] == 2]
     assert (pair["concurrent_with"] != "none").all() and shared["seq_write_ratio"].between(0, 1).all()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from test_emulate import loop_filesystem
 
+from biossd.core import files
 from biossd.core.owners import ProcessRef
 from biossd.features import extract as features
 from biossd.host.hdd import emulate
@@ -94,12 +95,16 @@ def test_down_reconciles_when_the_recorded_state_lies(biossd, tmp_path, root_req
            "--backing-dir", str(tmp_path))
     state_dir = emulate.all_states()[0]
     state = json.loads((state_dir / "state.json").read_text())
+    server = ProcessRef.from_record(state["server"])
     for key in ("loop_device", "server", "stage"):
         state.pop(key)
     (state_dir / "state.json").write_text(json.dumps(state))
     done = biossd("device", "emulate-hdd", "down", "--mount", str(mount)).stdout
-    for step in ("swapoff", "umount", "losetup -d", "stopped disk server"):
+    for step in ("swapoff", "umount", "losetup -d"):
         assert step in done, done
+    # The server, found by its command line, is stopped — or it ended by itself when its FUSE
+    # mount went (a server on one thread ends its loop at once): either way it is gone.
+    assert not server.alive() and not emulate._server_pids(state["fuse_dir"]), done
     assert not emulate.all_states() and not mount.exists() and not list(tmp_path.glob("biossd-hdd-*"))
 
 
@@ -125,6 +130,32 @@ def test_down_detaches_the_loop_device_of_a_disk_whose_fuse_mount_went_away(bios
         if subprocess.run(["losetup", "--noheadings", "--output", "BACK-FILE", loop], capture_output=True,
                           text=True).stdout.strip() == "/" + emulate.DISK_FILE:
             subprocess.run(["losetup", "--detach", loop])
+
+
+def test_cleanup_takes_down_a_disk_whose_server_was_killed(biossd, tmp_path, root_required):
+    """A disk server killed by SIGKILL leaves its FUSE mount disconnected (``stat`` fails with
+    ENOTCONN, so it does not look like a mount to :func:`os.path.ismount`): `doctor` names it,
+    and `cleanup` still unmounts it, detaches its loop device and removes its state."""
+    mount = tmp_path / "hdd"
+    biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--size", "128M", "--backing-dir", str(tmp_path))
+    state_dir = emulate.all_states()[0]
+    status = emulate.status_of(state_dir)
+    server = ProcessRef.from_record(status["server"])
+    os.kill(server.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while server.alive():
+        assert time.monotonic() < deadline, "the disk server outlived SIGKILL"
+        time.sleep(0.05)
+    while os.path.ismount(status["fuse_dir"]):  # until the kernel aborts the connection
+        assert time.monotonic() < deadline, "the killed server's FUSE mount still answers stat"
+        time.sleep(0.05)
+    doctor = biossd("doctor", check=False)
+    assert doctor.returncode == 1 and str(state_dir) in doctor.stdout, doctor.stdout
+    assert biossd("cleanup", check=False).returncode == 0
+    assert biossd("doctor", check=False).returncode == 0
+    assert not files.mounts_under(state_dir) and not files.mounts_under(mount)
+    assert subprocess.run(["losetup", status["loop_device"]], capture_output=True).returncode != 0
+    assert not emulate.all_states()
 
 
 def test_the_emulated_disk_is_root_only(biossd, tmp_path, root_required):

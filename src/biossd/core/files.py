@@ -99,6 +99,13 @@ def mounts_under(path: Path) -> list[str]:
     return found
 
 
+def is_mount_point(path: Path | str) -> bool:
+    """Whether ``path`` is a mount point, by the kernel's mount table: unlike
+    :func:`os.path.ismount`, true also for a FUSE mount whose server died (``stat`` fails there
+    with ENOTCONN), which is exactly the mount a cleanup must still take down."""
+    return os.path.realpath(path) in mounts_under(Path(path))
+
+
 def remove_tree(path: Path) -> None:
     """Delete the directory ``path`` and what it holds, never crossing into a live mount: with a
     file system still mounted at or below it (an emulated disk, an s3fs bucket), nothing is

@@ -13,7 +13,8 @@ same swap). Per run:
 * the paging rate: ``Pfault`` (pages swapped in and out per second, the feature of Lee, Min and
   Yoon 2015) against ``table_fraction_of_cap`` (the table's size over the cap), beside
   ``fault_rate_per_s`` (minor + major; a table that fits takes many minor faults as it is first
-  touched).
+  touched), and the pages swapped in and out (``swap_ins``: the pages read back, which cost a read
+  each; a table that fits may still be swapped out once, when reading the input fills the cap).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ FASTQ_LINES_PER_READ = 4
 #: Each run's swap area, as a multiple of its table (room for the whole table to page out).
 SWAP_PER_TABLE = 2
 COLUMNS = ("compression", "threads", "table_fraction_of_cap", "table_bytes", "outcome", "runtime_s", "reads",
-           "reads_per_s", "cpu_cores_used", "io_share", "fault_rate_per_s", "Pfault", "major_faults", "minor_faults",
+           "reads_per_s", "cpu_cores_used", "io_share", "fault_rate_per_s", "Pfault", "swap_ins", "swap_outs",
+           "major_faults", "minor_faults",
            "max_rss_kib", "Riops", "Wiops")
 
 

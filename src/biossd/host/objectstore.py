@@ -42,7 +42,7 @@ from typing import Any
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text
+from biossd.core.files import atomic_write_text, is_mount_point
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held
 
@@ -197,7 +197,7 @@ class ObjectStore:
     def mount(self) -> Path:
         """Mount the bucket with s3fs at the mount point (made empty if absent)."""
         self.mountpoint.mkdir(parents=True, exist_ok=True)
-        if any(self.mountpoint.iterdir()) or os.path.ismount(self.mountpoint):
+        if any(self.mountpoint.iterdir()) or is_mount_point(self.mountpoint):
             raise ObjectStoreError(f"{self.mountpoint} must be an empty directory that is not a mount point")
         self.state["mount"] = str(self.mountpoint)
         self._save()
@@ -214,7 +214,7 @@ class ObjectStore:
     def close(self) -> None:
         with signals_held():
             _remove(self.state, self.server)
-            if not (self.state.get("mount") and os.path.ismount(self.state["mount"])):
+            if not (self.state.get("mount") and is_mount_point(self.state["mount"])):
                 shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def __exit__(self, *exc: object) -> None:
@@ -225,7 +225,7 @@ def _remove(state: dict[str, Any], child: subprocess.Popen[bytes] | None = None)
     """Unmount the mount and stop the server that ``state`` names (only those); ``child``: the
     server as this process's child, reaped once it has stopped."""
     mount = state.get("mount")
-    if mount and os.path.ismount(mount):
+    if mount and is_mount_point(mount):
         proc = subprocess.run(["umount", mount], capture_output=True)
         if proc.returncode != 0:
             subprocess.run(["umount", "-l", mount], capture_output=True)

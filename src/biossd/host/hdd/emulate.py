@@ -59,7 +59,7 @@ from typing import Any
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text
+from biossd.core.files import atomic_write_text, is_mount_point
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import swap as swaps
@@ -205,7 +205,7 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
         down_state(state_dir)  # a stale one (its owner is gone, or it broke): reclaimed
     if mount.exists() and (not mount.is_dir() or any(mount.iterdir())):
         raise EmulateError(f"{mount} must be an empty directory or not exist")
-    if os.path.ismount(mount):
+    if is_mount_point(mount):
         raise EmulateError(f"{mount} is already a mount point")
     backing_dir = Path(backing_dir).resolve()
     remove_stale_backing([backing_dir])
@@ -421,7 +421,7 @@ def _umount(path: str, grace_s: float) -> None:
             _run(["umount", path], f"unmount {path}")
             return
         except EmulateError:
-            if not os.path.ismount(path):
+            if not is_mount_point(path):
                 return
             if time.monotonic() > deadline:
                 raise EmulateError(f"cannot unmount {path}: still in use by "
@@ -458,17 +458,17 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
     mount = state.get("mount")
     recorded_loop = state.get("loop_device")
     loops = sorted(set(_loops_over(backed, recorded_loop)) | ({recorded_loop} if recorded_loop else set()))
-    if mount and os.path.ismount(mount):
+    if mount and is_mount_point(mount):
         from biossd.host.devices import mount_facts
 
         if mount_facts(Path(mount)).get("source") in loops:
             step(f"umount {mount}", lambda: _umount(mount, grace_s))
-    if mount and state.get("created_mount_dir") and not os.path.ismount(mount):
+    if mount and state.get("created_mount_dir") and not is_mount_point(mount):
         with contextlib.suppress(OSError):
             Path(mount).rmdir()
     for loop in _loops_over(backed, recorded_loop):
         step(f"losetup -d {loop}", lambda loop=loop: _run(["losetup", "--detach", loop], "detach loop device"))
-    if os.path.ismount(fuse_dir):
+    if is_mount_point(fuse_dir):
         step(f"umount {fuse_dir}", lambda: _umount(fuse_dir, grace_s))
     servers = set(_server_pids(fuse_dir))
     recorded = ProcessRef.from_record(state.get("server"))
@@ -522,7 +522,7 @@ def status_of(state_dir: Path) -> dict[str, Any]:
     server_alive = server is not None and server.alive()
     mount = state.get("mount")
     serving = server_alive or state.get("profile") == NATIVE_PROFILE
-    healthy = state.get("stage") == "up" and serving and bool(mount) and os.path.ismount(mount)
+    healthy = state.get("stage") == "up" and serving and bool(mount) and is_mount_point(mount)
     owner = owner_of(state)
     return {**state, "mount": mount or f"(unknown: {state_dir})", "state_dir": str(state_dir),
             "server_alive": server_alive, "healthy": healthy, "requests": stats,
