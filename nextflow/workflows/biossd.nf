@@ -45,6 +45,12 @@ def studyPlan(String host) {
     partial.text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(plan.record)) + "\n"
     java.nio.file.Files.move(partial, file("${info}/plan.json"), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
                              java.nio.file.StandardCopyOption.ATOMIC_MOVE)
+    // The regime: sizes from a sizing record, or as given (then each tool's input over its cap,
+    // which in the paper's regime is several times 1: Fig. 9's 20 GB on 4 GB).
+    if( plan.sizing )
+        log.info "biossd: sizes from ${plan.sizing.path} (`biossd study size` on ${plan.sizing.host}, ${plan.sizing.created}, ${plan.sizing.run_budget_s} s a run): ${plan.sizing.parameters.join(', ')}"
+    else if( plan.input_over_cap )
+        log.warn "biossd: no sizing record (--sizing ${params.sizing ?: 'none'}): caps and inputs as given, not by the sizing rule; the paper's regime is not kept unless they happen to keep it. Input over cap per tool: " + plan.input_over_cap.collect { k, v -> "${k} ${v}" }.join(', ')
     if( plan.skipped )
         log.warn "--tools all: skipping ${plan.skipped.size()} recipe-only tools: " + plan.skipped.collect { k, v -> "${k} (${v})" }.join('; ')
     return plan
@@ -195,7 +201,8 @@ workflow BIOSSD {
                    .map { pairs -> [pairs.collect { it[0] }, pairs.collect { it[1] }] },
                CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, ch_not_run,
                file("${params.outdir}/pipeline_info/sessions.tsv").exists() ? file("${params.outdir}/pipeline_info/sessions.tsv") : [],
-               params.sizing_record ? file(params.sizing_record, checkIfExists: true) : [],
+               plan.sizing ? file(plan.sizing.path, checkIfExists: true)
+                   : params.sizing_record ? file(params.sizing_record, checkIfExists: true) : [],
                thisSession(), host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).

@@ -22,7 +22,7 @@ import pandas as pd
 
 from biossd.analysis import Analysis, speedup
 from biossd.core.units import is_size_label, parse_size
-from biossd.study import sizing
+from biossd.study import sizer, sizing
 
 #: The paper's G0 tools with small working sets (BWA, Bowtie 2, BLAST, ClustalW, GATK
 #: PrintReads): under the rule each must come out below NEGLIGIBLE_BELOW. Named before the run.
@@ -63,7 +63,7 @@ def regime_table(a: Analysis) -> pd.DataFrame:
     """One row per tool run at its baseline: :data:`REGIME_COLUMNS` (bytes, ratios and counts)."""
     fast, slow = a.sides
     m_study = study_data_memory(a)
-    uncapped = (a.rs.sizing or {}).get("data_over_m") or {}
+    uncapped = sizer.data_over_m(a.rs.sizing)
     rows = []
     for tool, runs in a.baseline_runs.groupby("tool", sort=True):
         cap = float(runs["mem_bytes"].dropna().iloc[0]) if runs["mem_bytes"].notna().any() else math.nan
@@ -86,9 +86,7 @@ def halved_from(a: Analysis, tool: str) -> list[int]:
     """The inputs (bytes) of ``tool`` that the sizing rule left behind because their capped native
     run passed half the time limit (the sizing record's ``capped`` runs that timed out), largest
     first; empty without a record."""
-    runs = (a.rs.sizing or {}).get("runs") or []
-    return sorted({int(r["size"]) for r in runs if r.get("tool") == tool and r.get("step") == "capped"
-                   and r.get("outcome") == "timeout"}, reverse=True)
+    return sizer.capped_timeouts(a.rs.sizing, tool)
 
 
 def controls(a: Analysis) -> pd.DataFrame:

@@ -20,7 +20,7 @@ import pandas as pd
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.measure import blocktrace, manifest
-from biossd.study import layout
+from biossd.study import layout, sizer
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
@@ -80,7 +80,7 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
     roots = [Path(r).resolve() for r in roots]
     if not roots:
         raise ResultSetError("no result folders given")
-    tables, devices, hosts, provenance, sizings = [], {}, {}, [], []
+    tables, devices, hosts, provenance, sizings = [], {}, {}, [], {}
     for root in roots:
         path = root / layout.FEATURES_FILE
         if not path.is_file():
@@ -95,8 +95,12 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
             hosts[record.stem.removeprefix("host-")] = _json(record)
         if (info / PROVENANCE_FILE).is_file():
             provenance.append({"root": str(root), **_json(info / PROVENANCE_FILE)})
-        if (info / SIZING_FILE).is_file():
-            sizings.append(_json(info / SIZING_FILE))
+        sizings[str(root)] = _json(info / SIZING_FILE) if (info / SIZING_FILE).is_file() else None
+    differ = sizer.differences(sizings)
+    if differ:
+        raise ResultSetError("the result sets were sized differently, so their sides do not compare (a matched "
+                             "twin runs with the first host's --sizing <its results>/pipeline_info/sizing.json): "
+                             + "; ".join(differ))
     runs = pd.concat(tables, ignore_index=True)
     runs["side"] = runs["host"].astype(str) + "-" + runs["storage"].astype(str)
     dup = runs.duplicated(list(features.LABEL_COLUMNS), keep=False)
@@ -107,7 +111,7 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
     runs["mem_bytes"] = runs["mem"].map(_cap_bytes)
     runs["scale"] = runs["scale"].astype(int)
     return ResultSet(roots=roots, runs=runs, devices=devices, hosts=hosts, provenance=provenance,
-                     sizing=sizings[0] if sizings else None)
+                     sizing=next((s for s in sizings.values() if s), None))
 
 
 #: What Fig. 10 takes from a cachegrind probe: the simulated miss ratios of cachegrind's record

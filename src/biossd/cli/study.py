@@ -68,6 +68,43 @@ def cmd_study_firm_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_study_size(args: argparse.Namespace) -> int:
+    """Measure the sizing rule on this host and write its record (:mod:`biossd.study.sizer`)."""
+    from biossd.study import catalogue, sizer, sizing
+
+    options.need_root("study size")
+    runnable = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
+    tools = runnable if args.tools == "all" else [t.strip() for t in args.tools.split(",") if t.strip()]
+    if (args.budget is None) == (args.run_budget is None):
+        raise UsageError("give the study's budget (--budget 8h: the baseline matrix's worst case on the pair of "
+                         "hosts) or the per-run input budget (--run-budget 5s), one of them")
+    run_budget_s = args.run_budget if args.run_budget is not None else sizing.input_budget_s(args.budget, len(tools))
+    scratch = Path(args.scratch)
+    if not scratch.is_dir():
+        raise UsageError(f"--scratch {scratch}: not a directory; give a directory on the fast class's disk")
+    out = Path(args.out)
+    if out.exists() and not args.replace:
+        raise UsageError(f"--out {out} exists; give another path or --replace")
+    print(f"biossd study size: {len(tools)} tools, {run_budget_s:.2f} s a run "
+          f"(time limit {sizing.time_limit_s(run_budget_s):g} s), in {scratch}", file=sys.stderr)
+    try:
+        measured = sizer.measure(tools, run_budget_s, scratch, args.seed, args.ladder_max or sizing.LADDER_MAX,
+                                 log=lambda line: print(line, file=sys.stderr, flush=True))
+    except sizer.SizingError as err:
+        raise UsageError(str(err)) from None
+    rec = sizer.record(measured, scratch, args.budget)
+    from biossd.study import matrix
+
+    entries = {e.id: e for e in catalogue.load_all()}
+    too_small = sizer.cap_problems(rec["parameters"], lambda tool: matrix.min_cap_bytes(entries[tool]))
+    if too_small:
+        raise UsageError("biossd study size: " + "; ".join(too_small) + f" (nothing written to {out})")
+    sizer.write(rec, out)
+    print(sizer.summary(rec))
+    print(f"biossd study size: wrote {out}; a study takes it with --sizing {out}", file=sys.stderr)
+    return 0
+
+
 def cmd_study_harness(args: argparse.Namespace) -> int:
     from biossd.analysis import harness
 
@@ -168,6 +205,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--slow", required=True, help="the slow storage class")
     p.add_argument("runs", nargs="*", help="run directories of the baseline configurations")
     p.set_defaults(func=cmd_study_firm_up)
+    p = study_p.add_parser("size", help="measure the sizing rule on this host (floors, inputs, heaps, M, caps, "
+                                        "time limit) and write sizing.json for --sizing")
+    p.add_argument("--tools", default="all", help="catalogue ids, comma-separated, or all (the runnable ones)")
+    p.add_argument("--budget", type=options.duration, help="the study's budget on the pair of hosts, e.g. 8h")
+    p.add_argument("--run-budget", type=options.duration, help="or the time an input may add to a run, e.g. 5s")
+    p.add_argument("--scratch", default="/var/tmp", help="a directory on the fast class's disk (default: /var/tmp)")
+    p.add_argument("--out", required=True, help="the sizing record to write (JSON)")
+    p.add_argument("--replace", action="store_true", help="replace --out if it exists")
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic inputs")
+    p.add_argument("--ladder-max", help="the largest input the ladder tries (default: the rule's, 256M)")
+    p.set_defaults(func=cmd_study_size)
     p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
     p.add_argument("results", help="the study's --outdir (its pipeline_info/trace.txt)")
     p.set_defaults(func=cmd_study_harness)

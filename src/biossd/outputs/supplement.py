@@ -177,7 +177,10 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
     if v1:
         out.append(v1)
     if params.get("data_memory"):
-        from biossd.study import sizing
+        from biossd.study import sizer, sizing
+
+        sized = sizer.provenance(a.rs.sizing)
+        where = f" on {esc(str(sized['host']))}" if sized["host"] else ""
 
         out.append(r"Sizing rule (\texttt{biossd.study.sizing}): scale the paper's machine, not each tool. The paper "
                    r"gave every program one RAM (1~GB; GATK 4~GB) and chose an input for each program (\S5.1). Here "
@@ -192,11 +195,11 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
                    r"memory settings (samtools sort \texttt{-m}, bwa mem \texttt{-K}, igvtools sort \texttt{-m}) are "
                    r"their paper-era defaults divided by D = 1~GB / M, never a fraction of the cap; ABySS runs its "
                    r"hash-table assembler (MPI mode, one process). Each program's input is the largest doubling step "
-                   f"whose uncapped native run adds at most {sizing.INPUT_BUDGET_S:g}~s to its 1/{sizing.FLOOR_DIVISOR} "
+                   f"whose uncapped native run adds at most {sized['run_s']:g}~s to its 1/{sizing.FLOOR_DIVISOR} "
                    r"run (the GATK steps and Fig.~1's aligners share one input, as in the paper), halved while its "
-                   f"capped native run exceeds half the {sizing.TIME_LIMIT_S:g}~s limit "
-                   r"(\texttt{benchmarks/sizing.py}). No tool's input, cap or setting was chosen to land it in the "
-                   "paper's group.")
+                   f"capped native run exceeds half the {sized['time_limit_s']:g}~s limit "
+                   f"(measured by \\texttt{{{esc(sized['by'])}}}{where}). No tool's input, cap or setting was "
+                   "chosen to land it in the paper's group.")
     elif sizes:
         out.append("Inputs per kind as given (" + esc(str(sizes)) + "); no data memory (--data_memory) was given, so "
                    "tools ran with their own memory defaults.")

@@ -13,6 +13,7 @@ tools had 1 GB), three repeats.
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 import shutil
 import socket
@@ -45,6 +46,8 @@ PROFILER_JOB_OVERHEAD_BYTES = 256 << 20
 JOB_TIME_GRACE_S = 300
 #: A probe's input is never smaller than this (the synthetic kinds need some records).
 MIN_PROBE_INPUT_BYTES = 16 << 10
+#: --sizing none: the parameters as given, outside the sizing rule (the plan says so).
+NO_SIZING = "none"
 _WHOLE_RE = re.compile(r"^[1-9]\d*$")
 
 
@@ -94,6 +97,11 @@ class Plan:
     partitions: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: The sizing record whose parameters the plan took (--sizing), or ``None``.
+    sizing: dict[str, Any] | None = None
+    #: Each tool's baseline input over its smallest cap (what keeps, or does not keep, the study in
+    #: the paper's regime).
+    input_over_cap: dict[str, float] = field(default_factory=dict)
 
     def runs(self, firm: bool = False) -> list[dict[str, Any]]:
         """Every run of one storage class: tool, cap, scale, repeat and the id of its input
@@ -604,6 +612,8 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     checks each parameter's type and form; the steps below check what it cannot (catalogue
     names, caps against floors, devices, space, images)."""
     problems: list[str] = schema_problems(params)
+    sized, sizing_info = _sizing_of(params, problems)
+    params = {**params, **sized}
     held = outdir.problem(params.get("outdir") or "results", params, resumed, params.get("replace_results") in (True, "true"))
     if held:
         problems.append(held)
@@ -634,8 +644,8 @@ def plan(params: Mapping[str, Any], stub: bool = False,
         problems.append(f"--host {host!r} is not a single path component (letters, digits, '.', '_', '-'); "
                         "name the host with --host")
         host = ""
+    sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
     if not stub:
-        sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
         problems += space_problems(params, classes, emulated, _largest_input(sizes_of, scales_of))
         problems += image_problems(str(params.get("container_engine") or ""), [entries[t] for t in tools if t in entries])
     problems += device_record_problems(params.get("device_records"), host, classes)
@@ -647,7 +657,41 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                 chain_kinds=chain_kinds, chain_repeats=_whole(params.get("chain_repeats"), repeats) if chains else 0,
                 repeats=repeats, firm_repeats=_whole(params.get("firm_repeats")), classes=classes, host=host,
                 devices=named, partitions=partitions,
-                skipped=skipped, problems=problems)
+                skipped=skipped, problems=problems, sizing=sizing_info,
+                input_over_cap=_input_over_cap(sizes_of, tool_caps))
+
+
+def _sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """--sizing FILE: the parameters of a record of `biossd study size` (checked,
+    :func:`biossd.study.sizer.load`) replace the study's own, and the plan names the record;
+    --sizing none (or unset) keeps the parameters as given."""
+    from biossd.study import sizer
+
+    value = params.get("sizing")
+    if value in (None, "", NO_SIZING):
+        return {}, None
+    try:
+        rec = sizer.load(Path(str(value)))
+    except sizer.SizingError as err:
+        problems.append(str(err))
+        return {}, None
+    sized = {name: v for name, v in rec["parameters"].items() if v is not None}
+    return sized, {"path": str(value), "sha256": sizer.digest(Path(str(value))), "host": rec["host"].get("hostname"),
+                   "created": rec.get("created"), "run_budget_s": rec["budget"]["run_s"], "tools": rec["tools"],
+                   "parameters": sorted(sized)}
+
+
+def _input_over_cap(sizes_of: Mapping[str, str], caps: Mapping[str, list[str]]) -> dict[str, float]:
+    """Each tool's baseline input over its smallest cap: the paper's regime has inputs several
+    times the memory (Fig. 9: 20 GB on 4 GB); a study far below 1 cannot page."""
+    out = {}
+    for tool, size in sizes_of.items():
+        try:
+            cap = min(parse_size(c) for c in caps.get(tool, []))
+            out[tool] = round(parse_size(size) / cap, 3) if cap else math.nan
+        except ValueError:
+            continue  # a size or cap that is not one: named among the problems
+    return out
 
 
 def _whole(value: Any, default: int = 0) -> int:

@@ -14,7 +14,7 @@ The rule keeps that regime on a small machine, the same for every tool:
   input: every process of the run, wrappers, MPI daemons and ``time`` included (the paper's RAM
   held them all), read from the run's cgroup (:class:`biossd.host.cgroups.ResidentWatch`:
   anonymous, mapped-file and shared memory, not the page cache of files it only reads).
-  Measured by ``benchmarks/sizing.py``, never chosen.
+  Measured by ``biossd study size`` (:mod:`biossd.study.sizer`), never chosen.
 * **JVM heaps are data** (:data:`HEAP_MARGIN`): one heap rule for every JVM tool — its heap size
   is ``HEAP_MARGIN ×`` the smallest heap that completes its input (``-Xms = -Xmx``, so that the
   JVM's sizing does not follow the host's RAM), with the Parallel collector the paper's Java 7
@@ -38,9 +38,10 @@ The rule keeps that regime on a small machine, the same for every tool:
 * **Fig. 9** (:data:`FIG9_MEMORY_PER_INPUT`): GATK at F + {0.2, 0.8, 1.6} × its input, the
   paper's 4, 16 and 32 GB on 20 GB, with the heap fixed across the three.
 
-``benchmarks/sizing.py`` measures F, the inputs and the heaps on this machine and writes the
-parameters of ``nextflow/conf/full.config``; the supplement's methods quote this docstring's
-constants.
+``biossd study size`` (:mod:`biossd.study.sizer`) measures F, the inputs and the heaps on the
+host under study, within a per-run budget derived from the study's (:func:`input_budget_s`), and
+writes the record a study takes with ``--sizing``; the supplement's methods quote this
+docstring's constants and the record's budget.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ FLOOR_DIVISOR = 64
 INPUT_BUDGET_S = 5.0
 #: A run's time limit (outcome ``timeout``), standing for the paper's 72 hours.
 TIME_LIMIT_S = 60.0
+#: The time limit in input budgets (the one-machine study's 60 s on 5 s): a host sized with
+#: another budget keeps the same proportion between what an input may cost and when a run stops.
+TIME_LIMIT_PER_INPUT_BUDGET = TIME_LIMIT_S / INPUT_BUDGET_S
+#: Repeats of the baseline matrix that a study budget is spent on (the paper averaged 3, §2.2).
+BUDGET_REPEATS = 3
 #: A censored slow-side run must prove at least this speedup: the capped native run of an input
 #: stays within TIME_LIMIT_S / CENSORED_MIN_SPEEDUP, else the input is halved.
 CENSORED_MIN_SPEEDUP = 2.0
@@ -150,6 +156,25 @@ def largest_within_budget(added_s: Mapping[int, float], budget_s: float = INPUT_
             break
         best = size
     return best
+
+
+def input_budget_s(study_budget_s: float, n_tools: int, repeats: int = BUDGET_REPEATS) -> float:
+    """The per-run input budget of a study that must end within ``study_budget_s`` on the pair of
+    hosts: in the worst case each tool and repeat costs a fast run at the halving bound
+    (limit / CENSORED_MIN_SPEEDUP) and a slow run censored at the limit, the limit being
+    TIME_LIMIT_PER_INPUT_BUDGET budgets. Figs. 8 and 9, firm repeats and chained pipelines come on
+    top of this worst case of the baseline matrix, which the study seldom reaches (inputs that
+    fit their cap run in about one budget on either side)."""
+    if study_budget_s <= 0 or n_tools <= 0 or repeats <= 0:
+        raise ValueError(f"a study budget needs positive time, tools and repeats, got "
+                         f"{study_budget_s} s, {n_tools} tools, {repeats} repeats")
+    worst_per_budget = n_tools * repeats * (1 + 1 / CENSORED_MIN_SPEEDUP) * TIME_LIMIT_PER_INPUT_BUDGET
+    return study_budget_s / worst_per_budget
+
+
+def time_limit_s(run_budget_s: float) -> float:
+    """A run's time limit for a per-run input budget (TIME_LIMIT_PER_INPUT_BUDGET of them)."""
+    return TIME_LIMIT_PER_INPUT_BUDGET * run_budget_s
 
 
 def fits_time_limit(capped_native_s: float, limit_s: float = TIME_LIMIT_S) -> bool:

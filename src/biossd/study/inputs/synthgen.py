@@ -47,6 +47,9 @@ KNOWN_SITE_SPACING_BP = 100
 BAM_BYTES_PER_READ = 67
 FLOW_ORDER = np.frombuffer(b"TACG", dtype=np.uint8)
 FLOWS_PER_READ = 360
+#: The size a flowgram input is asked in per read: five characters a flow value ("1.02 ") and
+#: about twenty of name and count per line.
+FLOWGRAM_BYTES_PER_READ = FLOWS_PER_READ * 5 + 20
 FLOW_KEY = "TCAG"
 
 
@@ -307,7 +310,7 @@ def flowgrams(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str
     ``N 360`` header, then ``id 360 f1 ... f360`` per read, flow order TACG, key TCAG) from a
     few amplicon sequences with errors, and their true sequences (``truth.fa``)."""
     rng = np.random.default_rng(seed)
-    n = max(1, size_bytes // (FLOWS_PER_READ * 5 + 20))
+    n = max(1, size_bytes // FLOWGRAM_BYTES_PER_READ)
     templates = [BASES[rng.integers(0, 4, 400)] for _ in range(10)]
     lines, truth = [], []
     for i in range(n):

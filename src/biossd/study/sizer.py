@@ -1,0 +1,492 @@
+"""The sizing rule measured on the host under study (``biossd study size``): the procedure that
+turns the rule of :mod:`biossd.study.sizing` into a study's parameters, and the record it writes.
+
+Every step is a profiled run (``biossd catalogue stage`` + ``biossd profile``, as the study's
+PROFILE task does it) on a scratch directory of the host's fast class, the page cache dropped:
+
+1. **Inputs.** For each input group (the GATK steps share one input, and the aligners of Fig. 1
+   another; every other tool is its own group), a doubling ladder from ``LADDER_MIN``, uncapped:
+   the group's input is the largest size at which each of its tools' runs adds at most the
+   per-run budget over its run at 1/FLOOR_DIVISOR of that size (its start-up excluded). JVM
+   tools run the ladder with a generous heap.
+2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input
+   (and, for the record, the smallest that completes 1/FLOOR_DIVISOR of it); its heap size is
+   HEAP_MARGIN times that, not pre-touched.
+3. **M and D.** M = median of the non-GATK inputs / INPUT_PER_MEMORY; the GATK steps' M is their
+   input / INPUT_PER_MEMORY; AmpliconNoise's input is the paper's 2,000-read baseline scaled by
+   √(M / 1 GB).
+4. **Floors.** Each tool's peak resident memory (every process of the run, from its cgroup)
+   uncapped on 1/FLOOR_DIVISOR of its input, with the rule's settings.
+5. **Time.** Each tool capped (F + M, with swap) on the fast class: an input whose run exceeds
+   the time limit / CENSORED_MIN_SPEEDUP is halved until it fits.
+6. **Data.** Each tool uncapped at its final input: its peak resident memory less F, over M (the
+   regime's data / M, which a capped run cannot show).
+
+The record (:data:`FORMAT`) holds the budget, the rule's constants, the host's facts and its
+scratch device, every run, what each step chose and the study parameters those choices give
+(:func:`parameters`). A study takes it whole with ``--sizing``; :func:`check` refuses a record
+whose parameters do not follow from its own measurements, or that an older rule wrote.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from biossd.core.errors import BiossdError
+from biossd.core.files import atomic_write_text
+from biossd.core.units import format_size, parse_size
+from biossd.study import sizing
+
+#: The record's format; a study refuses any other.
+FORMAT = "biossd-sizing/1"
+#: A JVM tool's heap while its input ladder runs (step 1), before its own heap is measured.
+JVM_LADDER_HEAP = "1G"
+#: An input over the limit / 2 capped is halved until it fits, at most this many times.
+MAX_HALVINGS = 8
+#: The smallest input a floor or a small-heap run is made of.
+SMALLEST_INPUT = "16K"
+#: An uncapped ladder run is stopped after this many budgets (plus the start-up allowance below):
+#: far past any size the ladder could choose.
+LADDER_TIMEOUT_BUDGETS = 4
+LADDER_TIMEOUT_STARTUP_S = 30.0
+#: The device profile whose stroke the emulated slow class spans (``emulate_size`` = its capacity / D).
+DEFAULT_SLOW_PROFILE = "seagate-barracuda-7200"
+#: The rule's constants a record must share with this code to be used.
+RULE_CONSTANTS = ("PAPER_MEMORY_BYTES", "INPUT_PER_MEMORY", "FIG9_MEMORY_PER_INPUT", "FLOOR_DIVISOR",
+                  "TIME_LIMIT_PER_INPUT_BUDGET", "CENSORED_MIN_SPEEDUP", "HEAP_MARGIN", "SWAP_SIZE")
+#: The study parameters a sizing record sets (nextflow_schema.json names each).
+PARAMETERS = ("tool_caps", "tool_input_sizes", "input_sizes", "data_memory", "java_heaps", "time_limit",
+              "emulate_size")
+
+
+class SizingError(BiossdError):
+    """A sizing record that cannot be used; the message names the file and what is wrong."""
+
+
+def rule_constants() -> dict[str, Any]:
+    """The constants of :mod:`biossd.study.sizing` that decide a record's parameters."""
+    return {name: _plain(getattr(sizing, name)) for name in RULE_CONSTANTS}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def is_jvm(entry) -> bool:
+    return any(o["rule"] == "heap" for o in entry.memory_options())
+
+
+def group_of(tool: str) -> str:
+    """The input group of ``tool``: the GATK steps share one input, Fig. 1's aligners another."""
+    return "gatk" if sizing.is_gatk(tool) else "fig1" if tool in sizing.FIG1_TOOLS else tool
+
+
+class _Runner:
+    """Profiled runs of the catalogue's tools on synthetic inputs made once per (kind, size)."""
+
+    def __init__(self, entries: dict, scratch: Path, seed: int, log: Callable[[str], None]):
+        self.entries, self.scratch, self.seed, self.log = entries, scratch, seed, log
+        self.made: dict[tuple[str, int], Path] = {}
+        self.runs: list[dict[str, Any]] = []
+
+    def input(self, kind: str, size: int) -> Path:
+        from biossd.study.inputs import data
+
+        if (kind, size) not in self.made:
+            out = self.scratch / f"in-{kind}-{size}"
+            data.synth(kind, out, size, self.seed, 1)
+            self.made[(kind, size)] = out
+        return self.made[(kind, size)]
+
+    def run(self, tool: str, size: int, cap: int | None, settings: dict[str, str], step: str,
+            timeout_s: float) -> dict[str, Any]:
+        entry = self.entries[tool]
+        work = Path(tempfile.mkdtemp(dir=self.scratch))
+        try:
+            stage_dir, out = work / "scratch", work / "run"
+            stage_dir.mkdir()
+            sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
+            argv = _checked(["biossd", "catalogue", "stage", "--print0", *sets, entry.id, "--input",
+                             str(self.input(entry.data["input"], size)), "--scratch", str(stage_dir)],
+                            f"stage {tool}").split(b"\0")
+            swap = ["--swap", sizing.SWAP_SIZE] if cap else []
+            _checked(["biossd", "profile", "--mem", format_size(cap) if cap else "none", "--out", str(out),
+                      "--timeout", f"{timeout_s:g}", *swap, "--", *[a.decode() for a in argv if a]],
+                     f"profile {tool}", cwd=stage_dir)
+            body = json.loads((out / "run.json").read_text())
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        resident = body["memory_cap"].get("resident") or {}
+        record = {"step": step, "tool": tool, "size_bytes": size, "cap_bytes": cap, "settings": settings,
+                  "outcome": body["outcome"], "wall_s": body["wall_s"], "resident_peak_bytes": resident.get("peak_bytes")}
+        self.runs.append(record)
+        self.log(f"{step:<6} {tool:<22} {format_size(size):>6} cap {format_size(cap) if cap else 'none':<7} "
+                 f"{record['outcome']:<8} {record['wall_s']:7.2f} s  resident "
+                 f"{(record['resident_peak_bytes'] or 0) >> 10:>8} KiB  {settings or ''}")
+        return record
+
+
+def _checked(argv: list[str], what: str, cwd: Path | None = None) -> bytes:
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True)
+    if proc.returncode != 0:
+        raise SizingError(f"biossd study size: {what} failed ({proc.returncode}): "
+                          f"{proc.stderr.decode(errors='replace').strip()[-500:]}")
+    return proc.stdout
+
+
+def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
+            ladder_max: str = sizing.LADDER_MAX, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Measure the sizing rule for ``tools`` (catalogue ids) within ``run_budget_s`` a run, in a
+    temporary directory under ``scratch`` (the fast class's disk); returns the record (without
+    host facts: :func:`record` adds them)."""
+    from biossd.study import catalogue
+
+    entries = {e.id: e for e in catalogue.load_all()}
+    unknown = [t for t in tools if t not in entries or entries[t].kind != "tool"]
+    if unknown:
+        raise SizingError(f"biossd study size: --tools names no catalogue tool: {', '.join(unknown)}")
+    limit_s = sizing.time_limit_s(run_budget_s)
+    ladder_timeout_s = LADDER_TIMEOUT_BUDGETS * run_budget_s + LADDER_TIMEOUT_STARTUP_S
+    smallest = parse_size(SMALLEST_INPUT)
+    with tempfile.TemporaryDirectory(dir=scratch, prefix="biossd-sizing-") as tmp_name:
+        runner = _Runner(entries, Path(tmp_name), seed, log)
+        heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
+
+        # 1. Inputs per group.
+        groups: dict[str, list[str]] = {}
+        for tool in sorted(tools):
+            if tool not in sizing.PAPER_BASELINE_READS:
+                groups.setdefault(group_of(tool), []).append(tool)
+        chosen: dict[str, int] = {}
+        left_out: dict[str, str] = {}
+        for key, members in groups.items():
+            best = _ladder(runner, members, heap_of, run_budget_s, parse_size(ladder_max), ladder_timeout_s)
+            if best is None:
+                for tool in members:
+                    left_out[tool] = "no size on the ladder ends ok within the budget"
+                log(f"==> {key}: no size on the ladder ends ok within the budget; left out of the sizing")
+                continue
+            chosen.update({tool: best for tool in members})
+            log(f"==> input of {key}: {format_size(best)}")
+
+        # 2. Fixed heaps of the JVM tools.
+        heaps: dict[str, str] = {}
+        smallest_heaps: dict[str, dict[str, str]] = {}
+        for tool in sorted(t for t in heap_of if t in chosen):
+            heap = _smallest_heap(runner, tool, chosen[tool], "heap", ladder_timeout_s)
+            small = _smallest_heap(runner, tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), "heap64",
+                                   ladder_timeout_s)
+            smallest_heaps[tool] = {"input": format_size(heap), "input_over_floor_divisor": format_size(small)}
+            heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
+            heap_of[tool] = {"java_mem": heaps[tool]}
+            log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)}; "
+                f"{format_size(small)} completes 1/{sizing.FLOOR_DIVISOR} of the input)")
+
+        # 3. M and D; the paper's stated baselines from M.
+        others = [chosen[t] for t in chosen if not sizing.is_gatk(t)]
+        if not others:
+            raise SizingError("biossd study size: no tool outside GATK was sized; M is the median of their inputs "
+                              "(give --tools with at least one of them)")
+        ladder_inputs = dict(chosen)  # M is taken from these, before any is halved (step 5)
+        m = sizing.data_memory_bytes(others)
+        d = sizing.memory_divisor(m)
+        for tool in tools:
+            n = sizing.baseline_reads(tool, m)
+            if n is not None:
+                chosen[tool] = _baseline_bytes(entries[tool], n)
+                log(f"==> input of {tool}: {n} reads, {format_size(chosen[tool])}")
+        gatk = [chosen[t] for t in chosen if sizing.is_gatk(t)]
+        m_gatk = sizing.data_memory_bytes(gatk[:1]) if gatk else None
+
+        def settings_of(tool: str) -> dict[str, str]:
+            return entries[tool].settings(d, heap_of.get(tool, {}))
+
+        def memory_of(tool: str) -> int:
+            return m_gatk if sizing.is_gatk(tool) and m_gatk else m
+
+        # 4. Floors, with the rule's settings.
+        floors: dict[str, int] = {}
+        for tool in sorted(chosen):
+            r = runner.run(tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), None, settings_of(tool),
+                           "floor", ladder_timeout_s)
+            if r["resident_peak_bytes"] is None:
+                raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
+                                  "(run as root, on a host with a memory cgroup)")
+            floors[tool] = sizing.floor_bytes(r["resident_peak_bytes"])
+
+        # 5. The time limit: the capped run within limit / CENSORED_MIN_SPEEDUP, else halve.
+        caps: dict[str, int] = {}
+        for tool in sorted(chosen):
+            caps[tool] = sizing.cap_bytes(floors[tool], memory_of(tool))
+            for _ in range(MAX_HALVINGS):
+                r = runner.run(tool, chosen[tool], caps[tool], settings_of(tool), "capped", limit_s)
+                if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"], limit_s):
+                    break
+                if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
+                    log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
+                        "shared or the paper's; kept")
+                    break
+                chosen[tool] //= 2
+                log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input halved to "
+                    f"{format_size(chosen[tool])}")
+
+        # 6. The regime's data / M: uncapped at the final input.
+        data_over_m: dict[str, float] = {}
+        for tool in sorted(chosen):
+            r = runner.run(tool, chosen[tool], None, settings_of(tool), "data", ladder_timeout_s)
+            if r["outcome"] == "ok" and r["resident_peak_bytes"] is not None:
+                data_over_m[tool] = round((r["resident_peak_bytes"] - floors[tool]) / memory_of(tool), 3)
+        runs = runner.runs
+
+    kinds = {t: entries[t].data["input"] for t in chosen}
+    chose = {"inputs": {t: chosen[t] for t in sorted(chosen)}, "ladder_inputs": ladder_inputs, "kinds": kinds,
+             "floors": {t: floors[t] for t in sorted(floors)}, "heaps": heaps, "smallest_heaps": smallest_heaps,
+             "data_memory": m, "data_memory_gatk": m_gatk, "memory_divisor": d, "data_over_m": data_over_m,
+             "left_out": left_out}
+    return {"format": FORMAT, "rule": rule_constants(),
+            "budget": {"run_s": run_budget_s, "time_limit_s": limit_s}, "tools": sorted(tools), "seed": seed,
+            "chose": chose, "runs": runs}
+
+
+def _ladder(runner: _Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
+            timeout_s: float) -> int | None:
+    """Step 1 for one group: the largest doubling step within the budget for every member."""
+    times: dict[str, dict[int, float | None]] = {t: {} for t in members}
+    size, best, least = parse_size(sizing.LADDER_MIN), None, parse_size(sizing.LADDER_MIN)
+    while size <= ladder_max:
+        over, all_ok = False, True
+        for tool in members:
+            r = runner.run(tool, size, None, heap_of.get(tool, {}), "input", timeout_s)
+            # A timeout is over budget; a failure (too small an input for the tool, e.g. ABySS's
+            # distance estimate with few pairs) qualifies no size but the ladder goes on.
+            times[tool][size] = (float("inf") if r["outcome"] == "timeout" else
+                                 r["wall_s"] if r["outcome"] == "ok" else None)
+            all_ok &= times[tool][size] is not None
+            low = max(size // sizing.FLOOR_DIVISOR, least)
+            if low not in times[tool]:
+                rr = runner.run(tool, low, None, heap_of.get(tool, {}), "input", timeout_s)
+                times[tool][low] = rr["wall_s"] if rr["outcome"] == "ok" else None
+            ref = next((times[tool][k] for k in sorted(times[tool]) if k >= low and times[tool][k] is not None), None)
+            if times[tool][size] is not None and ref is not None:
+                over |= times[tool][size] - ref > budget_s
+        if over:
+            break
+        if all_ok:
+            best = size
+        size *= 2
+    return best
+
+
+def _smallest_heap(runner: _Runner, tool: str, size: int, step: str, timeout_s: float) -> int:
+    heap = parse_size(sizing.HEAP_LADDER_MIN)
+    while heap <= parse_size(sizing.HEAP_LADDER_MAX):
+        if runner.run(tool, size, None, {"java_mem": format_size(heap)}, step, timeout_s)["outcome"] == "ok":
+            break
+        heap *= 2
+    return heap
+
+
+def _baseline_bytes(entry, reads: int) -> int:
+    """The size to ask of a synthetic input of ``reads`` reads (the paper states AmpliconNoise's
+    baseline as a read count, of flowgrams)."""
+    from biossd.study.inputs import synthgen
+
+    if entry.data["input"] != "flowgrams":
+        raise SizingError(f"biossd study size: {entry.id}'s baseline is a read count, but only flowgram inputs "
+                          f"are sized by reads (its input is {entry.data['input']})")
+    return reads * synthgen.FLOWGRAM_BYTES_PER_READ
+
+
+def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE) -> dict[str, str]:
+    """The study parameters (:data:`PARAMETERS`) that a record's choices give: per-tool caps
+    (Fig. 9's three for the GATK steps), inputs per tool and per kind (each kind's smallest, for
+    the chained pipelines), M, the JVM heaps, the time limit, and the emulated slow device's size
+    (``slow_profile``'s capacity / D, so that it spans the whole stroke)."""
+    from biossd.host.hdd.diskmodel import load_profile
+
+    chose = record["chose"]
+    inputs, floors = chose["inputs"], chose["floors"]
+    m, m_gatk = chose["data_memory"], chose["data_memory_gatk"]
+    caps = {}
+    for tool in sorted(inputs):
+        if sizing.is_gatk(tool):
+            caps[tool] = [format_size(c) for c in sizing.fig9_caps(floors[tool], inputs[tool])]
+        else:
+            caps[tool] = [format_size(sizing.cap_bytes(floors[tool], m))]
+    kinds: dict[str, int] = {}
+    for tool, size in inputs.items():
+        kind = chose["kinds"][tool]
+        kinds[kind] = min(kinds.get(kind, size), size)
+    capacity = load_profile(slow_profile).capacity_bytes
+    return {
+        "tool_caps": ";".join(f"{t}={','.join(c)}" for t, c in caps.items()),
+        "tool_input_sizes": ";".join(f"{t}={format_size(s)}" for t, s in sorted(inputs.items())),
+        "input_sizes": ",".join(f"{k}={format_size(s)}" for k, s in sorted(kinds.items())),
+        "data_memory": format_size(m),
+        "java_heaps": ";".join(f"{t}={h}" for t, h in sorted(chose["heaps"].items())) or None,
+        "time_limit": f"{record['budget']['time_limit_s']:g}s",
+        "emulate_size": format_size(sizing.round_kib(capacity / sizing.memory_divisor(m)) // (1 << 20) << 20),
+    }
+
+
+def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None) -> dict[str, Any]:
+    """The full record: what :func:`measure` returned, the study budget it was derived from,
+    the host's facts and the scratch device's, when, and the parameters."""
+    from biossd.host import devices, hostfacts
+
+    out = dict(measured)
+    out["budget"] = {**measured["budget"], "study_s": study_budget_s}
+    device = devices.device_of_path(scratch)
+    out["host"] = {**hostfacts.host_facts(), "scratch": str(scratch), "scratch_device": devices.device_facts(device),
+                   "scratch_mount": devices.mount_facts(scratch)}
+    out["created"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    out["parameters"] = parameters(out)
+    return out
+
+
+def cap_problems(params: dict[str, str], min_cap_bytes: Callable[[str], int]) -> list[str]:
+    """Caps of a record's parameters below what a run of the tool may have (``min_cap_bytes``
+    of its id: the study's, :func:`biossd.study.matrix.min_cap_bytes`): a budget so small that M
+    leaves a tool less than a run needs."""
+    out = []
+    for pair in params["tool_caps"].split(";"):
+        tool, caps = pair.split("=", 1)
+        least = min_cap_bytes(tool)
+        low = [c for c in caps.split(",") if parse_size(c) < least]
+        if low:
+            out.append(f"{tool}'s cap {low[0]} is below the {format_size(least)} a run of it needs: the budget "
+                       f"gives too small a data memory M ({params['data_memory']}); give a larger budget")
+    return out
+
+
+def write(rec: dict[str, Any], path: Path) -> Path:
+    """Write the record whole (a temporary name, then renamed)."""
+    return atomic_write_text(Path(path), json.dumps(rec, indent=2) + "\n")
+
+
+def digest(path: Path) -> str:
+    """The record's SHA-256: what a matched twin's report compares."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A sizing record, checked (:func:`check`)."""
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text())
+    except OSError as err:
+        raise SizingError(f"--sizing {path}: cannot read it ({err.strerror}); give the sizing.json that "
+                          "`biossd study size` wrote (a study keeps it in pipeline_info/)") from None
+    except json.JSONDecodeError as err:
+        raise SizingError(f"--sizing {path}: not JSON ({err}); give the sizing.json that `biossd study size` wrote") from None
+    problems = check(rec)
+    if problems:
+        raise SizingError(f"--sizing {path}: " + "; ".join(problems))
+    return rec
+
+
+def check(rec: Any) -> list[str]:
+    """What keeps a record from sizing a study: another format, another rule, parameters that do
+    not follow from its own choices, or choices that its runs did not measure."""
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+        found = rec.get("format") if isinstance(rec, dict) else None
+        return [f"its format is {found!r}, not {FORMAT!r} (a record of benchmarks/sizing.py before "
+                "`biossd study size`, or not a sizing record); size again with `biossd study size`"]
+    problems = []
+    for name, value in rule_constants().items():
+        if rec.get("rule", {}).get(name) != value:
+            problems.append(f"rule.{name} is {rec.get('rule', {}).get(name)!r}, but this biossd's rule has "
+                            f"{value!r}; size again with `biossd study size`")
+    try:
+        given, derived = rec["parameters"], parameters(rec)
+    except (KeyError, TypeError, ValueError) as err:
+        return problems + [f"it lacks what its parameters follow from ({err}); size again"]
+    for name in PARAMETERS:
+        if given.get(name) != derived[name]:
+            problems.append(f"parameters.{name} is {given.get(name)!r}, but its own measurements give "
+                            f"{derived[name]!r} (edited by hand?)")
+    runs = rec.get("runs") or []
+    for tool, floor in rec["chose"]["floors"].items():
+        measured = [sizing.floor_bytes(r["resident_peak_bytes"]) for r in runs
+                    if r.get("step") == "floor" and r.get("tool") == tool and r.get("resident_peak_bytes")]
+        if floor not in measured:
+            problems.append(f"chose.floors.{tool} is {floor}, which no floor run of {tool} measured")
+    for tool, size in rec["chose"]["inputs"].items():
+        sizes = {r.get("size_bytes") for r in runs if r.get("step") == "capped" and r.get("tool") == tool}
+        if size not in sizes:
+            problems.append(f"chose.inputs.{tool} is {size}, which no capped run of {tool} used")
+    return problems
+
+
+def summary(rec: dict[str, Any]) -> str:
+    """One paragraph: the host, the budget, M and D, and each tool's input, floor and cap."""
+    chose, params = rec["chose"], rec["parameters"]
+    caps = dict(pair.split("=", 1) for pair in params["tool_caps"].split(";"))
+    lines = [f"sizing of {rec['host'].get('hostname')} ({rec['created']}): {rec['budget']['run_s']:g} s a run, "
+             f"time limit {rec['budget']['time_limit_s']:g} s; M = {format_size(chose['data_memory'])}, "
+             f"D = 1 GB / M = {chose['memory_divisor']:.1f}"]
+    for tool in sorted(chose["inputs"]):
+        lines.append(f"  {tool:<22} input {format_size(chose['inputs'][tool]):>7}  F {format_size(chose['floors'][tool]):>7}"
+                     f"  cap {caps[tool]}  data/M uncapped {chose['data_over_m'].get(tool, float('nan')):.2f}")
+    for tool, why in chose.get("left_out", {}).items():
+        lines.append(f"  {tool:<22} left out: {why}")
+    return "\n".join(lines)
+
+
+def data_over_m(rec: dict[str, Any] | None) -> dict[str, float]:
+    """Each tool's uncapped data part over M from a record (also from a record that
+    ``benchmarks/sizing.py`` wrote before this command, which kept it at the top level)."""
+    if not rec:
+        return {}
+    return dict((rec.get("chose") or {}).get("data_over_m") or rec.get("data_over_m") or {})
+
+
+def capped_timeouts(rec: dict[str, Any] | None, tool: str) -> list[int]:
+    """The inputs (bytes) of ``tool`` whose capped run timed out in the sizing, largest first."""
+    from biossd.core.units import parse_size as size_of
+
+    sizes = set()
+    for r in (rec or {}).get("runs") or []:
+        if r.get("tool") == tool and r.get("step") == "capped" and r.get("outcome") == "timeout":
+            size = r.get("size_bytes", r.get("size"))
+            sizes.add(int(size) if isinstance(size, (int, float)) else size_of(str(size)))
+    return sorted(sizes, reverse=True)
+
+
+def differences(records: dict[str, dict[str, Any] | None]) -> list[str]:
+    """What differs between the sizings of result sets that one report would compare (by result
+    set name): a matched twin runs with the first host's record, so its parameters are the same."""
+    named = {root: (rec or {}).get("parameters") if (rec or {}).get("format") == FORMAT else None
+             for root, rec in records.items()}
+    if len({json.dumps(p, sort_keys=True) for p in named.values()}) <= 1:
+        return []
+    (first, ref), *others = named.items()
+    out = []
+    for root, params in others:
+        if params is None or ref is None:
+            unsized = root if params is None else first
+            out.append(f"{unsized} has no sizing record of `biossd study size` (pipeline_info/sizing.json)")
+            continue
+        for name in PARAMETERS:
+            if params.get(name) != ref.get(name):
+                out.append(f"{name}: {ref.get(name)!r} in {first}, {params.get(name)!r} in {root}")
+    return out
+
+
+def provenance(rec: dict[str, Any] | None) -> dict[str, Any]:
+    """How a result set was sized, for its methods: the per-run budget, the time limit, the host
+    and the command, from its record (a record of ``benchmarks/sizing.py`` before this command
+    kept only its budget: the rule's constants then)."""
+    if rec and rec.get("format") == FORMAT:
+        return {"run_s": rec["budget"]["run_s"], "time_limit_s": rec["budget"]["time_limit_s"],
+                "host": rec["host"].get("hostname"), "created": rec.get("created"), "by": "biossd study size"}
+    run_s = float((rec or {}).get("budget_s") or sizing.INPUT_BUDGET_S)
+    return {"run_s": run_s, "time_limit_s": sizing.TIME_LIMIT_S, "host": None, "created": None,
+            "by": "benchmarks/sizing.py"}

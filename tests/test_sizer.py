@@ -1,0 +1,133 @@
+"""`biossd study size`: the sizing rule measured on this host, written as a record that a study
+takes whole (--sizing), checked against its own measurements, and compared between twins."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from biossd.analysis import resultset
+from biossd.core.units import parse_size
+from biossd.study import catalogue, matrix, sizer, sizing
+
+TOOLS = ("samtools_sort", "stringtie")
+
+
+def test_a_study_budget_gives_a_run_budget_and_a_limit_in_the_rules_proportion():
+    run_s = sizing.input_budget_s(8 * 3600, 17)
+    # The worst case of the baseline matrix (each repeat: a fast run at half the limit, a slow one
+    # censored at it) spends the whole budget.
+    worst = 17 * sizing.BUDGET_REPEATS * (sizing.time_limit_s(run_s) / sizing.CENSORED_MIN_SPEEDUP
+                                           + sizing.time_limit_s(run_s))
+    assert worst == pytest.approx(8 * 3600)
+    assert sizing.time_limit_s(sizing.INPUT_BUDGET_S) == sizing.TIME_LIMIT_S
+    with pytest.raises(ValueError, match="positive"):
+        sizing.input_budget_s(3600, 0)
+
+
+@pytest.fixture(scope="module")
+def sized(biossd, tmp_path_factory, root_required):
+    """Two quick tools sized at a one-second budget, on this machine's disk."""
+    tmp = tmp_path_factory.mktemp("size")
+    out = tmp / "sizing.json"
+    proc = biossd("study", "size", "--tools", ",".join(TOOLS), "--run-budget", "1s", "--ladder-max", "8M",
+                  "--scratch", str(tmp), "--out", str(out))
+    return out, json.loads(out.read_text()), proc
+
+
+@pytest.mark.integration
+def test_the_record_holds_what_chose_each_parameter(sized):
+    path, rec, proc = sized
+    assert rec["format"] == sizer.FORMAT and sizer.check(rec) == []
+    assert rec["budget"]["run_s"] == 1 and rec["budget"]["time_limit_s"] == sizing.time_limit_s(1)
+    assert rec["host"]["scratch_device"]["name"] and rec["host"]["mem_total_bytes"] > 0
+    chose = rec["chose"]
+    assert sorted(chose["inputs"]) == sorted(TOOLS)
+    for tool in TOOLS:
+        steps = {r["step"] for r in rec["runs"] if r["tool"] == tool}
+        assert {"input", "floor", "capped", "data"} <= steps, steps
+        assert 0 < chose["floors"][tool] < 512 << 20
+        assert parse_size(sizing.LADDER_MIN) <= chose["inputs"][tool] <= parse_size("8M")
+    # M from the ladder's inputs; an input halved for the time limit after that keeps its cap.
+    assert chose["data_memory"] == sizing.data_memory_bytes(chose["ladder_inputs"].values())
+    for tool in TOOLS:
+        halved = chose["ladder_inputs"][tool] // chose["inputs"][tool]
+        timeouts = sizer.capped_timeouts(rec, tool)
+        assert halved == 1 and not timeouts or len(timeouts) == halved.bit_length() - 1, (tool, timeouts)
+    caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
+    assert parse_size(caps["stringtie"]) == sizing.cap_bytes(chose["floors"]["stringtie"], chose["data_memory"])
+    assert "samtools_sort" in proc.stdout and "M =" in proc.stdout
+    # No scratch left behind in the directory it was given.
+    assert not list(path.parent.glob("biossd-sizing-*"))
+
+
+def _plan(path, **more):
+    params = {"tools": ",".join(TOOLS), "storage_classes": "ssd", "repeats": 1, "mem_caps": "1G", "scales": "1",
+              "outdir": str(path.parent / "out"),
+              "sizing": str(path), **more}
+    return matrix.plan(params, stub=True)
+
+
+@pytest.mark.integration
+def test_a_study_takes_the_record_whole(sized):
+    path, rec, _ = sized
+    plan = _plan(path, tool_caps="samtools_sort=1G", time_limit="1h")
+    assert not plan.problems, plan.problems
+    caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
+    assert plan.caps == {t: [caps[t]] for t in TOOLS}  # the record's, not the hand-given 1G
+    assert plan.time_limit_s == rec["budget"]["time_limit_s"]
+    assert plan.tool_input_sizes == dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))
+    assert plan.sizing["sha256"] == sizer.digest(path) and plan.sizing["host"] == rec["host"]["hostname"]
+    assert all(ratio > 1 for ratio in plan.input_over_cap.values()), plan.input_over_cap
+
+
+def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
+    # Measured at a one-second budget: cluster3's 64K input and samtools sort's 4M give M = 436K,
+    # and cluster3 a cap of 660K.
+    params = {"tool_caps": "cluster3=660K;samtools_sort=2700K", "data_memory": "436K"}
+    entries = {e.id: e for e in catalogue.load_all()}
+    problems = sizer.cap_problems(params, lambda tool: matrix.min_cap_bytes(entries[tool]))
+    assert len(problems) == 1 and "cluster3's cap 660K is below the 2M" in problems[0] and "larger budget" in problems[0]
+
+
+def test_without_a_record_the_plan_states_input_over_cap():
+    params = {"tools": ",".join(TOOLS), "storage_classes": "ssd", "repeats": 1, "scales": "1", "outdir": "/nonexistent/out",
+              "sizing": "none", "input_size": "64M", "mem_caps": "1G"}
+    plan = matrix.plan(params, stub=True)
+    assert plan.sizing is None and plan.input_over_cap == {t: 0.062 for t in TOOLS}
+
+
+@pytest.mark.integration
+def test_a_record_edited_by_hand_or_from_another_rule_is_refused(sized, tmp_path):
+    path, rec, _ = sized
+    edited = copy.deepcopy(rec)
+    edited["parameters"]["tool_caps"] = edited["parameters"]["tool_caps"].replace("stringtie=", "stringtie=9")
+    (tmp_path / "edited.json").write_text(json.dumps(edited))
+    problems = _plan(tmp_path / "edited.json").problems
+    assert any("edited.json" in p and "parameters.tool_caps" in p and "edited by hand" in p for p in problems), problems
+    other_rule = copy.deepcopy(rec)
+    other_rule["rule"]["INPUT_PER_MEMORY"] = 4
+    assert any("rule.INPUT_PER_MEMORY" in p for p in sizer.check(other_rule))
+    floor = copy.deepcopy(rec)
+    floor["chose"]["floors"]["stringtie"] += 1024
+    assert any("no floor run of stringtie" in p for p in sizer.check(floor))
+    legacy = {"inputs": {"cluster3": "128K"}, "runs": []}  # benchmarks/sizing.py's record
+    assert "size again" in sizer.check(legacy)[0]
+    (tmp_path / "broken.json").write_text("{")
+    assert any("broken.json" in p and "not JSON" in p for p in _plan(tmp_path / "broken.json").problems)
+
+
+@pytest.mark.integration
+def test_result_sets_sized_differently_are_not_compared(sized, biossd, tmp_path):
+    path, rec, _ = sized
+    biossd("data", "synth-results", str(tmp_path / "twins"), "--repeats", "1", "--scales", "1", "--caps", "1G")
+    roots = [tmp_path / "twins" / "ssd", tmp_path / "twins" / "hdd"]
+    for root, params in zip(roots, (rec["parameters"], {**rec["parameters"], "data_memory": "1M"})):
+        (root / "pipeline_info").mkdir(exist_ok=True)
+        (root / "pipeline_info" / "sizing.json").write_text(json.dumps({**rec, "parameters": params}))
+    with pytest.raises(resultset.ResultSetError, match="sized differently.*data_memory"):
+        resultset.load(roots)
+    (roots[1] / "pipeline_info" / "sizing.json").write_text(json.dumps(rec))
+    assert resultset.load(roots).sizing["parameters"] == rec["parameters"]
