@@ -32,7 +32,7 @@ def sized(biossd, tmp_path_factory, root_required):
     """Two quick tools sized at a one-second budget, on this machine's disk."""
     tmp = tmp_path_factory.mktemp("size")
     out = tmp / "sizing.json"
-    proc = biossd("study", "size", "--tools", ",".join(TOOLS), "--run-budget", "1s", "--ladder-max", "8M",
+    proc = biossd("study", "size", "--tools", ",".join(TOOLS), "--run-budget", "1s", "--ladder-max", "2M",
                   "--scratch", str(tmp), "--out", str(out))
     return out, json.loads(out.read_text()), proc
 
@@ -49,7 +49,7 @@ def test_the_record_holds_what_chose_each_parameter(sized):
         steps = {r["step"] for r in rec["runs"] if r["tool"] == tool}
         assert {"input", "floor", "capped", "data"} <= steps, steps
         assert 0 < chose["floors"][tool] < 512 << 20
-        assert parse_size(sizing.LADDER_MIN) <= chose["inputs"][tool] <= parse_size("8M")
+        assert parse_size(sizing.LADDER_MIN) <= chose["inputs"][tool] <= parse_size("2M")
     # M from the ladder's inputs; an input halved for the time limit after that keeps its cap.
     assert chose["data_memory"] == sizing.data_memory_bytes(chose["ladder_inputs"].values())
     for tool in TOOLS:
@@ -80,7 +80,12 @@ def test_a_study_takes_the_record_whole(sized):
     assert plan.time_limit_s == rec["budget"]["time_limit_s"]
     assert plan.tool_input_sizes == dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))
     assert plan.sizing["sha256"] == sizer.digest(path) and plan.sizing["host"] == rec["host"]["hostname"]
-    assert all(ratio > 1 for ratio in plan.input_over_cap.values()), plan.input_over_cap
+    chose = rec["chose"]
+    for tool in TOOLS:
+        assert plan.input_over_cap[tool] == round(chose["inputs"][tool] / parse_size(caps[tool]), 3)
+    # The rule's regime: the median input is INPUT_PER_MEMORY times M (Fig. 9's 20 GB on 4 GB).
+    median = sorted(chose["ladder_inputs"].values())
+    assert (median[0] + median[1]) / 2 / chose["data_memory"] == pytest.approx(sizing.INPUT_PER_MEMORY, rel=0.01)
 
 
 def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
