@@ -336,3 +336,12 @@ def test_firm_repeats_are_planned_for_the_baselines_only_after_the_others(tmp_pa
     picked = json.loads(out.stdout)
     assert {(t["tool"], t["storage"], t["rep"]) for t in picked} == {("bwa", s, r) for s in ("ssd", "hdd") for r in (4, 5)}
     assert "bwa 1G x1" in out.stderr and "clustalw" not in out.stderr
+
+
+def test_a_number_on_the_command_line_for_a_text_parameter_is_its_text():
+    """Nextflow reads `--scales 1` as the number 1; the schema takes scales as text."""
+    p = matrix.plan({"tools": "samtools_sort", "scales": 1, "mem_caps": "1G", "repeats": 2, "storage_classes": "ssd",
+                     "outdir": "/nonexistent/out"}, stub=True)
+    assert p.problems == [] and p.scales == [1] and p.repeats == 2
+    assert matrix.plan({"tools": "samtools_sort", "scales": "1", "mem_caps": "1G", "repeats": "2",
+                        "storage_classes": "ssd", "outdir": "/nonexistent/out"}, stub=True).problems

@@ -7,12 +7,15 @@ import copy
 import json
 
 import pytest
+from conftest import STUDY_HOST, nextflow
 
 from biossd.analysis import resultset
-from biossd.core.units import parse_size
+from biossd.core.units import format_size, parse_duration_s, parse_size
 from biossd.study import catalogue, matrix, sizer, sizing
 
 TOOLS = ("samtools_sort", "stringtie")
+#: A budget that sizes the two quickly: 0.09 s an input may add to a run.
+STUDY_BUDGET_S = 10
 
 
 def test_a_study_budget_gives_a_run_budget_and_a_limit_in_the_rules_proportion():
@@ -28,20 +31,28 @@ def test_a_study_budget_gives_a_run_budget_and_a_limit_in_the_rules_proportion()
 
 
 @pytest.fixture(scope="module")
-def sized(biossd, tmp_path_factory, root_required):
-    """Two quick tools sized at a one-second budget, on this machine's disk."""
+def sized(env, tmp_path_factory, study_results):
+    """A host of a pair as a user runs it: -profile ssd sizes on this host first (--sizing auto,
+    within --budget; two quick tools), then runs by the record. Returns the record's path, the
+    record, the first session's output and the arguments to resume it with."""
     tmp = tmp_path_factory.mktemp("size")
-    out = tmp / "sizing.json"
-    proc = biossd("study", "size", "--tools", ",".join(TOOLS), "--run-budget", "1s", "--ladder-max", "2M",
-                  "--scratch", str(tmp), "--out", str(out))
-    return out, json.loads(out.read_text()), proc
+    outdir, scratch = tmp / "out", tmp / "scratch"
+    scratch.mkdir()
+    args = ["-profile", "ssd", "--tools", ",".join(TOOLS), "--budget", f"{STUDY_BUDGET_S}s", "--scales", "1",
+            "--repeats", "1", "--skip_report", "--scratch_dir", str(scratch), "--device_records", str(study_results[1]),
+            "--host", STUDY_HOST, "--outdir", str(outdir)]
+    first = nextflow(env, tmp, *args)
+    path = outdir / "pipeline_info" / "sizing.json"
+    return path, json.loads(path.read_text()), first.stdout, (tmp, args)
 
 
 @pytest.mark.integration
 def test_the_record_holds_what_chose_each_parameter(sized):
-    path, rec, proc = sized
+    path, rec, _, _ = sized
     assert rec["format"] == sizer.FORMAT and sizer.check(rec) == []
-    assert rec["budget"]["run_s"] == 1 and rec["budget"]["time_limit_s"] == sizing.time_limit_s(1)
+    run_s = sizing.input_budget_s(STUDY_BUDGET_S, len(TOOLS))
+    assert rec["budget"]["study_s"] == STUDY_BUDGET_S and rec["budget"]["run_s"] == pytest.approx(run_s)
+    assert rec["budget"]["time_limit_s"] == round(sizing.time_limit_s(run_s), sizer.TIME_LIMIT_DECIMALS)
     assert rec["host"]["scratch_device"]["name"] and rec["host"]["mem_total_bytes"] > 0
     chose = rec["chose"]
     assert sorted(chose["inputs"]) == sorted(TOOLS)
@@ -49,18 +60,22 @@ def test_the_record_holds_what_chose_each_parameter(sized):
         steps = {r["step"] for r in rec["runs"] if r["tool"] == tool}
         assert {"input", "floor", "capped", "data"} <= steps, steps
         assert 0 < chose["floors"][tool] < 512 << 20
-        assert parse_size(sizing.LADDER_MIN) <= chose["inputs"][tool] <= parse_size("2M")
-    # M from the ladder's inputs; an input halved for the time limit after that keeps its cap.
+        assert parse_size(sizing.LADDER_MIN) <= chose["inputs"][tool] <= parse_size(sizing.LADDER_MAX)
+    # M from the ladder's inputs; an input halved for the time limit after that keeps its cap:
+    # each capped run but the last was over the limit / CENSORED_MIN_SPEEDUP.
     assert chose["data_memory"] == sizing.data_memory_bytes(chose["ladder_inputs"].values())
+    limit_s = rec["budget"]["time_limit_s"]
     for tool in TOOLS:
-        halved = chose["ladder_inputs"][tool] // chose["inputs"][tool]
-        timeouts = sizer.capped_timeouts(rec, tool)
-        assert halved == 1 and not timeouts or len(timeouts) == halved.bit_length() - 1, (tool, timeouts)
+        capped = [r for r in rec["runs"] if r["tool"] == tool and r["step"] == "capped"]
+        assert chose["ladder_inputs"][tool] == chose["inputs"][tool] << (len(capped) - 1), (tool, capped)
+        assert all(not sizing.fits_time_limit(r["wall_s"], limit_s) or r["outcome"] == "timeout" for r in capped[:-1])
+        assert capped[-1]["size_bytes"] == chose["inputs"][tool]
     caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
     assert parse_size(caps["stringtie"]) == sizing.cap_bytes(chose["floors"]["stringtie"], chose["data_memory"])
-    assert "samtools_sort" in proc.stdout and "M =" in proc.stdout
-    # No scratch left behind in the directory it was given.
-    assert not list(path.parent.glob("biossd-sizing-*"))
+    log = (path.parent / "sizing.log").read_text()
+    assert "samtools_sort" in log and "M =" in log
+    # No scratch left behind in the directory it sized in.
+    assert not list((path.parent.parent.parent / "scratch").glob("biossd-sizing-*"))
 
 
 def _plan(path, **more):
@@ -72,7 +87,7 @@ def _plan(path, **more):
 
 @pytest.mark.integration
 def test_a_study_takes_the_record_whole(sized):
-    path, rec, _ = sized
+    path, rec, _, _ = sized
     plan = _plan(path, tool_caps="samtools_sort=1G", time_limit="1h")
     assert not plan.problems, plan.problems
     caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
@@ -106,7 +121,7 @@ def test_without_a_record_the_plan_states_input_over_cap():
 
 @pytest.mark.integration
 def test_a_record_edited_by_hand_or_from_another_rule_is_refused(sized, tmp_path):
-    path, rec, _ = sized
+    path, rec, _, _ = sized
     edited = copy.deepcopy(rec)
     edited["parameters"]["tool_caps"] = edited["parameters"]["tool_caps"].replace("stringtie=", "stringtie=9")
     (tmp_path / "edited.json").write_text(json.dumps(edited))
@@ -126,13 +141,34 @@ def test_a_record_edited_by_hand_or_from_another_rule_is_refused(sized, tmp_path
 
 @pytest.mark.integration
 def test_result_sets_sized_differently_are_not_compared(sized, biossd, tmp_path):
-    path, rec, _ = sized
+    path, rec, _, _ = sized
     biossd("data", "synth-results", str(tmp_path / "twins"), "--repeats", "1", "--scales", "1", "--caps", "1G")
     roots = [tmp_path / "twins" / "ssd", tmp_path / "twins" / "hdd"]
-    for root, params in zip(roots, (rec["parameters"], {**rec["parameters"], "data_memory": "1M"})):
+    doubled = format_size(2 * parse_size(rec["parameters"]["data_memory"]))
+    for root, params in zip(roots, (rec["parameters"], {**rec["parameters"], "data_memory": doubled})):
         (root / "pipeline_info").mkdir(exist_ok=True)
         (root / "pipeline_info" / "sizing.json").write_text(json.dumps({**rec, "parameters": params}))
     with pytest.raises(resultset.ResultSetError, match="sized differently.*data_memory"):
         resultset.load(roots)
     (roots[1] / "pipeline_info" / "sizing.json").write_text(json.dumps(rec))
     assert resultset.load(roots).sizing["parameters"] == rec["parameters"]
+
+
+@pytest.mark.integration
+def test_a_host_of_a_pair_sizes_first_and_runs_by_the_record(sized, env):
+    """The study ran the record's caps, inputs, swap and time limit, which -profile ssd's own
+    parameters do not set; a resumed study reuses the record."""
+    path, rec, stdout, (launch, args) = sized
+    assert "measuring the sizing rule on this host" in stdout, stdout
+    outdir = path.parent.parent
+    plan = json.loads((outdir / "pipeline_info" / "plan.json").read_text())
+    assert plan["tool_caps"] == rec["parameters"]["tool_caps"] and plan["time_limit"] == rec["parameters"]["time_limit"]
+    caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
+    runs = sorted(outdir.glob("*/runs/*/*/*/*/run.json"))
+    assert {(r.parts[-5], r.parts[-4]) for r in runs} == {(t, caps[t]) for t in TOOLS}, runs
+    for run in runs:
+        body = json.loads(run.read_text())
+        assert body["timeout_s"] == pytest.approx(parse_duration_s(rec["parameters"]["time_limit"])), body["timeout_s"]
+        assert body["swap"] and body["swap"]["size_bytes"] == parse_size(sizing.SWAP_SIZE), body["swap"]
+    again = nextflow(env, launch, *args, "-resume")
+    assert "measured by an earlier session of this study" in again.stdout and "measuring" not in again.stdout

@@ -24,19 +24,12 @@ include { REPORT      } from '../modules/local/report/main'
  */
 def studyPlan(String host) {
     def given = params.collectEntries { k, v -> [k, v == null ? null : (v instanceof Number || v instanceof Boolean ? v : v.toString())] } + [host: host]
-    def argv = ['biossd', 'study', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
-    if( workflow.stubRun )
-        argv << '--stub'
-    if( workflow.resume )
-        argv << '--resumed'
-    def out = new StringBuilder(), err = new StringBuilder()
-    def proc = argv.execute()
-    proc.waitForProcessOutput(out, err)
-    if( !out.toString().trim() )
-        error "biossd study plan failed (is biossd on PATH? run `make install`): ${err}"
-    def plan = new groovy.json.JsonSlurper().parseText(out.toString())
-    if( plan.problems )
-        error "The study cannot start; nothing was run:\n  - " + plan.problems.join("\n  - ")
+    // --sizing auto (-profile ssd/hdd): the sizing rule measured on this host first, unless this
+    // study's folder holds its record from an earlier session; every other problem is found
+    // before the hours of sizing (the folder's plan is checked once sized). A -stub-run sizes nothing.
+    if( given.sizing == 'auto' )
+        given.sizing = workflow.stubRun ? 'none' : sizeHere(planOf(given + [sizing: 'none', replace_results: true]))
+    def plan = planOf(given)
     // The plan this folder now holds (src/biossd/study/outdir.py): a later study of another plan
     // into it is refused unless it resumes this one or replaces it. Written whole, then renamed.
     def info = file("${params.outdir}/pipeline_info")
@@ -53,6 +46,51 @@ def studyPlan(String host) {
         log.warn "biossd: no sizing record (--sizing ${params.sizing ?: 'none'}): caps and inputs as given, not by the sizing rule; the paper's regime is not kept unless they happen to keep it. Input over cap per tool: " + plan.input_over_cap.collect { k, v -> "${k} ${v}" }.join(', ')
     if( plan.skipped )
         log.warn "--tools all: skipping ${plan.skipped.size()} recipe-only tools: " + plan.skipped.collect { k, v -> "${k} (${v})" }.join('; ')
+    return plan
+}
+
+/*
+ * The sizing rule measured on this host (`biossd study size`, src/biossd/study/sizer.py) for the
+ * plan's tools, within the study's --budget, on the fast class's scratch: its record is written
+ * into pipeline_info/ (a resumed study reuses it), its progress into pipeline_info/sizing.log.
+ */
+def sizeHere(Map plan) {
+    def info = file("${params.outdir}/pipeline_info")
+    def record = file("${info}/sizing.json")
+    if( record.exists() ) {
+        log.info "biossd: --sizing auto: ${record}, measured by an earlier session of this study"
+        return record.toString()
+    }
+    info.mkdirs()
+    def scratch = params.scratch_dir ?: workflow.workDir.toString()
+    def argv = ['biossd', 'study', 'size', '--tools', plan.tools.join(','), '--budget', params.budget.toString(),
+                '--scratch', scratch.toString(), '--out', record.toString()]
+    def log_file = file("${info}/sizing.log")
+    log.info "biossd: --sizing auto: measuring the sizing rule on this host within the study's budget of ${params.budget} (progress: ${log_file}; an hour or more for every tool)"
+    def pb = new ProcessBuilder(argv)
+    pb.redirectErrorStream(true)
+    pb.redirectOutput(log_file.toFile())
+    def code = pb.start().waitFor()
+    if( code != 0 )
+        error "biossd study size failed (exit ${code}); nothing was run. Its log: ${log_file}:\n" + log_file.readLines().takeRight(5).join("\n")
+    return record.toString()
+}
+
+// `biossd study plan` of the given params; stops the study on any problem.
+def planOf(Map given) {
+    def argv = ['biossd', 'study', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
+    if( workflow.stubRun )
+        argv << '--stub'
+    if( workflow.resume )
+        argv << '--resumed'
+    def out = new StringBuilder(), err = new StringBuilder()
+    def proc = argv.execute()
+    proc.waitForProcessOutput(out, err)
+    if( !out.toString().trim() )
+        error "biossd study plan failed (is biossd on PATH? run `make install`): ${err}"
+    def plan = new groovy.json.JsonSlurper().parseText(out.toString())
+    if( plan.problems )
+        error "The study cannot start; nothing was run:\n  - " + plan.problems.join("\n  - ")
     return plan
 }
 
@@ -124,7 +162,7 @@ workflow BIOSSD {
     // class's device is measured first, once nothing else writes: after the inputs are written
     // and prepared (fio beside a writing task would measure the load, not the device).
     ch_quiet = SYNTH_INPUT.out.input.mix(PREPARE.out.prepared, TOOL_VERSION.out.version).collect().map { true }.ifEmpty(true)
-    STORAGE_UP(classes.join(','))
+    STORAGE_UP(classes.join(','), [emulate_size: plan.emulate_size, data_memory: plan.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json.combine(ch_quiet).map { json, quiet -> json }, host)
     ch_classes = STORAGE_UP.out.json
         .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] } }

@@ -34,7 +34,7 @@ workflow EXPERIMENTS {
     def plan = experimentPlan(host)
     log.info "biossd: experiments ${plan.experiments.join(', ')} at size ${plan.size}: ${plan.n_tasks} tasks on ${plan.classes.join('/')}"
 
-    STORAGE_UP(plan.classes.join(','))
+    STORAGE_UP(plan.classes.join(','), [emulate_size: params.emulate_size, data_memory: params.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json, host)
     ch_classes = STORAGE_UP.out.json
         .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: '', info] } }

@@ -125,3 +125,24 @@ def controls_text(a: Analysis) -> str:
     for _, r in table[~table["held"]].iterrows():
         text += f" {r['tool']} did not ({r['speedup']:.2f}x: {r['note']}); the rule was not retuned for it."
     return text
+
+
+def sizing_text(a: Analysis) -> str:
+    """How the result set was sized, plainly: by the sizing rule on which host and budget, or by
+    hand — then that the paper's regime was not kept, with each tool's input over its cap."""
+    rec = a.rs.sizing
+    if rec and rec.get("format") == sizer.FORMAT:
+        how = sizer.provenance(rec)
+        return (f"Sized by the rule (`biossd study size` on {how['host']}, {how['created']}: {how['run_s']:g} s "
+                f"an input may add to a run, a {how['time_limit_s']:g} s limit); both sides ran its inputs, caps, "
+                "settings and limit, so each tool ran in the paper's regime as the rule defines it.")
+    if rec or np.isfinite(study_data_memory(a)):
+        return ("Sized by the rule, measured by benchmarks/sizing.py on the machine that ran the study (its record "
+                "is kept in pipeline_info/sizing.json).")
+    base = a.baseline_runs.groupby("tool")[["input_bytes", "mem_bytes"]].mean()
+    ratios = (base["input_bytes"] / base["mem_bytes"]).dropna()
+    listed = ", ".join(f"{tool} {ratio:.2g}" for tool, ratio in ratios.sort_values().items())
+    return ("Not sized by the rule: the caps and inputs were given by hand (--sizing none), so the paper's regime — "
+            f"inputs several times the memory, Fig. 9's 20 GB on 4 GB — was not kept. Input over cap per tool: "
+            f"{listed or 'no baseline runs'}. A tool that did not page here may page in the paper's regime; its "
+            "group says nothing about the paper's.")

@@ -57,9 +57,25 @@ class ResultSet:
         """The directory of one run (a row of ``runs``)."""
         return Path(row["root"]) / str(row["run_dir"])
 
+    def sized_params(self) -> dict[str, Any]:
+        """The parameters the result set's sizing record set (``--sizing``: they replaced the
+        study's own), or none."""
+        rec = self.sizing or {}
+        return dict(rec.get("parameters") or {}) if rec.get("format") == sizer.FORMAT else {}
+
+    def study_params(self) -> dict[str, Any]:
+        """The study's parameters as its runs recorded them (the last record of each wins), those
+        its sizing record set in their place."""
+        params: dict[str, Any] = {}
+        for record in self.provenance:
+            params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
+        return {**params, **{k: v for k, v in self.sized_params().items() if v is not None}}
+
     def study_param(self, name: str) -> Any:
-        """A parameter of the study that wrote the result set (its provenance; the first folder's
-        that gives it), or ``None``."""
+        """A parameter of the study that wrote the result set (its sizing record's, else its
+        provenance's: the first folder's that gives it), or ``None``."""
+        if self.sized_params().get(name) not in (None, ""):
+            return self.sized_params()[name]
         for record in self.provenance:
             value = (record.get("params") or {}).get(name)
             if value not in (None, ""):

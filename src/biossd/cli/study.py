@@ -30,10 +30,8 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
         params = json.loads(args.params)
     except json.JSONDecodeError as err:
         raise UsageError(f"--params is not JSON ({err})") from None
-    from biossd.study import outdir
-
     result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
-    print(json.dumps({**result.as_json(), "record": outdir.record(params)}, indent=2))
+    print(json.dumps(result.as_json(), indent=2))
     return 1 if result.problems else 0
 
 

@@ -50,11 +50,9 @@ def methods_tex(a: analysis.Analysis) -> str:
 
 
 def _study_params(a: analysis.Analysis) -> dict[str, Any]:
-    """The study's parameters as its runs recorded them (the last record of each wins)."""
-    params: dict[str, Any] = {}
-    for record in a.rs.provenance:
-        params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
-    return params
+    """The study's parameters as its runs recorded them (the last record of each wins), those
+    of its sizing record in their place."""
+    return a.rs.study_params()
 
 
 def _result_set_tex(a: analysis.Analysis) -> list[str]:

@@ -206,9 +206,7 @@ def table5_inputs(a: Analysis) -> pd.DataFrame:
     for m in datasets.load_all():
         for tool in m.get("used_by", []):
             used_by.setdefault(tool, m["name"])
-    params = {}
-    for record in a.rs.provenance:
-        params.update({k: v for k, v in (record.get("params") or {}).items() if v is not None})
+    params = a.rs.study_params()
     problems: list[str] = []
     kind_sizes = matrix.parse_pairs(params.get("input_sizes"), "input_sizes", problems)
     own = matrix.parse_tool_caps(params.get("tool_input_sizes"), problems, "tool_input_sizes")

@@ -48,6 +48,8 @@ JOB_TIME_GRACE_S = 300
 MIN_PROBE_INPUT_BYTES = 16 << 10
 #: --sizing none: the parameters as given, outside the sizing rule (the plan says so).
 NO_SIZING = "none"
+#: --sizing auto: the workflow sizes on this host first (`biossd study size`), then plans.
+SIZE_HERE = "auto"
 _WHOLE_RE = re.compile(r"^[1-9]\d*$")
 
 
@@ -102,6 +104,15 @@ class Plan:
     #: Each tool's baseline input over its smallest cap (what keeps, or does not keep, the study in
     #: the paper's regime).
     input_over_cap: dict[str, float] = field(default_factory=dict)
+    #: The plan's parameters as the result folder keeps them (:func:`biossd.study.outdir.record`),
+    #: those of the sizing record included.
+    record: dict[str, str | None] = field(default_factory=dict)
+    #: Each run's swap (--swap) and the emulated disks' size and scaling (--emulate_size,
+    #: --data_memory) as planned: a sizing record's, else the parameters' (the workflow passes
+    #: these on, never the raw params, so that --sizing decides them).
+    swap: str | None = None
+    emulate_size: str | None = None
+    data_memory: str | None = None
 
     def runs(self, firm: bool = False) -> list[dict[str, Any]]:
         """Every run of one storage class: tool, cap, scale, repeat and the id of its input
@@ -173,9 +184,14 @@ class Plan:
                             "settings": self.settings.get(run["tool"], {}),
                             "job_mem_bytes": mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
                             "job_time_s": int(self.time_limit_s + JOB_TIME_GRACE_S) if self.time_limit_s else None,
+                            **self.run_options(),
                             "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
                             "publish": str(layout.run_relpath(labels)), "order": start + len(out)})
         return out
+
+    def run_options(self) -> dict[str, Any]:
+        """What every profiled run is given beyond its cap: its swap and its time limit (seconds)."""
+        return {"swap": self.swap, "timeout_s": self.time_limit_s}
 
     def chain_tasks(self) -> list[dict[str, Any]]:
         """Every chained pipeline of the invocation on every class (Nextflow's CHAIN), with its
@@ -190,7 +206,7 @@ class Plan:
                           "publish": str(layout.chain_relpath({**labels, "step": s["name"]}))}
                          for s in chained["steps"]]
                 out.append({"host": self.host, "storage": storage, "partition": self.partitions.get(storage),
-                            "pipeline": chained["pipeline"],
+                            "pipeline": chained["pipeline"], **self.run_options(),
                             "rep": chained["rep"], "labels": labels, "input": chained["input"],
                             # One job runs every step: on a scheduler the largest step's cap holds.
                             "job_mem_bytes": max(st["mem_bytes"] for st in steps) + PROFILER_JOB_OVERHEAD_BYTES,
@@ -403,6 +419,22 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+def schema_text(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """``params`` with a number given for a parameter the schema takes only as text read as its
+    text: Nextflow reads ``--scales 1`` or ``--budget 90`` from the command line as a number."""
+    import json
+
+    known = json.loads(Path(schema_path).read_text())["properties"]
+    out = dict(params)
+    for name, value in params.items():
+        types = known.get(name, {}).get("type") or []
+        types = {types} if isinstance(types, str) else set(types)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and "string" in types \
+                and not types & {"integer", "number"}:
+            out[name] = str(value)
+    return out
+
+
 def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> list[str]:
     """Every parameter checked against the study's schema (types, enums, patterns), and every
     parameter the schema does not know; each problem names the parameter."""
@@ -611,6 +643,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     (``resumed``: the study resumes an earlier session, which may change its plan). The schema
     checks each parameter's type and form; the steps below check what it cannot (catalogue
     names, caps against floors, devices, space, images)."""
+    params = schema_text(params)
     problems: list[str] = schema_problems(params)
     sized, sizing_info = _sizing_of(params, problems)
     params = {**params, **sized}
@@ -658,7 +691,14 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                 repeats=repeats, firm_repeats=_whole(params.get("firm_repeats")), classes=classes, host=host,
                 devices=named, partitions=partitions,
                 skipped=skipped, problems=problems, sizing=sizing_info,
-                input_over_cap=_input_over_cap(sizes_of, tool_caps))
+                input_over_cap=_input_over_cap(sizes_of, tool_caps), record=outdir.record(params),
+                swap=_text(params.get("swap")), emulate_size=_text(params.get("emulate_size")),
+                data_memory=_text(params.get("data_memory")))
+
+
+def _text(value: Any) -> str | None:
+    """A parameter's text, or None when unset."""
+    return None if value in (None, "") else str(value)
 
 
 def _sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str, str], dict[str, Any] | None]:
@@ -669,6 +709,10 @@ def _sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str
 
     value = params.get("sizing")
     if value in (None, "", NO_SIZING):
+        return {}, None
+    if value == SIZE_HERE:
+        problems.append("--sizing auto is the workflow's: it runs `biossd study size` on this host first and plans "
+                        "with its record; to plan by hand, give that record (--sizing sizing.json) or none")
         return {}, None
     try:
         rec = sizer.load(Path(str(value)))

@@ -56,6 +56,8 @@ SMALLEST_INPUT = "16K"
 #: far past any size the ladder could choose.
 LADDER_TIMEOUT_BUDGETS = 4
 LADDER_TIMEOUT_STARTUP_S = 30.0
+#: The time limit is kept to milliseconds (the study's --time_limit is its text).
+TIME_LIMIT_DECIMALS = 3
 #: The device profile whose stroke the emulated slow class spans (``emulate_size`` = its capacity / D).
 DEFAULT_SLOW_PROFILE = "seagate-barracuda-7200"
 #: The rule's constants a record must share with this code to be used.
@@ -63,7 +65,7 @@ RULE_CONSTANTS = ("PAPER_MEMORY_BYTES", "INPUT_PER_MEMORY", "FIG9_MEMORY_PER_INP
                   "TIME_LIMIT_PER_INPUT_BUDGET", "CENSORED_MIN_SPEEDUP", "HEAP_MARGIN", "SWAP_SIZE")
 #: The study parameters a sizing record sets (nextflow_schema.json names each).
 PARAMETERS = ("tool_caps", "tool_input_sizes", "input_sizes", "data_memory", "java_heaps", "time_limit",
-              "emulate_size")
+              "emulate_size", "swap")
 
 
 class SizingError(BiossdError):
@@ -152,7 +154,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     unknown = [t for t in tools if t not in entries or entries[t].kind != "tool"]
     if unknown:
         raise SizingError(f"biossd study size: --tools names no catalogue tool: {', '.join(unknown)}")
-    limit_s = sizing.time_limit_s(run_budget_s)
+    limit_s = round(sizing.time_limit_s(run_budget_s), TIME_LIMIT_DECIMALS)
     ladder_timeout_s = LADDER_TIMEOUT_BUDGETS * run_budget_s + LADDER_TIMEOUT_STARTUP_S
     smallest = parse_size(SMALLEST_INPUT)
     with tempfile.TemporaryDirectory(dir=scratch, prefix="biossd-sizing-") as tmp_name:
@@ -333,6 +335,8 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE)
         "java_heaps": ";".join(f"{t}={h}" for t, h in sorted(chose["heaps"].items())) or None,
         "time_limit": f"{record['budget']['time_limit_s']:g}s",
         "emulate_size": format_size(sizing.round_kib(capacity / sizing.memory_divisor(m)) // (1 << 20) << 20),
+        # Every run pages to its class's device, as the sizing's capped runs did.
+        "swap": sizing.SWAP_SIZE,
     }
 
 

@@ -20,6 +20,8 @@ process STORAGE_UP {
 
     input:
     val classes
+    // The emulated disks' size and scaling as planned: [emulate_size: ..., data_memory: ...].
+    val options
 
     output:
     path 'storage.json', emit: json
