@@ -9,7 +9,8 @@ import json
 import pytest
 from conftest import STUDY_HOST, nextflow
 
-from biossd.analysis import resultset
+from biossd import analysis
+from biossd.analysis import regime, resultset
 from biossd.core.units import format_size, parse_duration_s, parse_size
 from biossd.study import catalogue, matrix, sizer, sizing
 
@@ -152,6 +153,13 @@ def test_result_sets_sized_differently_are_not_compared(sized, biossd, tmp_path)
         resultset.load(roots)
     (roots[1] / "pipeline_info" / "sizing.json").write_text(json.dumps(rec))
     assert resultset.load(roots).sizing["parameters"] == rec["parameters"]
+    a = analysis.open_results(roots)
+    assert a.rs.study_param("data_memory") == rec["parameters"]["data_memory"]  # the record's, not the params'
+    assert regime.sizing_text(a).startswith(f"Sized by the rule (`biossd study size` on {rec['host']['hostname']}")
+    for root in roots:
+        (root / "pipeline_info" / "sizing.json").unlink()
+    unsized = regime.sizing_text(analysis.open_results(roots))
+    assert unsized.startswith("Not sized by a measurement of the rule") and "Input over cap per tool: " in unsized
 
 
 @pytest.mark.integration

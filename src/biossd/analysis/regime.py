@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from biossd.analysis import Analysis, speedup
-from biossd.core.units import is_size_label, parse_size
+from biossd.core.units import format_size, is_size_label, parse_size
 from biossd.study import sizer, sizing
 
 #: The paper's G0 tools with small working sets (BWA, Bowtie 2, BLAST, ClustalW, GATK
@@ -136,13 +136,15 @@ def sizing_text(a: Analysis) -> str:
         return (f"Sized by the rule (`biossd study size` on {how['host']}, {how['created']}: {how['run_s']:g} s "
                 f"an input may add to a run, a {how['time_limit_s']:g} s limit); both sides ran its inputs, caps, "
                 "settings and limit, so each tool ran in the paper's regime as the rule defines it.")
-    if rec or np.isfinite(study_data_memory(a)):
+    if rec:
         return ("Sized by the rule, measured by benchmarks/sizing.py on the machine that ran the study (its record "
                 "is kept in pipeline_info/sizing.json).")
     base = a.baseline_runs.groupby("tool")[["input_bytes", "mem_bytes"]].mean()
     ratios = (base["input_bytes"] / base["mem_bytes"]).dropna()
     listed = ", ".join(f"{tool} {ratio:.2g}" for tool, ratio in ratios.sort_values().items())
-    return ("Not sized by the rule: the caps and inputs were given by hand (--sizing none), so the paper's regime — "
-            f"inputs several times the memory, Fig. 9's 20 GB on 4 GB — was not kept. Input over cap per tool: "
-            f"{listed or 'no baseline runs'}. A tool that did not page here may page in the paper's regime; its "
-            "group says nothing about the paper's.")
+    m = study_data_memory(a)
+    given = f" (a data memory M of {format_size(int(m))} scaled the tools' settings)" if np.isfinite(m) else ""
+    return ("Not sized by a measurement of the rule: the caps and inputs were given by hand" + given + ", so the "
+            "paper's regime — inputs several times the memory, Fig. 9's 20 GB on 4 GB — was not kept unless they "
+            f"happen to keep it. Input over cap per tool: {listed or 'no baseline runs'}. A tool that did not page "
+            "here may page in the paper's regime; its group says nothing about the paper's.")
