@@ -80,10 +80,12 @@ def test_the_record_holds_what_chose_each_parameter(sized):
 
 
 def _plan(path, **more):
-    params = {"tools": ",".join(TOOLS), "storage_classes": "ssd", "repeats": 1, "mem_caps": "1G", "scales": "1",
-              "outdir": str(path.parent / "out"),
-              "sizing": str(path), **more}
-    return matrix.plan(params, stub=True)
+    return matrix.plan(_plan_params(path, **more), stub=True)
+
+
+def _plan_params(path, **more):
+    return {"tools": ",".join(TOOLS), "storage_classes": "ssd", "repeats": 1, "mem_caps": "1G", "scales": "1",
+            "outdir": str(path.parent / "out"), "sizing": str(path), **more}
 
 
 @pytest.mark.integration
@@ -96,6 +98,8 @@ def test_a_study_takes_the_record_whole(sized):
     assert plan.time_limit_s == rec["budget"]["time_limit_s"]
     assert plan.tool_input_sizes == dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))
     assert plan.sizing["sha256"] == sizer.digest(path) and plan.sizing["host"] == rec["host"]["hostname"]
+    wider = matrix.plan({**_plan_params(path), "tools": "samtools_sort,stringtie,bwa"})
+    assert any("not bwa" in p and "biossd study size --tools" in p for p in wider.problems), wider.problems
     chose = rec["chose"]
     for tool in TOOLS:
         assert plan.input_over_cap[tool] == round(chose["inputs"][tool] / parse_size(caps[tool]), 3)

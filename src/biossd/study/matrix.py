@@ -654,6 +654,10 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     tools, skipped = select_tools(str(params.get("tools", "all")), entries, stub, problems)
     caps, overrides, tool_caps = _caps_of(params, tools, entries, problems)
     known = [t for t in tools if t in entries and entries[t].kind == "tool"]
+    unsized = [t for t in known if sizing_info and t not in sizing_info["tools"]]
+    if unsized and not stub:
+        problems.append(f"--sizing {sizing_info['path']} sized {', '.join(sizing_info['tools'])}, not "
+                        f"{', '.join(unsized)}: size those too (`biossd study size --tools ...`) or leave them out of --tools")
     scale_texts, scales_of = _scales_of(params, known, entries, problems)
     kinds = {t: entries[t].data["input"] for t in known}
     tool_input_sizes = _tool_input_sizes(params, known, entries, problems)
