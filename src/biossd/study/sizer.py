@@ -454,13 +454,11 @@ def data_over_m(rec: dict[str, Any] | None) -> dict[str, float]:
 
 def capped_timeouts(rec: dict[str, Any] | None, tool: str) -> list[int]:
     """The inputs (bytes) of ``tool`` whose capped run timed out in the sizing, largest first."""
-    from biossd.core.units import parse_size as size_of
-
     sizes = set()
     for r in (rec or {}).get("runs") or []:
         if r.get("tool") == tool and r.get("step") == "capped" and r.get("outcome") == "timeout":
             size = r.get("size_bytes", r.get("size"))
-            sizes.add(int(size) if isinstance(size, (int, float)) else size_of(str(size)))
+            sizes.add(int(size) if isinstance(size, (int, float)) else parse_size(str(size)))
     return sorted(sizes, reverse=True)
 
 
