@@ -4,7 +4,7 @@
  */
 include { STORAGE_UP   } from '../modules/local/storage/main'
 include { CHARACTERIZE } from '../modules/local/characterize/main'
-include { SYNTH_INPUT } from '../modules/local/synth_input/main'
+include { STUDY_INPUT } from '../modules/local/study_input/main'
 include { TOOL_VERSION } from '../modules/local/tool_version/main'
 include { PREPARE     } from '../modules/local/prepare/main'
 include { PROFILE     } from '../modules/local/profile/main'
@@ -143,13 +143,15 @@ workflow BIOSSD {
     def scales = plan.scales
     log.info "biossd: ${plan.n_runs} profiled runs: ${tools.size()} tools x caps ${plan.caps.values().flatten().unique().join('/')} x scales ${scales.join('/')} x ${plan.repeats} repeats (scaling runs: ${plan.scaling_repeats}) x ${classes.join('/')}" + (plan.probes ? "; ${plan.probes.size()} cachegrind probes on ${classes[0]}" : '') + (plan.chain_runs ? "; ${plan.chain_runs.size()} chained pipelines x ${classes.join('/')}" : '')
 
-    // Every synthetic input the runs read, from the plan: one per (kind, scale) at its kind's size
+    // Every input the runs read, from the plan: one per (kind, source, scale) at its kind's size
     // (--input_sizes, else --input_size), and the probes' reduced ones; shared by every run of it.
+    // Its source is synthetic, or a data set of the paper's prepared by its recipe (--inputs).
     ch_inputs = Channel
         .fromList(plan.inputs)
-        .map { i -> [[kind: i.kind, scale: i.scale, id: i.id], i.size, params.seed] }
-    SYNTH_INPUT(ch_inputs)
-    ch_input_dirs = SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }
+        .map { i -> [[kind: i.kind, scale: i.scale, id: i.id, source: i.source, data: i.data, manifests: i.manifests],
+                     i.size, params.seed] }
+    STUDY_INPUT(ch_inputs)
+    ch_input_dirs = STUDY_INPUT.out.input.map { meta, dir -> [meta.id, dir] }
 
     // Each tool's version, asked once (every run of the tool takes it, and with it its hash).
     TOOL_VERSION(Channel.fromList(plan.tasks.collect { it.tool }.unique()))
@@ -161,7 +163,7 @@ workflow BIOSSD {
     // Each storage class resolved to its scratch directory ('' = the task directory). Every
     // class's device is measured first, once nothing else writes: after the inputs are written
     // and prepared (fio beside a writing task would measure the load, not the device).
-    ch_quiet = SYNTH_INPUT.out.input.mix(PREPARE.out.prepared, TOOL_VERSION.out.version).collect().map { true }.ifEmpty(true)
+    ch_quiet = STUDY_INPUT.out.input.mix(PREPARE.out.prepared, TOOL_VERSION.out.version).collect().map { true }.ifEmpty(true)
     STORAGE_UP(classes.join(','), [emulate_size: plan.emulate_size, data_memory: plan.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json.combine(ch_quiet).map { json, quiet -> json }, host)
     ch_classes = STORAGE_UP.out.json
@@ -245,7 +247,7 @@ workflow BIOSSD {
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions
-        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, PROFILE.out.versions, PROFILE_REPEAT.out.versions,
+        .mix(CHARACTERIZE.out.versions, STUDY_INPUT.out.versions, PROFILE.out.versions, PROFILE_REPEAT.out.versions,
              ch_firm_versions, CHAIN.out.versions,
              FEATURES.out.versions, params.skip_report ? Channel.empty() : REPORT.out.versions)
         .map { f -> f.text }

@@ -6,7 +6,7 @@
  */
 include { STORAGE_UP        } from '../modules/local/storage/main'
 include { CHARACTERIZE      } from '../modules/local/characterize/main'
-include { SYNTH_INPUT       } from '../modules/local/synth_input/main'
+include { STUDY_INPUT       } from '../modules/local/study_input/main'
 include { EXPERIMENT        } from '../modules/local/experiment/main'
 include { EXPERIMENT_REPORT } from '../modules/local/experiment_report/main'
 
@@ -41,7 +41,7 @@ workflow EXPERIMENTS {
         .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
     // Each input once (kind and size), shared by every task that reads it.
-    SYNTH_INPUT(Channel.fromList(plan.inputs).map { i -> [[kind: i.kind, scale: i.scale, id: i.id], i.size, plan.seed] })
+    STUDY_INPUT(Channel.fromList(plan.inputs).map { i -> [[kind: i.kind, scale: i.scale, id: i.id], i.size, plan.seed] })
 
     // Every task in the plan's order: the classes side by side, point by point.
     ch_tasks = Channel
@@ -49,7 +49,7 @@ workflow EXPERIMENTS {
         .map { meta -> [meta.storage, meta] }
         .combine(ch_classes, by: 0)
         .map { storage, meta, scratch, info, device -> [meta.input.id, meta, scratch, info, device] }
-        .combine(SYNTH_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
+        .combine(STUDY_INPUT.out.input.map { meta, dir -> [meta.id, dir] }, by: 0)
         .toSortedList { a, b -> a[1].order <=> b[1].order }
         .flatMap { it }
         .map { id, meta, scratch, info, device, dir -> [meta, scratch, info, device, dir] }
@@ -62,7 +62,7 @@ workflow EXPERIMENTS {
         CHARACTERIZE.out.records.collect(), host, plan.experiments.join(','))
 
     STORAGE_UP.out.versions
-        .mix(CHARACTERIZE.out.versions, SYNTH_INPUT.out.versions, EXPERIMENT.out.versions, EXPERIMENT_REPORT.out.versions)
+        .mix(CHARACTERIZE.out.versions, STUDY_INPUT.out.versions, EXPERIMENT.out.versions, EXPERIMENT_REPORT.out.versions)
         .map { f -> f.text }
         .unique()
         .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true)

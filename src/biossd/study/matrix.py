@@ -25,6 +25,7 @@ from biossd.core import paths
 from biossd.core.units import format_size, is_size_label, parse_duration_s, parse_size
 from biossd.host import devices
 from biossd.study import catalogue, layout, outdir
+from biossd.study.inputs import sources
 
 #: Every parameter of the study, typed and documented (nf-core's nextflow_schema.json).
 SCHEMA_PATH = paths.STUDY_DIR / "nextflow_schema.json"
@@ -69,6 +70,13 @@ class Plan:
     #: A tool's own baseline input size, replacing its kind's (--tool_input_sizes): the sizing
     #: rule sizes inputs per program, as the paper did (biossd.study.sizing).
     tool_input_sizes: dict[str, str] = field(default_factory=dict)
+    #: Each tool's data set of the paper's (--inputs; a tool absent reads its kind's synthetic
+    #: input), each kind's for the chained pipelines, and where the fetched data sets (DIR/<id>)
+    #: and their manifests are (biossd.study.inputs.sources).
+    sources: dict[str, str] = field(default_factory=dict)
+    kind_sources: dict[str, str] = field(default_factory=dict)
+    data_dir: str = ""
+    data_manifests: str = ""
     #: Each tool's memory settings (its catalogue memory_options) under the sizing rule:
     #: paper-era defaults / (1 GB / --data_memory), JVM heaps from --java_heaps.
     settings: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -138,7 +146,8 @@ class Plan:
         if not self.cachegrind_divisor:
             return []
         return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": 1, "probe": "cachegrind",
-                 "input": probe_input_id(self.kinds[t], self.cachegrind_divisor, self.tool_input_sizes.get(t))}
+                 "input": probe_input_id(self.kinds[t], self.cachegrind_divisor, self.tool_input_sizes.get(t),
+                                         self.sources.get(t))}
                 for t in self.tools if self.caps.get(t) and t in self.kinds]
 
     def size_of(self, tool: str) -> str:
@@ -147,12 +156,13 @@ class Plan:
 
     def input_of(self, tool: str, scale: int) -> str:
         """The id of the input ``tool`` reads at ``scale``: its kind's shared one, or its own size's."""
-        return input_id(self.kinds.get(tool, ""), scale, self.tool_input_sizes.get(tool))
+        return input_id(self.kinds.get(tool, ""), scale, self.tool_input_sizes.get(tool), self.sources.get(tool))
 
     def chain_runs(self) -> list[dict[str, Any]]:
         """Every chained pipeline run of one storage class: the pipeline, the repeat, the id of
         its input (its kind at scale 1, as the baseline runs read it) and its steps."""
-        return [{"pipeline": p, "rep": rep, "input": input_id(self.chain_kinds[p], 1), "steps": self.chain_steps[p]}
+        return [{"pipeline": p, "rep": rep, "steps": self.chain_steps[p],
+                 "input": input_id(self.chain_kinds[p], 1, source=self.kind_sources.get(self.chain_kinds[p]))}
                 for p in self.chains for rep in range(1, self.chain_repeats + 1)]
 
     def tasks(self) -> list[dict[str, Any]]:
@@ -215,20 +225,28 @@ class Plan:
         return out
 
     def inputs(self) -> list[dict[str, Any]]:
-        """Every synthetic input the runs and probes read: id, kind, scale and baseline size."""
+        """Every input the runs and probes read: id, kind, scale, baseline size and source
+        (``synthetic``, or a data set with its fetched folder ``data`` and ``manifests``)."""
         seen: dict[str, dict[str, Any]] = {}
         for r in self.runs():
             kind = self.kinds.get(r["tool"], "")
             seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": r["scale"],
-                                         "size": self.size_of(r["tool"])})
+                                         "size": self.size_of(r["tool"]), **self._source(self.sources.get(r["tool"]))})
         for p, kind in self.chain_kinds.items():
-            seen.setdefault(input_id(kind, 1), {"id": input_id(kind, 1), "kind": kind, "scale": 1,
-                                                "size": self.input_sizes.get(kind, "")})
+            the_id = input_id(kind, 1, source=self.kind_sources.get(kind))
+            seen.setdefault(the_id, {"id": the_id, "kind": kind, "scale": 1, "size": self.input_sizes.get(kind, ""),
+                                     **self._source(self.kind_sources.get(kind))})
         for r in self.probes():
             kind = self.kinds[r["tool"]]
             size = max(parse_size(self.size_of(r["tool"])) // self.cachegrind_divisor, MIN_PROBE_INPUT_BYTES)
-            seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": 1, "size": format_size(size)})
+            seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": 1, "size": format_size(size),
+                                         **self._source(self.sources.get(r["tool"]))})
         return list(seen.values())
+
+    def _source(self, dataset: str | None) -> dict[str, str]:
+        if not dataset:
+            return {"source": sources.SYNTHETIC}
+        return {"source": dataset, "data": str(Path(self.data_dir) / dataset), "manifests": self.data_manifests}
 
     def n_runs(self) -> int:
         try:
@@ -246,15 +264,15 @@ class Plan:
                 "chain_tasks": self.chain_tasks() if tasks else []}
 
 
-def input_id(kind: str, scale: int, size: str | None = None) -> str:
-    """The id of the synthetic input of ``kind`` at ``scale`` (its SYNTH_INPUT task and folder):
-    the kind's shared baseline, or a tool's own baseline ``size``."""
-    return f"{kind}_{size}_x{scale}" if size else f"{kind}_x{scale}"
+def input_id(kind: str, scale: int, size: str | None = None, source: str | None = None) -> str:
+    """The id of the input of ``kind`` at ``scale`` (its STUDY_INPUT task and folder): the kind's
+    shared baseline, or a tool's own baseline ``size``; from a data set ``source``, or synthetic."""
+    return "_".join(x for x in (kind, source, size, f"x{scale}") if x)
 
 
-def probe_input_id(kind: str, divisor: int, size: str | None = None) -> str:
+def probe_input_id(kind: str, divisor: int, size: str | None = None, source: str | None = None) -> str:
     """The id of the reduced input of a probe: the baseline's size divided by ``divisor``."""
-    return f"{kind}_{size}_div{divisor}" if size else f"{kind}_div{divisor}"
+    return "_".join(x for x in (kind, source, size, f"div{divisor}") if x)
 
 
 def csv_list(value: object) -> list[str]:
@@ -667,6 +685,10 @@ def plan(params: Mapping[str, Any], stub: bool = False,
         for step in steps:
             settings.setdefault(step["tool"], _settings(params, [step["tool"]], entries, [])[step["tool"]])
     input_sizes = _input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
+    data_dir = Path(str(params.get("data_dir") or "data")).absolute()
+    data_manifests = str(params.get("data_manifests") or paths.DATA_MANIFESTS_DIR)
+    tool_sources, kind_sources = sources.resolve(str(params.get("inputs") or sources.SYNTHETIC), kinds, chain_kinds,
+                                                 data_dir, Path(data_manifests), stub, problems)
     time_limit_s = None
     if params.get("time_limit"):
         try:
@@ -688,7 +710,9 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     problems += device_record_problems(params.get("device_records"), host, classes)
 
     return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
-                input_sizes=input_sizes, tool_input_sizes=tool_input_sizes, settings=settings, time_limit_s=time_limit_s,
+                input_sizes=input_sizes, tool_input_sizes=tool_input_sizes, sources=tool_sources,
+                kind_sources=kind_sources, data_dir=str(data_dir), data_manifests=data_manifests,
+                settings=settings, time_limit_s=time_limit_s,
                 scaling_repeats=_whole(params.get("scaling_repeats"), repeats),
                 cachegrind_divisor=_whole(params.get("cachegrind_divisor")), chains=chains, chain_steps=chain_steps,
                 chain_kinds=chain_kinds, chain_repeats=_whole(params.get("chain_repeats"), repeats) if chains else 0,

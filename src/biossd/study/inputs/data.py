@@ -13,16 +13,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, sha256_file
 from biossd.study.inputs import synthgen
-from biossd.study.inputs.kinds import DESCRIPTIONS
+from biossd.study.inputs.kinds import DESCRIPTIONS, INPUT_RECORDS, PREPARED_RECORD, SYNTH_RECORD
 
-SYNTH_RECORD = "synth.json"
 PARTIAL_INFIX = ".biossd-synth-partial-"
 READ_LENGTH_BP = 100
 MAPQ = 60
@@ -74,7 +73,7 @@ def _sam_records(n_reads: int, rng: np.random.Generator) -> tuple[list[str], lis
 
 
 def replicate_sam(header: list[str], records: list[str], scale: int) -> bytes:
-    """The baseline records ``scale`` times (seed 000, §3.4: input size grown by replicating a
+    """The baseline records ``scale`` times (Lee, Min and Yoon 2015, §3.4: input size grown by replicating a
     baseline), each replica's read names prefixed ``x<replica>_`` so names stay unique."""
     lines = list(header)
     for replica in range(scale):
@@ -129,16 +128,29 @@ KINDS = {name: Kind(name, DESCRIPTIONS[name], make) for name, make in _MAKERS.it
 
 def synth(kind: str, out_dir: Path, size_bytes: int, seed: int, scale: int = 1) -> dict[str, object]:
     """Generate ``kind`` (baseline of ``size_bytes``, replicated ``scale`` times) into
-    ``out_dir`` and write ``synth.json``; returns that record.
-
-    The files are made in a partial directory beside ``out_dir`` and moved in only when all are
-    complete, ``synth.json`` last, so an interrupted synth leaves no record beside half-new files.
-    ``out_dir`` may be new, empty, or an earlier synth (whose recorded files are replaced); any
-    other file there is refused, never written over."""
+    ``out_dir`` and write ``synth.json``; returns that record (:func:`write_input`)."""
     if scale < 1:
         raise SynthError(f"--scale must be a whole number >= 1, got {scale}")
     if kind not in KINDS:
         raise SynthError(f"unknown kind {kind!r}; `biossd data synth --list` shows {sorted(KINDS)}")
+
+    def make(partial: Path) -> dict[str, object]:
+        made = KINDS[kind].make(partial, size_bytes, seed, scale)
+        return {"kind": kind, "seed": seed, "requested_size_bytes": size_bytes, "scale": scale,
+                "records": made["records"], "files": made["files"]}
+
+    return write_input(out_dir, make, SYNTH_RECORD)
+
+
+def write_input(out_dir: Path, make: Callable[[Path], dict[str, Any]], record_name: str) -> dict[str, Any]:
+    """Make a study input's files with ``make(partial)`` (which returns its record, ``files`` a
+    list of names) and move them into ``out_dir`` with the record ``record_name`` (``files``
+    then maps each name to its size and sha256).
+
+    The files are made in a partial directory beside ``out_dir`` and moved in only when all are
+    complete, the record last, so an interrupted run leaves no record beside half-new files.
+    ``out_dir`` may be new, empty, or an earlier input (whose recorded files are replaced); any
+    other file there is refused, never written over."""
     out_dir = Path(out_dir)
     replaced = _replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -146,25 +158,18 @@ def synth(kind: str, out_dir: Path, size_bytes: int, seed: int, scale: int = 1) 
     shutil.rmtree(partial, ignore_errors=True)  # this pid's own, from a failure before
     partial.mkdir()
     try:
-        made = KINDS[kind].make(partial, size_bytes, seed, scale)
-        record = {
-            "kind": kind,
-            "seed": seed,
-            "requested_size_bytes": size_bytes,
-            "scale": scale,
-            "records": made["records"],
-            "files": {
-                name: {"size_bytes": (partial / name).stat().st_size, "sha256": sha256_file(partial / name)}
-                for name in made["files"]
-            },
-        }
+        record = make(partial)
+        names = list(record["files"])
+        record["files"] = {name: {"size_bytes": (partial / name).stat().st_size, "sha256": sha256_file(partial / name)}
+                           for name in names}
         out_dir.mkdir(exist_ok=True)
-        (out_dir / SYNTH_RECORD).unlink(missing_ok=True)  # no record while the files change
-        for name in replaced - set(made["files"]):
+        for name in INPUT_RECORDS:
+            (out_dir / name).unlink(missing_ok=True)  # no record while the files change
+        for name in replaced - set(names):
             (out_dir / name).unlink(missing_ok=True)
-        for name in made["files"]:
+        for name in names:
             os.replace(partial / name, out_dir / name)
-        atomic_write_text(out_dir / SYNTH_RECORD, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(out_dir / record_name, json.dumps(record, indent=2, sort_keys=True) + "\n")
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return record
@@ -180,12 +185,15 @@ def _replaceable(out_dir: Path) -> set[str]:
     present = {p.name for p in out_dir.iterdir()}
     if not present:
         return set()
-    try:
-        earlier = set(json.loads((out_dir / SYNTH_RECORD).read_text())["files"])
-    except (OSError, ValueError, KeyError, TypeError):
-        earlier = None
-    others = sorted(present - (earlier or set()) - {SYNTH_RECORD}) if earlier is not None else sorted(present)
+    earlier = None
+    for name in INPUT_RECORDS:
+        try:
+            earlier = set(json.loads((out_dir / name).read_text())["files"])
+            break
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    others = sorted(present - (earlier or set()) - set(INPUT_RECORDS)) if earlier is not None else sorted(present)
     if others:
-        raise SynthError(f"-o {out_dir} holds files biossd data synth did not make ({', '.join(others[:5])}); "
+        raise SynthError(f"-o {out_dir} holds files biossd data did not make ({', '.join(others[:5])}); "
                          "nothing was written: give a new or empty directory")
     return earlier

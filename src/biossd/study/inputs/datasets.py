@@ -1,4 +1,4 @@
-"""The paper's input data sets (seed 000, Table 5) as manifests, and fetching them verified.
+"""The paper's input data sets (Lee, Min and Yoon 2015, Table 5) as manifests, and fetching them verified.
 
 ``data-manifests/<id>.yaml`` says what a data set is, where it comes from, its licence, its
 files (URL, size and sha256 where known — an unknown checksum is ``null`` with a note, never
@@ -30,6 +30,8 @@ from biossd.core.files import atomic_write_text
 from biossd.core.paths import DATA_MANIFESTS_DIR
 
 MANIFEST_DIR = DATA_MANIFESTS_DIR
+#: The record ``biossd data fetch`` writes beside the files it verified.
+FETCH_RECORD = "fetch.json"
 CHUNK_BYTES = 1 << 20
 CONNECT_TIMEOUT_S = 5.0
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -37,7 +39,7 @@ _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 #: Manifest fields: name -> (types, required, what it is).
 SCHEMA: dict[str, tuple[tuple[type, ...], bool, str]] = {
     "id": ((str,), True, "the file's name without .yaml"),
-    "name": ((str,), True, "the data set's name in seed 000 Table 5"),
+    "name": ((str,), True, "the data set's name in Lee, Min and Yoon (2015), Table 5"),
     "description": ((str,), True, "what it is"),
     "source": ((dict,), True, "{url | accession, citation}: where it comes from"),
     "licence": ((str,), True, "terms of use"),
@@ -45,8 +47,11 @@ SCHEMA: dict[str, tuple[tuple[type, ...], bool, str]] = {
     "used_by": ((list,), True, "catalogue ids of the tools that read it"),
     "recipe": ((str,), True, "how the study's input is made from it (subsample, region, ...)"),
     "synthetic": ((dict,), True, "{kind, size}: the stand-in from `biossd data synth`"),
+    "prepare": ((dict,), False, "{recipe, files: {role: file name | null}, args, note}: the recipe as code "
+                                "(biossd.study.inputs.recipes), run by `biossd data prepare`"),
     "note": ((str,), False, "free text"),
 }
+PREPARE_FIELDS = ("recipe", "files", "args", "note")
 FILE_FIELDS = ("name", "url", "size_bytes", "sha256", "checksum_note")
 
 
@@ -79,7 +84,38 @@ def load(path: Path) -> dict[str, Any]:
         raise DatasetError(f"{path}: field 'files' names {', '.join(twice)} more than once")
     if "kind" not in data["synthetic"]:
         raise DatasetError(f"{path}: field 'synthetic.kind' is missing")
+    if "prepare" in data:
+        _check_prepare(path, data, set(names))
     return data
+
+
+def _check_prepare(path: Path, data: dict[str, Any], names: set[str]) -> None:
+    """A ``prepare`` block names a known recipe of the manifest's kind, a file (or ``null`` and
+    a note saying why) for each of its roles, and only arguments it takes."""
+    from biossd.study.inputs import recipes
+
+    block = data["prepare"]
+    if set(block) - set(PREPARE_FIELDS) or "recipe" not in block or not isinstance(block.get("files"), dict):
+        raise DatasetError(f"{path}: field 'prepare' must have recipe and files (and only {PREPARE_FIELDS})")
+    recipe = recipes.RECIPES.get(block["recipe"])
+    if recipe is None:
+        raise DatasetError(f"{path}: field 'prepare.recipe' {block['recipe']!r} is not one of {sorted(recipes.RECIPES)}")
+    if recipe.kind != data["synthetic"]["kind"]:
+        raise DatasetError(f"{path}: field 'prepare.recipe' {recipe.name} makes a {recipe.kind} input, the "
+                           f"manifest's synthetic stand-in is {data['synthetic']['kind']}: they must be one kind")
+    roles = set(block["files"])
+    if roles != set(recipe.roles):
+        raise DatasetError(f"{path}: field 'prepare.files' has roles {sorted(roles)}; recipe {recipe.name} "
+                           f"reads {sorted(recipe.roles)}")
+    for role, name in block["files"].items():
+        if name is None and not block.get("note"):
+            raise DatasetError(f"{path}: field 'prepare.files.{role}' is null: say why in 'prepare.note'")
+        if name is not None and name not in names:
+            raise DatasetError(f"{path}: field 'prepare.files.{role}' names {name!r}, which is not in 'files'")
+    unknown = set(block.get("args") or {}) - set(recipe.args)
+    if unknown:
+        raise DatasetError(f"{path}: field 'prepare.args' has {sorted(unknown)}; recipe {recipe.name} takes "
+                           f"{sorted(recipe.args) or 'none'}")
 
 
 def get(dataset_id: str, manifest_dir: Path = MANIFEST_DIR) -> dict[str, Any]:
@@ -223,8 +259,76 @@ def fetch(dataset_id: str, out_dir: Path, accept_unverified: bool = False,
     out_dir.mkdir(parents=True, exist_ok=True)
     records = [fetch_file(f, out_dir, accept_unverified) for f in files]
     record = {"dataset": dataset_id, "files": records}
-    atomic_write_text(out_dir / "fetch.json", json.dumps(record, indent=2) + "\n")
+    atomic_write_text(out_dir / FETCH_RECORD, json.dumps(record, indent=2) + "\n")
     return record
+
+
+def preparable(manifest: dict[str, Any], data_dir: Path) -> str | None:
+    """Why ``manifest``'s data set cannot be prepared from ``data_dir`` now (``None``: it can):
+    no recipe as code, a role without a pinned file, or files not fetched."""
+    block = manifest.get("prepare")
+    if not block:
+        return (f"data-manifests/{manifest['id']}.yaml has no prepare recipe as code (its recipe: "
+                f"{manifest['recipe']})")
+    unpinned = sorted(role for role, name in block["files"].items() if name is None)
+    if unpinned:
+        return (f"data-manifests/{manifest['id']}.yaml pins no file for {', '.join(unpinned)} ({block.get('note')}); "
+                "pin it (name, url, size_bytes, sha256) to prepare this data set")
+    record = Path(data_dir) / FETCH_RECORD
+    try:
+        fetched = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return f"{record} is missing: fetch the data set first (`biossd data fetch {manifest['id']} -o {data_dir}`)"
+    have = {f.get("name") for f in fetched.get("files", [])} if fetched.get("dataset") == manifest["id"] else set()
+    missing = sorted(set(block["files"].values()) - have)
+    if missing:
+        return (f"{record} does not list {', '.join(missing)} of {manifest['id']}: fetch it again "
+                f"(`biossd data fetch {manifest['id']} -o {data_dir}`)")
+    return None
+
+
+def prepare(dataset_id: str, data_dir: Path, out_dir: Path, size_bytes: int, seed: int, scale: int = 1,
+            manifest_dir: Path = MANIFEST_DIR) -> dict[str, Any]:
+    """Make a study input of ``size_bytes`` (replicated ``scale`` times) from the fetched files
+    of ``dataset_id`` in ``data_dir`` by the manifest's recipe, into ``out_dir`` with its record
+    (``prepared.json``): the data set, the recipe and its arguments, the seed, each source file
+    with its URL and sha256 (checked again here against what the fetch verified), and the sha256
+    of every file made."""
+    from biossd.study.inputs import data, recipes
+
+    if scale < 1:
+        raise DatasetError(f"--scale must be a whole number >= 1, got {scale}")
+    manifest = get(dataset_id, manifest_dir)
+    why = preparable(manifest, data_dir)
+    if why:
+        raise DatasetError(f"{dataset_id}: cannot prepare: {why}")
+    block = manifest["prepare"]
+    recipe = recipes.RECIPES[block["recipe"]]
+    fetched = {f["name"]: f for f in json.loads((Path(data_dir) / FETCH_RECORD).read_text())["files"]}
+    by_name = {f["name"]: f for f in manifest["files"]}
+    sources, paths = [], {}
+    for role, name in sorted(block["files"].items()):
+        path = Path(data_dir) / name
+        actual = _sha256(path) if path.is_file() else None
+        if actual is None or actual != fetched[name].get("sha256"):
+            raise DatasetError(f"{path}: {'missing' if actual is None else 'its sha256 ' + actual} is not the file "
+                               f"`biossd data fetch` verified ({fetched[name].get('sha256')}); fetch it again")
+        paths[role] = path
+        sources.append({"role": role, "name": name, "url": by_name[name]["url"], "sha256": actual,
+                        "verified": bool(fetched[name].get("verified")) and actual == by_name[name].get("sha256")})
+    manifest_path = Path(manifest_dir) / f"{dataset_id}.yaml"
+
+    def make(partial: Path) -> dict[str, Any]:
+        try:
+            made = recipe.make(paths, partial, size_bytes, seed, scale, dict(block.get("args") or {}))
+        except (UnicodeDecodeError, EOFError, OSError) as err:
+            raise DatasetError(f"{dataset_id}: recipe {recipe.name} could not read its sources ({err})") from None
+        return {"kind": recipe.kind, "dataset": dataset_id, "recipe": recipe.name, "args": block.get("args") or {},
+                "manifest_sha256": _sha256(manifest_path), "seed": seed, "requested_size_bytes": size_bytes,
+                "scale": scale, "records": made["records"], "source_records": made["source_records"],
+                "sources": sources, "files": made["files"]}
+
+    return data.write_input(Path(out_dir), make, data.PREPARED_RECORD)
 
 
 def _sha256(path: Path) -> str:

@@ -16,3 +16,9 @@ DESCRIPTIONS = {
     "genesets": "ErmineJ gene annotations with GO terms and gene scores",
     "rnaseq": "spliced RNA-seq reads (FASTQ), gene models (GTF) and genome",
 }
+
+#: The record of a synthetic input (``biossd data synth``) and of one prepared from a published
+#: data set (``biossd data prepare``); every study input carries one: what made it, each file's sha256.
+SYNTH_RECORD = "synth.json"
+PREPARED_RECORD = "prepared.json"
+INPUT_RECORDS = (SYNTH_RECORD, PREPARED_RECORD)
