@@ -4,6 +4,8 @@ gives them to the workflow."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,14 +162,27 @@ def test_bad_sizing_parameters_are_named(changes, problem):
     assert any(problem in text for text in plan(**changes).problems), plan(**changes).problems
 
 
-def _full_params(name: str = "full") -> dict[str, str]:
+def _config_params(path: Path) -> dict[str, Any]:
+    """The ``params { }`` block of a Nextflow config file, as Nextflow would read it."""
     import re
 
-    text = (catalogue.REPO_ROOT / "nextflow" / "conf" / f"{name}.config").read_text()
+    text = path.read_text()
     body = text[text.index("params {"):]
+    body = body[:re.search(r"^}", body, re.M).end()]
     pairs = re.findall(r"^\s+(\w+)\s*=\s*('[^']*'|[\w.]+)", body, re.M)
-    return {k: v.strip("'") if v.startswith("'") else int(v) if v.isdigit() else None if v == "null" else v
-            for k, v in pairs}
+    words = {"null": None, "true": True, "false": False}
+    out = {k: v.strip("'") if v.startswith("'") else int(v) if v.isdigit() else
+           float(v) if re.fullmatch(r"\d+\.\d+", v) else words.get(v, v) for k, v in pairs}
+    # A Groovy string naming a file beside the study: "${projectDir}/../benchmarks/..."
+    for k, v in re.findall(r'^\s+(\w+)\s*=\s*"([^"]*)"', body, re.M):
+        out[k] = v.replace("${projectDir}", str(catalogue.REPO_ROOT / "study"))
+    return out
+
+
+def _full_params(name: str = "full") -> dict[str, Any]:
+    """The study's parameters under ``-profile NAME``: study/nextflow.config's, then the profile's."""
+    return {**_config_params(catalogue.REPO_ROOT / "study" / "nextflow.config"),
+            **_config_params(catalogue.REPO_ROOT / "nextflow" / "conf" / f"{name}.config")}
 
 
 @pytest.mark.parametrize("profile, factor", [("memory_x4", 4), ("memory_div4", 0.25)])
@@ -177,12 +192,12 @@ def test_the_sensitivity_profiles_change_m_alone(profile, factor):
     from biossd.core.units import parse_size
     from biossd.study import sizing
 
-    full, side = _full_params(), _full_params(profile)
+    full, side = _full_params(), _config_params(catalogue.REPO_ROOT / "nextflow" / "conf" / f"{profile}.config")
     p_full = matrix.plan(full, stub=True)
     p = matrix.plan({**full, **side}, stub=True)
     assert p.problems == []
-    m_full, m = parse_size(full["data_memory"]), parse_size(side["data_memory"])
-    assert abs(m - factor * m_full) <= 1024
+    m_full, m = parse_size(p_full.data_memory), parse_size(p.data_memory)
+    assert abs(m - factor * m_full) <= 1024 and p.sizing["memory_factor"] == factor
     for tool in p.tools:
         floor = parse_size(p_full.caps[tool][0]) - m_full
         expected = max(floor + m, matrix.MIN_CAP_BYTES)  # no run has less than the shell and time need
@@ -192,19 +207,23 @@ def test_the_sensitivity_profiles_change_m_alone(profile, factor):
 
 
 def test_the_full_profile_follows_the_sizing_rule():
-    """nextflow/conf/full.config holds what benchmarks/sizing.py measured under the rule of
-    src/biossd/study/sizing.py: every runnable tool with its own cap F + M (the GATK steps three,
-    Fig. 9's F + 0.2/0.8/1.6 x their input) and its own input; one data memory M; the time limit."""
+    """-profile full takes a committed record of `biossd study size` whole (checked against its
+    own measurements): every runnable tool with its own cap F + M (the GATK steps three, Fig. 9's
+    F + 0.2/0.8/1.6 x their input) and its own input; one data memory M; the record's limit."""
     from biossd.core.units import parse_size
-    from biossd.study import sizing
+    from biossd.study import sizer, sizing
 
     params = _full_params()
-    assert params["time_limit"] == f"{sizing.TIME_LIMIT_S:g}s"
-    m = parse_size(params["data_memory"])
+    rec = sizer.load(Path(params["sizing"]))
+    assert rec["format"] == sizer.FORMAT and sizer.check(rec) == []
+    assert set(sizer.PARAMETERS).isdisjoint(_config_params(catalogue.REPO_ROOT / "nextflow/conf/full.config"))
     p = matrix.plan(params, stub=True)
-    assert p.problems == []
+    assert p.problems == [] and p.sizing["sha256"] == sizer.digest(Path(params["sizing"]))
+    assert p.time_limit_s == rec["budget"]["time_limit_s"]
+    m = parse_size(p.data_memory)
+    assert m == rec["chose"]["data_memory"]
     runnable = {e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"}
-    assert runnable <= set(p.tools) and set(p.tool_input_sizes) == runnable  # a stub plan lists every entry
+    assert runnable <= set(p.tools) and set(p.tool_input_sizes) == runnable == set(rec["tools"])
     for tool in runnable:
         caps = sorted(parse_size(c) for c in p.caps[tool])
         if sizing.is_gatk(tool):
@@ -214,7 +233,7 @@ def test_the_full_profile_follows_the_sizing_rule():
             for cap, share in zip(caps, sizing.FIG9_MEMORY_PER_INPUT):
                 assert abs(cap - (floor + share * gatk_input)) <= 2048, (tool, cap)
         else:
-            assert len(caps) == 1 and caps[0] > m, (tool, caps, m)  # F + M, F > 0
+            assert caps == [sizing.cap_bytes(rec["chose"]["floors"][tool], m)], (tool, caps, m)
     # One input per shared data set, as in the paper: the GATK steps, and Fig. 1's aligners.
     assert len({p.tool_input_sizes[t] for t in runnable if sizing.is_gatk(t)}) == 1
     assert len({p.tool_input_sizes[t] for t in sizing.FIG1_TOOLS}) == 1

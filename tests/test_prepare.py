@@ -22,6 +22,37 @@ from biossd.study.inputs import data, datasets, recipes
 READS_SIZE = 96 << 10
 
 
+def serve(directory: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
+    """An HTTP server on 127.0.0.1 for the files of ``directory`` (its URL, and it to shut down)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
+
+
+def publish(served: Path, made: dict[Path, str]) -> None:
+    """Each made file under its published name, gzipped when the name says so (as sources serve them)."""
+    served.mkdir(parents=True, exist_ok=True)
+    for src, name in made.items():
+        body = src.read_bytes()
+        (served / name).write_bytes(gzip.compress(body, mtime=0) if name.endswith(".gz") else body)
+
+
+def pinned(served: Path, url: str, name: str) -> dict:
+    """A manifest's file entry for a served file: its URL, size and sha256."""
+    body = (served / name).read_bytes()
+    return {"name": name, "url": f"{url}/{name}", "size_bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+
+
+def write_manifest(manifests: Path, dataset: str, kind: str, used_by: list[str], files: list[dict],
+                   prepare: dict) -> None:
+    manifests.mkdir(parents=True, exist_ok=True)
+    (manifests / f"{dataset}.yaml").write_text(yaml.safe_dump({
+        "id": dataset, "name": dataset, "description": "served here", "source": {"url": files[0]["url"]},
+        "licence": "test", "recipe": "as code", "used_by": used_by, "files": files, "synthetic": {"kind": kind},
+        "prepare": prepare}))
+
+
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """A 'published' paired library with its genome and a protein database, gzipped as sources
@@ -31,33 +62,16 @@ def published(tmp_path_factory):
     data.synth("reads", made / "reads", 256 << 10, seed=11)
     data.synth("proteins", made / "proteins", 64 << 10, seed=12)
     served = root / "served"
-    served.mkdir()
-    for src, name in ((made / "reads/reads_1.fq", "frag_1.fastq.gz"), (made / "reads/reads_2.fq", "frag_2.fastq.gz"),
-                      (made / "reads/genome.fa", "genome.fasta"), (made / "proteins/proteins.fa", "db.fasta.gz")):
-        body = src.read_bytes()
-        (served / name).write_bytes(gzip.compress(body, mtime=0) if name.endswith(".gz") else body)
-    handler = functools.partial(_QuietHandler, directory=str(served))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    publish(served, {made / "reads/reads_1.fq": "frag_1.fastq.gz", made / "reads/reads_2.fq": "frag_2.fastq.gz",
+                     made / "reads/genome.fa": "genome.fasta", made / "proteins/proteins.fa": "db.fasta.gz"})
+    url, httpd = serve(served)
     manifests = root / "manifests"
-    manifests.mkdir()
-
-    def pinned(name):
-        body = (served / name).read_bytes()
-        return {"name": name, "url": f"{url}/{name}", "size_bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}
-
-    common = {"description": "served here", "source": {"url": url}, "licence": "test", "recipe": "as code"}
-    (manifests / "lib.yaml").write_text(yaml.safe_dump({
-        "id": "lib", "name": "A paired library", **common, "used_by": ["bwa", "bowtie2"],
-        "files": [pinned("frag_1.fastq.gz"), pinned("frag_2.fastq.gz"), pinned("genome.fasta")],
-        "synthetic": {"kind": "reads"},
-        "prepare": {"recipe": "fastq_pairs",
-                    "files": {"reads_1": "frag_1.fastq.gz", "reads_2": "frag_2.fastq.gz", "genome": "genome.fasta"}}}))
-    (manifests / "db.yaml").write_text(yaml.safe_dump({
-        "id": "db", "name": "A protein database", **common, "used_by": ["blast"], "files": [pinned("db.fasta.gz")],
-        "synthetic": {"kind": "proteins"},
-        "prepare": {"recipe": "fasta_database", "files": {"database": "db.fasta.gz"}, "args": {"queries": 8}}}))
+    write_manifest(manifests, "lib", "reads", ["bwa", "bowtie2"],
+                   [pinned(served, url, n) for n in ("frag_1.fastq.gz", "frag_2.fastq.gz", "genome.fasta")],
+                   {"recipe": "fastq_pairs",
+                    "files": {"reads_1": "frag_1.fastq.gz", "reads_2": "frag_2.fastq.gz", "genome": "genome.fasta"}})
+    write_manifest(manifests, "db", "proteins", ["blast"], [pinned(served, url, "db.fasta.gz")],
+                   {"recipe": "fasta_database", "files": {"database": "db.fasta.gz"}, "args": {"queries": 8}})
     yield {"url": url, "manifests": manifests, "root": root}
     httpd.shutdown()
 

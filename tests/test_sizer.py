@@ -13,10 +13,14 @@ from biossd import analysis
 from biossd.analysis import regime, resultset
 from biossd.core.units import format_size, parse_duration_s, parse_size
 from biossd.study import catalogue, matrix, sizer, sizing
+from biossd.study.inputs import data, datasets
+from test_prepare import pinned, publish, serve, write_manifest
 
 TOOLS = ("samtools_sort", "stringtie")
 #: A budget that sizes the two quickly: 0.09 s an input may add to a run.
 STUDY_BUDGET_S = 10
+#: The published data set StringTie reads in the pair (tests/test_prepare.py serves it the same way).
+RNASEQ = "rna"
 
 
 def test_a_study_budget_gives_a_run_budget_and_a_limit_in_the_rules_proportion():
@@ -39,9 +43,21 @@ def sized(env, tmp_path_factory, study_results):
     tmp = tmp_path_factory.mktemp("size")
     outdir, scratch = tmp / "out", tmp / "scratch"
     scratch.mkdir()
+    # StringTie reads a published RNA-seq data set (served here, fetched, prepared by its recipe in
+    # the study's input stage); samtools sort its synthetic input.
+    made, served = tmp / "made", tmp / "served"
+    data.synth("rnaseq", made, 256 << 10, seed=5)
+    publish(served, {made / "reads.fq": "reads.fastq.gz", made / "genome.fa": "genome.fa", made / "genes.gtf": "genes.gtf"})
+    url, httpd = serve(served)
+    files = [pinned(served, url, n) for n in ("reads.fastq.gz", "genome.fa", "genes.gtf")]
+    write_manifest(tmp / "manifests", RNASEQ, "rnaseq", ["stringtie"], files, {"recipe": "fastq_rnaseq", "files": {
+        "reads": "reads.fastq.gz", "genome": "genome.fa", "annotation": "genes.gtf"}})
+    datasets.fetch(RNASEQ, tmp / "data" / RNASEQ, manifest_dir=tmp / "manifests")
+    httpd.shutdown()
+    inputs = ["--inputs", f"stringtie={RNASEQ}", "--data_dir", str(tmp / "data"), "--data_manifests", str(tmp / "manifests")]
     args = ["-profile", "ssd", "--tools", ",".join(TOOLS), "--budget", f"{STUDY_BUDGET_S}s", "--scales", "1",
             "--repeats", "1", "--skip_report", "--scratch_dir", str(scratch), "--device_records", str(study_results[1]),
-            "--host", STUDY_HOST, "--outdir", str(outdir)]
+            "--host", STUDY_HOST, "--outdir", str(outdir), *inputs]
     first = nextflow(env, tmp, *args)
     path = outdir / "pipeline_info" / "sizing.json"
     return path, json.loads(path.read_text()), first.stdout, (tmp, args)
@@ -184,3 +200,35 @@ def test_a_host_of_a_pair_sizes_first_and_runs_by_the_record(sized, env):
         assert body["swap"] and body["swap"]["size_bytes"] == parse_size(sizing.SWAP_SIZE), body["swap"]
     again = nextflow(env, launch, *args, "-resume")
     assert "measured by an earlier session of this study" in again.stdout and "measuring" not in again.stdout
+
+
+@pytest.mark.integration
+def test_the_twin_runs_by_the_first_host_s_record_and_one_report_combines_them(sized, env, study_results):
+    """The pair on this machine: the sized host's record given to its twin (the emulated Barracuda,
+    `-profile emulated_hdd --sizing`), which runs the same inputs, caps, settings and limit; the two
+    result sets make one Table 1 with the regime's columns."""
+    from biossd.outputs import artefacts
+
+    path, rec, _, (launch, args) = sized
+    twin = launch / "twin"
+    scratch = launch / "twin-scratch"
+    scratch.mkdir()
+    inputs = args[args.index("--inputs"):args.index("--inputs") + 6]
+    nextflow(env, launch, "-profile", "emulated_hdd", "--sizing", str(path), "--tools", ",".join(TOOLS),
+             "--scales", "1", "--repeats", "1", "--skip_report", "--scratch_dir", str(scratch),
+             "--device_records", str(study_results[1]), "--host", STUDY_HOST, "--outdir", str(twin), *inputs)
+    assert json.loads((twin / "pipeline_info" / "sizing.json").read_text()) == rec
+    # Both hosts read the same prepared data set: its record, and so every byte, is the same.
+    records = [sorted((root / "inputs").glob("*/prepared.json")) for root in (path.parent.parent, twin)]
+    size = dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))["stringtie"]
+    assert [[p.parent.name for p in r] for r in records] == [[matrix.input_id("rnaseq", 1, size, RNASEQ)]] * 2
+    fast_record, slow_record = (json.loads(r[0].read_text()) for r in records)
+    assert fast_record == slow_record and fast_record["dataset"] == RNASEQ and fast_record["recipe"] == "fastq_rnaseq"
+    assert all(s["verified"] for s in fast_record["sources"])
+    plan = json.loads((twin / "pipeline_info" / "plan.json").read_text())
+    assert {k: plan[k] for k in sizer.PARAMETERS} == {k: rec["parameters"][k] for k in sizer.PARAMETERS}
+    a = analysis.open_results([path.parent.parent, twin])
+    table = artefacts.make("table1_tools", a, twin / "report")
+    assert sorted(table["tool"]) == sorted(TOOLS)
+    assert {"data_over_m", "input_over_m", "floor_bytes", "data_memory_bytes"} <= set(table.columns)
+    assert (table["n_ok_fast"] + table["n_ok_slow"] > 0).all()

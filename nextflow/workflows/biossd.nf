@@ -29,7 +29,11 @@ def studyPlan(String host) {
     // before the hours of sizing (the folder's plan is checked once sized). A -stub-run sizes nothing.
     if( given.sizing == 'auto' )
         given.sizing = workflow.stubRun ? 'none' : sizeHere(planOf(given + [sizing: 'none', replace_results: true]))
-    def plan = planOf(given)
+    // --estimate (-profile paper): each tool probed briefly on this host first, and the study's
+    // duration per class estimated from it (src/biossd/study/estimate.py), logged before any run.
+    def plan = planOf(given, params.estimate && !workflow.stubRun)
+    if( plan.estimate )
+        log.info "biossd: ${plan.estimate.text}"
     // The plan this folder now holds (src/biossd/study/outdir.py): a later study of another plan
     // into it is refused unless it resumes this one or replaces it. Written whole, then renamed.
     def info = file("${params.outdir}/pipeline_info")
@@ -77,8 +81,10 @@ def sizeHere(Map plan) {
 }
 
 // `biossd study plan` of the given params; stops the study on any problem.
-def planOf(Map given) {
+def planOf(Map given, boolean estimate = false) {
     def argv = ['biossd', 'study', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
+    if( estimate )
+        argv += ['--estimate', '--scratch', (params.scratch_dir ?: workflow.workDir).toString()]
     if( workflow.stubRun )
         argv << '--stub'
     if( workflow.resume )

@@ -59,9 +59,18 @@ class ResultSet:
 
     def sized_params(self) -> dict[str, Any]:
         """The parameters the result set's sizing record set (``--sizing``: they replaced the
-        study's own), or none."""
+        study's own; at ``--memory_factor`` k, derived with k M), or none."""
         rec = self.sizing or {}
-        return dict(rec.get("parameters") or {}) if rec.get("format") == sizer.FORMAT else {}
+        if rec.get("format") != sizer.FORMAT:
+            return {}
+        factor = 1.0
+        for record in self.provenance:
+            factor = float((record.get("params") or {}).get("memory_factor") or factor)
+        if factor == 1:
+            return dict(rec.get("parameters") or {})
+        from biossd.study.matrix import MIN_CAP_BYTES
+
+        return sizer.parameters(rec, memory_factor=factor, min_cap_bytes=MIN_CAP_BYTES)
 
     def study_params(self) -> dict[str, Any]:
         """The study's parameters as its runs recorded them (the last record of each wins), those

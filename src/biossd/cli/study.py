@@ -7,6 +7,7 @@ import argparse
 import json
 import platform
 import sys
+import tempfile
 from pathlib import Path
 
 from biossd.cli import options
@@ -31,7 +32,20 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as err:
         raise UsageError(f"--params is not JSON ({err})") from None
     result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
-    print(json.dumps(result.as_json(), indent=2))
+    body = result.as_json()
+    if args.estimate and not result.problems and not args.stub:
+        from biossd.study import estimate
+
+        options.need_root("study plan --estimate")
+        scratch = Path(args.scratch or params.get("scratch_dir") or tempfile.gettempdir())
+        print(f"biossd study plan: probing {len(result.tools)} tools in {scratch} for the estimate "
+              f"(each tool's ladder up to {estimate.PROBE_RUN_BUDGET_S:g} s past its start-up)", file=sys.stderr)
+        runs = estimate.probe(result.tools, scratch, int(params.get("seed") or 7), log=lambda line: None)
+        emulate = matrix.parse_pairs(params.get("emulate") or "", "emulate", [])
+        body["estimate"] = estimate.of(result, runs, emulate)
+        body["estimate"]["text"] = estimate.summary(body["estimate"], result.time_limit_s)
+        print(f"biossd study plan: {body['estimate']['text']}", file=sys.stderr)
+    print(json.dumps(body, indent=2))
     return 1 if result.problems else 0
 
 
@@ -195,6 +209,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stub", action="store_true", help="a -stub-run: every tool entry, no device checks")
     p.add_argument("--resumed", action="store_true",
                    help="the study resumes an earlier session (-resume): its --outdir may hold another plan's runs")
+    p.add_argument("--estimate", action="store_true",
+                   help="probe each tool briefly on this host (root) and estimate the study's duration per class")
+    p.add_argument("--scratch", help="where the probe runs (default: --params' scratch_dir, else the temporary directory)")
     p.set_defaults(func=cmd_study_plan)
     p = study_p.add_parser("firm-up", help="of the planned extra repeats, those of the baseline configurations whose "
                                            "speedup's interval straddles a group's bound after the runs given (JSON)")

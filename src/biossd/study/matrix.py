@@ -731,7 +731,8 @@ def _text(value: Any) -> str | None:
 
 def _sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str, str], dict[str, Any] | None]:
     """--sizing FILE: the parameters of a record of `biossd study size` (checked,
-    :func:`biossd.study.sizer.load`) replace the study's own, and the plan names the record;
+    :func:`biossd.study.sizer.load`) replace the study's own, and the plan names the record
+    (--memory_factor k: derived with k times its data memory, the rule's sensitivity to D);
     --sizing none (or unset) keeps the parameters as given."""
     from biossd.study import sizer
 
@@ -747,8 +748,11 @@ def _sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str
     except sizer.SizingError as err:
         problems.append(str(err))
         return {}, None
-    sized = {name: v for name, v in rec["parameters"].items() if v is not None}
-    return sized, {"path": str(value), "sha256": sizer.digest(Path(str(value))), "host": rec["host"].get("hostname"),
+    factor = float(params.get("memory_factor") or 1)
+    derived = rec["parameters"] if factor == 1 else sizer.parameters(rec, memory_factor=factor,
+                                                                       min_cap_bytes=MIN_CAP_BYTES)
+    sized = {name: v for name, v in derived.items() if v is not None}
+    return sized, {"memory_factor": factor, "path": str(value), "sha256": sizer.digest(Path(str(value))), "host": rec["host"].get("hostname"),
                    "created": rec.get("created"), "run_budget_s": rec["budget"]["run_s"], "tools": rec["tools"],
                    "parameters": sorted(sized)}
 

@@ -90,7 +90,7 @@ def group_of(tool: str) -> str:
     return "gatk" if sizing.is_gatk(tool) else "fig1" if tool in sizing.FIG1_TOOLS else tool
 
 
-class _Runner:
+class Runner:
     """Profiled runs of the catalogue's tools on synthetic inputs made once per (kind, size)."""
 
     def __init__(self, entries: dict, scratch: Path, seed: int, log: Callable[[str], None]):
@@ -123,11 +123,14 @@ class _Runner:
                       "--timeout", f"{timeout_s:g}", *swap, "--", *[a.decode() for a in argv if a]],
                      f"profile {tool}", cwd=stage_dir)
             body = json.loads((out / "run.json").read_text())
+            accounting = out / "rusage.json"  # the process tree's block reads and writes
+            usage = json.loads(accounting.read_text()) if accounting.is_file() else {}
         finally:
             shutil.rmtree(work, ignore_errors=True)
         resident = body["memory_cap"].get("resident") or {}
         record = {"step": step, "tool": tool, "size_bytes": size, "cap_bytes": cap, "settings": settings,
-                  "outcome": body["outcome"], "wall_s": body["wall_s"], "resident_peak_bytes": resident.get("peak_bytes")}
+                  "outcome": body["outcome"], "wall_s": body["wall_s"], "resident_peak_bytes": resident.get("peak_bytes"),
+                  "read_bytes": usage.get("read_bytes"), "write_bytes": usage.get("write_bytes")}
         self.runs.append(record)
         self.log(f"{step:<6} {tool:<22} {format_size(size):>6} cap {format_size(cap) if cap else 'none':<7} "
                  f"{record['outcome']:<8} {record['wall_s']:7.2f} s  resident "
@@ -158,7 +161,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     ladder_timeout_s = LADDER_TIMEOUT_BUDGETS * run_budget_s + LADDER_TIMEOUT_STARTUP_S
     smallest = parse_size(SMALLEST_INPUT)
     with tempfile.TemporaryDirectory(dir=scratch, prefix="biossd-sizing-") as tmp_name:
-        runner = _Runner(entries, Path(tmp_name), seed, log)
+        runner = Runner(entries, Path(tmp_name), seed, log)
         heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
 
         # 1. Inputs per group.
@@ -257,7 +260,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
             "chose": chose, "runs": runs}
 
 
-def _ladder(runner: _Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
+def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
             timeout_s: float) -> int | None:
     """Step 1 for one group: the largest doubling step within the budget for every member."""
     times: dict[str, dict[int, float | None]] = {t: {} for t in members}
@@ -286,7 +289,7 @@ def _ladder(runner: _Runner, members: list[str], heap_of: dict, budget_s: float,
     return best
 
 
-def _smallest_heap(runner: _Runner, tool: str, size: int, step: str, timeout_s: float) -> int:
+def _smallest_heap(runner: Runner, tool: str, size: int, step: str, timeout_s: float) -> int:
     heap = parse_size(sizing.HEAP_LADDER_MIN)
     while heap <= parse_size(sizing.HEAP_LADDER_MAX):
         if runner.run(tool, size, None, {"java_mem": format_size(heap)}, step, timeout_s)["outcome"] == "ok":
@@ -306,22 +309,28 @@ def _baseline_bytes(entry, reads: int) -> int:
     return reads * synthgen.FLOWGRAM_BYTES_PER_READ
 
 
-def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE) -> dict[str, str]:
+def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE, memory_factor: float = 1.0,
+               min_cap_bytes: int = 0) -> dict[str, str]:
     """The study parameters (:data:`PARAMETERS`) that a record's choices give: per-tool caps
     (Fig. 9's three for the GATK steps), inputs per tool and per kind (each kind's smallest, for
     the chained pipelines), M, the JVM heaps, the time limit, and the emulated slow device's size
-    (``slow_profile``'s capacity / D, so that it spans the whole stroke)."""
+    (``slow_profile``'s capacity / D, so that it spans the whole stroke).
+
+    ``memory_factor`` k: the rule's sensitivity to D — the same floors and inputs with k M as the
+    data memory (caps F + k M, settings / the D that follows; the GATK steps' Fig. 9 caps and the
+    emulated device as measured); a cap is never below ``min_cap_bytes``."""
     from biossd.host.hdd.diskmodel import load_profile
 
     chose = record["chose"]
     inputs, floors = chose["inputs"], chose["floors"]
     m, m_gatk = chose["data_memory"], chose["data_memory_gatk"]
+    m_k = sizing.round_kib(m * memory_factor) if memory_factor != 1 else m
     caps = {}
     for tool in sorted(inputs):
         if sizing.is_gatk(tool):
             caps[tool] = [format_size(c) for c in sizing.fig9_caps(floors[tool], inputs[tool])]
         else:
-            caps[tool] = [format_size(sizing.cap_bytes(floors[tool], m))]
+            caps[tool] = [format_size(max(sizing.cap_bytes(floors[tool], m_k), min_cap_bytes))]
     kinds: dict[str, int] = {}
     for tool, size in inputs.items():
         kind = chose["kinds"][tool]
@@ -331,7 +340,7 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE)
         "tool_caps": ";".join(f"{t}={','.join(c)}" for t, c in caps.items()),
         "tool_input_sizes": ";".join(f"{t}={format_size(s)}" for t, s in sorted(inputs.items())),
         "input_sizes": ",".join(f"{k}={format_size(s)}" for k, s in sorted(kinds.items())),
-        "data_memory": format_size(m),
+        "data_memory": format_size(m_k),
         "java_heaps": ";".join(f"{t}={h}" for t, h in sorted(chose["heaps"].items())) or None,
         "time_limit": f"{record['budget']['time_limit_s']:g}s",
         "emulate_size": format_size(sizing.round_kib(capacity / sizing.memory_divisor(m)) // (1 << 20) << 20),
