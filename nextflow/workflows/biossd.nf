@@ -42,6 +42,15 @@ def studyPlan(String host) {
     partial.text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(plan.record)) + "\n"
     java.nio.file.Files.move(partial, file("${info}/plan.json"), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
                              java.nio.file.StandardCopyOption.ATOMIC_MOVE)
+    // The sizing record the plan took is kept with the results (a twin's --sizing is the first
+    // host's file), whether or not the report runs; the same way, written whole, then renamed.
+    def kept = file("${info}/sizing.json")
+    if( plan.sizing && file(plan.sizing.path).toAbsolutePath().normalize() != kept.toAbsolutePath().normalize() ) {
+        def copying = file("${info}/.sizing.json.partial")
+        java.nio.file.Files.copy(file(plan.sizing.path), copying, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+        java.nio.file.Files.move(copying, kept, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                                 java.nio.file.StandardCopyOption.ATOMIC_MOVE)
+    }
     // The regime: sizes from a sizing record, or as given (then each tool's input over its cap,
     // which in the paper's regime is several times 1: Fig. 9's 20 GB on 4 GB).
     if( plan.sizing )

@@ -15,9 +15,9 @@ PLAN_RECORD = Path("pipeline_info") / "plan.json"
 #: that differ in one of them measure different things. Where results go, how the report is made,
 #: and where the devices' records come from do not.
 PLAN_PARAMS = ("tools", "mem_caps", "tool_caps", "scales", "tool_scales", "repeats", "scaling_repeats", "input_size",
-               "input_sizes", "tool_input_sizes", "data_memory", "java_heaps", "time_limit", "chains", "chain_repeats",
-               "cachegrind_divisor", "seed", "storage_classes", "emulate", "cap_backend", "drop_caches", "swap",
-               "container_engine", "host")
+               "input_sizes", "tool_input_sizes", "inputs", "data_memory", "java_heaps", "time_limit", "chains",
+               "chain_repeats", "cachegrind_divisor", "seed", "storage_classes", "emulate", "emulate_size", "cap_backend",
+               "drop_caches", "swap", "container_engine", "host")
 
 
 def record(params: Mapping[str, Any]) -> dict[str, str | None]:

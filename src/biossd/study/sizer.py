@@ -343,10 +343,23 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
         "data_memory": format_size(m_k),
         "java_heaps": ";".join(f"{t}={h}" for t, h in sorted(chose["heaps"].items())) or None,
         "time_limit": f"{record['budget']['time_limit_s']:g}s",
-        "emulate_size": format_size(sizing.round_kib(capacity / sizing.memory_divisor(m)) // (1 << 20) << 20),
+        "emulate_size": format_size(_emulate_bytes(capacity / sizing.memory_divisor(m), max(inputs.values()))),
         # Every run pages to its class's device, as the sizing's capped runs did.
         "swap": sizing.SWAP_SIZE,
     }
+
+
+def _emulate_bytes(stroke_bytes: float, largest_input: int) -> int:
+    """The emulated slow device: the model's stroke scaled by D (``stroke_bytes``), so that it spans
+    it, in whole MiB; larger when a run needs more (its scratch, :data:`~biossd.study.matrix.SCRATCH_PER_INPUT`
+    times the largest input, and its swap, which live on the device under study), the room past the
+    stroke costing a full-stroke seek (:meth:`~biossd.host.hdd.diskmodel.DiskModel.stroke_fraction`)."""
+    from biossd.study.matrix import SCRATCH_PER_INPUT
+
+    mib = 1 << 20
+    stroke = sizing.round_kib(stroke_bytes) // mib * mib
+    needed = SCRATCH_PER_INPUT * largest_input + parse_size(sizing.SWAP_SIZE)
+    return max(stroke, -(-needed // mib) * mib)
 
 
 def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None) -> dict[str, Any]:
