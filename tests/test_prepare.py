@@ -215,3 +215,35 @@ def test_a_prepared_input_is_profiled_as_a_study_run_reads_it(biossd, published,
     assert [Path(a).name for a in body["argv"][-2:]] == ["genome.fa", "reads_1.fq"]
     # Published reads carry no truth: the aligner's quality is not scored, and the run says why.
     assert "truth.tsv is missing; nothing to score" in proc.stderr
+
+
+@pytest.mark.parametrize("kind, recipe, role, source, made", [
+    ("expression", "matrix_rows", "matrix", "expression.txt", "expression.txt"),
+    ("promoters", "fasta_sequences", "sequences", "promoters.fa", "promoters.fa"),
+    ("flowgrams", "flowgrams_dat", "flowgrams", "flows.dat", "flows.dat"),
+])
+def test_each_recipe_keeps_its_format_and_subsamples_whole_records(tmp_path, kind, recipe, role, source, made):
+    """A source in the kind's own format (a synthetic one, written as a source would be) comes out
+    in that format, cut to about the size asked in whole records, replicated under new names."""
+    data.synth(kind, tmp_path / "src", 64 << 10, seed=3)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = recipes.RECIPES[recipe]
+    assert r.kind == kind and r.roles == (role,)
+    got = r.make({role: tmp_path / "src" / source}, out, 16 << 10, 1, 2, {})
+    assert got["files"] == [made] and 0 < got["records"] < 2 * got["source_records"]
+    text = (out / made).read_text()
+    assert (16 << 10) <= len(text) < 2 * (16 << 10) * 1.2
+    assert "x0_" in text and "x1_" in text
+    # The kind's synthetic generator and the recipe agree on the format: made again from the made file.
+    again = tmp_path / "again"
+    again.mkdir()
+    r.make({role: out / made}, again, 1 << 30, 1, 1, {})
+    assert (again / made).read_text().count("x0_x1_") == (again / made).read_text().count("x0_x0_") > 0
+
+
+def test_a_matrix_row_short_of_the_header_s_columns_is_named(tmp_path):
+    bad = tmp_path / "m.txt"
+    bad.write_text("ID\tNAME\tGWEIGHT\ts1\ts2\ng1\tg1\t1\t0.5\n")
+    with pytest.raises(recipes.RecipeError, match=r"m\.txt: line 2 has not the header's 5 columns"):
+        recipes.matrix_rows({"matrix": bad}, tmp_path, 10, 1, 1, {})

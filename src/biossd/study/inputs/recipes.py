@@ -199,6 +199,55 @@ def flowgrams_dat(src: dict[str, Path], out: Path, size_bytes: int, seed: int, s
     return {"files": ["flows.dat"], "records": int(chosen.size) * scale, "source_records": len(lines)}
 
 
+def fasta_sequences(src: dict[str, Path], out: Path, size_bytes: int, seed: int, scale: int,
+                    args: dict[str, Any]) -> dict[str, Any]:
+    """DNA sequences (``promoters.fa``, ``size_bytes``) subsampled by sequence, otherwise unchanged."""
+    sizes = np.array([len(n) + len(s) + 4 for n, _, s in fasta_records(src["sequences"])])
+    if not sizes.size:
+        raise RecipeError(f"{src['sequences']}: no FASTA record")
+    keep = np.zeros(sizes.size, dtype=bool)
+    keep[pick(sizes, size_bytes, seed)] = True
+    with open(out / "promoters.fa", "w") as f:
+        for k in range(scale):
+            f.writelines(f">x{k}_{name}\n{_wrapped(seq)}"
+                         for i, (name, _, seq) in enumerate(fasta_records(src["sequences"])) if keep[i])
+    return {"files": ["promoters.fa"], "records": int(keep.sum()) * scale, "source_records": int(sizes.size)}
+
+
+#: Rows of a Cluster 3.0 matrix that are not genes: its header, and an optional EWEIGHT row.
+CLUSTER_HEADER_ROWS = ("EWEIGHT",)
+
+
+def matrix_rows(src: dict[str, Path], out: Path, size_bytes: int, seed: int, scale: int,
+                args: dict[str, Any]) -> dict[str, Any]:
+    """An expression matrix in Cluster 3.0 format (tab-separated, a header row, an optional
+    EWEIGHT row, then one row per gene: id, name, weight, values) subsampled by gene into
+    ``expression.txt``; every row must have the header's columns."""
+    with open_text(src["matrix"]) as f:
+        header = f.readline()
+        rows = f.readlines()
+    n_columns = len(header.rstrip("\r\n").split("\t"))
+    if n_columns < 4:
+        raise RecipeError(f"{src['matrix']}: line 1 has {n_columns} tab-separated columns; Cluster 3.0's header "
+                          "has ID, NAME, GWEIGHT and at least one sample")
+    fixed = [r for r in rows[:1] if r.split("\t", 1)[0] in CLUSTER_HEADER_ROWS]
+    genes = rows[len(fixed):]
+    for line_no, row in enumerate(genes, 2 + len(fixed)):
+        if len(row.rstrip("\r\n").split("\t")) != n_columns:
+            raise RecipeError(f"{src['matrix']}: line {line_no} has not the header's {n_columns} columns")
+    if not genes:
+        raise RecipeError(f"{src['matrix']}: no gene row")
+    chosen = pick(np.array([len(r) for r in genes]), size_bytes, seed)
+    with open(out / "expression.txt", "w") as f:
+        f.write(header)
+        f.writelines(fixed)
+        for k in range(scale):
+            for i in chosen:
+                gene, name, rest = genes[i].split("\t", 2)
+                f.write(f"x{k}_{gene}\tx{k}_{name}\t{rest}")
+    return {"files": ["expression.txt"], "records": int(chosen.size) * scale, "source_records": len(genes)}
+
+
 #: Bases per line of a FASTA file written here.
 FASTA_LINE_BP = 60
 
@@ -228,4 +277,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
            {"queries": "how many query sequences (default: the synthetic kind's)"}),
     Recipe("flowgrams_dat", "flowgrams", ("flowgrams",), flowgrams_dat,
            "AmpliconNoise .dat flowgrams subsampled by read", {}),
+    Recipe("fasta_sequences", "promoters", ("sequences",), fasta_sequences,
+           "DNA sequences (FASTA) subsampled by sequence", {}),
+    Recipe("matrix_rows", "expression", ("matrix",), matrix_rows,
+           "a Cluster 3.0 expression matrix subsampled by gene", {}),
 )}
