@@ -17,7 +17,7 @@ import yaml
 
 from biossd.measure import manifest
 from biossd.study import matrix
-from biossd.study.inputs import data, datasets, recipes
+from biossd.study.inputs import data, datasets, recipes, sources
 
 READS_SIZE = 96 << 10
 
@@ -247,3 +247,15 @@ def test_a_matrix_row_short_of_the_header_s_columns_is_named(tmp_path):
     bad.write_text("ID\tNAME\tGWEIGHT\ts1\ts2\ng1\tg1\t1\t0.5\n")
     with pytest.raises(recipes.RecipeError, match=r"m\.txt: line 2 has not the header's 5 columns"):
         recipes.matrix_rows({"matrix": bad}, tmp_path, 10, 1, 1, {})
+
+
+def test_inputs_name_a_tool_or_kind_and_a_data_set_or_synthetic(published, fetched):
+    """--inputs KEY=SOURCE: a key that is neither a tool of the study nor a kind it reads, or an item
+    without '=', is a problem naming it; 'synthetic' leaves a tool on its stand-in."""
+    problems: list[str] = []
+    tools, kinds = sources.resolve("bwa=synthetic,reads=lib", {"bwa": "reads", "bowtie2": "reads"}, {}, fetched,
+                                   published["manifests"], False, problems)
+    assert problems == [] and tools == {"bowtie2": "lib"} and kinds == {"reads": "lib"}
+    sources.resolve("nope=lib,bwa", {"bwa": "reads"}, {}, fetched, published["manifests"], False, problems)
+    assert any("'nope' is neither a tool" in p for p in problems) and any("'bwa' is not KEY=SOURCE" in p for p in problems)
+    assert sources.resolve(sources.SYNTHETIC, {"bwa": "reads"}, {}, fetched, published["manifests"], False, []) == ({}, {})

@@ -24,15 +24,13 @@ from typing import Any, Mapping, Sequence
 from biossd.core import paths
 from biossd.core.units import format_size, is_size_label, parse_duration_s, parse_size
 from biossd.host import devices
-from biossd.study import catalogue, layout, outdir
+from biossd.study import catalogue, layout, outdir, sizing
 from biossd.study.inputs import sources
 
 #: Every parameter of the study, typed and documented (nf-core's nextflow_schema.json).
 SCHEMA_PATH = paths.STUDY_DIR / "nextflow_schema.json"
-#: A run's scratch holds its input's copy, the tool's output and its temporary files; for the
-#: catalogue's tools each is at most about the input's size, so four times the largest input
-#: (plus the run's swap, when swap lives in scratch) is what a class's scratch must have free.
-SCRATCH_PER_INPUT = 4
+#: What a class's scratch must have free: this many times the largest input (the sizing module says why).
+SCRATCH_PER_INPUT = sizing.SCRATCH_PER_INPUT
 
 #: The smallest cap any run may have: below it not even the shell and GNU time around a tool
 #: start. Each tool's own floor is measured (the sizing rule, biossd.study.sizing), and a
@@ -551,8 +549,6 @@ def _settings(params: Mapping[str, Any], tools: list[str], entries: Mapping[str,
     """Each tool's memory settings under the sizing rule (biossd.study.sizing): its paper-era
     defaults divided by D = 1 GB / --data_memory (M; unset: the defaults), and its JVM heap from
     --java_heaps PATTERN=SIZE[;...] (else the catalogue's default)."""
-    from biossd.study import sizing
-
     divisor = 1.0
     if params.get("data_memory"):
         text = str(params["data_memory"])

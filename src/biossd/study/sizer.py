@@ -351,14 +351,12 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
 
 def _emulate_bytes(stroke_bytes: float, largest_input: int) -> int:
     """The emulated slow device: the model's stroke scaled by D (``stroke_bytes``), so that it spans
-    it, in whole MiB; larger when a run needs more (its scratch, :data:`~biossd.study.matrix.SCRATCH_PER_INPUT`
+    it, in whole MiB; larger when a run needs more (its scratch, :data:`~biossd.study.sizing.SCRATCH_PER_INPUT`
     times the largest input, and its swap, which live on the device under study), the room past the
     stroke costing a full-stroke seek (:meth:`~biossd.host.hdd.diskmodel.DiskModel.stroke_fraction`)."""
-    from biossd.study.matrix import SCRATCH_PER_INPUT
-
     mib = 1 << 20
     stroke = sizing.round_kib(stroke_bytes) // mib * mib
-    needed = SCRATCH_PER_INPUT * largest_input + parse_size(sizing.SWAP_SIZE)
+    needed = sizing.SCRATCH_PER_INPUT * largest_input + parse_size(sizing.SWAP_SIZE)
     return max(stroke, -(-needed // mib) * mib)
 
 

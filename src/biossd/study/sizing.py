@@ -79,6 +79,11 @@ LADDER_MIN, LADDER_MAX = "64K", "256M"
 HEAP_LADDER_MIN, HEAP_LADDER_MAX = "32M", "2G"
 #: Swap for each run on its class's device (the paper's machines paged to the disk under test).
 SWAP_SIZE = "1G"
+#: A run's scratch holds its input's copy, the tool's output and its temporary files; for the
+#: catalogue's tools each is at most about the input's size, so four times the largest input (plus
+#: the run's swap, when swap lives in scratch) is what a class's scratch, or an emulated device,
+#: must have free.
+SCRATCH_PER_INPUT = 4
 #: The GATK steps share one input (Fig. 9: "an input dataset of 20GB … each of the four
 #: subprograms"), and their data memory follows it.
 GATK_TOOLS = "gatk_*"
