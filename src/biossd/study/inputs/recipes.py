@@ -103,6 +103,17 @@ def pick(record_bytes: np.ndarray, size_bytes: int, seed: int) -> np.ndarray:
     return np.sort(order[:k])
 
 
+def kept(record_bytes: Any, size_bytes: int, seed: int, path: Path, what: str) -> np.ndarray:
+    """Which records (a mask in the source's order) the seeded subsample of :func:`pick` keeps; a
+    source without a record is an error naming it."""
+    sizes = np.asarray(record_bytes)
+    if not sizes.size:
+        raise RecipeError(f"{path}: no {what} record")
+    keep = np.zeros(sizes.size, dtype=bool)
+    keep[pick(sizes, size_bytes, seed)] = True
+    return keep
+
+
 def _mate_name(name: str) -> str:
     return name[:-2] if name.endswith(("/1", "/2")) else name
 
@@ -120,11 +131,7 @@ def fastq_pairs(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sca
             raise RecipeError(f"{src['reads_2']}: record {n} is {r2[0]!r} but {src['reads_1']} has {r1[0]!r} there: "
                               "the mates are not in the same order")
         sizes.append(2 * (len(r1[0]) + 2 * len(r1[1]) + 8))
-    if not sizes:
-        raise RecipeError(f"{src['reads_1']}: no FASTQ record")
-    chosen = pick(np.array(sizes), size_bytes, seed)
-    keep = np.zeros(len(sizes), dtype=bool)
-    keep[chosen] = True
+    keep = kept(sizes, size_bytes, seed, src["reads_1"], "FASTQ")
     for mate in (1, 2):
         with open(out / f"reads_{mate}.fq", "w") as f:
             for k in range(scale):
@@ -132,7 +139,7 @@ def fastq_pairs(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sca
                     if keep[i]:
                         f.write(f"@x{k}_{_mate_name(name)}/{mate}\n{seq}\n+\n{qual}\n")
     _write_genome(src["genome"], out / "genome.fa")
-    return {"files": ["genome.fa", "reads_1.fq", "reads_2.fq"], "records": int(chosen.size) * scale,
+    return {"files": ["genome.fa", "reads_1.fq", "reads_2.fq"], "records": int(keep.sum()) * scale,
             "source_records": len(sizes)}
 
 
@@ -140,11 +147,8 @@ def fastq_rnaseq(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sc
                  args: dict[str, Any]) -> dict[str, Any]:
     """Single RNA-seq reads (``reads.fq``, ``size_bytes``) subsampled, the genome (``genome.fa``)
     and its gene models (``genes.gtf``) as they are."""
-    sizes = np.array([len(n) + 2 * len(s) + 6 for n, s, _ in fastq_records(src["reads"])])
-    if not sizes.size:
-        raise RecipeError(f"{src['reads']}: no FASTQ record")
-    keep = np.zeros(sizes.size, dtype=bool)
-    keep[pick(sizes, size_bytes, seed)] = True
+    sizes = [len(n) + 2 * len(s) + 6 for n, s, _ in fastq_records(src["reads"])]
+    keep = kept(sizes, size_bytes, seed, src["reads"], "FASTQ")
     with open(out / "reads.fq", "w") as f:
         for k in range(scale):
             f.writelines(f"@x{k}_{name}\n{seq}\n+\n{qual}\n"
@@ -153,7 +157,7 @@ def fastq_rnaseq(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sc
     with open_text(src["annotation"]) as f, open(out / "genes.gtf", "w") as g:
         shutil.copyfileobj(f, g)
     return {"files": ["genome.fa", "genes.gtf", "reads.fq"], "records": int(keep.sum()) * scale,
-            "source_records": int(sizes.size)}
+            "source_records": len(sizes)}
 
 
 def fasta_database(src: dict[str, Path], out: Path, size_bytes: int, seed: int, scale: int,
@@ -161,12 +165,9 @@ def fasta_database(src: dict[str, Path], out: Path, size_bytes: int, seed: int, 
     """A protein database (``proteins.fa``, ``size_bytes``) subsampled by sequence, and a fixed
     query set (``queries.fa``): ``queries`` sequences of the subsample drawn with the seed, not
     replicated by ``scale`` (the database grows, the queries do not, as in the synthetic kind)."""
-    sizes = np.array([len(n) + len(r) + len(s) + 4 for n, r, s in fasta_records(src["database"])])
-    if not sizes.size:
-        raise RecipeError(f"{src['database']}: no FASTA record")
-    chosen = pick(sizes, size_bytes, seed)
-    keep = np.zeros(sizes.size, dtype=bool)
-    keep[chosen] = True
+    sizes = [len(n) + len(r) + len(s) + 4 for n, r, s in fasta_records(src["database"])]
+    keep = kept(sizes, size_bytes, seed, src["database"], "FASTA")
+    chosen = np.flatnonzero(keep)
     n_queries = min(int(args.get("queries", QUERY_PROTEINS)), int(chosen.size))
     queries = set(np.random.default_rng(seed + 1).choice(chosen, n_queries, replace=False).tolist())
     with open(out / "proteins.fa", "w") as db, open(out / "queries.fa", "w") as q:
@@ -177,7 +178,7 @@ def fasta_database(src: dict[str, Path], out: Path, size_bytes: int, seed: int, 
                     if k == 0 and i in queries:
                         q.write(f">q_{name}\n{_wrapped(seq)}")
     return {"files": ["proteins.fa", "queries.fa"], "records": int(chosen.size) * scale,
-            "source_records": int(sizes.size)}
+            "source_records": len(sizes)}
 
 
 def flowgrams_dat(src: dict[str, Path], out: Path, size_bytes: int, seed: int, scale: int,
@@ -202,16 +203,13 @@ def flowgrams_dat(src: dict[str, Path], out: Path, size_bytes: int, seed: int, s
 def fasta_sequences(src: dict[str, Path], out: Path, size_bytes: int, seed: int, scale: int,
                     args: dict[str, Any]) -> dict[str, Any]:
     """DNA sequences (``promoters.fa``, ``size_bytes``) subsampled by sequence, otherwise unchanged."""
-    sizes = np.array([len(n) + len(s) + 4 for n, _, s in fasta_records(src["sequences"])])
-    if not sizes.size:
-        raise RecipeError(f"{src['sequences']}: no FASTA record")
-    keep = np.zeros(sizes.size, dtype=bool)
-    keep[pick(sizes, size_bytes, seed)] = True
+    sizes = [len(n) + len(s) + 4 for n, _, s in fasta_records(src["sequences"])]
+    keep = kept(sizes, size_bytes, seed, src["sequences"], "FASTA")
     with open(out / "promoters.fa", "w") as f:
         for k in range(scale):
             f.writelines(f">x{k}_{name}\n{_wrapped(seq)}"
                          for i, (name, _, seq) in enumerate(fasta_records(src["sequences"])) if keep[i])
-    return {"files": ["promoters.fa"], "records": int(keep.sum()) * scale, "source_records": int(sizes.size)}
+    return {"files": ["promoters.fa"], "records": int(keep.sum()) * scale, "source_records": len(sizes)}
 
 
 #: Rows of a Cluster 3.0 matrix that are not genes: its header, and an optional EWEIGHT row.
