@@ -595,10 +595,11 @@ def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[
     problems = []
     for cls in classes:
         if cls in emulated:
-            if emulate_bytes < need:
+            if emulate_bytes * sizing.EXT4_FILES_SHARE < need:  # its own file system takes a share
                 problems.append(f"--emulate_size {params.get('emulate_size')} is too small for class '{cls}': a run "
                                 f"needs {format_size(need)} of scratch ({SCRATCH_PER_INPUT}x the "
-                                f"{format_size(input_bytes)} input{' plus swap' if swap_bytes else ''})")
+                                f"{format_size(input_bytes)} input{' plus swap' if swap_bytes else ''}), and its ext4 "
+                                f"leaves {sizing.EXT4_FILES_SHARE:.0%} of the device for files")
             continue
         where = Path(str(params.get("scratch_dir") or Path.cwd()))
         if where.is_dir():

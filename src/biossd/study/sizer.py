@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import shutil
 import subprocess
 import tempfile
@@ -352,12 +353,13 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
 def _emulate_bytes(stroke_bytes: float, largest_input: int) -> int:
     """The emulated slow device: the model's stroke scaled by D (``stroke_bytes``), so that it spans
     it, in whole MiB; larger when a run needs more (its scratch, :data:`~biossd.study.sizing.SCRATCH_PER_INPUT`
-    times the largest input, and its swap, which live on the device under study), the room past the
+    times the largest input, and its swap, which live on the device under study, in the share its
+    file system leaves for files, :data:`~biossd.study.sizing.EXT4_FILES_SHARE`), the room past the
     stroke costing a full-stroke seek (:meth:`~biossd.host.hdd.diskmodel.DiskModel.stroke_fraction`)."""
     mib = 1 << 20
     stroke = sizing.round_kib(stroke_bytes) // mib * mib
-    needed = sizing.SCRATCH_PER_INPUT * largest_input + parse_size(sizing.SWAP_SIZE)
-    return max(stroke, -(-needed // mib) * mib)
+    needed = (sizing.SCRATCH_PER_INPUT * largest_input + parse_size(sizing.SWAP_SIZE)) / sizing.EXT4_FILES_SHARE
+    return max(stroke, math.ceil(needed / mib) * mib)
 
 
 def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None) -> dict[str, Any]:
