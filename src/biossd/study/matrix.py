@@ -6,7 +6,7 @@ The study's entry workflow (``study/main.nf``) hands its ``params`` to ``biossd 
 which calls :func:`plan` and prints the result as JSON; the workflow makes one profiled run per
 ``(tool, cap, scale, repeat, class)`` of it, or stops with the one message listing every problem.
 
-Defaults follow seed 000 §5.1: caps 1/4/16/32 GB (§3.5 ran GATK at 4, 16 and 32 GB; the other
+Defaults follow Lee, Min and Yoon (2015), §5.1: caps 1/4/16/32 GB (§3.5 ran GATK at 4, 16 and 32 GB; the other
 tools had 1 GB), three repeats.
 """
 
