@@ -205,15 +205,29 @@ def test_up_refuses_beside_another_slurm(tmp_path, root_required):
         other.wait()
 
 
+def _task_started(argv: list[str], timeout_s: float = 60) -> bool:
+    """Whether a process running ``argv`` is in this cluster's cgroups within ``timeout_s``. Until
+    the job's task has exec'd, slurmstepd's fork of it still carries the name slurmstepd."""
+    want = "\0".join(argv).encode() + b"\0"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for pid in slurmcluster._cgroup_pids(slurmcluster.load()):
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == want:
+                    return True
+            except OSError:
+                continue
+        time.sleep(0.2)
+    return False
+
+
 def test_a_job_s_step_daemon_is_found_by_the_cluster_s_cgroup(cluster, tmp_path):
     """slurmstepd names no spool path: `down` finds this cluster's by the cgroups its slurmd made,
     so none outlives the cluster even when scancel fails."""
     job = subprocess.run(["sbatch", "-p", "fast", "--parsable", "--wrap", "sleep 60"], cwd=tmp_path,
                          env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
     try:
-        deadline = time.monotonic() + 60
-        while not slurmcluster._stepds(slurmcluster.load()) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        assert _task_started(["sleep", "60"]), "the job's task never started"
         stepds = slurmcluster._stepds(slurmcluster.load())
         assert stepds, "the running job's slurmstepd was not found"
         assert all(Path(f"/proc/{pid}/comm").read_text().strip() == "slurmstepd" for pid in stepds)
@@ -228,11 +242,9 @@ def test_down_leaves_no_job_and_no_step_daemon_when_scancel_fails(cluster, tmp_p
     job = subprocess.run(["sbatch", "-p", "fast", "--parsable", "--wrap", "sleep 97"], cwd=tmp_path,
                          env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
     assert job
-    deadline = time.monotonic() + 60
-    while not slurmcluster._stepds(slurmcluster.load()) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    assert _task_started(["sleep", "97"]), "the job's task never started"
     stepds = slurmcluster._stepds(slurmcluster.load())
-    assert stepds, "the job never started"
+    assert stepds, "the running job's slurmstepd was not found"
     failing = tmp_path / "bin"
     failing.mkdir()
     (failing / "scancel").write_text("#!/bin/sh\necho 'scancel: error: stand-in' >&2\nexit 1\n")
