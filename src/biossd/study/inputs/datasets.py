@@ -326,7 +326,7 @@ def prepare(dataset_id: str, data_dir: Path, out_dir: Path, size_bytes: int, see
         return {"kind": recipe.kind, "dataset": dataset_id, "recipe": recipe.name, "args": block.get("args") or {},
                 "manifest_sha256": _sha256(manifest_path), "seed": seed, "requested_size_bytes": size_bytes,
                 "scale": scale, "records": made["records"], "source_records": made["source_records"],
-                "sources": sources, "files": made["files"]}
+                "sources": sources, "tools": made.get("tools", {}), "files": made["files"]}
 
     return data.write_input(Path(out_dir), make, data.PREPARED_RECORD)
 

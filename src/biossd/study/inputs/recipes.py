@@ -11,30 +11,25 @@ tool reads a prepared input exactly as it reads a synthetic one.
 Each recipe subsamples whole records, seeded, to the requested size of the kind's main file(s)
 (a random order of the records is taken until their bytes reach the size; the records keep the
 data set's order), then writes that baseline ``scale`` times with names prefixed ``x<replica>_``
-so that names stay unique, as the synthetic kinds do.
+so that names stay unique, as the synthetic kinds do. The formats' readers are in
+:mod:`~biossd.study.inputs.formats`; the recipes that align, convert or cut alignments (samtools,
+BWA) in :mod:`~biossd.study.inputs.alignments`.
 """
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
-from biossd.core.errors import BiossdError
+from biossd.study.inputs import alignments
+from biossd.study.inputs.formats import (RecipeError, fasta_records, fastq_records, kept, open_text, pick,
+                                         wrapped, write_genome)
 from biossd.study.inputs.synthgen import QUERY_PROTEINS
-
-#: A compressed source is read through gzip when its name ends so.
-GZIP_SUFFIX = ".gz"
-
-
-class RecipeError(BiossdError, ValueError):
-    """A source file that is not what its recipe reads; the message names the file and record."""
-
 
 @dataclass(frozen=True)
 class Recipe:
@@ -48,70 +43,6 @@ class Recipe:
     description: str
     args: dict[str, str]
     optional_roles: tuple[str, ...] = ()
-
-
-def open_text(path: Path) -> IO[str]:
-    """A source file as text, decompressed when its name ends in ``.gz``."""
-    if path.name.endswith(GZIP_SUFFIX):
-        return gzip.open(path, "rt", encoding="ascii", errors="strict", newline="")
-    return open(path, encoding="ascii", errors="strict", newline="")
-
-
-def fastq_records(path: Path) -> Iterator[tuple[str, str, str]]:
-    """(name, sequence, qualities) of each four-line FASTQ record; a malformed record is an
-    error naming the file and line."""
-    with open_text(path) as f:
-        line_no = 0
-        while True:
-            head = f.readline()
-            if not head:
-                return
-            seq, plus, qual = f.readline(), f.readline(), f.readline()
-            line_no += 4
-            if not head.startswith("@") or not plus.startswith("+") or len(seq.rstrip()) != len(qual.rstrip()):
-                raise RecipeError(f"{path}: line {line_no - 3} does not begin a FASTQ record (@name, sequence, +, "
-                                  "qualities of the same length): is the manifest's file the one it names?")
-            yield head[1:].split()[0], seq.rstrip(), qual.rstrip()
-
-
-def fasta_records(path: Path) -> Iterator[tuple[str, str, str]]:
-    """(name, rest of the header, sequence) of each FASTA record."""
-    name, rest, seq = None, "", []
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, 1):
-            if line.startswith(">"):
-                if name is not None:
-                    yield name, rest, "".join(seq)
-                parts = line[1:].rstrip().split(maxsplit=1)
-                if not parts:
-                    raise RecipeError(f"{path}: line {line_no}: a FASTA header without a name")
-                name, rest, seq = parts[0], parts[1] if len(parts) > 1 else "", []
-            elif name is None and line.strip():
-                raise RecipeError(f"{path}: line {line_no}: sequence before the first '>' header: not FASTA")
-            else:
-                seq.append(line.strip())
-    if name is not None:
-        yield name, rest, "".join(seq)
-
-
-def pick(record_bytes: np.ndarray, size_bytes: int, seed: int) -> np.ndarray:
-    """The indices (ascending) of a seeded random subset of records whose bytes first reach
-    ``size_bytes`` (all of them when the data set is smaller; at least one)."""
-    order = np.random.default_rng(seed).permutation(record_bytes.size)
-    total = np.cumsum(record_bytes[order])
-    k = min(int(np.searchsorted(total, size_bytes)) + 1, record_bytes.size)
-    return np.sort(order[:k])
-
-
-def kept(record_bytes: Any, size_bytes: int, seed: int, path: Path, what: str) -> np.ndarray:
-    """Which records (a mask in the source's order) the seeded subsample of :func:`pick` keeps; a
-    source without a record is an error naming it."""
-    sizes = np.asarray(record_bytes)
-    if not sizes.size:
-        raise RecipeError(f"{path}: no {what} record")
-    keep = np.zeros(sizes.size, dtype=bool)
-    keep[pick(sizes, size_bytes, seed)] = True
-    return keep
 
 
 def _mate_name(name: str) -> str:
@@ -138,7 +69,7 @@ def fastq_pairs(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sca
                 for i, (name, seq, qual) in enumerate(fastq_records(src[f"reads_{mate}"])):
                     if keep[i]:
                         f.write(f"@x{k}_{_mate_name(name)}/{mate}\n{seq}\n+\n{qual}\n")
-    _write_genome(src["genome"], out / "genome.fa")
+    write_genome(src["genome"], out / "genome.fa")
     return {"files": ["genome.fa", "reads_1.fq", "reads_2.fq"], "records": int(keep.sum()) * scale,
             "source_records": len(sizes)}
 
@@ -153,7 +84,7 @@ def fastq_rnaseq(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sc
         for k in range(scale):
             f.writelines(f"@x{k}_{name}\n{seq}\n+\n{qual}\n"
                          for i, (name, seq, qual) in enumerate(fastq_records(src["reads"])) if keep[i])
-    _write_genome(src["genome"], out / "genome.fa")
+    write_genome(src["genome"], out / "genome.fa")
     with open_text(src["annotation"]) as f, open(out / "genes.gtf", "w") as g:
         shutil.copyfileobj(f, g)
     return {"files": ["genome.fa", "genes.gtf", "reads.fq"], "records": int(keep.sum()) * scale,
@@ -174,9 +105,9 @@ def fasta_database(src: dict[str, Path], out: Path, size_bytes: int, seed: int, 
         for k in range(scale):
             for i, (name, _, seq) in enumerate(fasta_records(src["database"])):
                 if keep[i]:
-                    db.write(f">x{k}_{name}\n{_wrapped(seq)}")
+                    db.write(f">x{k}_{name}\n{wrapped(seq)}")
                     if k == 0 and i in queries:
-                        q.write(f">q_{name}\n{_wrapped(seq)}")
+                        q.write(f">q_{name}\n{wrapped(seq)}")
     return {"files": ["proteins.fa", "queries.fa"], "records": int(chosen.size) * scale,
             "source_records": len(sizes)}
 
@@ -207,7 +138,7 @@ def fasta_sequences(src: dict[str, Path], out: Path, size_bytes: int, seed: int,
     keep = kept(sizes, size_bytes, seed, src["sequences"], "FASTA")
     with open(out / "promoters.fa", "w") as f:
         for k in range(scale):
-            f.writelines(f">x{k}_{name}\n{_wrapped(seq)}"
+            f.writelines(f">x{k}_{name}\n{wrapped(seq)}"
                          for i, (name, _, seq) in enumerate(fasta_records(src["sequences"])) if keep[i])
     return {"files": ["promoters.fa"], "records": int(keep.sum()) * scale, "source_records": len(sizes)}
 
@@ -246,23 +177,92 @@ def matrix_rows(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sca
     return {"files": ["expression.txt"], "records": int(chosen.size) * scale, "source_records": len(genes)}
 
 
-#: Bases per line of a FASTA file written here.
-FASTA_LINE_BP = 60
+#: GEO's platform tables (SOFT ``!platform_table_begin`` ... ``!platform_table_end``, as in a GPL's
+#: ``.annot`` file): the columns the ErmineJ annotation takes, by their names in either table.
+GEO_TABLE_BEGIN, GEO_TABLE_END = "!platform_table_begin", "!platform_table_end"
+GEO_PROBE_COLUMN = "id"
+GEO_SYMBOL_COLUMNS = ("gene symbol",)
+GEO_TITLE_COLUMNS = ("gene title",)
+#: GO columns: a ``.annot`` file's ``GO:Process ID`` (``GO:0006355///GO:0045893``) or a platform
+#: table's ``Gene Ontology Biological Process`` (``0006355 // regulation ... // evidence /// ...``).
+GEO_GO_PREFIXES = ("go:", "gene ontology ")
+GO_TERM_DIGITS = 7
 
 
-def _wrapped(seq: str) -> str:
-    return "".join(seq[i:i + FASTA_LINE_BP] + "\n" for i in range(0, len(seq), FASTA_LINE_BP)) or "\n"
+def _go_terms(cell: str) -> list[str]:
+    """The GO ids in a GEO GO cell, as ``GO:nnnnnnn``."""
+    terms = []
+    for entry in cell.split("///"):
+        token = entry.split("//", 1)[0].strip().removeprefix("GO:")
+        if token.isdigit():
+            terms.append(f"GO:{int(token):0{GO_TERM_DIGITS}d}")
+    return terms
 
 
-def _write_genome(path: Path, target: Path) -> None:
-    """The genome as plain FASTA, names cut at the first space (aligners and GATK use that)."""
-    n = 0
-    with open(target, "w") as g:
-        for name, _, seq in fasta_records(path):
-            g.write(f">{name}\n{_wrapped(seq)}")
-            n += 1
-    if not n:
-        raise RecipeError(f"{path}: no FASTA record: not a genome")
+def geo_table(path: Path) -> tuple[list[str], list[list[str]]]:
+    """A GEO platform table's column names and rows (the table between its begin and end marks, or
+    the whole file when it has none, ``#`` comment lines skipped)."""
+    with open_text(path) as f:
+        lines = [ln.rstrip("\r\n") for ln in f]
+    if GEO_TABLE_BEGIN in lines:
+        start = lines.index(GEO_TABLE_BEGIN) + 1
+        end = lines.index(GEO_TABLE_END) if GEO_TABLE_END in lines else len(lines)
+        lines = lines[start:end]
+    lines = [ln for ln in lines if ln and not ln.startswith(("#", "!", "^"))]
+    if not lines:
+        raise RecipeError(f"{path}: no table: not a GEO platform table or annotation file")
+    return lines[0].split("\t"), [ln.split("\t") for ln in lines[1:]]
+
+
+def geo_annotations(src: dict[str, Path], out: Path, size_bytes: int, seed: int, scale: int,
+                    args: dict[str, Any]) -> dict[str, Any]:
+    """A microarray platform's GEO annotation (``annotation``: a GPL's ``.annot`` or platform
+    table) as ErmineJ's annotation file (``annotations.txt``: probe, gene symbol, gene name, GO
+    terms joined by ``|``), subsampled by probe to about ``size_bytes``, and the gene scores
+    (``scores``: a header row, then probe and score) of the probes kept (``scores.txt``)."""
+    columns, rows = geo_table(src["annotation"])
+    lower = [c.strip().lower() for c in columns]
+
+    def column(names: tuple[str, ...]) -> int:
+        found = [i for i, c in enumerate(lower) if c in names]
+        if not found:
+            raise RecipeError(f"{src['annotation']}: no column named {' or '.join(names)!r} (it has {columns})")
+        return found[0]
+
+    probe, symbol, title = column((GEO_PROBE_COLUMN,)), column(GEO_SYMBOL_COLUMNS), column(GEO_TITLE_COLUMNS)
+    go = [i for i, c in enumerate(lower) if c.startswith(GEO_GO_PREFIXES)
+          and (c.endswith(" id") or not c.startswith("go:"))]
+    if not go:
+        raise RecipeError(f"{src['annotation']}: no GO column (GO:... ID or Gene Ontology ...): ErmineJ scores GO terms")
+    lines = []
+    for line_no, row in enumerate(rows, 2):
+        if len(row) != len(columns):
+            raise RecipeError(f"{src['annotation']}: table row {line_no} has {len(row)} of the header's {len(columns)} "
+                              "columns")
+        terms = sorted({t for i in go for t in _go_terms(row[i])})
+        lines.append((row[probe], f"{row[symbol]}\t{row[title]}\t{'|'.join(terms)}\n"))
+    scores: dict[str, str] = {}
+    with open_text(src["scores"]) as f:
+        f.readline()
+        for line_no, line in enumerate(f, 2):
+            parts = line.rstrip("\r\n").split("\t")
+            try:
+                float(parts[1])
+            except (IndexError, ValueError):
+                raise RecipeError(f"{src['scores']}: line {line_no} is not 'probe<TAB>score'") from None
+            scores[parts[0]] = parts[1]
+    keep = kept([len(name) + len(rest) + 1 for name, rest in lines], size_bytes, seed, src["annotation"], "probe")
+    with open(out / "annotations.txt", "w") as a, open(out / "scores.txt", "w") as s:
+        a.write("ProbeName\tGeneSymbol\tGeneName\tGOTerms\n")
+        s.write("probe\tscore\n")
+        for k in range(scale):
+            for i, (name, rest) in enumerate(lines):
+                if keep[i]:
+                    a.write(f"x{k}_{name}\t{rest}")
+                    if name in scores:
+                        s.write(f"x{k}_{name}\t{scores[name]}\n")
+    return {"files": ["annotations.txt", "scores.txt"], "records": int(keep.sum()) * scale,
+            "source_records": len(lines)}
 
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in (
@@ -279,4 +279,13 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
            "DNA sequences (FASTA) subsampled by sequence", {}),
     Recipe("matrix_rows", "expression", ("matrix",), matrix_rows,
            "a Cluster 3.0 expression matrix subsampled by gene", {}),
+    Recipe("geo_annotations", "genesets", ("annotation", "scores"), geo_annotations,
+           "a GEO platform annotation as ErmineJ's annotation file subsampled by probe, with gene scores", {}),
+    Recipe("align_bam", "bam", ("reads", "reference"), alignments.align_bam,
+           "reads aligned by BWA-MEM into an unsorted BAM subsampled by read", {}),
+    Recipe("sam_rnaseq", "rnaseq", ("alignments", "genome", "annotation"), alignments.sam_rnaseq,
+           "RNA-seq reads recovered from their alignments (SAM/BAM) subsampled by read, with genome and GTF", {}),
+    Recipe("gatk_region", "vcf", ("alignments", "genome", "known_sites"), alignments.gatk_region,
+           "one contig of a sample's sorted BAM subsampled by template, with that contig's genome and known sites",
+           {"contig": "the contig the input keeps (e.g. chr20)"}),
 )}
