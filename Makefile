@@ -16,8 +16,9 @@ FRESH      ?=
 LAST_SESSION = $(shell awk -F'\t' 'NR > 1 { s = $$1 } END { print s }' $(RESULTS)/pipeline_info/sessions.tsv 2>/dev/null)
 RESUME     = $(if $(FRESH),--replace_results true,-resume $(LAST_SESSION))
 # Run directories reach the results as hard links when they share the work directory's file
-# system (nothing is written while the next run measures), else as Nextflow's copies.
-publish_mode = $(shell mkdir -p $(1) work && [ "$$(stat -c %d $(1))" = "$$(stat -c %d work)" ] && echo link || echo copy)
+# system (nothing is written while the next run measures), else as Nextflow's copies; a RESULTS
+# that is a symbolic link is judged by the folder it points to (stat -L).
+publish_mode = $(shell mkdir -p $(1) work && [ "$$(stat -L -c %d $(1))" = "$$(stat -L -c %d work)" ] && echo link || echo copy)
 PYTEST_ARGS ?=
 
 export VENV

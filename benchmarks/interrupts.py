@@ -2,9 +2,10 @@
 swap, block trace), 10 of `emulate-hdd up`/`down`, 3 of the pipeline with emulated storage (each
 followed by -resume), 6 of the object-store and shared-device experiments' tasks (S3Proxy and
 s3fs; nested emulated disks and a concurrent group) and 6 SIGKILLs of `biossd profile` followed,
-with no cleanup between, by the next run; SIGINT, SIGTERM and SIGKILL mixed, seeded; then
-(``--edges N``) N rounds of every *edge* — the moment just after each step of `biossd profile`
-and of `emulate-hdd up` — with each of the three signals.
+with no cleanup between, by the next run, whose command looks around while its window is open
+(the dead run's tool, swap area, cgroup and trace instance must be gone); SIGINT, SIGTERM, SIGHUP
+and SIGKILL mixed, seeded; then (``--edges N``) N rounds of every *edge* — the moment just after
+each step of `biossd profile` and of `emulate-hdd up` — with each of the four signals.
 
     sudo .venv/bin/python benchmarks/interrupts.py [--seed 15] [--profile 20] [--emulate 10] [--pipeline 3]
         [--experiment 6] [--next 6] [--edges 3]
@@ -43,9 +44,10 @@ def main() -> int:
         Path(env["NXF_TEMP"]).mkdir()
         points = interrupts.run_points(args.seed, Path(work), env, args.profile, args.emulate, args.pipeline,
                                        report=lambda line: print(line, flush=True), n_experiment=args.experiment,
-                                       n_next=args.next)
+                                       n_next=args.next, signals=interrupts.SIGNALS_WITH_HANGUP)
         for i in range(args.edges):
-            points += interrupts.edge_points(Path(work) / f"edges-{i}", env,
+            points += interrupts.edge_points(Path(work) / f"edges-{i}", env, interrupts.SIGNALS_WITH_HANGUP,
+                                             interrupts.SIGNALS_WITH_HANGUP,
                                              report=lambda line: print(line, flush=True))
     print(interrupts.summary(points))
     return 1 if any(p.left for p in points) else 0

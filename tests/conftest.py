@@ -25,6 +25,14 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("tests that need root must be marked @pytest.mark.integration: " + ", ".join(unmarked))
 
 
+@pytest.fixture(autouse=True)
+def _away_from_the_checkout(tmp_path_factory, monkeypatch):
+    """Every test (and every command it starts without a cwd of its own) runs in a folder of its
+    own, never the checkout: the README runs `make run` before `make test`, and nothing a test
+    plans or reads may find that study's results/ there."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -40,6 +40,10 @@ from biossd.study import layout
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+#: The benchmark's signals: a terminal's hangup too (a closed terminal, a dropped ssh).
+SIGNALS_WITH_HANGUP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
+#: The next run's cap: its observer imports part of biossd (more than the hog's cap allows).
+NEXT_CAP = "256M"
 #: A memory hog larger than the cap, so the run pages to its swap area.
 HOG_MIB, CAP, SWAP = 96, "64M", "96M"
 #: How long an edge point waits for its artefact before it reports that it never appeared.
@@ -208,10 +212,11 @@ def _interrupt_biossd(argv: list[str], point: KillPoint, signum: int, env: dict[
     return err
 
 
-def profile_point(rng: random.Random, work: Path, env: dict[str, str], max_delay_s: float = 2.0) -> KillPoint:
+def profile_point(rng: random.Random, work: Path, env: dict[str, str], max_delay_s: float = 2.0,
+                  signals: tuple[int, ...] = SIGNALS) -> KillPoint:
     """``biossd profile`` with a cap, swap and a block trace, killed at a random moment (the run
     takes about 1.5 s here: most moments fall inside it)."""
-    signum = rng.choice(SIGNALS)
+    signum = rng.choice(signals)
     point = KillPoint("profile", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
     return _profile(point, signum, work, env)
 
@@ -239,10 +244,10 @@ def _profile(point: KillPoint, signum: int, work: Path, env: dict[str, str], edg
 
 
 def emulate_point(rng: random.Random, work: Path, env: dict[str, str], action: str,
-                  max_delay_s: float = 0.6) -> KillPoint:
+                  max_delay_s: float = 0.6, signals: tuple[int, ...] = SIGNALS) -> KillPoint:
     """``emulate-hdd up`` (or ``down`` of one that is up) killed at a random moment; then the
     emulation, if it survived whole, is taken down by hand (it is the user's until then)."""
-    signum = rng.choice(SIGNALS)
+    signum = rng.choice(signals)
     point = KillPoint(f"emulate-hdd {action}", signal.Signals(signum).name, round(rng.uniform(0.0, max_delay_s), 2))
     return _emulate(point, signum, work, env, action)
 
@@ -325,22 +330,23 @@ def next_run_point(rng: random.Random, work: Path, env: dict[str, str], max_dela
     proc.kill()
     proc.wait()
     point.exit_code = proc.returncode
-    # The next run's command fails if the killed run's hog still runs when its window is open.
-    hog_alive = ("import os, sys\n"
-                 "def argv(p):\n"
-                 "    try: return open(f'/proc/{p}/cmdline', 'rb').read().decode(errors='replace').split('\\0')\n"
-                 "    except OSError: return []\n"
-                 f"sys.exit(1 if any(argv(p)[1:2] == [{str(PROGRAMS / 'memory_hog.py')!r}]"
-                 " for p in os.listdir('/proc') if p.isdigit()) else 0)\n")
-    nxt = _biossd(env, "profile", "--mem", CAP, "--out", str(work / "next"), "--", sys.executable, "-c", hog_alive)
+    # The next run's command looks around while its window is open: the killed run's tool, and
+    # its swap area, cgroup and trace instance, must all be gone before the next run measures.
+    observe = [sys.executable, str(PROGRAMS / "next_run_environment.py"), str(PROGRAMS / "memory_hog.py")]
+    nxt = _biossd(env, "profile", "--mem", NEXT_CAP, "--out", str(work / "next"), "--", *observe)
     if nxt.returncode != 0 or not manifest.is_complete(work / "next"):
         point.left["next run"] = nxt.stderr[-500:]
     else:
         body = manifest.read_manifest(work / "next")
         if body["outcome"] != "ok":
-            point.left["next run measured beside the dead run's tool"] = body["outcome"]
+            point.left["next run"] = f"{body['outcome']}: {(work / 'next' / 'stderr.log').read_text()[-300:]}"
+        else:
+            seen = json.loads((work / "next" / "stdout.log").read_text())
+            during = {what: found for what, found in seen.items() if found}
+            if during:
+                point.left["during the next run"] = during
         # Reaped only when the killed run had a command running (killed while it set up or tore
-        # down, there was none): the hog's absence in the next window is what is checked above.
+        # down, there was none): what the next window saw is what is checked above.
         reaped = body["host_lock"]["reaped_stale_holder"]
         point.cleanup = (f"the killed run {'held' if holder else 'did not hold'} the lock; "
                          f"next run reaped a stale holder: {'yes' if reaped else 'no'}")
@@ -401,7 +407,8 @@ def pipeline_point(rng: random.Random, work: Path, env: dict[str, str], min_dela
 
 
 def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emulate: int,
-               n_pipeline: int, report=print, n_experiment: int = 0, n_next: int = 0) -> list[KillPoint]:
+               n_pipeline: int, report=print, n_experiment: int = 0, n_next: int = 0,
+               signals: tuple[int, ...] = SIGNALS) -> list[KillPoint]:
     """The kill points of one seed: ``n_profile`` of the profiler, ``n_emulate`` of the
     emulation (up and down alternating), ``n_pipeline`` of the pipeline, ``n_experiment`` of the
     experiments' tasks (object store and shared device alternating) and ``n_next`` next-run
@@ -409,10 +416,10 @@ def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emu
     rng = random.Random(seed)
     points = []
     for i in range(n_profile):
-        points.append(profile_point(rng, work / f"profile-{i}", env))
+        points.append(profile_point(rng, work / f"profile-{i}", env, signals=signals))
         report(points[-1].line())
     for i in range(n_emulate):
-        points.append(emulate_point(rng, work / f"emulate-{i}", env, "up" if i % 2 == 0 else "down"))
+        points.append(emulate_point(rng, work / f"emulate-{i}", env, "up" if i % 2 == 0 else "down", signals=signals))
         report(points[-1].line())
     for i in range(n_pipeline):
         points.append(pipeline_point(rng, work / f"pipeline-{i}", env))
@@ -452,4 +459,5 @@ def edge_points(work: Path, env: dict[str, str], profile_signals: tuple[int, ...
 def summary(points: list[KillPoint]) -> str:
     bad = [p for p in points if p.left]
     return json.dumps({"points": len(points), "left_something": len(bad),
-                       "by_signal": {s: sum(p.signal == s for p in points) for s in ("SIGINT", "SIGTERM", "SIGKILL")}})
+                       "by_signal": {s: sum(p.signal == s for p in points)
+                                     for s in ("SIGINT", "SIGTERM", "SIGHUP", "SIGKILL")}})

@@ -5,7 +5,7 @@ storage followed by -resume. Each kill point must leave nothing of biossd's on t
 import signal
 
 import pytest
-from interrupts import EMULATE_EDGES, PROFILE_EDGES, SIGNALS, edge_points, run_points, summary
+from interrupts import EMULATE_EDGES, PROFILE_EDGES, SIGNALS, KillPoint, _profile, edge_points, run_points, summary
 
 pytestmark = pytest.mark.integration
 
@@ -36,3 +36,13 @@ def test_a_signal_just_after_each_step_leaves_nothing(env, tmp_path, root_requir
     assert not any(p.completed for p in points), "\n".join(lines)
     bad = [p.line() for p in points if p.left]
     assert not bad, "\n".join(bad) + "\n" + summary(points)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGQUIT])
+def test_a_closed_terminal_or_ctrl_backslash_tears_down_as_term_does(env, tmp_path, root_required, signum):
+    """SIGHUP (a closed terminal, a dropped ssh) and SIGQUIT, sent while the tool runs: the run is
+    torn down (cap, swap, trace, partial, lock, the tool) and the command exits 128+signal."""
+    name = signal.Signals(signum).name
+    point = _profile(KillPoint("profile", name, 0.0), signum, tmp_path / name, env, edge=PROFILE_EDGES[-1])
+    assert not point.completed and point.exit_code == 128 + signum, point.line()
+    assert not point.left, point.line()

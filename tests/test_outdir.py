@@ -32,3 +32,20 @@ def test_the_plan_lists_the_refusal_before_anything_runs(tmp_path):
     assert any("holds the results of another plan (--seed 8 -> 7)" in p for p in plan.problems)
     assert not any("another plan" in p for p in matrix.plan({**PARAMS, "outdir": str(held), "replace_results": True},
                                                              stub=True).problems)
+
+
+def test_a_refused_study_leaves_the_held_folder_s_trace(env, tmp_path):
+    """A study refused for another plan's --outdir starts Nextflow, which opens its trace before the
+    refusal: the held study's trace is another session's file, kept as it was."""
+    from conftest import nextflow
+
+    held = tmp_path / "held"
+    (held / outdir.PLAN_RECORD).parent.mkdir(parents=True)
+    (held / outdir.PLAN_RECORD).write_text(json.dumps(outdir.record({**PARAMS, "seed": 8})))
+    # The held study's traces: an older biossd's one name, and this one's per session.
+    earlier = [held / "pipeline_info" / name for name in ("trace.txt", "trace-20260101-000000-1.txt")]
+    for path in earlier:
+        path.write_text("task_id\tname\n1\tBIOSSD:PROFILE (x)\n")
+    proc = nextflow(env, tmp_path, "-profile", "test", "-stub-run", "--outdir", str(held), check=False)
+    assert proc.returncode != 0 and "holds the results of another plan" in proc.stdout + proc.stderr
+    assert [p.read_text() for p in earlier] == ["task_id\tname\n1\tBIOSSD:PROFILE (x)\n"] * 2

@@ -5,12 +5,14 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from conftest import REPO, STUDY_HOST, nextflow, pdf_text, squeezed
 
+from biossd.analysis import harness
 from biossd.features import extract as features
 from biossd.host import devices
 from biossd.measure import manifest
@@ -58,7 +60,7 @@ def test_every_expected_run_is_present_and_complete(result_set, storage):
         assert (run / "run.json").stat().st_nlink == 2 and (run / "blocktrace.tsv.gz").stat().st_nlink == 2
         for collector in ("rusage", "sampler", "blocktrace", "perf"):
             assert body["collectors"][collector]["ran"] is True, (collector, body["collectors"][collector])
-    assert (result_set / "pipeline_info" / "trace.txt").is_file()
+    assert harness.last_trace(result_set).name.startswith("trace-")
     provenance = json.loads((result_set / "pipeline_info" / "provenance.json").read_text())
     assert provenance["success"] is True and "-profile test" in provenance["command_line"]
     assert provenance["nextflow_version"] == "24.10.0" and provenance["params"]["storage_classes"] == "ssd,hdd"
@@ -228,7 +230,7 @@ def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):
     elapsed = time.monotonic() - t0
     tools = [e.id for e in catalogue.load_all() if e.kind == "tool"]
     gatk = [t for t in tools if t.startswith("gatk_")]
-    trace = (outdir / "pipeline_info" / "trace.txt").read_text().splitlines()
+    trace = harness.last_trace(outdir).read_text().splitlines()
     profiled = [line for line in trace if ":PROFILE " in line]
     # The paper's caps: 1/4/16/32 GB, GATK at 4/16/32 GB (--tool_caps default).
     assert len(profiled) == ((len(tools) - len(gatk)) * 4 + len(gatk) * 3) * 2
@@ -296,7 +298,7 @@ def test_slurm_profile_resolves(env, tmp_path):
 
 def _profile_statuses(outdir: Path) -> dict[str, str]:
     """Each PROFILE task of the last session's trace: its name and status (COMPLETED, CACHED...)."""
-    lines = (outdir / "pipeline_info" / "trace.txt").read_text().splitlines()
+    lines = harness.last_trace(outdir).read_text().splitlines()
     head = lines[0].split("\t")
     rows = [dict(zip(head, line.split("\t"))) for line in lines[1:]]
     return {r["name"]: r["status"] for r in rows if ":PROFILE" in r["name"]}
@@ -425,3 +427,24 @@ def test_two_studies_on_one_device_measure_as_one_does_alone(env, tmp_path, resu
     print(f"block requests alone {solo}, two studies at once {both}")
     assert all(low <= n <= high for n in both), (solo, both)
     assert list(scratch.iterdir()) == []
+
+
+def test_make_judges_a_results_link_by_the_folder_it_points_to(tmp_path):
+    """`make run` publishes by hard link only into the work directory's file system; a RESULTS
+    that is a symbolic link to another file system is judged by where it points (copies), not
+    by the link itself (which would pick links the workflow then refuses)."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.fail("this test needs /dev/shm on a file system other than the temporary directory's")
+    elsewhere = Path(tempfile.mkdtemp(dir=shm))
+    try:
+        (tmp_path / "away").symlink_to(elsewhere)
+        (tmp_path / "real").mkdir()
+        (tmp_path / "near").symlink_to(tmp_path / "real")
+        mode = {name: subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "--eval",
+                                      f"show: ; @echo $(call publish_mode,{name})", "show"], cwd=tmp_path,
+                                     capture_output=True, text=True, check=True).stdout.strip()
+                for name in ("away", "near")}
+        assert mode == {"away": "copy", "near": "link"}
+    finally:
+        shutil.rmtree(elsewhere)

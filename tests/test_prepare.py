@@ -17,7 +17,7 @@ import yaml
 
 from biossd.measure import manifest
 from biossd.study import matrix
-from biossd.study.inputs import data, datasets, recipes, sources
+from biossd.study.inputs import data, datasets, formats, recipes, sources
 
 READS_SIZE = 96 << 10
 
@@ -151,12 +151,12 @@ def test_a_fetched_file_changed_since_is_refused(published, fetched, tmp_path):
 def test_a_source_that_is_not_its_format_is_named_with_its_line(tmp_path):
     bad = tmp_path / "r.fq"
     bad.write_text("@r1\nACGT\n+\nIIII\nr2\nACGT\n+\nIIII\n")
-    with pytest.raises(recipes.RecipeError, match=r"r\.fq: line 5 does not begin a FASTQ record"):
-        list(recipes.fastq_records(bad))
+    with pytest.raises(formats.RecipeError, match=r"r\.fq: line 5 does not begin a FASTQ record"):
+        list(formats.fastq_records(bad))
     genome = tmp_path / "g.fa"
     genome.write_text("ACGT\n>chr1\nACGT\n")
-    with pytest.raises(recipes.RecipeError, match=r"g\.fa: line 1: sequence before the first '>'"):
-        list(recipes.fasta_records(genome))
+    with pytest.raises(formats.RecipeError, match=r"g\.fa: line 1: sequence before the first '>'"):
+        list(formats.fasta_records(genome))
 
 
 @pytest.mark.parametrize("prepare, message", [

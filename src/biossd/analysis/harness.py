@@ -19,7 +19,9 @@ import pandas as pd
 
 from biossd.measure import manifest
 
-TRACE_FILE = Path("pipeline_info") / "trace.txt"
+#: Nextflow's trace of each session (``trace-<start>-<pid>.txt``; ``trace.txt`` from an older biossd).
+TRACE_DIR = Path("pipeline_info")
+TRACE_GLOBS = ("trace-*.txt", "trace.txt")
 #: The processes whose tasks are profiled runs.
 PROFILED_PROCESSES = ("PROFILE", "PROFILE_REPEAT", "PROFILE_FIRM")
 #: Nextflow's trace durations: "1h 2m 3s", "4.5s", "120ms".
@@ -41,9 +43,7 @@ def profiled_tasks(results_dir: Path) -> pd.DataFrame:
     """Every profiled task of the last session's trace with its task time (``realtime_s``), the
     tool's own wall time (``tool_s``, from the run in the task's work directory) and their
     difference (``harness_s``). A task whose work directory is gone has no tool time."""
-    path = Path(results_dir) / TRACE_FILE
-    if not path.is_file():
-        raise HarnessError(f"{path}: no Nextflow trace (run the study with --outdir {results_dir} first)")
+    path = last_trace(results_dir)
     trace = pd.read_csv(path, sep="\t", dtype=str)
     if "workdir" not in trace.columns:
         raise HarnessError(f"{path}: the trace has no workdir column (written by an older biossd); run the study again")
@@ -56,6 +56,19 @@ def profiled_tasks(results_dir: Path) -> pd.DataFrame:
     phases = pd.DataFrame([r.get("harness_s") or {} for r in records], index=tasks.index)
     tasks = tasks.join(phases.add_prefix(PHASE_PREFIX))
     return tasks.reset_index(drop=True)
+
+
+def last_trace(results_dir: Path) -> Path:
+    """The trace of the study's last session that ran a task (a session refused at its start
+    leaves a trace of its header only)."""
+    folder = Path(results_dir) / TRACE_DIR
+    traces = sorted({p for pattern in TRACE_GLOBS for p in folder.glob(pattern) if p.is_file()},
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in traces:
+        with open(path) as f:
+            if len(f.readlines(1 << 16)) > 1:
+                return path
+    raise HarnessError(f"{folder}: no Nextflow trace with a task (run the study with --outdir {results_dir} first)")
 
 
 #: A profiled task's columns of its harness phases (the run's ``harness_s``, written by

@@ -76,7 +76,7 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
         if not args.mount or not args.size:
             raise UsageError("give --mount DIR and --size SIZE")
         state = emulate.up(Path(args.mount), args.profile, parse_size(args.size),
-                           parse_size(args.swap) if args.swap else None, Path(args.backing_dir), scale=args.scale)
+                           args.swap, Path(args.backing_dir), scale=args.scale)
         print(f"emulated HDD ({state['profile_name']}) up at {state['mount']} on {state['loop_device']}"
               + (f", swap {state['swap_file']}" if state.get("swap_file") else ""))
     elif args.action == "down":
@@ -205,7 +205,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mount", help="the directory to make a mount point")
     p.add_argument("--profile", default="seagate-barracuda-7200", help="name in study/devices/ or a YAML path")
     p.add_argument("--size", help="size of the emulated disk, e.g. 20G")
-    p.add_argument("--swap", help="also a swap area of this size on it")
+    p.add_argument("--swap", type=options.swap_bytes, help="also a swap area of this size on it")
     p.add_argument("--backing-dir", default="/var/tmp", help="where the disk's data is kept")
     p.add_argument("--scale", type=float, default=1.0,
                    help="scale the disk down as a study scales its machine: its buffer / D and its distances x D "

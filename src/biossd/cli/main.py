@@ -12,12 +12,14 @@ def _terminate_as_interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(signum)
 
 
-# As early as the command allows: SIGINT and SIGTERM unwind like Ctrl-C, so every command's
-# clean-up (finally, context managers) runs and it exits 128+signal; commands that measure
-# install their own handlers. (A signal in the interpreter's own start, before this line, kills
-# it by the signal, which a shell reports as the same 128+signal.)
-signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-signal.signal(signal.SIGINT, _terminate_as_interrupt)
+# As early as the command allows: the signals that end biossd (INT, TERM, HUP, QUIT) unwind like
+# Ctrl-C, so every command's clean-up (finally, context managers) runs and it exits 128+signal;
+# commands that measure install their own handlers. (A signal in the interpreter's own start,
+# before these lines, kills it by the signal, which a shell reports as the same 128+signal.)
+from biossd.core.signals import HELD  # noqa: E402
+
+for _signum in HELD:
+    signal.signal(_signum, _terminate_as_interrupt)
 
 import argparse  # noqa: E402
 import logging  # noqa: E402

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from biossd.core.errors import BiossdError
 
@@ -29,6 +29,9 @@ def labels(pairs: list[str]) -> dict[str, str]:
             raise UsageError(f"expected KEY=VALUE (as --label, --run, --device and --file take), got {pair!r}")
         if key in labels:
             raise UsageError(f"{key} is given twice ({labels[key]!r} and {value!r})")
+        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in pair):
+            raise UsageError(f"{pair!r} holds a control character (a newline or a tab): labels are one line of the "
+                             "run's record and of every table made from it")
         labels[key] = value
     return labels
 
@@ -81,14 +84,13 @@ def add_hold_host_lock_option(p: argparse.ArgumentParser, verb: str = "write") -
 
 def profile_request(args: argparse.Namespace, command: list[str], mem_bytes: int | None, out: Path):
     """The profiler's request from the options :func:`add_profile_options` declares."""
-    from biossd.core.units import parse_size
     from biossd.measure import profile
 
     return profile.ProfileRequest(
         argv=command, out_dir=out, mem_bytes=mem_bytes, labels=labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
         devices=args.device, sample_interval_s=args.sample_interval,
-        swap_bytes=parse_size(args.swap) if args.swap else None,
+        swap_bytes=args.swap,
         swap_dir=Path(args.swap_dir) if args.swap_dir else None,
         blocktrace=args.blocktrace, perf=args.perf, cachegrind=args.cachegrind,
         timeout_s=args.timeout, tool_version=args.tool_version, image=args.image,
@@ -138,15 +140,58 @@ def run_profiler(request, name: str) -> tuple[dict[str, Any] | None, int | None]
 def result_kept() -> None:
     """The run is complete: a signal from now until exit (Python restores the default handlers
     while it shuts down, where SIGINT would kill it) does not turn a result into a failure."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    from biossd.core.signals import HELD
+
+    for signum in HELD:
         signal.signal(signum, signal.SIG_IGN)
 
 
 def mem_bytes(text: str | None) -> int | None:
-    """A --mem value: ``None`` for none or absent, else bytes."""
-    from biossd.core.units import parse_size
+    """A --mem value: ``None`` for none or absent, else bytes, between the smallest cap a run can
+    start under and one no host has (:data:`biossd.host.cgroups.MIN_CAP_BYTES`, ``MAX_CAP_BYTES``)."""
+    from biossd.core.units import format_size, parse_size
+    from biossd.host.cgroups import MAX_CAP_BYTES, MIN_CAP_BYTES
 
-    return None if text is None or text.lower() == "none" else parse_size(text)
+    if text is None or text.lower() == "none":
+        return None
+    value = parse_size(text)
+    if not MIN_CAP_BYTES <= value <= MAX_CAP_BYTES:
+        raise ValueError(f"--mem {text}: a cap is between {format_size(MIN_CAP_BYTES)} and {format_size(MAX_CAP_BYTES)}; "
+                         "for no cap say --mem none")
+    return value
+
+
+#: --swap: the smallest swap area worth making (mkswap needs a few pages; a smaller one is a typo).
+MIN_SWAP_BYTES = 1 << 20
+
+
+def swap_bytes(text: str) -> int:
+    """A --swap size: at least :data:`MIN_SWAP_BYTES` (leave --swap out for no swap)."""
+    from biossd.core.units import format_size, parse_size
+
+    try:
+        value = parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if value < MIN_SWAP_BYTES:
+        raise argparse.ArgumentTypeError(f"{text}: a swap area is at least {format_size(MIN_SWAP_BYTES)} "
+                                         "(leave --swap out for none)")
+    return value
+
+
+def seconds_between(low_s: float, high_s: float, what: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds in [``low_s``, ``high_s``]."""
+    def parse(text: str) -> float:
+        import math
+
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or not low_s <= value <= high_s:
+            raise argparse.ArgumentTypeError(f"{text}: {what} is between {low_s:g} and {high_s:g} s")
+        return value
+    return parse
 
 
 def settings(tool: str, pairs: list[str] | None) -> dict[str, str]:
@@ -185,13 +230,32 @@ def held_host_lock(args: argparse.Namespace, what: str):
     return hostlock.HostLock(what, owner=owner(args, "nothing was staged"))
 
 
+#: Seeds are what the study's schema allows (``seed``: 0 to 2**32 - 1).
+MAX_SEED = 2**32 - 1
+
+
+def seed(text: str) -> int:
+    """A --seed: a whole number from 0 to :data:`MAX_SEED`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{text}: a seed is from 0 to {MAX_SEED}")
+    return value
+
+
 def duration(text: str) -> float:
+    """A --timeout: a duration longer than nothing (a zero timeout would end every run at once)."""
     from biossd.core.units import parse_duration_s
 
     try:
-        return parse_duration_s(text)
+        value = parse_duration_s(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: a timeout is longer than 0 s (leave it out for none)")
+    return value
 
 
 def need_root(command: str) -> None:
@@ -204,6 +268,11 @@ def need_root(command: str) -> None:
                          f"swap areas and emulated disks; run `sudo biossd {command}`")
 
 
+#: The sampler's interval: finer would busy the sampler thread beside the measured tool, coarser
+#: would miss a run; (low, high) in seconds.
+SAMPLE_INTERVAL_RANGE_S = (0.05, 3600.0)
+
+
 def add_profile_options(p: argparse.ArgumentParser) -> None:
     """The profiler's options (`biossd profile`, `biossd catalogue run`), declared once."""
     p.add_argument("--device", action="append", default=[], help="block device to trace")
@@ -213,9 +282,11 @@ def add_profile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
                    help="do not sync and drop the page cache before the run")
     p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
-    p.add_argument("--sample-interval", type=float, default=1.0, metavar="SECONDS",
-                   help="interval of the SAR-like sampler (default 1 s)")
-    p.add_argument("--swap", metavar="SIZE",
+    p.add_argument("--sample-interval", type=seconds_between(*SAMPLE_INTERVAL_RANGE_S, "the sampler's interval"),
+                   default=1.0, metavar="SECONDS",
+                   help=f"interval of the SAR-like sampler (default 1 s; {SAMPLE_INTERVAL_RANGE_S[0]:g} to "
+                        f"{SAMPLE_INTERVAL_RANGE_S[1]:g} s)")
+    p.add_argument("--swap", metavar="SIZE", type=swap_bytes,
                    help="give the run SIZE of swap on a loop device (removed afterwards)")
     p.add_argument("--swap-dir", metavar="DIR",
                    help="directory for the swap file, on the storage under test (default: cwd)")

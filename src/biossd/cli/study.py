@@ -31,6 +31,9 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
         params = json.loads(args.params)
     except json.JSONDecodeError as err:
         raise UsageError(f"--params is not JSON ({err})") from None
+    if not isinstance(params, dict):
+        raise UsageError(f"--params is JSON but not an object of parameters (it is a {type(params).__name__}): "
+                         "give {\"name\": value, ...}")
     result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
     body = result.as_json()
     if args.estimate and not result.problems and not args.stub:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 _HASH_CHUNK_BYTES = 1 << 20
@@ -69,34 +70,56 @@ def write_frame(table, path: Path, what: str = "the table") -> Path:
     return path
 
 
-#: The kernel's table of this process's mounts (``man 5 proc``: field 5 is the mount point,
-#: with space, tab, newline and backslash written as octal escapes).
+#: The kernel's table of this process's mounts (``man 5 proc``): ``ID PARENT MAJ:MIN ROOT POINT
+#: OPTIONS [TAGS...] - FSTYPE SOURCE SUPER_OPTIONS``, with space, tab, newline and backslash in a
+#: path written as octal escapes (``\040``, ``\011``, ``\012``, ``\134``).
 _MOUNTINFO = Path("/proc/self/mountinfo")
 _MOUNT_POINT_FIELD = 4
+_MOUNT_OPTIONS_FIELD = 5
 
 
-def _unescape_mount_point(text: str) -> str:
+def unescape_octal(text: str) -> str:
+    """A path as the kernel's tables write it (``/proc/self/mountinfo``, ``/proc/swaps``), with
+    its octal escapes decoded: the one decoder every reader of those tables uses."""
     import re
 
     return re.sub(r"\\([0-7]{3})", lambda octal: chr(int(octal.group(1), 8)), text)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One line of the kernel's mount table, paths decoded."""
+
+    point: str
+    fstype: str
+    source: str
+    mount_options: str
+    super_options: str
+
+
+def mount_table() -> list[Mount]:
+    """Every mount this process sees, in the kernel's order (empty when the table is unreadable)."""
+    try:
+        lines = _MOUNTINFO.read_text().splitlines()
+    except OSError:
+        return []
+    table = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields = left.split(" ")
+        if len(fields) <= _MOUNT_OPTIONS_FIELD:
+            continue
+        fstype, source, super_options = (right.split(" ") + ["", "", ""])[:3]
+        table.append(Mount(unescape_octal(fields[_MOUNT_POINT_FIELD]), fstype, unescape_octal(source),
+                           fields[_MOUNT_OPTIONS_FIELD], super_options))
+    return table
 
 
 def mounts_under(path: Path) -> list[str]:
     """The mount points at or below ``path`` (resolved), in the kernel's order."""
     root = os.path.realpath(path)
     prefix = root.rstrip("/") + "/"
-    found = []
-    try:
-        lines = _MOUNTINFO.read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        fields = line.split(" ")
-        if len(fields) > _MOUNT_POINT_FIELD:
-            point = _unescape_mount_point(fields[_MOUNT_POINT_FIELD])
-            if point == root or point.startswith(prefix):
-                found.append(point)
-    return found
+    return [m.point for m in mount_table() if m.point == root or m.point.startswith(prefix)]
 
 
 def is_mount_point(path: Path | str) -> bool:
@@ -106,10 +129,16 @@ def is_mount_point(path: Path | str) -> bool:
     return os.path.realpath(path) in mounts_under(Path(path))
 
 
+#: Every mark biossd puts in a directory it makes starts so (the run's, the scratch's, the
+#: experiment partial's): :func:`remove_tree` deletes them last.
+MARK_PREFIX = ".biossd-"
+
+
 def remove_tree(path: Path) -> None:
     """Delete the directory ``path`` and what it holds, never crossing into a live mount: with a
     file system still mounted at or below it (an emulated disk, an s3fs bucket), nothing is
-    deleted and :class:`OSError` (EBUSY) names the mount, to be taken down first."""
+    deleted and :class:`OSError` (EBUSY) names the mount, to be taken down first. The directory's
+    marks (:data:`MARK_PREFIX`) are deleted after everything else."""
     import errno
     import shutil
 
@@ -123,4 +152,11 @@ def remove_tree(path: Path) -> None:
     if live:
         raise OSError(errno.EBUSY, f"{path} holds a mounted file system at {live[0]}: not deleting into it "
                       "(take that mount down first)")
-    shutil.rmtree(path)
+    # The marks (.biossd-run, .biossd-scratch, ...) go last: a removal cut short leaves a directory
+    # that still says whose it is, for `biossd cleanup` to finish.
+    for child in sorted(path.iterdir(), key=lambda c: c.name.startswith(MARK_PREFIX)):
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    path.rmdir()

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM around what biossd brings up and takes down: the one home of the three ways
+"""The signals that end biossd (:data:`HELD`) around what it brings up and takes down: the one home of the three ways
 biossd handles them.
 
 - :func:`signals_held` — a teardown that nothing may cut short: a signal that comes meanwhile
@@ -22,13 +22,15 @@ import signal
 import threading
 from typing import Callable, Iterator
 
-#: The signals a user or a scheduler ends biossd with.
-HELD = (signal.SIGINT, signal.SIGTERM)
+#: The signals a user, a terminal or a scheduler ends biossd with: Ctrl-C, a scheduler's or
+#: `kill`'s TERM, the hangup of a closed terminal or a dropped ssh, Ctrl-\\. Each tears down as
+#: SIGTERM does.
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 @contextlib.contextmanager
 def signals_call(handler: Callable[[int, object], None]) -> Iterator[None]:
-    """``handler`` receives SIGINT and SIGTERM while the block runs (main thread only: elsewhere
+    """``handler`` receives the :data:`HELD` signals while the block runs (main thread only: elsewhere
     the handlers cannot be set and the block runs as it is)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -43,7 +45,7 @@ def signals_call(handler: Callable[[int, object], None]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block ends: a teardown is not cut short; one that came
+    """The :data:`HELD` signals wait until the block ends: a teardown is not cut short; one that came
     meanwhile is delivered again at its end."""
     received: list[int] = []
     with signals_call(lambda signum, _frame: received.append(signum)):
@@ -54,7 +56,7 @@ def signals_held() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_ignored() -> Iterator[None]:
-    """SIGINT and SIGTERM are dropped while the block runs: a rollback under way because of a
+    """The :data:`HELD` signals are dropped while the block runs: a rollback under way because of a
     signal is not cut short by a second one."""
     with signals_call(signal.SIG_IGN):
         yield
@@ -62,7 +64,7 @@ def signals_ignored() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_raise(make_exception: Callable[[int], BaseException]) -> Iterator[None]:
-    """SIGINT and SIGTERM raise ``make_exception(signum)`` in the main thread while the block runs,
+    """The :data:`HELD` signals raise ``make_exception(signum)`` in the main thread while the block runs,
     so every ``finally`` inside it tears its part down."""
     def on_signal(signum: int, _frame: object) -> None:
         raise make_exception(signum)

@@ -38,6 +38,27 @@ def plan(experiments: str | Sequence[str], size: str, classes: Sequence[str], ho
             "n_tasks": len(tasks), "inputs": list(inputs.values()), "seed": seed}
 
 
+#: The fields of a planned task that ``biossd experiment run --task`` reads.
+TASK_FIELDS = ("experiment", "point", "values", "size", "host", "storage", "rep", "seed", "input")
+
+
+def check_task(task: Any) -> dict[str, Any]:
+    """A task as :func:`plan` writes it, or :class:`ExperimentError` naming what is missing or wrong
+    (a task is machine-written; one edited by hand is refused before anything runs)."""
+    if not isinstance(task, dict):
+        raise ExperimentError(f"--task is a JSON {type(task).__name__}, not a task object; give one of the tasks "
+                              "`biossd experiment plan` lists")
+    missing = [k for k in TASK_FIELDS if k not in task]
+    if missing:
+        raise ExperimentError(f"--task has no {', '.join(missing)}; give one of the tasks `biossd experiment plan` lists")
+    if task["size"] not in SIZES:
+        raise ExperimentError(f"--task size {task['size']!r} is not one of {', '.join(SIZES)}")
+    given = task["input"]
+    if not isinstance(given, dict) or not {"kind", "size"} <= set(given):
+        raise ExperimentError("--task input must be {kind, size, ...} as `biossd experiment plan` writes it")
+    return dict(task)
+
+
 def input_id(kind: str, size: str) -> str:
     """The id of an experiment's synthetic input, shared by every task that reads it."""
     return f"experiment_{kind}_{size}"

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from biossd.core import paths, yamlfile
 from biossd.core.errors import BiossdError
+from biossd.core.units import parse_size
 from biossd.study import catalogue
 
 EXPERIMENTS_DIR = paths.EXPERIMENTS_DIR
@@ -75,7 +76,20 @@ def load_spec(name: str, directory: Path = EXPERIMENTS_DIR) -> dict[str, Any]:
         missing = [k for k in SIZE_KEYS if k not in settings]
         if missing:
             raise ExperimentError(f"{path}: sizes.{size} lacks {missing}")
+        repeats = settings["repeats"]
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+            raise ExperimentError(f"{path}: sizes.{size}.repeats is {repeats!r}: a whole number from 1 to {MAX_REPEATS}")
+        try:
+            input_bytes = parse_size(str(settings["input_size"]))
+        except ValueError as err:
+            raise ExperimentError(f"{path}: sizes.{size}.input_size: {err}") from None
+        if input_bytes < 1:
+            raise ExperimentError(f"{path}: sizes.{size}.input_size is {settings['input_size']!r}: an input has bytes")
     return spec
+
+
+#: Repeats of an experiment's points (the study's own --repeats has the same bound).
+MAX_REPEATS = 1000
 
 
 def module(name: str) -> ModuleType:

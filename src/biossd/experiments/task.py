@@ -16,6 +16,7 @@ from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_ignored, signals_raise
 from biossd.core.units import parse_duration_s, parse_size
+from biossd.experiments.planning import check_task
 from biossd.experiments.spec import ExperimentError, load_spec, module, substitutes, tool_version
 from biossd.measure import profile, rundir
 from biossd.study.inputs import data
@@ -129,7 +130,7 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
     empty directory (but for its mark) of the task's own, on the class's device. ``input_dir``: the
     task's synthetic input made beforehand (``biossd data synth``, the workflow's SYNTH_INPUT),
     copied into scratch; without it, the input is synthesized there."""
-    task = dict(task)
+    task = check_task(task)
     out = Path(out).absolute()  # the runs change into scratch: every path is made absolute first
     device_record = Path(device_record).absolute() if device_record else None
     scratch = Path(scratch).absolute()
@@ -155,17 +156,25 @@ def run_task(task: Mapping[str, Any], scratch: Path, out: Path, device_record: P
 
 def _stage_input(task: Mapping[str, Any], dest: Path, made: Path | None) -> None:
     """The task's input in its scratch, on the class's device (unprofiled): a copy of ``made``
-    (checked to be this task's kind, size and seed by its ``synth.json``), else synthesized."""
+    (checked to be this task's kind, size and seed by its ``synth.json``, and the copy to hold
+    exactly the files that record lists, byte for byte), else synthesized."""
+    from biossd.study import staging
+
     want = task["input"]
     if made is None:
         data.synth(want["kind"], dest, parse_size(str(want["size"])), int(task["seed"]))
         return
-    record = json.loads((made / "synth.json").read_text())
-    given = (record["kind"], record["requested_size_bytes"], record["seed"])
+    try:
+        record = json.loads((made / data.SYNTH_RECORD).read_text())
+        given = (record["kind"], record["requested_size_bytes"], record["seed"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ExperimentError(f"--input {made}: no readable {data.SYNTH_RECORD} ({err}); give the input "
+                              "`biossd data synth` made for this task") from None
     if given != (want["kind"], parse_size(str(want["size"])), int(task["seed"])):
         raise ExperimentError(f"--input {made}: it is {given} (kind, bytes, seed), the task needs "
                               f"{(want['kind'], parse_size(str(want['size'])), int(task['seed']))}")
     shutil.copytree(made, dest, symlinks=False)
+    staging.check_input(dest)  # a damaged input is refused, never run and recorded as the tool failing
 
 
 def _empty_scratch(scratch: Path) -> None:

@@ -28,10 +28,11 @@ import numpy as np
 import pandas as pd
 
 from biossd.core.errors import BiossdError
+from biossd.measure import rundir
 from biossd.core.files import atomic_write_text
 from biossd.study.catalogue import QUALITY_FORMATS, Entry
 
-QUALITY_FILE = "quality.json"
+QUALITY_FILE = rundir.QUALITY_FILE
 QUALITY_COLUMNS = ("sensitivity", "accuracy", "precision", "f_measure")
 #: How far (bp) an alignment's start may be from the truth and still count as correct.
 TOLERANCE_BP = 5

@@ -55,6 +55,12 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_MEMORY_ROOT = CGROUP_ROOT / "memory"
 CGROUP_PREFIX = "biossd-"
 BACKENDS = ("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none")
+#: The smallest cap any run may have: below it not even the shell and GNU time around a tool
+#: start. Each tool's own floor is measured (the sizing rule, biossd.study.sizing), and a
+#: catalogue entry may ask for more with ``min_mem`` (a JVM).
+MIN_CAP_BYTES = 2 << 20
+#: A cap no host has (1 PiB): one above it cannot be meant, and would be no cap at all.
+MAX_CAP_BYTES = 1 << 50
 SYSTEMD_SLICE = "app.slice"
 _EMPTY_WAIT_S = 5.0
 _POLL_S = 0.05

@@ -111,17 +111,15 @@ def device_facts(name: str) -> dict[str, object]:
 
 def mount_facts(path: Path) -> dict[str, object]:
     """The mount holding ``path``: mount point, filesystem type, source and options."""
+    from biossd.core.files import mount_table
+
     target = os.path.realpath(path)
     best: dict[str, object] = {}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        point = fields[4].replace("\\040", " ")
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(str(best.get("mount_point", ""))):
-            fstype, source, super_opts = (right.split() + ["", "", ""])[:3]
-            best = {"mount_point": point, "fstype": fstype, "source": source,
-                    "mount_options": fields[5], "super_options": super_opts}
+    for m in mount_table():
+        inside = target == m.point or target.startswith(m.point.rstrip("/") + "/")
+        if inside and len(m.point) >= len(str(best.get("mount_point", ""))):
+            best = {"mount_point": m.point, "fstype": m.fstype, "source": m.source,
+                    "mount_options": m.mount_options, "super_options": m.super_options}
     return best
 
 

@@ -229,8 +229,9 @@ def _stop_daemon(state: dict[str, Any]) -> list[str]:
 def _unmount_under(root: Path) -> list[str]:
     """Unmount what the engine left mounted under ``root`` (deepest first): its exec root's
     namespaces and its data root's layers."""
-    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
-    ours = sorted((m for m in mounts if m == str(root) or m.startswith(str(root) + "/")), key=len, reverse=True)
+    from biossd.core.files import mounts_under
+
+    ours = sorted(mounts_under(root), key=len, reverse=True)
     for mount in ours:
         subprocess.run(["umount", "-l", mount], capture_output=True)
     return [f"unmounted {m}" for m in ours]
@@ -350,13 +351,17 @@ def finish(cidfile: Path, docker_host: str | None = None) -> dict[str, Any]:
     return record
 
 
-def remove(cidfile: Path) -> None:
+def remove(cidfile: Path, docker_host: str | None = None) -> str | None:
     """Remove the container ``cidfile`` names, if any (a run stopped by a signal: the container is
-    Docker's child, not the profiler's, and would run on)."""
+    Docker's child, not the profiler's, and would run on), through the engine at ``docker_host``
+    (default: this process's ``DOCKER_HOST``). Returns the id of the container removed."""
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         cid = Path(cidfile).read_text().strip()
         if cid:
-            subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60)
+            env = {**os.environ, "DOCKER_HOST": docker_host} if docker_host else None
+            done = subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, env=env)
+            return cid[:12] if done.returncode == 0 else None
+    return None
 
 
 def cgroup_dirs(pid: int) -> list[Path]:

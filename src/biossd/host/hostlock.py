@@ -45,6 +45,9 @@ EXIT_BUSY = 75
 #: The holder record's key for the session its measured command runs in: the session leader's
 #: pid and start ticks (``biossd profile``'s gate, started with a session of its own).
 COMMAND_KEY = "command"
+#: The holder record's Docker container of the measured command: ``{"cidfile", "docker_host"}``
+#: (the container is the engine's child, not in the command's session or cgroup).
+CONTAINER_KEY = "container"
 #: How long a dead holder's processes are given to be gone after SIGKILL.
 REAP_WAIT_S = 5.0
 
@@ -78,33 +81,43 @@ class UnsafeRuntimeDir(BiossdError, RuntimeError):
     """A non-root user's runtime directory that another user could write into or redirect."""
 
 
-def ensure_runtime_dir() -> Path:
-    """:func:`runtime_dir`, made if missing (0755 for root's ``/run/biossd``, 0700 for a user's)
-    and, for a user, checked: a real directory (not a symlink), owned by the user, with no access
-    for group or others — else refused, since the lock and its records there decide what biossd
-    kills and removes."""
-    directory = runtime_dir()
-    directory.mkdir(parents=True, exist_ok=True, mode=0o755 if os.geteuid() == 0 else 0o700)
-    if os.geteuid() != 0:
-        st = os.lstat(directory)
-        import stat
+def checked_runtime_dir() -> Path:
+    """:func:`runtime_dir`, refused (:class:`UnsafeRuntimeDir`) unless it is a real directory (not
+    a symlink) of this user (root's for root) that no other user can write into — every read and
+    removal of the lock's records goes through here, since those records decide what biossd kills
+    and removes. A directory that does not exist yet is fine (there is nothing to read)."""
+    import stat
 
-        problem = ("is a symlink" if stat.S_ISLNK(st.st_mode) else "is not a directory" if not stat.S_ISDIR(st.st_mode)
-                   else f"is owned by uid {st.st_uid}, not {os.getuid()}" if st.st_uid != os.getuid()
-                   else f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700" if stat.S_IMODE(st.st_mode) & 0o077
-                   else None)
-        if problem:
-            raise UnsafeRuntimeDir(f"biossd's runtime directory {directory} {problem}; remove it (or set "
-                                   "XDG_RUNTIME_DIR to a directory of your own) and run again")
+    directory = runtime_dir()
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return directory
+    others = 0o022 if os.geteuid() == 0 else 0o077
+    problem = ("is a symlink" if stat.S_ISLNK(st.st_mode) else "is not a directory" if not stat.S_ISDIR(st.st_mode)
+               else f"is owned by uid {st.st_uid}, not {os.geteuid()}" if st.st_uid != os.geteuid()
+               else f"has mode {stat.S_IMODE(st.st_mode):04o}: others may write into it" if stat.S_IMODE(st.st_mode) & others
+               else None)
+    if problem:
+        raise UnsafeRuntimeDir(f"biossd's runtime directory {directory} {problem}; nothing in it was read or acted "
+                               "on: remove it (or set XDG_RUNTIME_DIR to a directory of your own) and run again")
     return directory
 
 
+def ensure_runtime_dir() -> Path:
+    """:func:`runtime_dir`, made if missing (0755 for root's ``/run/biossd``, 0700 for a user's)
+    and checked (:func:`checked_runtime_dir`)."""
+    directory = runtime_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o755 if os.geteuid() == 0 else 0o700)
+    return checked_runtime_dir()
+
+
 def lock_path() -> Path:
-    return runtime_dir() / LOCK_NAME
+    return checked_runtime_dir() / LOCK_NAME
 
 
 def holder_path() -> Path:
-    return runtime_dir() / HOLDER_NAME
+    return checked_runtime_dir() / HOLDER_NAME
 
 
 def read_holder(path: Path | None = None) -> dict[str, Any] | None:
@@ -164,15 +177,17 @@ def stale_records() -> list[Path]:
                 pass
             finally:
                 os.close(fd)
-    stale = runtime_dir() / STALE_DIR
+    stale = checked_runtime_dir() / STALE_DIR
     return sorted(stale.glob("*.json")) if stale.is_dir() else []
 
 
 def reap(old: dict[str, Any] | None) -> list[str]:
     """Kill what a holder that died with the lock left running, before anything else is measured:
     the processes of its command's session (started at or after the recorded leader; none when the
-    leader's pid now belongs to another process) and the cgroups it made (named after its pid,
-    :mod:`biossd.host.cgroups`). A holder still alive is never touched. Returns what was done."""
+    leader's pid now belongs to another process), its Docker container (the record names the
+    container id file), the cgroups it made (named after its pid, :mod:`biossd.host.cgroups`;
+    removing one kills what is in it, a ``setsid`` grandchild too), and the swap areas and trace
+    instances of dead runs. A holder still alive is never touched. Returns what was done."""
     import signal
 
     from biossd.host import cgroups
@@ -195,11 +210,37 @@ def reap(old: dict[str, Any] | None) -> list[str]:
                 time.sleep(POLL_S / 4)
             if members:
                 done.append(f"killed {len(members)} process(es) of its command's session {sid}")
+    container = (old or {}).get(CONTAINER_KEY) or {}
+    if container.get("cidfile"):
+        from biossd.host import dockerengine
+
+        removed = dockerengine.remove(Path(container["cidfile"]), container.get("docker_host"))
+        if removed:
+            done.append(f"removed its container {removed}")
     for path in cgroups.find_leftovers():
         if path.name.startswith(f"{cgroups.CGROUP_PREFIX}{holder.pid}-"):
             cgroups.remove_cgroup(path)
             done.append(f"removed its cgroup {path}")
+    done += _take_down_dead_devices()
     return [f"{describe(old)} died holding the host lock: " + "; ".join(done)] if done else []
+
+
+def _take_down_dead_devices() -> list[str]:
+    """What dead runs left that the next run would share: their swap areas (on at the same
+    priority as the next run's own, the kernel would page there round-robin, untraced) and their
+    block-trace instances. Only those whose maker is gone (:mod:`biossd.core.owners`)."""
+    from biossd.host import swap, tracefs
+
+    done = []
+    for what, found, remove in (("swap area", swap.find_leftovers(), swap.remove_leftover),
+                                ("trace instance", tracefs.find_leftovers(), tracefs.remove_leftover)):
+        for item in found:
+            try:
+                remove(item)
+                done.append(f"took down its {what} {item}")
+            except (OSError, BiossdError) as err:
+                done.append(f"could not take down the {what} {item} ({err})")
+    return done
 
 
 def reap_dead_holder() -> list[str]:
@@ -232,7 +273,7 @@ def _move_aside(old: dict[str, Any] | None) -> None:
     """Keep a dead holder's record in ``stale/`` for ``cleanup`` (call with the lock held)."""
     if old is None:
         return
-    stale = runtime_dir() / STALE_DIR
+    stale = checked_runtime_dir() / STALE_DIR
     stale.mkdir(exist_ok=True)
     name = f"{old.get('pid', 'unknown')}-{old.get('start_ticks', 0)}.json"
     with contextlib.suppress(OSError):

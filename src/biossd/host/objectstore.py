@@ -100,6 +100,40 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: The kernel's socket tables (``man 5 proc``): local address as HEXIP:HEXPORT, state 0A = LISTEN,
+#: the socket's inode in the tenth field.
+_TCP_TABLES = ("tcp", "tcp6")
+_LISTEN_STATE = "0A"
+_LOCAL_FIELD, _STATE_FIELD, _INODE_FIELD = 1, 3, 9
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether the process ``pid`` itself holds a socket listening on TCP ``port`` (its open
+    file descriptors include that socket's inode), not merely some process of its namespace."""
+    inodes = set()
+    for table in _TCP_TABLES:
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > _INODE_FIELD and fields[_STATE_FIELD] == _LISTEN_STATE \
+                    and int(fields[_LOCAL_FIELD].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[_INODE_FIELD])
+    if not inodes:
+        return False
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) in {f"socket:[{i}]" for i in inodes}:
+                return True
+    return False
+
+
 class ObjectStore:
     """``with ObjectStore(basedir, mountpoint, bucket) as store:`` — the server up with its objects
     under ``basedir``, the bucket made, :meth:`put` to add an object (over HTTP, unprofiled) and
@@ -166,6 +200,11 @@ class ObjectStore:
                 raise ObjectStoreError(f"S3Proxy exited before it answered on {self.endpoint}: {self._log_tail()}")
             try:
                 self._request("GET", "/", timeout_s=1)
+                if not listens(self.server.pid, self.port):
+                    # SigV4 authenticates us to the server, not the server to us: whoever answered
+                    # must be our child, holding the listening socket itself.
+                    raise ObjectStoreError(f"the answer on port {self.port} came from a process that is not "
+                                           f"our S3Proxy (pid {self.server.pid})")
                 break
             except ObjectStoreError as err:
                 if time.monotonic() > deadline:

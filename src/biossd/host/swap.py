@@ -39,9 +39,12 @@ def _run(argv: list[str]) -> str:
 
 
 def active_swaps() -> list[str]:
-    """Device or file names of the swap areas in use (``/proc/swaps``)."""
+    """Device or file names of the swap areas in use (``/proc/swaps``, its escapes decoded: a
+    path with a space is named as it is)."""
+    from biossd.core.files import unescape_octal
+
     lines = PROC_SWAPS.read_text().splitlines()[1:]
-    return [line.split()[0] for line in lines if line.strip()]
+    return [unescape_octal(line.split()[0]) for line in lines if line.strip()]
 
 
 def backing_path(directory: Path) -> Path:
@@ -150,10 +153,14 @@ def find_leftovers() -> list[str]:
 
 
 def remove_leftover(entry: str) -> None:
+    """Take down one leftover :func:`find_leftovers` named; one already gone (the next run's reap
+    took it down since it was listed) is only forgotten."""
     device, _, rest = entry.partition(" (")
     back = Path(rest.rstrip(")"))
-    if device in active_swaps():
-        _run(["swapoff", device])
-    _run(["losetup", "--detach", device])
-    back.unlink(missing_ok=True)
+    if device in loops_over(back):
+        if device in active_swaps():
+            _run(["swapoff", device])
+        _run(["losetup", "--detach", device])
+    if back.name.startswith(FILE_PREFIX):
+        back.unlink(missing_ok=True)
     made.forget(back)

@@ -61,12 +61,9 @@ def split_kernel_dev_t(dev: int) -> tuple[int, int]:
 
 def _mountinfo() -> list[tuple[Path, str]]:
     """(mount point, filesystem type) of every mount this process sees."""
-    out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        point = left.split()[4].replace("\\040", " ")
-        out.append((Path(point), right.split()[0]))
-    return out
+    from biossd.core.files import mount_table
+
+    return [(Path(m.point), m.fstype) for m in mount_table()]
 
 
 def tracefs_mounts() -> list[Path]:
@@ -204,14 +201,29 @@ def find_leftovers(include_live: bool = False) -> list[Path]:
             found.append(point)
     tmp = Path(tempfile.gettempdir())
     found += [p for p in tmp.glob(f"{MOUNT_PREFIX}*")
-              if p.is_dir() and not os.path.ismount(p) and gone(p.name, MOUNT_PREFIX)]
+              if _made_here(p) and not os.path.ismount(p) and gone(p.name, MOUNT_PREFIX)]
     return sorted(set(found))
+
+
+def _made_here(path: Path) -> bool:
+    """Whether an unmounted mount point in the shared temporary directory can be biossd's: a real
+    directory (not a symlink) of this user (root's for root). Another user's directory of the
+    same name is theirs, never taken for a leftover."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
 
 
 def remove_leftover(path: Path) -> None:
     """Remove one leftover :func:`find_leftovers` found. A private mount is unmounted after the
     instances *of gone runs* in it are removed: every tracefs mount shows the same instances, so a
     live run's instance is seen through a dead run's mount too, and is never removed there."""
+    if not path.exists():
+        return  # taken down since it was listed (a next run's reap)
     if path.parent.name == "instances":
         _remove_instance(path)
     elif os.path.ismount(path):
@@ -219,5 +231,5 @@ def remove_leftover(path: Path) -> None:
             if is_owned_name(instance.name, PREFIX) and not owner_alive(instance.name, PREFIX):
                 _remove_instance(instance)
         _unmount(path)
-    else:
-        path.rmdir()
+    elif _made_here(path):
+        path.rmdir()  # an empty mount point only: anything in it is not biossd's to delete

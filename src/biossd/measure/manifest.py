@@ -56,6 +56,8 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         raise ManifestError(f"{path}: no manifest — the run is incomplete") from None
     except json.JSONDecodeError as err:
         raise ManifestError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(body, dict):
+        raise ManifestError(f"{path}: a JSON {type(body).__name__}, not a run's manifest (an object)")
     if body.get("schema") != SCHEMA:
         raise ManifestError(f"{path}: field 'schema' is {body.get('schema')!r}, expected {SCHEMA!r}")
     if body.get("schema_version") != SCHEMA_VERSION:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from biossd.core.errors import BiossdError
+from biossd.host.cgroups import MAX_CAP_BYTES, MIN_CAP_BYTES
 
 #: Where the config tells each task to keep its run (the config's ``env`` scope).
 OUTDIR_ENV = "BIOSSD_PIPELINE_OUTDIR"
@@ -56,6 +57,14 @@ def decode(word: str) -> dict[str, Any]:
         raise PipelineTaskError(f"--task is not the base64 JSON the profiling config writes ({err})") from None
     if not isinstance(task, dict) or not task.get("process"):
         raise PipelineTaskError("--task names no process; use nextflow/conf/profile_pipeline.config as it is")
+    memory = task.get("memory_bytes")
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int)
+                               or not MIN_CAP_BYTES <= memory <= MAX_CAP_BYTES):
+        raise PipelineTaskError(f"--task memory_bytes {memory!r}: the process's memory directive must be a size "
+                                f"between {MIN_CAP_BYTES} and {MAX_CAP_BYTES} bytes (or none)")
+    attempt = task.get("attempt", 1)
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise PipelineTaskError(f"--task attempt {attempt!r}: Nextflow's task.attempt is a whole number from 1")
     return task
 
 

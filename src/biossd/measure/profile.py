@@ -264,8 +264,17 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             devices_note = f"no device traced: the current directory is on no block device ({err})"
     if request.swap_bytes and request.swap_dir is not None and not Path(request.swap_dir).is_dir():
         raise ProfileError(f"--swap-dir {request.swap_dir} is not a directory; nothing was run")
-    if request.device_record is not None and not Path(request.device_record).is_file():
-        raise ProfileError(f"--device-record {request.device_record}: no such file; nothing was run")
+    if request.device_record is not None:
+        try:
+            device_body = json.loads(Path(request.device_record).read_text())
+        except FileNotFoundError:
+            raise ProfileError(f"--device-record {request.device_record}: no such file; nothing was run") from None
+        except (OSError, ValueError) as err:
+            raise ProfileError(f"--device-record {request.device_record}: not a JSON record ({err}); give the file "
+                               "`biossd device characterize` wrote; nothing was run") from None
+        if not isinstance(device_body, dict):
+            raise ProfileError(f"--device-record {request.device_record}: not a device record (a JSON "
+                               f"{type(device_body).__name__}); nothing was run")
     try:
         target = rundir.check_target(Path(request.out_dir), request.overwrite)
     except rundir.RunDirError as err:
@@ -409,6 +418,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             # Named in the host lock's record: if this profiler is SIGKILLed, the next holder
             # kills the command's session before it measures (biossd.host.hostlock.reap).
             record_intent(**{hostlock.COMMAND_KEY: {"pid": child.pid, "start_ticks": start_ticks(child.pid)}})
+            if request.container_id_file is not None:
+                record_intent(**{hostlock.CONTAINER_KEY: {"cidfile": str(Path(request.container_id_file).absolute()),
+                                                          "docker_host": os.environ.get("DOCKER_HOST")}})
             command_pid = child.pid
             running = _start_collectors(request, out_dir, traced, t0, child.pid, cap, stack, collectors)
             if received:

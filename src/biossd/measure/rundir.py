@@ -8,9 +8,9 @@ and an interrupted run leaves nothing.
 * A run's *scratch* (where the tool reads its staged input and writes its outputs, on the
   device under study) is made with the mark :data:`SCRATCH_MARKER` and removed when the run
   ends, however it ends (:func:`scratch`).
-* biossd deletes a directory only when it carries its mark: the marker, or a valid biossd
-  manifest (run directories of older versions). ``--out`` naming an existing directory without
-  that mark is refused, and so are ``/``, the home directory, the current directory and any
+* biossd deletes a directory only when it carries its mark (the marker), and a complete run only
+  when it holds nothing but the files its manifest lists. ``--out`` naming an existing directory
+  without that mark is refused, and so are ``/``, the home directory, the current directory and any
   directory holding the current one, whatever they contain.
 """
 
@@ -34,6 +34,10 @@ MARKER = ".biossd-run"
 EXPERIMENT_MARKER = ".biossd-experiment-partial"
 PARTIAL_INFIX = ".biossd-partial-"
 OLD_INFIX = ".biossd-replaced-"
+#: What biossd writes into a complete run afterwards, besides the files its manifest lists: the
+#: tool's answer scored against the input's truth (``biossd quality``).
+QUALITY_FILE = "quality.json"
+AFTER_RUN_FILES = (QUALITY_FILE,)
 #: The mark of a run's scratch directory (an empty file), written before anything else in it.
 SCRATCH_MARKER = ".biossd-scratch"
 
@@ -43,15 +47,23 @@ class RunDirError(BiossdError, ValueError):
 
 
 def is_ours(path: Path) -> bool:
-    """Whether ``path`` is a run directory biossd made (its marker, or a readable manifest)."""
+    """Whether ``path`` is a run directory biossd made: its marker :data:`MARKER`, a regular file,
+    written first into every run (a ``run.json`` alone is not enough: anyone can write one)."""
+    marker = Path(path) / MARKER
+    return marker.is_file() and not marker.is_symlink()
+
+
+def foreign_files(path: Path) -> list[str]:
+    """The files under a complete run directory that its manifest does not list (a user's notes
+    put there since): a run holding any is never replaced or deleted."""
     path = Path(path)
-    if (path / MARKER).is_file():
-        return True
     try:
-        manifest.read_manifest(path)
-    except manifest.ManifestError:
-        return False
-    return True
+        listed = {entry["path"] for entry in manifest.read_manifest(path).get("files", [])}
+    except (manifest.ManifestError, KeyError, TypeError, AttributeError):
+        return []
+    listed |= {manifest.MANIFEST_NAME, MARKER, *AFTER_RUN_FILES}
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")
+                  if (p.is_file() or p.is_symlink()) and str(p.relative_to(path)) not in listed)
 
 
 def _protected(path: Path) -> str | None:
@@ -70,6 +82,8 @@ def _protected(path: Path) -> str | None:
 
 def check_target(out_dir: Path, overwrite: bool) -> Path:
     """The resolved target, after refusing what must not be written or replaced."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in str(out_dir)):
+        raise RunDirError(f"--out {str(out_dir)!r} holds a control character (a newline or a tab); give a plain path")
     out_dir = Path(os.path.abspath(out_dir))
     if out_dir.is_symlink():
         raise RunDirError(f"--out {out_dir} is a symbolic link; give the directory itself")
@@ -83,12 +97,20 @@ def check_target(out_dir: Path, overwrite: bool) -> Path:
     if out_dir.is_dir():
         if not is_ours(out_dir):
             raise RunDirError(f"--out {out_dir} exists and is not a biossd run directory (no {MARKER} "
-                              "marker or run.json); biossd never replaces what it did not make: give a "
+                              "marker); biossd never replaces what it did not make: give a "
                               "new path, or move that directory away yourself")
         if manifest.is_complete(out_dir) and not overwrite:
             raise RunDirError(f"{out_dir} already holds a complete run ({manifest.MANIFEST_NAME}); pass "
                               "--overwrite to replace it")
+        _refuse_foreign(out_dir)
     return out_dir
+
+
+def _refuse_foreign(run_dir: Path) -> None:
+    others = foreign_files(run_dir)
+    if others:
+        raise RunDirError(f"{run_dir} holds files its run did not write ({', '.join(others[:5])}); biossd never "
+                          "deletes them: move them away, or give another --out")
 
 
 def partial_path(out_dir: Path) -> Path:
@@ -133,6 +155,7 @@ def remove(path: Path) -> None:
         return
     if not is_ours(path) or _protected(path.resolve()):
         raise RunDirError(f"{path} does not carry biossd's mark ({MARKER}); not deleting it")
+    _refuse_foreign(path)
     remove_tree(path)
     made.forget(path)
 
@@ -219,6 +242,10 @@ def publish(partial: Path, out_dir: Path, overwrite: bool = False) -> None:
         if manifest.is_complete(out_dir) and not overwrite:
             raise RunAppeared(f"{out_dir}: a complete run appeared there while this one ran; it is kept and this "
                               "run is not (pass --overwrite to replace it)")
+        try:
+            _refuse_foreign(out_dir)
+        except RunDirError as err:
+            raise RunDirError(f"{err}; the new run is kept at {partial}") from None
         old = out_dir.parent / f".{out_dir.name}{OLD_INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.rename(out_dir, old)
     os.rename(partial, out_dir)

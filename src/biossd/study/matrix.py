@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from biossd.core import paths
 from biossd.core.units import format_size, is_size_label, parse_duration_s, parse_size
-from biossd.host import devices
+from biossd.host import cgroups, devices
 from biossd.study import catalogue, layout, outdir, sizing
 from biossd.study.inputs import sources
 
@@ -32,10 +32,8 @@ SCHEMA_PATH = paths.STUDY_DIR / "nextflow_schema.json"
 #: What a class's scratch must have free: this many times the largest input (the sizing module says why).
 SCRATCH_PER_INPUT = sizing.SCRATCH_PER_INPUT
 
-#: The smallest cap any run may have: below it not even the shell and GNU time around a tool
-#: start. Each tool's own floor is measured (the sizing rule, biossd.study.sizing), and a
-#: catalogue entry may ask for more with ``min_mem`` (a JVM).
-MIN_CAP_BYTES = 2 << 20
+#: The smallest cap any run may have (:data:`biossd.host.cgroups.MIN_CAP_BYTES`).
+MIN_CAP_BYTES = cgroups.MIN_CAP_BYTES
 #: On a scheduler the job holds biossd's profiler beside the tool, and the scheduler's cgroup caps
 #: them together (``--cap-backend external``): the job asks for the tool's cap plus this (the
 #: profiler's resident memory, with its collectors, stays below it; the run records both).
@@ -247,6 +245,10 @@ class Plan:
         return {"source": dataset, "data": str(Path(self.data_dir) / dataset), "manifests": self.data_manifests}
 
     def n_runs(self) -> int:
+        """The runs the plan makes; none when it has problems (nothing runs, and a count out of
+        range is never expanded)."""
+        if self.problems:
+            return 0
         try:
             return (len(self.runs()) + sum(len(c["steps"]) for c in self.chain_runs())) * len(self.classes)
         except ValueError:  # a cap that is not a size: named among the problems
@@ -317,6 +319,9 @@ def _cap_problems(cap: str, where: str, min_bytes: int, who: str) -> list[str]:
         return [f"Memory cap '{cap}' in {where} is not a size like 1G or 512M"]
     if parse_size(cap) < min_bytes:
         return [f"Memory cap '{cap}' in {where} is below the {format_size(min_bytes)} minimum of {who}"]
+    if parse_size(cap) > cgroups.MAX_CAP_BYTES:
+        return [f"Memory cap '{cap}' in {where} is above {format_size(cgroups.MAX_CAP_BYTES)}: no host has it, and "
+                "it would be no cap"]
     return []
 
 
@@ -474,6 +479,8 @@ def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) 
             why = f"is not one of {', '.join(str(v) for v in rule['enum'])}"
         elif error.validator == "type":
             why = f"is not of type {rule['type'] if isinstance(rule['type'], str) else ' or '.join(rule['type'])}"
+        elif error.validator in ("minimum", "maximum"):
+            why = f"is {'below the minimum' if error.validator == 'minimum' else 'above the maximum'} {rule[error.validator]}"
         else:
             why = error.message
         problems.append(f"Parameter --{name} = {error.instance!r} {why} ({rule.get('description', '').split('. ')[0].rstrip('.')})")
@@ -662,6 +669,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     problems: list[str] = schema_problems(params)
     sized, sizing_info = _sizing_of(params, problems)
     params = {**params, **sized}
+    problems += path_problems(params)
     held = outdir.problem(params.get("outdir") or "results", params, resumed, params.get("replace_results") in (True, "true"))
     if held:
         problems.append(held)
@@ -719,6 +727,44 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                 input_over_cap=_input_over_cap(sizes_of, tool_caps), record=outdir.record(params),
                 swap=_text(params.get("swap")), emulate_size=_text(params.get("emulate_size")),
                 data_memory=_text(params.get("data_memory")))
+
+
+#: The study's folders: where results are published, where its emulated disks and scratch live.
+PATH_PARAMS = ("outdir", "storage_root", "scratch_dir", "swap_dir", "data_dir")
+#: Characters a folder the study writes, mounts or traces may not hold: the kernel's tables write
+#: them escaped, and a line-based record would split on them.
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def path_problems(params: Mapping[str, Any]) -> list[str]:
+    """Folders that cannot be meant: the root directory, one holding the current directory or the
+    home directory (publishing or emulating there would mix the study into them), a name with a
+    control character (a newline, a tab), and results published into the storage root (its
+    emulated disks' mount points) or the other way round."""
+    problems = []
+    resolved = {}
+    for name in PATH_PARAMS:
+        value = params.get(name)
+        if value in (None, ""):
+            continue
+        text = str(value)
+        if _CONTROL_RE.search(text):
+            problems.append(f"--{name} {text!r} holds a control character (a newline or a tab); name a plain folder")
+            continue
+        path = Path(text).expanduser().absolute().resolve()
+        resolved[name] = path
+        if name in ("outdir", "storage_root") and (path == Path(path.anchor) or path in Path.cwd().resolve().parents
+                                                  or path == Path.home().resolve()):
+            problems.append(f"--{name} {text} is {path}: the study would write into it beside what is there; "
+                            "give a folder of its own")
+    out, root = resolved.get("outdir"), resolved.get("storage_root")
+    if out is not None and root is not None and (out == root or root in out.parents or out in root.parents):
+        problems.append(f"--outdir {params['outdir']} and --storage_root {params['storage_root']} overlap: the "
+                        "results would be published among the emulated disks' mount points; give two separate folders")
+    time_limit = params.get("time_limit")
+    if time_limit not in (None, "") and str(time_limit).strip() in ("0", "0s", "0m", "0h"):
+        problems.append("--time_limit 0 would end every run at once; leave it unset for no limit")
+    return problems
 
 
 def _text(value: Any) -> str | None:

@@ -41,6 +41,8 @@ def problem(outdir: Path | str, params: Mapping[str, Any], resumed: bool = False
         old = json.loads(path.read_text())
     except (OSError, ValueError) as err:
         return f"{path} cannot be read ({err}); give another --outdir, or --replace_results true"
+    if not isinstance(old, dict):
+        return f"{path} is not a plan record (a JSON {type(old).__name__}); give another --outdir, or --replace_results true"
     changed = differences(old, record(params))
     if not changed:
         return None

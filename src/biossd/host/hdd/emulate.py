@@ -48,6 +48,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -98,6 +99,9 @@ NATIVE_NAME = "native disk (loop device, direct I/O)"
 #: The backing file of an emulated disk: ``biossd-hdd-<mount key>-<hex>.img`` (a new name each
 #: ``up``, so a file a crash left behind never blocks the next one).
 BACKING_PREFIX = "biossd-hdd-"
+#: Exactly the names ``up`` gives a backing file (a 12-hex mount key, an 8-hex suffix): a user's
+#: ``biossd-hdd-mine.img`` in the backing directory is never taken for one.
+BACKING_NAME_RE = re.compile(re.escape(BACKING_PREFIX) + r"[0-9a-f]{12}-[0-9a-f]{8}\.img")
 #: How long ``down`` retries an unmount that is busy (a profiled run still ending after an
 #: interrupt) before it reports who holds the mount.
 UMOUNT_GRACE_S = 30.0
@@ -157,9 +161,13 @@ def owner_of(state: dict[str, Any]) -> ProcessRef | None:
 
 
 def in_use(state_dir: Path) -> bool:
-    """Whether the emulation is someone's: its owner runs, or (brought up by hand, no owner)
-    it is healthy. Anything else is a leftover."""
+    """Whether the emulation is someone's: the ``up`` that makes it still runs (its maker, while
+    the stage is ``starting``), its owner runs, or (brought up by hand, no owner) it is healthy.
+    Anything else is a leftover."""
     status = status_of(state_dir)
+    maker = ProcessRef.from_record(status.get("maker"))
+    if status.get("stage") == "starting" and maker is not None and maker.alive():
+        return True
     owner = owner_of(status)
     return owner.alive() if owner is not None else status["healthy"]
 
@@ -218,6 +226,8 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
                              "mechanism": "loop-direct" if native else "fuse-loop", "created_mount_dir": not mount.exists(),
                              "scale": float(scale), "queue": policy, "write_through": native,
                              "owner": owner.record() if owner else None,
+                             # until it is up, the emulation is the process bringing it up
+                             "maker": ProcessRef.current().record(),
                              "backing_file": str(backing_dir / f"{BACKING_PREFIX}{state_dir.name}-{uuid.uuid4().hex[:8]}.img"),
                              "fuse_dir": str(state_dir / "fuse")}
 
@@ -477,7 +487,7 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
     for pid in sorted(servers):
         step(f"stopped disk server {pid}", lambda pid=pid: _stop(pid))
     backing = state.get("backing_file")
-    if backing and Path(backing).name.startswith(BACKING_PREFIX):
+    if backing and BACKING_NAME_RE.fullmatch(Path(backing).name):
         Path(backing).unlink(missing_ok=True)
     if errors:
         state["stage"] = "down-failed"
@@ -540,7 +550,8 @@ def remove_stale_backing(dirs: list[Path]) -> list[Path]:
     removed = []
     for directory in dirs:
         for path in Path(directory).glob(f"{BACKING_PREFIX}*.img"):
-            if str(path) not in named and path.is_file():
+            if str(path) not in named and BACKING_NAME_RE.fullmatch(path.name) and path.is_file() \
+                    and not path.is_symlink():
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed

@@ -184,17 +184,32 @@ def up(partitions: tuple[str, ...] = DEFAULT_PARTITIONS, owner: ProcessRef | Non
         "dir": str(state_dir), "host": host, "partitions": list(partitions), "owner": owner.record() if owner else None,
         "cgroup": cgroup_version(), "ctld_port": _free_port(), "slurmd_port": _free_port(), "stage": "starting",
         "daemons": {}, "made_cgroups": [],
+        # Said in every record: SLURM 22.05 cannot bind its daemons to 127.0.0.1 (docs/hosts.md).
+        "listens_on": "all interfaces (SLURM has no bind address); MUNGE with this cluster's fresh key authenticates",
     }
     state_dir.mkdir(parents=True, mode=0o700)
-    _save(state)
     with signals_raise(KeyboardInterrupt):
         try:
+            _save(state)
             _bring_up(state)
         except BaseException:
             with signals_ignored(), contextlib.suppress(Exception):  # a second signal must not stop the rollback
-                down(state_dir)
+                _roll_back(state_dir, state)
             raise
     return status(state_dir)
+
+
+def _roll_back(state_dir: Path, state: dict[str, Any]) -> None:
+    """Undo a bring-up cut short: what the record on disk names (``down``), then every daemon
+    still running from this state directory (found by its command line, which names the
+    directory: one started but not yet recorded), then the directory this ``up`` made."""
+    with contextlib.suppress(OSError):
+        _save(state)  # the daemons recorded in memory since the last save
+    down(state_dir)
+    for _name, pid in _daemons_of(state_dir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def _bring_up(state: dict[str, Any]) -> None:
@@ -227,12 +242,16 @@ def _bring_up(state: dict[str, Any]) -> None:
 
 
 def _start(state: dict[str, Any], name: str, argv: list[str], ready) -> None:
+    """Start one daemon and record it in one step a signal cannot split (a signal meanwhile is
+    raised after the record is saved); its command line names the state directory, so a rollback
+    finds it even unrecorded (:func:`_daemons_of`)."""
     d = Path(state["dir"])
-    with open(d / f"{name}.out", "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True,
-                                env={**os.environ, "SLURM_CONF": str(d / CONF_NAME)})
-    state["daemons"][name] = ProcessRef.of(proc.pid, f"biossd slurm {name}").record()
-    _save(state)
+    with signals_held():
+        with open(d / f"{name}.out", "wb") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env={**os.environ, "SLURM_CONF": str(d / CONF_NAME)})
+        state["daemons"][name] = ProcessRef.of(proc.pid, f"biossd slurm {name}").record()
+        _save(state)
     deadline = time.monotonic() + START_TIMEOUT_S
     while not ready():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -294,6 +313,10 @@ def down(state_dir: Path = STATE_DIR) -> list[str]:
             if ref is not None and ref.alive():
                 _stop(ref)
                 done.append(f"stopped {name} (pid {ref.pid})")
+        for name, pid in _daemons_of(state_dir):  # started from this directory but not recorded
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                done.append(f"killed {name} (pid {pid}), started from {state_dir} but not recorded")
         # A job's slurmstepd outlives slurmd, and its tasks outlive a failed scancel: whatever
         # still runs in this cluster's cgroups (and its step daemons) is killed.
         for pid in sorted(set(_stepds(state)) | set(_cgroup_pids(state))):
@@ -325,6 +348,22 @@ def _processes_named(names: tuple[str, ...]) -> list[tuple[str, int]]:
                 comm = (proc / "comm").read_text().strip()
                 if comm in names and start_ticks(int(proc.name)) is not None:
                     found.append((comm, int(proc.name)))
+    return found
+
+
+#: The daemons a cluster starts; each one's command line names its state directory (munged's key
+#: and socket, slurmctld's and slurmd's -f configuration).
+DAEMONS = ("munged", "slurmctld", "slurmd")
+
+
+def _daemons_of(state_dir: Path) -> list[tuple[str, int]]:
+    """The daemons running from ``state_dir``, by their command lines (recorded or not)."""
+    needle = (str(Path(state_dir)) + "/").encode()
+    found = []
+    for name, pid in _processes_named(DAEMONS):
+        with contextlib.suppress(OSError):
+            if any(needle in arg for arg in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")):
+                found.append((name, pid))
     return found
 
 

@@ -133,6 +133,7 @@ def synth(kind: str, out_dir: Path, size_bytes: int, seed: int, scale: int = 1) 
         raise SynthError(f"--scale must be a whole number >= 1, got {scale}")
     if kind not in KINDS:
         raise SynthError(f"unknown kind {kind!r}; `biossd data synth --list` shows {sorted(KINDS)}")
+    _check_room(Path(out_dir), size_bytes, scale)
 
     def make(partial: Path) -> dict[str, object]:
         made = KINDS[kind].make(partial, size_bytes, seed, scale)
@@ -140,6 +141,28 @@ def synth(kind: str, out_dir: Path, size_bytes: int, seed: int, scale: int = 1) 
                 "records": made["records"], "files": made["files"]}
 
     return write_input(out_dir, make, SYNTH_RECORD)
+
+
+def _check_room(out_dir: Path, size_bytes: int, scale: int) -> None:
+    """Refuse what cannot be made here, before anything is: an empty baseline, a baseline larger
+    than the memory available (it is generated in memory), or more bytes than the target's file
+    system has free (``--size`` times ``--scale``)."""
+    from biossd.core.units import format_size
+
+    if size_bytes < 1:
+        raise SynthError(f"--size must be at least 1 byte, got {size_bytes}")
+    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if size_bytes > available:
+        raise SynthError(f"--size {format_size(size_bytes)}: the baseline is generated in memory, and this host has "
+                         f"{format_size(available)} available; give a smaller --size and grow it with --scale")
+    where = out_dir
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if size_bytes * scale > free:
+        raise SynthError(f"-o {out_dir}: --size {format_size(size_bytes)} x --scale {scale} = "
+                         f"{format_size(size_bytes * scale)} does not fit in the {format_size(free)} free on {where}'s "
+                         "file system")
 
 
 def write_input(out_dir: Path, make: Callable[[Path], dict[str, Any]], record_name: str) -> dict[str, Any]:
@@ -176,24 +199,45 @@ def write_input(out_dir: Path, make: Callable[[Path], dict[str, Any]], record_na
 
 
 def _replaceable(out_dir: Path) -> set[str]:
-    """The files of an earlier synth in ``out_dir`` (which a new one replaces); refuses a
-    directory holding anything else."""
+    """The files of an earlier input in ``out_dir`` that a new one may replace: each a plain name
+    of its record, a regular file there whose size and sha256 are still the record's. Anything
+    else in the directory (a file the record does not list, a listed file changed since, a name
+    that leaves the directory) is refused, and nothing is written."""
     if not out_dir.exists():
         return set()
-    if not out_dir.is_dir():
+    if not out_dir.is_dir() or out_dir.is_symlink():
         raise SynthError(f"-o {out_dir} exists and is not a directory; give a new directory")
     present = {p.name for p in out_dir.iterdir()}
     if not present:
         return set()
-    earlier = None
+    earlier: dict[str, Any] = {}
     for name in INPUT_RECORDS:
         try:
-            earlier = set(json.loads((out_dir / name).read_text())["files"])
-            break
+            files = json.loads((out_dir / name).read_text())["files"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-    others = sorted(present - (earlier or set()) - set(INPUT_RECORDS)) if earlier is not None else sorted(present)
+        if isinstance(files, dict):
+            earlier = files
+            break
+    own = {name for name, info in earlier.items() if name in present and _still_made(out_dir, name, info)}
+    changed = sorted(name for name in earlier if name in present and name not in own)
+    if changed:
+        raise SynthError(f"-o {out_dir}: {', '.join(changed[:5])} changed since biossd data made "
+                         f"{'it' if len(changed) == 1 else 'them'} (size or sha256 not the record's); nothing was "
+                         "written: give a new directory, or move the changed files away")
+    others = sorted(present - own - set(INPUT_RECORDS))
     if others:
         raise SynthError(f"-o {out_dir} holds files biossd data did not make ({', '.join(others[:5])}); "
                          "nothing was written: give a new or empty directory")
-    return earlier
+    return own
+
+
+def _still_made(out_dir: Path, name: Any, info: Any) -> bool:
+    """Whether ``name`` of an input's record is a plain file name in ``out_dir`` (never a path
+    out of it) whose size and sha256 are the recorded ones."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name or not isinstance(info, dict):
+        return False
+    path = out_dir / name
+    if path.is_symlink() or not path.is_file():
+        return False
+    return path.stat().st_size == info.get("size_bytes") and sha256_file(path) == info.get("sha256")

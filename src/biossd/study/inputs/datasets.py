@@ -52,6 +52,10 @@ SCHEMA: dict[str, tuple[tuple[type, ...], bool, str]] = {
     "note": ((str,), False, "free text"),
 }
 PREPARE_FIELDS = ("recipe", "files", "args", "note")
+#: Where a data set's files are fetched from (a local file:// path is not a published source).
+URL_SCHEMES = ("http", "https", "ftp")
+#: A file no data set of the paper approaches (1 PiB): a size above it is a typo.
+MAX_FILE_BYTES = 1 << 50
 FILE_FIELDS = ("name", "url", "size_bytes", "sha256", "checksum_note")
 
 
@@ -78,6 +82,13 @@ def load(path: Path) -> dict[str, Any]:
             raise DatasetError(f"{path}: field '{where}.sha256' is not 64 hex digits")
         if not isinstance(f["name"], str) or f["name"] in ("", ".", "..") or "/" in f["name"] or "\0" in f["name"]:
             raise DatasetError(f"{path}: field '{where}.name' must be a plain file name (not empty, '.' or '..')")
+        if urllib.parse.urlsplit(str(f["url"])).scheme not in URL_SCHEMES:
+            raise DatasetError(f"{path}: field '{where}.url' {f['url']!r} is not an {'/'.join(URL_SCHEMES)} URL: a data "
+                               "set is fetched from where it is published")
+        size = f.get("size_bytes")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_FILE_BYTES):
+            raise DatasetError(f"{path}: field '{where}.size_bytes' is {size!r}: a whole number of bytes from 0 to "
+                               f"{MAX_FILE_BYTES} (or null when unknown)")
     names = [f["name"] for f in data["files"]]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -159,8 +170,12 @@ def fetch_file(entry: dict[str, Any], out_dir: Path, accept_unverified: bool = F
     if expected is None and not accept_unverified:
         raise DatasetError(f"{entry['url']}: no known sha256 ({entry.get('checksum_note')}); refusing an "
                            "unverifiable download (pass --accept-unverified to take it anyway, recorded as such)")
-    if target.is_file() and expected and _sha256(target) == expected:
+    if target.is_file() and not target.is_symlink() and expected and _sha256(target) == expected:
         return {"name": entry["name"], "sha256": expected, "verified": True, "downloaded_bytes": 0}
+    if (target.exists() or target.is_symlink()) and not _fetched_here(target):
+        raise DatasetError(f"{target} exists and is not a file `biossd data fetch` downloaded there (its "
+                           f"{FETCH_RECORD} does not name it with this content); nothing was downloaded: move it "
+                           "away or fetch into another directory")
     have = part.stat().st_size if part.exists() else 0
     if size is not None and have > size:
         part.unlink()  # longer than the file can be: not a prefix of it
@@ -210,6 +225,19 @@ def fetch_file(entry: dict[str, Any], out_dir: Path, accept_unverified: bool = F
         raise DatasetError(f"{entry['url']}: the download ended after {got} of {size} bytes; kept as {part}: "
                            "run again to resume")
     return _finish(entry, part, target, downloaded=downloaded, resumed_from=have if resumed and downloaded else 0)
+
+
+def _fetched_here(target: Path) -> bool:
+    """Whether ``target`` is a file an earlier fetch into its directory downloaded and recorded
+    (``fetch.json`` names it with the sha256 it still has): only such a file is replaced."""
+    if target.is_symlink() or not target.is_file():
+        return False
+    try:
+        files = json.loads((target.parent / FETCH_RECORD).read_text()).get("files", [])
+        recorded = {f.get("name"): f.get("sha256") for f in files if isinstance(f, dict)}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return recorded.get(target.name) is not None and recorded[target.name] == _sha256(target)
 
 
 #: HTTP statuses of a resumed download: the rest of the file, or a range past its end.

@@ -1,0 +1,150 @@
+"""Bad input is bounded: every count and size a user gives has a range, malformed JSON of the
+wrong shape is a message, and nothing ends in a traceback or exhausts the host. Each row is an
+input a review found accepted silently, ending in a traceback, or growing without bound; the
+command must refuse it with a message naming the option or field (exit 1 or 2), or accept it
+because it means something (noted in the row)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from biossd.cli import options
+from biossd.study import matrix
+
+PLAN_BASE = {"tools": "samtools_sort", "storage_classes": "ssd", "mem_caps": "64M", "scales": "1", "outdir": "r"}
+
+
+def _plan(**extra) -> list[str]:
+    return ["study", "plan", "--stub", "--params", json.dumps({**PLAN_BASE, **extra})]
+
+
+#: (id, argv, what the refusal names). `{tmp}` is the test's temporary directory.
+REFUSED = [
+    ("mem-zero", ["profile", "--mem", "0", "--out", "{tmp}/r", "--", "true"], "--mem 0"),
+    ("mem-huge", ["profile", "--mem", "99999999T", "--out", "{tmp}/r", "--", "true"], "--mem 99999999T"),
+    ("sample-interval-zero", ["profile", "--mem", "none", "--sample-interval", "0", "--out", "{tmp}/r", "--", "true"],
+     "--sample-interval"),
+    ("sample-interval-negative", ["profile", "--mem", "none", "--sample-interval", "-1", "--out", "{tmp}/r", "--",
+                                  "true"], "--sample-interval"),
+    ("sample-interval-nan", ["profile", "--mem", "none", "--sample-interval", "nan", "--out", "{tmp}/r", "--", "true"],
+     "--sample-interval"),
+    ("timeout-zero", ["profile", "--mem", "none", "--timeout", "0", "--out", "{tmp}/r", "--", "true"], "--timeout"),
+    ("swap-zero", ["profile", "--mem", "none", "--swap", "0", "--out", "{tmp}/r", "--", "true"], "--swap"),
+    ("label-newline", ["profile", "--mem", "none", "--label", "a=b\nc", "--out", "{tmp}/r", "--", "true"],
+     "control character"),
+    ("out-newline", ["profile", "--mem", "none", "--out", "{tmp}/r\nx", "--", "true"], "control character"),
+    ("device-record-not-json", ["profile", "--mem", "none", "--device-record", "{tmp}/notes.txt", "--out", "{tmp}/r",
+                                "--", "true"], "--device-record"),
+    ("run-json-a-list", ["profile", "--mem", "none", "--overwrite", "--out", "{tmp}/listed", "--", "true"],
+     "not a biossd run directory"),
+    ("synth-size-zero", ["data", "synth", "reads", "--size", "0", "-o", "{tmp}/s"], "--size"),
+    ("synth-size-huge", ["data", "synth", "reads", "--size", "1T", "-o", "{tmp}/s"], "--size 1T"),
+    ("synth-scale-huge", ["data", "synth", "reads", "--size", "64M", "--scale", "100000000", "-o", "{tmp}/s"],
+     "--scale 100000000"),
+    ("synth-seed-huge", ["data", "synth", "reads", "--seed", str(2**70), "-o", "{tmp}/s"], "--seed"),
+    ("params-a-list", ["study", "plan", "--params", "[1]"], "--params"),
+    ("plan-repeats-huge", _plan(repeats=10_000_000), "--repeats"),
+    ("plan-repeats-negative", _plan(repeats=-1), "--repeats"),
+    ("plan-seed-huge", _plan(seed=2**70), "--seed"),
+    ("plan-mem-caps-zero", _plan(mem_caps="0"), "--mem_caps"),
+    ("plan-mem-caps-huge", _plan(mem_caps="99999999T"), "99999999T"),
+    ("plan-input-size-zero", _plan(input_size="0"), "--input_size"),
+    ("plan-swap-zero", _plan(swap="0"), "--swap"),
+    ("plan-time-limit-zero", _plan(time_limit="0"), "--time_limit"),
+    ("plan-characterize-budget-zero", _plan(characterize_budget="0"), "--characterize_budget"),
+    ("plan-outdir-root", _plan(outdir="/"), "--outdir /"),
+    ("plan-storage-root-root", _plan(storage_root="/"), "--storage_root /"),
+    ("plan-storage-root-newline", _plan(storage_root="a\nb"), "control character"),
+    ("plan-storage-root-up", _plan(storage_root="../../../../../../../.."), "--storage_root"),
+    ("plan-outdir-is-storage-root", _plan(outdir="x", storage_root="x"), "overlap"),
+    ("plan-record-a-list", _plan(outdir="{tmp}/held"), "not a plan record"),
+    ("experiment-task-fields", ["experiment", "run", "--task", '{"experiment": "sort_memory"}', "--scratch",
+                                "{tmp}/sc", "--out", "{tmp}/o"], "--task has no"),
+    ("experiment-task-list", ["experiment", "run", "--task", "[]", "--scratch", "{tmp}/sc", "--out", "{tmp}/o"],
+     "--task is a JSON list"),
+    ("experiment-task-size", ["experiment", "run", "--task", json.dumps(
+        {"experiment": "sort_memory", "point": "p", "values": {}, "size": "huge", "host": "h", "storage": "ssd",
+         "rep": "1", "seed": 7, "input": {"kind": "bam", "size": "8M"}}), "--scratch", "{tmp}/sc", "--out", "{tmp}/o"],
+     "--task size 'huge'"),
+]
+
+
+def _task(**fields) -> str:
+    return base64.b64encode(json.dumps({"process": "P", **fields}).encode()).decode()
+
+
+REFUSED += [(f"pipeline-task-memory-{name}", ["pipeline", "task", "--task", _task(memory_bytes=value), "--", "true"],
+             "memory_bytes") for name, value in (("negative", -5), ("zero", 0), ("text", "x"))]
+
+
+@pytest.fixture
+def bad_places(tmp_path):
+    (tmp_path / "notes.txt").write_text("not json")
+    (tmp_path / "listed").mkdir()
+    (tmp_path / "listed" / "run.json").write_text("[1, 2]")
+    (tmp_path / "held" / "pipeline_info").mkdir(parents=True)
+    (tmp_path / "held" / "pipeline_info" / "plan.json").write_text("[1]")
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, names", [pytest.param(a, n, id=i) for i, a, n in REFUSED])
+def test_a_bad_input_is_refused_naming_it(bad_places, capsys, argv, names):
+    """In the command's own entry point (a traceback would fail the test with it)."""
+    from biossd.cli.main import main
+
+    argv = [a.replace("{tmp}", str(bad_places)) for a in argv]
+    try:
+        status = main(argv)
+    except SystemExit as done:  # argparse's refusal of an option's value
+        status = done.code
+    said = capsys.readouterr()
+    said = said.out + said.err
+    assert status in (1, 2), (status, said[-1000:])
+    assert names.replace("{tmp}", str(bad_places)) in said, said[-1000:]
+    assert not (bad_places / "s").exists() and not (bad_places / "r").exists()
+    assert (bad_places / "listed" / "run.json").read_text() == "[1, 2]"
+
+
+def test_accepted_because_it_means_something(biossd, tmp_path):
+    """A 1K BAM is a small input (a tool's start-up); a pipeline task's tag with '/' and '..'
+    becomes one safe path component."""
+    from biossd.measure import pipelinetask
+
+    biossd("data", "synth", "bam", "--size", "1K", "-o", str(tmp_path / "tiny"))
+    assert (tmp_path / "tiny" / "reads.bam").stat().st_size > 0
+    kept = pipelinetask.run_dir(tmp_path / "out", {"process": "../..", "tag": "../../x"}, tmp_path / "work/ab/cdef")
+    assert kept.resolve().is_relative_to((tmp_path / "out").resolve()) and ".." not in kept.parts
+
+
+def test_the_bounds_are_one_definition():
+    """The CLI's seed bound is the schema's, and the schema bounds every count the plan multiplies."""
+    schema = json.loads(matrix.SCHEMA_PATH.read_text())["properties"]
+    assert schema["seed"]["maximum"] == options.MAX_SEED
+    for name in ("repeats", "firm_repeats", "scaling_repeats", "chain_repeats"):
+        assert "maximum" in schema[name], name
+
+
+def test_a_definition_or_manifest_out_of_range_is_refused(tmp_path):
+    from biossd.experiments import spec
+    from biossd.study.inputs import datasets
+
+    definition = yaml.safe_load((spec.EXPERIMENTS_DIR / "sort_memory.yaml").read_text())
+    for field, value, message in (("repeats", -3, "repeats is -3"), ("repeats", 10**8, "repeats is 100000000"),
+                                  ("input_size", "-8M", "input_size")):
+        changed = {**definition, "sizes": {**definition["sizes"], "tiny": {**definition["sizes"]["tiny"], field: value}}}
+        (tmp_path / "sort_memory.yaml").write_text(yaml.safe_dump(changed))
+        with pytest.raises(spec.ExperimentError, match=message):
+            spec.load_spec("sort_memory", tmp_path)
+    manifest = yaml.safe_load((datasets.MANIFEST_DIR / "uniref50.yaml").read_text())
+    for entry, message in (({"size_bytes": -5}, "size_bytes' is -5"), ({"size_bytes": 1e23}, "size_bytes"),
+                           ({"url": "file:///etc/shadow"}, "is not an http/https/ftp URL")):
+        changed = {**manifest, "files": [{**manifest["files"][0], **entry}]}
+        path = tmp_path / "uniref50.yaml"
+        path.write_text(yaml.safe_dump(changed))
+        with pytest.raises(datasets.DatasetError, match=message):
+            datasets.load(Path(path))
