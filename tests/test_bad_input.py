@@ -148,3 +148,20 @@ def test_a_definition_or_manifest_out_of_range_is_refused(tmp_path):
         path.write_text(yaml.safe_dump(changed))
         with pytest.raises(datasets.DatasetError, match=message):
             datasets.load(Path(path))
+
+
+def test_a_damaged_experiment_input_is_refused_not_run(tmp_path):
+    """An experiment task's --input whose file no longer matches its synth.json (a byte changed)
+    is refused before any run reads it: the damage never becomes the tool failing."""
+    from biossd.experiments import task as experiment_task
+    from biossd.study import staging
+    from biossd.study.inputs import data
+
+    made = tmp_path / "in"
+    data.synth("bam", made, 64 << 10, seed=1)
+    body = bytearray((made / "reads.bam").read_bytes())
+    body[len(body) // 2] ^= 0xFF
+    (made / "reads.bam").write_bytes(bytes(body))
+    want = {"input": {"kind": "bam", "size": "64K"}, "seed": 1}
+    with pytest.raises(staging.StageError, match=r"reads\.bam is not the file .* records"):
+        experiment_task._stage_input(want, tmp_path / "scratch-input", made)

@@ -9,12 +9,15 @@ from interrupts import EMULATE_EDGES, PROFILE_EDGES, SIGNALS, KillPoint, _profil
 
 pytestmark = pytest.mark.integration
 
-SEED = 14  # profile points spread over 0.8-2.0 s, all three signals; the pipeline SIGKILLed mid-PROFILE
+SEED = 14  # profile points spread over 0.8-2.0 s, all three signals
 
 
 def test_random_kill_points_leave_nothing(env, tmp_path, root_required):
+    """The commands that change the host, killed at random. The pipeline's points (Nextflow
+    killed, then -resume) are the benchmark's: here test_pipeline's interrupted study and the
+    owner-death tests of test_reliability stand for them, within the suite's time."""
     lines: list[str] = []
-    points = run_points(SEED, tmp_path, env, n_profile=5, n_emulate=4, n_pipeline=1, report=lines.append,
+    points = run_points(SEED, tmp_path, env, n_profile=5, n_emulate=4, n_pipeline=0, report=lines.append,
                         n_experiment=2, n_next=1)
     assert {p.signal for p in points} == {"SIGINT", "SIGTERM", "SIGKILL"}, "all three signals are tried"
     assert sum(not p.completed for p in points) >= 8, "most points interrupt the command, not its end"

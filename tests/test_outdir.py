@@ -4,6 +4,7 @@ unless it resumes or replaces (biossd.study.outdir)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from biossd.study import matrix, outdir
 
@@ -49,3 +50,12 @@ def test_a_refused_study_leaves_the_held_folder_s_trace(env, tmp_path):
     proc = nextflow(env, tmp_path, "-profile", "test", "-stub-run", "--outdir", str(held), check=False)
     assert proc.returncode != 0 and "holds the results of another plan" in proc.stdout + proc.stderr
     assert [p.read_text() for p in earlier] == ["task_id\tname\n1\tBIOSSD:PROFILE (x)\n"] * 2
+
+
+def test_tests_run_outside_the_checkout():
+    """`make run` leaves results/ in the checkout and the README runs `make test` after it: no test
+    plans or reads in the checkout (conftest moves each into a folder of its own)."""
+    from conftest import REPO
+
+    here = Path.cwd().resolve()
+    assert here != REPO and REPO not in here.parents

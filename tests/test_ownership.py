@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from biossd.core import files
+from biossd.core import files, made
 from biossd.host.hdd import emulate
 from biossd.measure import manifest, rundir
 from biossd.study.inputs import data, datasets
@@ -62,6 +62,9 @@ def test_a_directory_that_merely_holds_a_run_json_is_not_a_run(biossd, tmp_path)
     (run / "notes.txt").unlink()
     biossd("profile", "--mem", "none", "--blocktrace", "off", "--overwrite", "--out", str(run), "--", "true")
     assert rundir.is_ours(run) and manifest.is_complete(run)
+    # The run it replaced was recorded while it was removed (a SIGKILL then leaves it to cleanup), and is gone.
+    assert not [p for p in tmp_path.iterdir() if rundir.OLD_INFIX in p.name]
+    assert not [r for r in made.records_dir().glob("*.json") if str(tmp_path) in r.read_text()]
 
 
 def test_a_user_s_image_in_the_backing_directory_is_not_a_stale_backing_file(tmp_path):

@@ -125,3 +125,32 @@ def test_a_daemon_started_but_not_yet_recorded_is_stopped_by_the_rollback(tmp_pa
     assert slurmcluster._daemons_of(state_dir) == []
     assert not state_dir.exists()
     assert json.dumps(slurmcluster.foreign_daemons()) == "[]"
+
+
+def _running(fragment: str) -> list[str]:
+    return subprocess.run(["pgrep", "-f", fragment], capture_output=True, text=True).stdout.split()
+
+
+def test_what_a_run_leaves_running_is_stopped_with_or_without_a_cap(biossd, env, tmp_path, root_required):
+    """Every run, capped or not, is in a cgroup of its own: a background child still running when
+    the command ends normally is stopped with the run; a `setsid` grandchild of a SIGKILLed run
+    (outside its session) is stopped by the next run before it measures."""
+    biossd("profile", "--mem", "none", "--blocktrace", "off", "--out", str(tmp_path / "r3"), "--",
+           "sh", "-c", "sleep 92 >/dev/null 2>&1 &")
+    assert _running("^sleep 92$") == []
+    killed = subprocess.Popen([sys.executable, "-m", "biossd", "profile", "--mem", "none", "--blocktrace", "off",
+                               "--out", str(tmp_path / "r5"), "--", "sh", "-c", "setsid sleep 93 & sleep 60"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not _running("^sleep 93$") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _running("^sleep 93$"), "the grandchild never started"
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        biossd("profile", "--mem", "none", "--blocktrace", "off", "--out", str(tmp_path / "r6"), "--", "true")
+        assert _running("^sleep 93$") == []
+    finally:
+        for pid in _running("^sleep 9[23]$"):
+            subprocess.run(["kill", "-9", pid])
+        biossd("cleanup", check=False)

@@ -235,7 +235,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ladder-max", help="the largest input the ladder tries (default: the rule's, 256M)")
     p.set_defaults(func=cmd_study_size)
     p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
-    p.add_argument("results", help="the study's --outdir (its pipeline_info/trace.txt)")
+    p.add_argument("results", help="the study's --outdir (its pipeline_info/trace-*.txt, one per session)")
     p.set_defaults(func=cmd_study_harness)
 
     exp_p = sub.add_parser("experiment", help="the related experiments of seeds 001-004").add_subparsers(

@@ -80,6 +80,8 @@ def _marked(path: Path, kind: str) -> bool:
         return path.is_file() and path.name.startswith(swap.FILE_PREFIX) and not swap.loops_over(path)
     if kind == "partial run":
         return path.is_dir() and rundir.PARTIAL_INFIX in path.name and (path / rundir.MARKER).is_file()
+    if kind == "replaced run":
+        return path.is_dir() and rundir.OLD_INFIX in path.name and (path / rundir.MARKER).is_file()
     if kind == "scratch":
         return path.is_dir() and (path / rundir.SCRATCH_MARKER).is_file()
     return path.is_dir() and (path / rundir.EXPERIMENT_MARKER).is_file()

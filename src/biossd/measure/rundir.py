@@ -247,6 +247,7 @@ def publish(partial: Path, out_dir: Path, overwrite: bool = False) -> None:
         except RunDirError as err:
             raise RunDirError(f"{err}; the new run is kept at {partial}") from None
         old = out_dir.parent / f".{out_dir.name}{OLD_INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        made.remember(old, "replaced run")  # a SIGKILL while it is removed leaves it to `biossd cleanup`
         os.rename(out_dir, old)
     os.rename(partial, out_dir)
     made.forget(partial)

@@ -396,10 +396,12 @@ def _stepds(state: dict[str, Any]) -> list[int]:
 def _cgroup_pids(state: dict[str, Any]) -> list[int]:
     """Every process in the cgroup trees this cluster's slurmd made (jobs' tasks, step daemons)."""
     pids: set[int] = set()
-    for root in (Path(p) for p in state.get("made_cgroups", [])):
-        for procs in root.rglob("cgroup.procs") if root.is_dir() else []:
-            with contextlib.suppress(OSError, ValueError):
-                pids.update(int(line) for line in procs.read_text().split())
+    for root in state.get("made_cgroups", []):
+        # os.walk, not rglob: a job's cgroup that SLURM removes meanwhile is skipped, not an error.
+        for directory, _, names in os.walk(root):
+            if "cgroup.procs" in names:
+                with contextlib.suppress(OSError, ValueError):
+                    pids.update(int(line) for line in (Path(directory) / "cgroup.procs").read_text().split())
     return sorted(pids - {os.getpid()})
 
 
