@@ -74,12 +74,50 @@ REFUSED = [
 ]
 
 
+#: What the review found refused already, kept refused (each names the option or field).
+REFUSED += [
+    ("mem-negative", ["profile", "--mem", "-1", "--out", "{tmp}/r", "--", "true"], "--mem -1"),
+    ("mem-malformed", ["profile", "--mem", "1.5.5G", "--out", "{tmp}/r", "--", "true"], "--mem 1.5.5G"),
+    ("swap-tiny", ["profile", "--mem", "none", "--swap", "1", "--out", "{tmp}/r", "--", "true"], "--swap"),
+    ("label-without-value", ["profile", "--mem", "none", "--label", "novalue", "--out", "{tmp}/r", "--", "true"],
+     "novalue"),
+    ("device-not-block", ["profile", "--mem", "none", "--device", "/dev/null", "--out", "{tmp}/r", "--", "true"],
+     "/dev/null"),
+    ("swap-dir-missing", ["profile", "--mem", "none", "--swap", "64M", "--swap-dir", "{tmp}/none", "--out", "{tmp}/r",
+                          "--", "true"], "--swap-dir"),
+    ("device-record-missing", ["profile", "--mem", "none", "--device-record", "{tmp}/none.json", "--out", "{tmp}/r",
+                               "--", "true"], "--device-record"),
+    ("no-command", ["profile", "--mem", "none", "--out", "{tmp}/r"], "no command"),
+    ("owner-dead", ["profile", "--mem", "none", "--owner-pid", "999999", "--out", "{tmp}/r", "--", "true"],
+     "--owner-pid 999999"),
+    ("synth-size-negative", ["data", "synth", "reads", "--size", "-1", "-o", "{tmp}/s"], "--size -1"),
+    ("synth-scale-zero", ["data", "synth", "reads", "--scale", "0", "-o", "{tmp}/s"], "--scale"),
+    ("synth-seed-negative", ["data", "synth", "reads", "--seed", "-1", "-o", "{tmp}/s"], "--seed"),
+    ("synth-kind-path", ["data", "synth", "../x", "-o", "{tmp}/s"], "unknown kind '../x'"),
+    ("params-not-json", ["study", "plan", "--params", "notjson"], "--params"),
+    ("plan-repeats-fraction", _plan(repeats=1.5), "--repeats"),
+    ("plan-repeats-text", _plan(repeats="3"), "--repeats"),
+    ("plan-scales-huge", _plan(scales="1000000"), "Scale '1000000' in --scales"),
+    ("plan-host-dots", _plan(host=".."), "--host"),
+    ("plan-host-unicode", _plan(host="hôte"), "--host"),
+    ("plan-tools-unicode", _plan(tools="bwä"), "--tools"),
+    ("plan-unknown-parameter", _plan(bogus=1), "--bogus"),
+    ("plan-emulate-path", _plan(storage_classes="ssd,hdd", emulate="hdd=../../x"), "--emulate"),
+    ("plan-experiment-size", _plan(experiment_size="huge"), "--experiment_size"),
+    ("experiment-task-unreadable", ["experiment", "run", "--task", "@{tmp}/none.json", "--scratch", "{tmp}/sc", "--out",
+                                    "{tmp}/o"], "--task"),
+    ("pipeline-task-not-base64", ["pipeline", "task", "--task", "%%%", "--", "true"], "--task"),
+]
+
+
 def _task(**fields) -> str:
     return base64.b64encode(json.dumps({"process": "P", **fields}).encode()).decode()
 
 
 REFUSED += [(f"pipeline-task-memory-{name}", ["pipeline", "task", "--task", _task(memory_bytes=value), "--", "true"],
              "memory_bytes") for name, value in (("negative", -5), ("zero", 0), ("text", "x"))]
+REFUSED += [("pipeline-task-attempt-text", ["pipeline", "task", "--task", _task(attempt="x"), "--", "true"],
+             "--task attempt 'x'")]
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from biossd.cli.options import UsageError
 
 
 def cmd_data_synth(args: argparse.Namespace) -> int:
-    from biossd.core.units import parse_size
     from biossd.study.inputs import data
 
     if args.list:
@@ -21,7 +20,7 @@ def cmd_data_synth(args: argparse.Namespace) -> int:
     if not args.kind or not args.output:
         raise UsageError("give KIND and -o DIR (or --list)")
     with options.held_host_lock(args, f"biossd data synth {args.kind} (writing {args.output})"):
-        record = data.synth(args.kind, Path(args.output), parse_size(args.size), args.seed, args.scale)
+        record = data.synth(args.kind, Path(args.output), options.size_of(args.size, "--size"), args.seed, args.scale)
     print(json.dumps(record, indent=2, sort_keys=True))
     return 0
 
@@ -36,12 +35,11 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_data_prepare(args: argparse.Namespace) -> int:
-    from biossd.core.units import parse_size
     from biossd.study.inputs import datasets
 
     with options.held_host_lock(args, f"biossd data prepare {args.dataset} (writing {args.output})"):
         record = datasets.prepare(args.dataset, Path(args.data or f"data/{args.dataset}"), Path(args.output),
-                                  parse_size(args.size), args.seed, args.scale, Path(args.manifests))
+                                  options.size_of(args.size, "--size"), args.seed, args.scale, Path(args.manifests))
     print(json.dumps(record, indent=2, sort_keys=True))
     return 0
 

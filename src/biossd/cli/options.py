@@ -146,15 +146,25 @@ def result_kept() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
+def size_of(text: str, option: str) -> int:
+    """A size given to ``option``; a malformed one is refused naming the option."""
+    from biossd.core.units import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise ValueError(f"{option} {text}: {err}") from None
+
+
 def mem_bytes(text: str | None) -> int | None:
     """A --mem value: ``None`` for none or absent, else bytes, between the smallest cap a run can
     start under and one no host has (:data:`biossd.host.cgroups.MIN_CAP_BYTES`, ``MAX_CAP_BYTES``)."""
-    from biossd.core.units import format_size, parse_size
+    from biossd.core.units import format_size
     from biossd.host.cgroups import MAX_CAP_BYTES, MIN_CAP_BYTES
 
     if text is None or text.lower() == "none":
         return None
-    value = parse_size(text)
+    value = size_of(text, "--mem")
     if not MIN_CAP_BYTES <= value <= MAX_CAP_BYTES:
         raise ValueError(f"--mem {text}: a cap is between {format_size(MIN_CAP_BYTES)} and {format_size(MAX_CAP_BYTES)}; "
                          "for no cap say --mem none")

@@ -846,6 +846,11 @@ def _caps_of(params: Mapping[str, Any], tools: Sequence[str], entries: Mapping[s
     return caps, overrides, tool_caps
 
 
+#: The largest replication of a baseline input: Lee, Min and Yoon (2015) grew inputs up to 16
+#: copies (§3.4, Fig. 8); a scale above this is a typo, and would fill any disk.
+MAX_SCALE = 1024
+
+
 def _scales_of(params: Mapping[str, Any], known: Sequence[str], entries: Mapping[str, catalogue.Entry],
                problems: list[str]) -> tuple[list[str], dict[str, list[int]]]:
     """The study's scales (``--scales``) and each tool's (``--tool_scales`` overrides)."""
@@ -860,6 +865,9 @@ def _scales_of(params: Mapping[str, Any], known: Sequence[str], entries: Mapping
     for where, texts in (("--scales", scale_texts), *(("--tool_scales", v) for _, v in scale_overrides)):
         problems += [p for p in (f"Scale '{s}' in {where} is not a whole number >= 1" for s in texts
                                  if not _WHOLE_RE.match(s)) if p not in problems]
+        problems += [p for p in (f"Scale '{s}' in {where} is above {MAX_SCALE}: the input would be {s} copies of its "
+                                 "baseline; grow the baseline (--input_size) instead" for s in texts
+                                 if _WHOLE_RE.match(s) and int(s) > MAX_SCALE) if p not in problems]
     return scale_texts, {t: sorted({int(s) for s in v if _WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
 
 
