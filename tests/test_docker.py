@@ -137,6 +137,45 @@ def test_a_run_in_docker_is_capped_by_docker_and_matches_the_native_run(engine, 
           f"{docker['wall_s'] / native['wall_s']:.2f}")
 
 
+def test_a_killed_run_s_container_is_removed_before_the_next_run_measures(engine, biossd, tmp_path):
+    """The container is the engine's child, in no session or cgroup of the run: a profiler
+    SIGKILLed while its tool runs in Docker leaves it running, and the next run (no cleanup
+    between) removes it before it measures, and says so."""
+    import signal
+    import sys
+    import time
+
+    made = tmp_path / "bam"
+    biossd("data", "synth", "bam", "--size", "96M", "--seed", "4", "-o", str(made))
+    biossd("catalogue", "prepare", "samtools_sort", "--input", str(made), "--out", str(tmp_path / "prepared"))
+    exe = Path(engine["env"]["PATH"].split(os.pathsep)[0]) / "biossd"
+    killed = subprocess.Popen([str(exe), "catalogue", "run", "samtools_sort", "--input", str(tmp_path / "prepared"),
+                               "--scratch", str(tmp_path / "s1"), "--out", str(tmp_path / "r1"), "--mem", "64M",
+                               "--set", "sort_mem=1M", "--container", "docker", "--cap-backend", "external"],
+                              env=engine["env"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def containers() -> list[str]:
+        return subprocess.run(["docker", "ps", "-q"], env=engine["env"], capture_output=True, text=True).stdout.split()
+
+    try:
+        deadline = time.monotonic() + 60
+        while not containers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert containers(), "the run's container never started"
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        assert containers(), "the container ended with its profiler: nothing for the next run to reap"
+        nxt = _biossd(engine, "profile", "--mem", "none", "--blocktrace", "off", "--out", str(tmp_path / "r2"), "--",
+                      sys.executable, "-c", "pass")
+        assert nxt.returncode == 0, nxt.stderr[-2000:]
+        reaped = manifest.read_manifest(tmp_path / "r2")["host_lock"]["reaped_stale_holder"]
+        assert containers() == [] and any("removed its container" in line for line in reaped), reaped
+    finally:
+        for cid in containers():
+            subprocess.run(["docker", "rm", "-f", cid], env=engine["env"], capture_output=True)
+        biossd("cleanup", check=False)
+
+
 def test_the_same_records_come_out_of_the_container(engine, prepared, tmp_path):
     """Staged and run by hand (the scratch kept): the sorted BAM's records in Docker are the
     native run's, byte for byte (the headers differ only by the command line samtools records)."""

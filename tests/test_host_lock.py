@@ -170,3 +170,35 @@ def test_a_group_member_stops_when_its_leader_is_killed(env, tmp_path, root_requ
     assert start_ticks(tool) != tool_start, "the member's tool ran on after its leader died"
     assert not (tmp_path / "m").exists() and not list(tmp_path.glob(".m.biossd-partial-*"))
     _forget_stale(proc.pid)
+
+
+def test_no_run_measures_while_a_dead_leader_s_members_tear_down(env, tmp_path, root_required):
+    """A concurrent group's leader SIGKILLed: its members, still ending (their grace), hold the
+    group lock; the next holder of the host lock waits for them, and `cleanup` too, before either
+    touches anything."""
+    from biossd.host import hostlock
+
+    leader = subprocess.Popen([sys.executable, "-c", (
+        "import time; from biossd.host import hostlock\n"
+        "with hostlock.HostLock('leader', concurrent_group='g'):\n"
+        "    print('held', flush=True); time.sleep(60)\n")], env=env, stdout=subprocess.PIPE, text=True)
+    member = None
+    try:
+        assert leader.stdout.readline().strip() == "held"
+        member = subprocess.Popen([sys.executable, "-c", (
+            "import time; from biossd.host import hostlock\n"
+            "with hostlock.GroupMember('g'):\n"
+            "    print('in', flush=True); time.sleep(4)\n")], env=env, stdout=subprocess.PIPE, text=True)
+        assert member.stdout.readline().strip() == "in"
+        leader.kill()
+        leader.wait()
+        assert hostlock.members_running()
+        t0 = time.monotonic()
+        with hostlock.HostLock("next", notify=lambda text: None):
+            assert member.poll() is not None, "the next holder measured beside a member still running"
+        assert time.monotonic() - t0 > 1
+        assert not hostlock.members_running()
+    finally:
+        for proc in (leader, member):
+            if proc is not None and proc.poll() is None:
+                proc.kill()

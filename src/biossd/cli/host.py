@@ -33,6 +33,11 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
     options.need_root("cleanup")
     failed = 0
+    from biossd.host import hostlock
+
+    if not hostlock.await_dead_group():
+        print("biossd cleanup: a concurrent group's members still run after their leader died; what they "
+              "made is theirs until they end: run cleanup again", file=sys.stderr)
     for line in leftovers.stop_orphans():
         print(line)
     for kind, what, remove in leftovers.find_all():

@@ -329,6 +329,11 @@ class HostLock:
             os.close(self.fd)
             self.fd = None
             raise
+        try:
+            self._await_members(announced)
+        except BaseException:
+            self.__exit__()
+            raise
         self.waited_s = time.monotonic() - t0
         old = read_holder()  # left by a run killed with the lock held
         try:
@@ -339,6 +344,20 @@ class HostLock:
         _move_aside(old)
         self._write()
         return self
+
+    def _await_members(self, announced: bool) -> None:
+        """Wait until no member of an earlier group runs (a dead leader's members tearing down)."""
+        while members_running():
+            if not self.wait:
+                raise HostBusy(f"the members of a concurrent group whose leader is gone still run ({GROUP_LOCK_NAME}); "
+                               "wait for them, or run without --no-wait to wait")
+            if not announced:
+                self.notify("biossd: waiting for a concurrent group's members to end their teardown")
+                announced = True
+            signum = self.interrupted()
+            if signum:
+                raise WaitInterrupted(signum)
+            time.sleep(POLL_S)
 
     def _write(self) -> None:
         me = ProcessRef.current(self.what)
@@ -364,6 +383,41 @@ class HostLock:
 
 #: The holder record's key naming a declared concurrent group (seed 004's shared device).
 GROUP_KEY = "concurrent_group"
+#: Beside the host lock: every member of a concurrent group holds it shared while it runs, and
+#: every new holder takes it exclusive once (then lets go), so no run measures while a dead
+#: leader's members still tear down (they get SIGTERM when it dies, and a grace to end).
+GROUP_LOCK_NAME = "group.lock"
+#: How long `cleanup` waits for a dead leader's members to end their teardown: their grace
+#: (biossd.measure.processes.TERM_GRACE_S) and a margin.
+GROUP_TEARDOWN_WAIT_S = 15.0
+
+
+def _open_group_lock() -> int:
+    return os.open(ensure_runtime_dir() / GROUP_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
+def members_running() -> bool:
+    """Whether a concurrent group's member still runs (holds the group lock shared)."""
+    fd = _open_group_lock()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing lets go of the lock
+    return False
+
+
+def await_dead_group(timeout_s: float = GROUP_TEARDOWN_WAIT_S) -> bool:
+    """When the host lock is free but a group's members still run (their leader died), wait up to
+    ``timeout_s`` for them to end their teardown (what `cleanup` removes is then no longer theirs).
+    Whether none runs any more."""
+    deadline = time.monotonic() + timeout_s
+    while held_by() is None and members_running():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
 
 
 class GroupMember:
@@ -377,6 +431,7 @@ class GroupMember:
         self.token = token
         self.leader: dict[str, Any] | None = None
         self.waited_s = 0.0
+        self.fd: int | None = None
 
     def __enter__(self) -> "GroupMember":
         holder = held_by()
@@ -385,10 +440,19 @@ class GroupMember:
                              f"{describe(holder)}, not by this group's leader; a group member runs only "
                              "while its leader holds the lock (biossd experiment run does)")
         self.leader = holder
+        self.fd = _open_group_lock()
+        fcntl.flock(self.fd, fcntl.LOCK_SH)  # the leader's lock keeps any exclusive taker out
+        again = held_by()
+        if not again or again.get("pid") != holder.get("pid"):  # the leader went meanwhile
+            self.__exit__()
+            raise NotInGroup(f"concurrent group {self.token!r}: its leader let go of the host lock as this member "
+                             "started; nothing was run")
         return self
 
     def update(self, **details: Any) -> None:
         """The leader's record is the group's; a member adds nothing to it."""
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

@@ -49,6 +49,7 @@ def reconcile() -> list[str]:
     from biossd.host import hostlock
     from biossd.measure import leftovers
 
+    hostlock.await_dead_group()  # a dead leader's members end their teardown first
     done = leftovers.stop_orphans()
     done += hostlock.reap_dead_holder()  # a tool a SIGKILLed profiler left running
     for kind, what, remove in leftovers.find_all():
