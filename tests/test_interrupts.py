@@ -17,7 +17,7 @@ def test_random_kill_points_leave_nothing(env, tmp_path, root_required):
     killed, then -resume) are the benchmark's: here test_pipeline's interrupted study and the
     owner-death tests of test_reliability stand for them, within the suite's time."""
     lines: list[str] = []
-    points = run_points(SEED, tmp_path, env, n_profile=5, n_emulate=4, n_pipeline=0, report=lines.append,
+    points = run_points(SEED, tmp_path, env, n_profile=4, n_emulate=4, n_pipeline=0, report=lines.append,
                         n_experiment=2, n_next=1)
     assert {p.signal for p in points} == {"SIGINT", "SIGTERM", "SIGKILL"}, "all three signals are tried"
     assert sum(not p.completed for p in points) >= 8, "most points interrupt the command, not its end"
