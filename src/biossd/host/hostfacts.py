@@ -13,7 +13,8 @@ from biossd import __version__
 _KIB = 1024
 
 
-def _meminfo_bytes(key: str) -> int | None:
+def meminfo_bytes(key: str) -> int | None:
+    """A ``/proc/meminfo`` field (``MemTotal``, ``MemAvailable``, ...) in bytes; ``None`` if absent."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             name, _, rest = line.partition(":")
@@ -53,7 +54,7 @@ def host_facts() -> dict[str, object]:
         "machine": platform.machine(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
-        "mem_total_bytes": _meminfo_bytes("MemTotal"),
-        "swap_total_bytes": _meminfo_bytes("SwapTotal"),
+        "mem_total_bytes": meminfo_bytes("MemTotal"),
+        "swap_total_bytes": meminfo_bytes("SwapTotal"),
         "biossd_version": __version__,
     }

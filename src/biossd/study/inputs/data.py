@@ -151,7 +151,10 @@ def _check_room(out_dir: Path, size_bytes: int, scale: int) -> None:
 
     if size_bytes < 1:
         raise SynthError(f"--size must be at least 1 byte, got {size_bytes}")
-    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    from biossd.host.hostfacts import meminfo_bytes
+
+    # MemAvailable counts the page cache the kernel can reclaim, not only free pages.
+    available = meminfo_bytes("MemAvailable") or os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     if size_bytes > available:
         raise SynthError(f"--size {format_size(size_bytes)}: the baseline is generated in memory, and this host has "
                          f"{format_size(available)} available; give a smaller --size and grow it with --scale")
