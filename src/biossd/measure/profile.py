@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import datetime as dt
 import errno
+import itertools
 import json
 import os
 import resource
@@ -217,7 +218,12 @@ def _outcome(status: int, oom_kills: int | None, timed_out: bool) -> tuple[str, 
 
 def _launch_problem(argv: Sequence[str]) -> tuple[int, str] | None:
     """Exit code and message if the command cannot be executed (checked before the gate, so
-    the error names the command rather than the gate's shell)."""
+    the error names the command rather than the gate's shell); under ``env NAME=VALUE ...``, the
+    command env runs."""
+    if os.path.basename(argv[0]) == "env":
+        rest = list(itertools.dropwhile(lambda a: "=" in a and not a.startswith("-"), argv[1:]))
+        if rest and not rest[0].startswith("-"):
+            argv = rest
     name = argv[0]
     path = name if "/" in name else shutil.which(name)
     if path is None or not os.path.exists(path):
@@ -305,40 +311,42 @@ def run(request: ProfileRequest) -> dict[str, Any]:
                                          interrupted=lambda: received[0] if received else None,
                                          notify=request.notify, out=str(target)))
             with lock_cm as lock:
-                named = rundir.partial_path(target)
-                lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
-                partial = rundir.make_partial(target, named)
-                body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
-                                scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
-                body["harness_s"] = {**request.phases_before_s, "lock_wait": round(lock.waited_s, 3),
-                                     **body["harness_s"]}
-                body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
-                                      "leader_pid": (lock.leader or {}).get("pid")} if request.group
-                                     else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3),
-                                           "reaped_stale_holder": lock.reaped})
-                if received:
-                    raise Interrupted(received[0])
-                body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
-                manifest.write_manifest(partial, body)
                 try:
-                    rundir.publish(partial, target, request.overwrite)
-                except rundir.RunAppeared as err:
-                    raise ProfileError(str(err)) from None  # the partial is removed below
-                except rundir.RunDirError as err:
-                    partial = None  # the complete run stays where the message says
-                    raise ProfileError(str(err)) from None
-                partial = None
+                    named = rundir.partial_path(target)
+                    lock.update(partial=str(named))  # recorded first: a SIGKILL after this is cleaned up
+                    partial = rundir.make_partial(target, named)
+                    body = _measure(request, partial, traced, devices_note, launch_problem, received, child,
+                                    scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
+                    body["harness_s"] = {**request.phases_before_s, "lock_wait": round(lock.waited_s, 3),
+                                         **body["harness_s"]}
+                    body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
+                                          "leader_pid": (lock.leader or {}).get("pid")} if request.group
+                                         else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3),
+                                               "reaped_stale_holder": lock.reaped})
+                    if received:
+                        raise Interrupted(received[0])
+                    body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
+                    manifest.write_manifest(partial, body)
+                    try:
+                        rundir.publish(partial, target, request.overwrite)
+                    except rundir.RunAppeared as err:
+                        raise ProfileError(str(err)) from None  # the partial is removed below
+                    except rundir.RunDirError as err:
+                        partial = None  # the complete run stays where the message says
+                        raise ProfileError(str(err)) from None
+                    partial = None
+                finally:
+                    # An interrupted or failed run leaves nothing: its partial directory carries
+                    # biossd's marker and is removed (a second signal meanwhile is only recorded),
+                    # while the lock is still held, so the next run measures none of this I/O.
+                    if partial is not None:
+                        rundir.remove(partial)
         except hostlock.WaitInterrupted as intr:
             raise Interrupted(intr.signum) from None
         except hostlock.HostBusy as err:
             raise Busy(str(err)) from None
         except hostlock.NotInGroup as err:
             raise ProfileError(f"{err}; nothing was run") from None
-        finally:
-            # An interrupted or failed run leaves nothing: its partial directory carries biossd's
-            # marker and is removed; a second signal meanwhile is only recorded.
-            if partial is not None:
-                rundir.remove(partial)
     return manifest.read_manifest(target)
 
 
