@@ -57,7 +57,8 @@ def biossd(env):
     assert exe, "the biossd command is not installed in this environment (run `make install`)"
 
     def run(*args: str, check: bool = True, cwd: Path | None = None, **kw):
-        proc = subprocess.run([exe, *args], capture_output=True, text=True, env=env, cwd=cwd, **kw)
+        kw.setdefault("env", env)
+        proc = subprocess.run([exe, *args], capture_output=True, text=True, cwd=cwd, **kw)
         if check and proc.returncode != 0:
             raise AssertionError(f"biossd {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc

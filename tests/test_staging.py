@@ -36,13 +36,39 @@ def test_staged_run_profiles_ok(biossd, env, inputs, tool, tmp_path):
     argv = biossd("catalogue", "stage", tool, "--input", str(inputs / entry.data["input"]), "--scratch", str(scratch),
                   "--mem", "1G", "--print0").stdout.split("\0")[:-1]
     run = tmp_path / "run"
+    host_tmp = tmp_path / "host-tmp"  # the profiler's own temporary directory: the tool's is in scratch
+    host_tmp.mkdir()
     biossd("profile", "--mem", "1G", "--no-drop-caches", "--blocktrace", "off", "--label", f"tool={tool}",
-           "--out", str(run), "--", *argv, cwd=scratch)
+           "--out", str(run), "--", *argv, cwd=scratch, env={**env, "TMPDIR": str(host_tmp)})
     body = manifest.read_manifest(run)
     assert body["outcome"] == "ok", (run / "stderr.log").read_text()[-2000:]
+    assert list(host_tmp.iterdir()) == [] and (scratch / staging.TOOL_TMP_NAME).is_dir()
     main_output = next(iter(entry.data["outputs"]))
     produced = scratch / entry.data["stage"]["files"][main_output]
     assert produced.exists() or list(scratch.glob(produced.name + "*")), f"{produced} was not written"
+
+
+def test_a_tool_s_temporary_files_go_to_its_scratch(tmp_path, monkeypatch):
+    """What a tool writes "to /tmp" (TMPDIR, a JVM's java.io.tmpdir, OpenMPI's session directory)
+    is on the device under study, and removed with the scratch: natively and in a container."""
+    entry = catalogue.get("samtools_sort")
+    values = {"in_bam": "in.bam", "out_bam": "out.bam", "tmp_prefix": "t"}
+    scratch = tmp_path / "a scratch"
+    scratch.mkdir()
+    native = staging.command_argv(entry, values, scratch, None)
+    tmp = scratch / staging.TOOL_TMP_NAME
+    assert native[:3] == ["env", f"TMPDIR={tmp}", f'JAVA_TOOL_OPTIONS=-Djava.io.tmpdir="{tmp}"'] and tmp.is_dir()
+    assert native[3:] == entry.render(values)
+    from biossd.study.catalogue import containers
+
+    monkeypatch.setattr(staging, "check_image", lambda entry, engine: None)  # no image needed to compose the argv
+    docker = staging.command_argv(entry, values, scratch, None, "docker")
+    image = docker.index(containers.image_ref(entry))
+    inside_tmp = f"{containers.BIND_POINT}/{staging.TOOL_TMP_NAME}"
+    assert docker[image + 1:image + 4] == ["env", f"TMPDIR={inside_tmp}",
+                                           f'JAVA_TOOL_OPTIONS=-Djava.io.tmpdir="{inside_tmp}"']
+    printed = staging.command_argv(entry, values, tmp_path / "elsewhere", None, tmp_in_scratch=False)
+    assert printed == entry.render(values) and not (tmp_path / "elsewhere").exists()
 
 
 def test_a_failing_preparation_is_named(biossd, tmp_path):

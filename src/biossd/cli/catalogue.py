@@ -21,7 +21,8 @@ def cmd_catalogue_command(args: argparse.Namespace) -> int:
     if args.container and not args.bind:
         raise UsageError("--container needs --bind DIR (the run's scratch)")
     argv = staging.command_argv(catalogue.get(args.tool), options.labels(args.values), Path(args.bind or "."),
-                                options.mem_bytes(args.mem), args.container, options.settings(args.tool, args.set))
+                                options.mem_bytes(args.mem), args.container, options.settings(args.tool, args.set),
+                                tmp_in_scratch=False)  # prints the tool's command; no scratch is made
     options.print_argv(argv, args.print0)
     return 0
 

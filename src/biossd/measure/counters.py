@@ -155,6 +155,7 @@ def cachegrind_argv(out_dir: Path, argv: Sequence[str]) -> list[str]:
         raise CounterError("valgrind is not installed (Debian: valgrind)")
     return [
         valgrind, "--tool=cachegrind", "--cache-sim=yes", "--trace-children=yes",
+        "--vgdb=no",  # else each process leaves its gdbserver FIFOs in /tmp
         f"--cachegrind-out-file={out_dir / CACHEGRIND_PREFIX}.out.%p",
         f"--log-file={out_dir / CACHEGRIND_PREFIX}.log.%p", "--", *argv,
     ]

@@ -43,6 +43,11 @@ SHARED_MIN_FREE_FRACTION = 0.5
 #: input's bytes, the preparation commands.
 PREPARED_RECORD = "prepared.json"
 PREPARE_TIMEOUT_S = 3600
+#: The tool's temporary directory, inside its scratch: what it writes "to /tmp" (GNU sort's
+#: spills, a JVM's extracted native libraries and htsjdk's temporaries, OpenMPI's session
+#: directory) lands on the device under study, as the paper's runs' whole working space did
+#: (Lee, Min and Yoon 2015, section 2), and is removed with the scratch however the run ends.
+TOOL_TMP_NAME = "biossd-tmp"
 
 
 class StageError(BiossdError, RuntimeError):
@@ -296,17 +301,34 @@ def check_image(entry: Entry, container: str) -> None:
                          f"`biossd catalogue build --engine {container} {entry.id}`")
 
 
+def tool_environment(tmp_dir: str) -> list[str]:
+    """``NAME=VALUE`` settings that send a tool's temporary files to ``tmp_dir``: ``TMPDIR`` (C
+    and shell tools, OpenMPI) and the JVM's ``java.io.tmpdir`` (through ``JAVA_TOOL_OPTIONS``,
+    quoted: the JVM splits it at spaces)."""
+    if '"' in tmp_dir:
+        raise StageError(f"scratch {tmp_dir!r}: a path with a double quote cannot be a JVM's temporary directory; "
+                         "use another --scratch")
+    return [f"TMPDIR={tmp_dir}", f'JAVA_TOOL_OPTIONS=-Djava.io.tmpdir="{tmp_dir}"']
+
+
 def command_argv(entry: Entry, values: dict[str, str], scratch: Path, mem_bytes: int | None,
                  container: str | None = None, settings: dict[str, str] | None = None,
-                 cidfile: Path | None = None) -> list[str]:
+                 cidfile: Path | None = None, tmp_in_scratch: bool = True) -> list[str]:
     """The tool's argv for command ``values`` whose files are under ``scratch``: native, or in its
     ``container`` with ``scratch`` bound inside (the paths rewritten to match; ``cidfile``: see
-    :func:`biossd.study.catalogue.containers.wrap_argv`)."""
+    :func:`biossd.study.catalogue.containers.wrap_argv`). ``tmp_in_scratch``: the tool runs under
+    ``env`` with its temporary directory in scratch (:data:`TOOL_TMP_NAME`, made here)."""
+    def with_tmp(argv: list[str], tmp_dir: str) -> list[str]:
+        return ["env", *tool_environment(tmp_dir), *argv] if tmp_in_scratch else argv
+
+    if tmp_in_scratch:
+        (Path(scratch) / TOOL_TMP_NAME).mkdir(exist_ok=True)
     if container is None:
-        return entry.render(values, settings)
+        return with_tmp(entry.render(values, settings), str(Path(scratch).absolute() / TOOL_TMP_NAME))
     from biossd.study.catalogue import containers
 
     check_image(entry, container)
     inside = containers.inside_paths(values, Path(scratch))
-    return containers.wrap_argv(container, entry, Path(scratch), entry.render(inside, settings), mem_bytes,
-                                cidfile=cidfile)
+    return containers.wrap_argv(container, entry, Path(scratch),
+                                with_tmp(entry.render(inside, settings), f"{containers.BIND_POINT}/{TOOL_TMP_NAME}"),
+                                mem_bytes, cidfile=cidfile)
