@@ -23,6 +23,11 @@ def _plan(**extra) -> list[str]:
     return ["study", "plan", "--stub", "--params", json.dumps({**PLAN_BASE, **extra})]
 
 
+def _real_plan(**extra) -> list[str]:
+    """A plan checked against the host (its free space), as a study's first step is."""
+    return ["study", "plan", "--params", json.dumps({**PLAN_BASE, **extra})]
+
+
 #: (id, argv, what the refusal names). `{tmp}` is the test's temporary directory.
 REFUSED = [
     ("mem-zero", ["profile", "--mem", "0", "--out", "{tmp}/r", "--", "true"], "--mem 0"),
@@ -107,6 +112,18 @@ REFUSED += [
     ("experiment-task-unreadable", ["experiment", "run", "--task", "@{tmp}/none.json", "--scratch", "{tmp}/sc", "--out",
                                     "{tmp}/o"], "--task"),
     ("pipeline-task-not-base64", ["pipeline", "task", "--task", "%%%", "--", "true"], "--task"),
+    ("swap-huge", ["profile", "--mem", "none", "--swap", "100T", "--out", "{tmp}/r", "--", "true"], "--swap"),
+    ("plan-repeats-large", _plan(repeats=100_000), "--repeats"),
+    ("plan-input-size-huge", _real_plan(input_size="999999T"), "--input_size"),
+    ("plan-emulate-size-zero", _plan(storage_classes="ssd,hdd", emulate="hdd=seagate-barracuda-7200",
+                                     emulate_size="0"), "--emulate_size"),
+    ("plan-emulate-size-huge", _real_plan(storage_classes="ssd,hdd", emulate="hdd=seagate-barracuda-7200",
+                                          emulate_size="999T"), "--emulate_size"),
+    ("plan-swap-huge", _real_plan(swap="999T"), "--swap 999T"),
+    ("experiment-task-path", ["experiment", "run", "--task", json.dumps(
+        {"experiment": "../../etc/x", "point": "p", "values": {}, "size": "tiny", "host": "h", "storage": "ssd",
+         "rep": "1", "seed": 7, "input": {"kind": "bam", "size": "8M"}}), "--scratch", "{tmp}/sc", "--out", "{tmp}/o"],
+     "../../etc/x"),
 ]
 
 
@@ -203,3 +220,68 @@ def test_a_damaged_experiment_input_is_refused_not_run(tmp_path):
     want = {"input": {"kind": "bam", "size": "64K"}, "seed": 1}
     with pytest.raises(staging.StageError, match=r"reads\.bam is not the file .* records"):
         experiment_task._stage_input(want, tmp_path / "scratch-input", made)
+
+
+def _entry(**changed) -> str:
+    from biossd.study.catalogue import entries
+
+    return yaml.safe_dump({**yaml.safe_load((entries.CATALOGUE_DIR / "samtools_sort.yaml").read_text()), **changed})
+
+
+def _disk(**changed) -> str:
+    from biossd.host.hdd import diskmodel
+
+    path = diskmodel.profiles_dir() / "seagate-barracuda-7200.yaml"
+    return yaml.safe_dump({**yaml.safe_load(path.read_text()), **changed})
+
+
+def _manifest_file(**changed) -> str:
+    from biossd.study.inputs import datasets
+
+    manifest = yaml.safe_load((datasets.MANIFEST_DIR / "uniref50.yaml").read_text())
+    return yaml.safe_dump({**manifest, "files": [{**manifest["files"][0], **changed}]})
+
+
+#: (id, which loader, the file's name, its text (a callable: read when the test runs), what the
+#: refusal names). The files a user writes: catalogue entries, data manifests, experiment
+#: definitions and device profiles.
+BAD_FILES = [
+    ("entry-invalid-yaml", "entry", "samtools_sort.yaml", lambda: "id: [unclosed", "not valid YAML"),
+    ("entry-a-list", "entry", "samtools_sort.yaml", lambda: "- 1\n- 2\n", "a mapping of fields"),
+    ("entry-empty", "entry", "samtools_sort.yaml", lambda: "", "a mapping of fields"),
+    ("entry-int-version", "entry", "samtools_sort.yaml", lambda: _entry(version=3), "field 'version' must be str"),
+    ("entry-min-mem-negative", "entry", "samtools_sort.yaml", lambda: _entry(min_mem="-5G"), "field 'min_mem'"),
+    ("entry-id-unicode", "entry", "bwä.yaml", lambda: _entry(id="bwä"), "an id is lowercase ASCII"),
+    ("entry-huge-unknown-field", "entry", "samtools_sort.yaml", lambda: _entry(xxxxxxxx="y" * (3 << 20)),
+     "field 'xxxxxxxx' is not a catalogue field"),
+    ("entry-recursive-alias", "entry", "samtools_sort.yaml", lambda: "a: &a [*a]\n", "field 'a'"),
+    ("manifest-invalid-yaml", "manifest", "uniref50.yaml", lambda: "files: [", "not valid YAML"),
+    ("manifest-file-name-up", "manifest", "uniref50.yaml", lambda: _manifest_file(name="../../x"), "files[0].name"),
+    ("definition-invalid-yaml", "definition", "sort_memory.yaml", lambda: "sizes: [", "not valid YAML"),
+    ("disk-rpm-negative", "disk", "d.yaml", lambda: _disk(rpm=-7200), "['rpm'] must be positive"),
+    ("disk-rpm-huge", "disk", "d.yaml", lambda: _disk(rpm=1e308), "rpm 1e+308"),
+    ("disk-invalid-yaml", "disk", "d.yaml", lambda: "rpm: [", "not valid YAML"),
+    ("disk-a-directory", "disk", "/etc", None, "no device profile '/etc'"),
+]
+
+
+@pytest.mark.parametrize("loader, name, text, names", [pytest.param(*row[1:], id=row[0]) for row in BAD_FILES])
+def test_a_bad_file_is_refused_naming_it(tmp_path, loader, name, text, names):
+    """Each loader refuses with its own error (a message, never a traceback), naming the file."""
+    from biossd.experiments import spec
+    from biossd.host.hdd import diskmodel
+    from biossd.study.catalogue import entries
+    from biossd.study.inputs import datasets
+
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text())
+    load, error = {"entry": (entries.load_entry, entries.CatalogueError),
+                   "manifest": (datasets.load, datasets.DatasetError),
+                   "definition": (lambda p: spec.load_spec(p.stem, p.parent), spec.ExperimentError),
+                   "disk": (lambda p: diskmodel.load_profile(str(p)), diskmodel.ProfileError)}[loader]
+    with pytest.raises(error) as refused:
+        load(path if text is not None else Path(name))
+    assert names in str(refused.value)
+    if text is not None:
+        assert str(path) in str(refused.value)

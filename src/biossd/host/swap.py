@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from biossd.core import made
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
+from biossd.core.units import format_size
 from biossd.core.owners import HostObject, is_owned_name, owned_name, owner_alive
 from biossd.host import devices
 
@@ -80,6 +82,10 @@ class LoopSwap(HostObject):
         directory = Path(self.directory)
         if not directory.is_dir():
             raise SwapError(f"swap directory {directory} does not exist")
+        free_bytes = shutil.disk_usage(directory).free
+        if free_bytes < self.size_bytes:
+            raise SwapError(f"a swap area of {format_size(self.size_bytes)} (--swap) does not fit in {directory}, "
+                            f"which has {format_size(free_bytes)} free; give a smaller --swap or another --swap-dir")
         name = self.planned or backing_path(directory)
         made.remember(name, "swap file")  # found after a reboot too (its loop device is not)
         fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -87,7 +93,7 @@ class LoopSwap(HostObject):
         try:
             os.posix_fallocate(fd, 0, self.size_bytes)  # no holes: swap refuses sparse files
         except OSError as err:
-            raise SwapError(f"cannot allocate {self.size_bytes} bytes for swap in {directory}: "
+            raise SwapError(f"cannot allocate {self.size_bytes} bytes for swap (--swap) in {directory}: "
                             f"{err.strerror}") from None
         finally:
             os.close(fd)

@@ -229,8 +229,8 @@ def _classes_tex(a: analysis.Analysis) -> str:
             + r", and a rotational flag telling the truth of its class; each run checked these before it measured "
               r"and recorded them (a mismatch stops the run as a fault of the harness).")
     through = runs.groupby("side")["device_write_through"].first() if "device_write_through" in runs else pd.Series()
-    if through.fillna(False).astype(bool).any():
-        text += (" The native class's writes went through to the host's device (O\_DIRECT and O\_DSYNC on its "
+    if through.astype("boolean").fillna(False).any():
+        text += (r" The native class's writes went through to the host's device (O\_DIRECT and O\_DSYNC on its "
                  "backing file), so that no cache of the virtual machine's host absorbed them; the emulated disk's "
                  "only write cache is its modelled buffer.")
     return text

@@ -613,7 +613,9 @@ def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[
             free = shutil.disk_usage(where).free
             if free < need:
                 problems.append(f"The scratch of class '{cls}' ({where}) has {format_size(free)} free; a run "
-                                f"needs {format_size(need)}: free space or give --scratch_dir elsewhere")
+                                f"needs {format_size(need)} ({SCRATCH_PER_INPUT}x the {format_size(input_bytes)} "
+                                f"input of --input_size{' plus --swap ' + str(params['swap']) if swap_bytes else ''}): "
+                                "free space, lower them, or give --scratch_dir elsewhere")
     if emulated:
         root = Path(str(params.get("storage_root") or Path.cwd()))
         probe = next((p for p in [root, *root.parents] if p.is_dir()), Path.cwd())

@@ -76,6 +76,11 @@ READ_SEGMENTS = 16
 MIN_SEGMENT_BYTES = 128 << 10
 PROFILE_FIELDS = ("name", "kind", "rpm", "capacity_gb", "buffer_mb", "interface_mbs", "seq_read_mbs", "seq_write_mbs",
                   "rand_read_iops", "rand_write_iops", "track_seek_ms", "source")
+#: The largest value each of a profile's numbers may take: beyond any rotating disk made (the
+#: fastest spin at 15,000 rpm, the largest at tens of TB), so a typo or an overflowing number is
+#: refused, naming the field, rather than modelled.
+PROFILE_MAXIMA = {"rpm": 100_000, "capacity_gb": 1e6, "buffer_mb": 1e5, "interface_mbs": 1e5, "seq_read_mbs": 1e5,
+                  "seq_write_mbs": 1e5, "rand_read_iops": 1e7, "rand_write_iops": 1e7, "track_seek_ms": 1e3}
 READ, WRITE, FLUSH = "read", "write", "flush"
 
 
@@ -119,9 +124,12 @@ class DiskProfile:
         if missing or unknown:
             raise ProfileError(f"{path}: missing fields {missing}, unknown fields {unknown}")
         numbers = {f: data[f] for f in PROFILE_FIELDS if f not in ("name", "kind", "source")}
-        bad = [f for f, v in numbers.items() if not isinstance(v, (int, float)) or v <= 0]
+        bad = [f for f, v in numbers.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0]
         if bad:
             raise ProfileError(f"{path}: fields {bad} must be positive numbers")
+        over = [f"{f} {v!r} (at most {PROFILE_MAXIMA[f]:g})" for f, v in numbers.items() if v > PROFILE_MAXIMA[f]]
+        if over:
+            raise ProfileError(f"{path}: fields out of a disk's range: {', '.join(over)}")
         return cls(**{**data, **{f: float(v) for f, v in numbers.items()}})
 
 

@@ -166,7 +166,10 @@ def load_entry(path: Path) -> Entry:
     yamlfile.check_fields(path, data, {name: (types, what) for name, (types, _, what) in SCHEMA.items()},
                           {name for name, (_, required, _) in SCHEMA.items() if kind in required},
                           "catalogue", CatalogueError)
-    if not _ID_RE.match(str(data["id"])) or data["id"] != path.stem:
+    if not _ID_RE.match(str(data["id"])):
+        raise _fail(path, "id", f"is {data['id']!r}: an id is lowercase ASCII letters, digits and '_', "
+                                "starting with a letter")
+    if data["id"] != path.stem:
         raise _fail(path, "id", f"is {data['id']!r} but the file is named {path.stem!r}")
     if kind == "tool":
         _check_tool(path, data)
