@@ -251,6 +251,7 @@ def test_down_leaves_no_job_and_no_step_daemon_when_scancel_fails(cluster, tmp_p
     (failing / "scancel").chmod(0o755)
     monkeypatch.setenv("PATH", f"{failing}:{__import__('os').environ['PATH']}")
     cluster["down"] = slurmcluster.down()
+    assert any("scancel failed" in line and "stand-in" in line for line in cluster["down"]), cluster["down"]
     assert not any(_running(pid) for pid in stepds), cluster["down"]
     sleepers = subprocess.run(["pgrep", "-f", "^sleep 97$"], capture_output=True, text=True).stdout.split()
     assert sleepers == [], cluster["down"]

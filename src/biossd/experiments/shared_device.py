@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from biossd.core.owners import ProcessRef
+from biossd.core.signals import signals_held
 from biossd.core.units import parse_size
 from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.experiments.spec import tool_version
@@ -154,8 +155,11 @@ def _run_group(ctx: Task, names: list[str], where: list[str], dirs: list[Path],
                         *(x for k, v in labels.items() for x in ("--label", f"{k}={v}")),
                         *(["--device-record", str(ctx.device_record)] if ctx.device_record else []),
                         "--", *sort_argv(TOOL, str(ctx.settings["sort_mem"]), "reads.bam", "sorted.bam")]
-                members.append(subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL,
-                                                stderr=open(ctx.out / f".{name}.log", "wb")))
+                # Started and listed in one step a signal cannot split: one arriving while Popen
+                # forks is raised after the member is in the list, so it is stopped and waited for
+                # (else it would run on, untracked, holding its disk until this leader died).
+                with signals_held(), open(ctx.out / f".{name}.log", "wb") as log:
+                    members.append(subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=log))
             codes = [m.wait() for m in members]
         except BaseException:
             _stop(members)

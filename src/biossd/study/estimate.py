@@ -24,7 +24,6 @@ every run reaching the limit.
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,8 +47,11 @@ def probe(tools: list[str], scratch: Path, seed: int = 7, log: Callable[[str], N
     """Each tool's uncapped ladder runs (step, size, outcome, wall, block bytes read and written)."""
     from biossd.study import catalogue, sizer
 
+    from biossd.measure import rundir
+
     entries = {e.id: e for e in catalogue.load_all()}
-    with tempfile.TemporaryDirectory(dir=scratch, prefix="biossd-estimate-") as tmp:
+    # Marked and recorded (a SIGKILLed probe's is found by `biossd cleanup`), removed however it ends.
+    with rundir.scratch(Path(scratch) / "biossd-estimate", unique=True) as tmp:
         runner = sizer.Runner(entries, Path(tmp), seed, log)
         for tool in tools:
             heap = {"java_mem": sizer.JVM_LADDER_HEAP} if sizer.is_jvm(entries[tool]) else {}

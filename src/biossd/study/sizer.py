@@ -161,7 +161,10 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     limit_s = round(sizing.time_limit_s(run_budget_s), TIME_LIMIT_DECIMALS)
     ladder_timeout_s = LADDER_TIMEOUT_BUDGETS * run_budget_s + LADDER_TIMEOUT_STARTUP_S
     smallest = parse_size(SMALLEST_INPUT)
-    with tempfile.TemporaryDirectory(dir=scratch, prefix="biossd-sizing-") as tmp_name:
+    from biossd.measure import rundir
+
+    # Marked and recorded (a SIGKILLed sizing's is found by `biossd cleanup`), removed however it ends.
+    with rundir.scratch(Path(scratch) / "biossd-sizing", unique=True) as tmp_name:
         runner = Runner(entries, Path(tmp_name), seed, log)
         heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
 

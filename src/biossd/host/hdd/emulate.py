@@ -268,8 +268,9 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
     finally:
         os.close(fd)
     if native:
-        state["loop_device"] = attach_write_through(backing)
-        _save(state_dir, state)
+        with signals_held():  # attached and recorded in one step a signal cannot split
+            state["loop_device"] = attach_write_through(backing)
+            _save(state_dir, state)
         _make_fs(state_dir, state, mount, swap_bytes)
         _set_queue(state)
         state["stage"] = "up"
@@ -277,15 +278,15 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
         return
     fuse_dir = Path(state["fuse_dir"])
     fuse_dir.mkdir(mode=0o700)
-    with open(state_dir / "server.log", "wb") as log:
+    with signals_held(), open(state_dir / "server.log", "wb") as log:  # started and recorded in one step
         server = subprocess.Popen(
             [sys.executable, "-m", "biossd.host.hdd.hddserver", "--profile", state["profile"], "--size",
              str(state["size_bytes"]), "--backing", str(backing), "--mount", str(fuse_dir),
              "--scale", repr(state["scale"])],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
         )
-    state["server"] = ProcessRef.of(server.pid, "biossd.host.hdd.hddserver").record()
-    _save(state_dir, state)
+        state["server"] = ProcessRef.of(server.pid, "biossd.host.hdd.hddserver").record()
+        _save(state_dir, state)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not (fuse_dir / DISK_FILE).exists():
         if server.poll() is not None or time.monotonic() > deadline:
@@ -293,9 +294,10 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
             raise EmulateError(f"the disk server did not start: {text[-500:] or 'no output'}")
         time.sleep(0.05)
 
-    state["loop_device"] = _run(["losetup", "--find", "--show", "--direct-io=on", str(fuse_dir / DISK_FILE)],
-                                "attach loop device").strip()
-    _save(state_dir, state)
+    with signals_held():  # attached and recorded in one step a signal cannot split
+        state["loop_device"] = _run(["losetup", "--find", "--show", "--direct-io=on", str(fuse_dir / DISK_FILE)],
+                                    "attach loop device").strip()
+        _save(state_dir, state)
     _make_fs(state_dir, state, mount, swap_bytes)
     _set_queue(state)  # after the mount: setting up the device resets its read-ahead
     (fuse_dir / CONTROL_FILE).write_text("on\n")
