@@ -69,13 +69,14 @@ def _mounts(fragment: str) -> set[str]:
 
 
 def _processes(fragment: str, unless: str | None = None) -> set[str]:
-    """Processes whose command line holds ``fragment`` (and not ``unless``)."""
+    """Processes whose command line holds ``fragment`` (and no argument that is ``unless``: the
+    whole argument, so that a checkout at a path holding the word is not mistaken for it)."""
     found = set()
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             with contextlib.suppress(OSError):
                 argv = (proc / "cmdline").read_bytes()
-                if fragment.encode() in argv and not (unless and unless.encode() in argv):
+                if fragment.encode() in argv and not (unless and unless.encode() in argv.split(b"\0")):
                     found.add(proc.name)
     return found
 

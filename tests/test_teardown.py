@@ -131,6 +131,13 @@ def _running(fragment: str) -> list[str]:
     return subprocess.run(["pgrep", "-f", fragment], capture_output=True, text=True).stdout.split()
 
 
+def _started(fragment: str, within_s: float = 30) -> bool:
+    deadline = time.monotonic() + within_s
+    while not _running(fragment) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return bool(_running(fragment))
+
+
 def test_what_a_run_leaves_running_is_stopped_with_or_without_a_cap(biossd, env, tmp_path, root_required):
     """Every run, capped or not, is in a cgroup of its own: a background child still running when
     the command ends normally is stopped with the run; a `setsid` grandchild of a SIGKILLed run
@@ -142,15 +149,41 @@ def test_what_a_run_leaves_running_is_stopped_with_or_without_a_cap(biossd, env,
                                "--out", str(tmp_path / "r5"), "--", "sh", "-c", "setsid sleep 93 & sleep 60"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while not _running("^sleep 93$") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _running("^sleep 93$"), "the grandchild never started"
+        assert _started("^sleep 93$"), "the grandchild never started"
         killed.send_signal(signal.SIGKILL)
         killed.wait()
         biossd("profile", "--mem", "none", "--blocktrace", "off", "--out", str(tmp_path / "r6"), "--", "true")
         assert _running("^sleep 93$") == []
     finally:
         for pid in _running("^sleep 9[23]$"):
+            subprocess.run(["kill", "-9", pid])
+        biossd("cleanup", check=False)
+
+
+def test_a_run_without_a_cgroup_of_its_own_leaves_nothing_running(biossd, env, tmp_path, root_required):
+    """A run whose cap someone else enforces (`--cap-backend external`: no cgroup of its own, as a
+    user without root has none): what its command leaves running — a `setsid` grandchild, outside
+    its session — is found by the run's tag in its environment and stopped: at the run's end, and
+    after a SIGKILL by the next run before it measures (which records what it reaped)."""
+    from biossd.measure import manifest
+
+    external = ["profile", "--cap-backend", "external", "--mem", "1G", "--blocktrace", "off"]
+    biossd(*external, "--out", str(tmp_path / "r1"), "--", "sh", "-c", "setsid sleep 94 >/dev/null 2>&1 &")
+    try:
+        assert _running("^sleep 94$") == []
+        left = manifest.read_manifest(tmp_path / "r1")["left_running"]
+        assert left["tag_variable"] == "BIOSSD_RUN" and len(left["killed_pids"]) == 1
+        killed = subprocess.Popen([sys.executable, "-m", "biossd", *external, "--out", str(tmp_path / "r2"), "--",
+                                   "sh", "-c", "setsid sleep 95 & sleep 60"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert _started("^sleep 95$"), "the grandchild never started"
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        biossd(*external, "--out", str(tmp_path / "r3"), "--", "true")
+        assert _running("^sleep 95$") == []
+        reaped = manifest.read_manifest(tmp_path / "r3")["host_lock"]["reaped_stale_holder"]
+        assert any("carrying its run's tag" in line for line in reaped), reaped
+    finally:
+        for pid in _running("^sleep 9[45]$"):
             subprocess.run(["kill", "-9", pid])
         biossd("cleanup", check=False)

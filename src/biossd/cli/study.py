@@ -43,7 +43,11 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
         scratch = Path(args.scratch or params.get("scratch_dir") or tempfile.gettempdir())
         print(f"biossd study plan: probing {len(result.tools)} tools in {scratch} for the estimate "
               f"(each tool's ladder up to {estimate.PROBE_RUN_BUDGET_S:g} s past its start-up)", file=sys.stderr)
-        runs = estimate.probe(result.tools, scratch, int(params.get("seed") or 7), log=lambda line: None)
+        from biossd.measure import rundir
+
+        # Marked and recorded (a SIGKILLed probe's is found by `biossd cleanup`), removed however it ends.
+        with rundir.scratch(scratch / "biossd-estimate", unique=True) as work:
+            runs = estimate.probe(result.tools, work, int(params.get("seed") or 7), log=lambda line: None)
         emulate = matrix.parse_pairs(params.get("emulate") or "", "emulate", [])
         body["estimate"] = estimate.of(result, runs, emulate)
         body["estimate"]["text"] = estimate.summary(body["estimate"], result.time_limit_s)
@@ -103,8 +107,12 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     print(f"biossd study size: {len(tools)} tools, {run_budget_s:.2f} s a run "
           f"(time limit {sizing.time_limit_s(run_budget_s):g} s), in {scratch}", file=sys.stderr)
     try:
-        measured = sizer.measure(tools, run_budget_s, scratch, args.seed, args.ladder_max or sizing.LADDER_MAX,
-                                 log=lambda line: print(line, file=sys.stderr, flush=True))
+        from biossd.measure import rundir
+
+        # Marked and recorded (a SIGKILLed sizing's is found by `biossd cleanup`), removed however it ends.
+        with rundir.scratch(scratch / "biossd-sizing", unique=True) as work:
+            measured = sizer.measure(tools, run_budget_s, work, args.seed, args.ladder_max or sizing.LADDER_MAX,
+                                     log=lambda line: print(line, file=sys.stderr, flush=True))
     except sizer.SizingError as err:
         raise UsageError(str(err)) from None
     rec = sizer.record(measured, scratch, args.budget)

@@ -65,6 +65,53 @@ def session_members(sid: int, started_from: int | None = None) -> list[int]:
     return members
 
 
+#: The environment variable every process of a measured run's command inherits: its value names
+#: the run, so what the command started is found however it detached — a ``setsid`` grandchild,
+#: a daemon a tool forked — where no cgroup holds the run (a user without root; the tag is the
+#: equivalent that holds for any process that keeps the environment it was started with).
+RUN_TAG_VAR = "BIOSSD_RUN"
+
+
+def tagged(tag: str) -> list[int]:
+    """The live processes whose environment carries ``RUN_TAG_VAR=tag`` (those this user may
+    read: all of them for root)."""
+    needle = f"{RUN_TAG_VAR}={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is None or fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] in _ENDED_STATES:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_tagged(tag: str, rounds: int = 20, pause_s: float = 0.05) -> list[int]:
+    """SIGKILL every process tagged ``tag`` until none is left (a process may fork while its
+    siblings die); the pids killed."""
+    import time
+
+    killed: list[int] = []
+    for _ in range(rounds):
+        pids = [pid for pid in tagged(tag) if pid != os.getpid()]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(pause_s)
+    return sorted(set(killed))
+
+
 _STAT_FLAGS_FIELD = 9
 #: ``/proc/PID/stat``'s flag of a kernel thread (PF_KTHREAD): writeback, the journal, kswapd.
 PF_KTHREAD = 0x00200000

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
-from biossd.core.owners import ProcessRef, session_members, start_ticks
+from biossd.core.owners import ProcessRef, kill_tagged, session_members, start_ticks
 
 RUN_ROOT = Path("/run/biossd")
 LOCK_NAME = "host.lock"
@@ -183,7 +183,8 @@ def stale_records() -> list[Path]:
 
 def reap(old: dict[str, Any] | None) -> list[str]:
     """Kill what a holder that died with the lock left running, before anything else is measured:
-    the processes of its command's session (started at or after the recorded leader; none when the
+    the processes carrying its run's tag in their environment (:data:`biossd.core.owners.RUN_TAG_VAR`:
+    a detached grandchild too, with or without a cgroup), the processes of its command's session (started at or after the recorded leader; none when the
     leader's pid now belongs to another process), its Docker container (the record names the
     container id file), the cgroups it made (named after its pid, :mod:`biossd.host.cgroups`;
     removing one kills what is in it, a ``setsid`` grandchild too), and the swap areas and trace
@@ -197,6 +198,10 @@ def reap(old: dict[str, Any] | None) -> list[str]:
         return []
     done = []
     command = (old or {}).get(COMMAND_KEY) or {}
+    if command.get("tag"):  # found however they detached, with or without a cgroup
+        tagged_pids = kill_tagged(str(command["tag"]))
+        if tagged_pids:
+            done.append(f"killed {len(tagged_pids)} process(es) carrying its run's tag {command['tag']}")
     if command.get("pid"):
         sid, ticks = int(command["pid"]), command.get("start_ticks")
         leader = start_ticks(sid)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,10 +81,6 @@ class LoopSwap(HostObject):
         directory = Path(self.directory)
         if not directory.is_dir():
             raise SwapError(f"swap directory {directory} does not exist")
-        free_bytes = shutil.disk_usage(directory).free
-        if free_bytes < self.size_bytes:
-            raise SwapError(f"a swap area of {format_size(self.size_bytes)} (--swap) does not fit in {directory}, "
-                            f"which has {format_size(free_bytes)} free; give a smaller --swap or another --swap-dir")
         name = self.planned or backing_path(directory)
         made.remember(name, "swap file")  # found after a reboot too (its loop device is not)
         fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -93,8 +88,8 @@ class LoopSwap(HostObject):
         try:
             os.posix_fallocate(fd, 0, self.size_bytes)  # no holes: swap refuses sparse files
         except OSError as err:
-            raise SwapError(f"cannot allocate {self.size_bytes} bytes for swap (--swap) in {directory}: "
-                            f"{err.strerror}") from None
+            raise SwapError(f"cannot allocate {format_size(self.size_bytes)} for swap (--swap) in {directory}: "
+                            f"{err.strerror}; give a smaller --swap or another --swap-dir") from None
         finally:
             os.close(fd)
         self.loop_device = _run(["losetup", "--find", "--show", "--direct-io=on", str(self.backing_file)]).strip()

@@ -36,12 +36,13 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from biossd.core.errors import BiossdError
-from biossd.core.owners import ProcessRef, start_ticks
+from biossd.core.owners import RUN_TAG_VAR, ProcessRef, kill_tagged, start_ticks
 from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
 from biossd.host import dockerengine, hostfacts, hostlock
@@ -369,6 +370,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
     if request.cachegrind and launch_problem is None:
         command = counters.cachegrind_argv(out_dir, command)
     collectors: dict[str, Any] = {}
+    #: The run's tag (:data:`biossd.core.owners.RUN_TAG_VAR`) and what still carried it at the end.
+    tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    left_running: list[int] = []
     with contextlib.ExitStack() as stack:
         swap = None
         if request.swap_bytes:
@@ -412,10 +416,16 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
                 stack.enter_context(processes.reaping_orphans())
             gate_r, gate_w = os.pipe()
             stack.callback(_close_quietly, gate_w)
+            # Every process of the command carries the run's tag: recorded before it starts (a
+            # SIGKILL now leaves it to the next holder's reap), and whatever still carries it when
+            # the command has ended is killed — after the session and the cap (LIFO), so this
+            # finds what left both, a detached grandchild of a run without a cgroup.
+            record_intent(**{hostlock.COMMAND_KEY: {"tag": tag}})
+            stack.callback(lambda: left_running.extend(kill_tagged(tag)))
             try:
                 child = subprocess.Popen(
                     ["sh", "-c", GATE_SCRIPT, "biossd-gate", *executed], stdout=out, stderr=err,
-                    stdin=gate_r, preexec_fn=cap.join, start_new_session=True,
+                    stdin=gate_r, preexec_fn=cap.join, start_new_session=True, env={**os.environ, RUN_TAG_VAR: tag},
                 )
             finally:
                 os.close(gate_r)
@@ -425,7 +435,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             stack.callback(processes.kill_group, child)
             # Named in the host lock's record: if this profiler is SIGKILLed, the next holder
             # kills the command's session before it measures (biossd.host.hostlock.reap).
-            record_intent(**{hostlock.COMMAND_KEY: {"pid": child.pid, "start_ticks": start_ticks(child.pid)}})
+            record_intent(**{hostlock.COMMAND_KEY: {"pid": child.pid, "start_ticks": start_ticks(child.pid), "tag": tag}})
             if request.container_id_file is not None:
                 record_intent(**{hostlock.CONTAINER_KEY: {"cidfile": str(Path(request.container_id_file).absolute()),
                                                           "docker_host": os.environ.get("DOCKER_HOST")}})
@@ -518,6 +528,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         "swap": swap_record,
         "page_cache": caches,
         "owner": request.owner.record() if request.owner else None,
+        # What the command left running once it had ended, found by the tag in its environment
+        # after its session was killed and its cgroup removed (none: both held everything).
+        "left_running": {"tag_variable": RUN_TAG_VAR, "tag": tag, "killed_pids": sorted(left_running)},
         "collectors": collectors,
         "files": files,
         "harness_s": phases.seconds,

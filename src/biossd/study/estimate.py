@@ -44,28 +44,25 @@ DAY_S = 86_400.0
 
 
 def probe(tools: list[str], scratch: Path, seed: int = 7, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Each tool's uncapped ladder runs (step, size, outcome, wall, block bytes read and written)."""
+    """Each tool's uncapped ladder runs (step, size, outcome, wall, block bytes read and written),
+    in ``scratch``, a directory of its own that the caller makes, marks and removes."""
     from biossd.study import catalogue, sizer
 
-    from biossd.measure import rundir
-
     entries = {e.id: e for e in catalogue.load_all()}
-    # Marked and recorded (a SIGKILLed probe's is found by `biossd cleanup`), removed however it ends.
-    with rundir.scratch(Path(scratch) / "biossd-estimate", unique=True) as tmp:
-        runner = sizer.Runner(entries, Path(tmp), seed, log)
-        for tool in tools:
-            heap = {"java_mem": sizer.JVM_LADDER_HEAP} if sizer.is_jvm(entries[tool]) else {}
-            size, start_s = parse_size(sizer.SMALLEST_INPUT), None
-            while size <= parse_size(PROBE_LADDER_MAX):
-                r = runner.run(tool, size, None, heap, "probe", PROBE_RUN_BUDGET_S * 4 + sizer.LADDER_TIMEOUT_STARTUP_S)
-                if r["outcome"] == "ok":
-                    start_s = r["wall_s"] if start_s is None else min(start_s, r["wall_s"])
-                    if r["wall_s"] - start_s > PROBE_RUN_BUDGET_S:
-                        break
-                elif r["outcome"] == "timeout":
+    runner = sizer.Runner(entries, Path(scratch), seed, log)
+    for tool in tools:
+        heap = {"java_mem": sizer.JVM_LADDER_HEAP} if sizer.is_jvm(entries[tool]) else {}
+        size, start_s = parse_size(sizer.SMALLEST_INPUT), None
+        while size <= parse_size(PROBE_LADDER_MAX):
+            r = runner.run(tool, size, None, heap, "probe", PROBE_RUN_BUDGET_S * 4 + sizer.LADDER_TIMEOUT_STARTUP_S)
+            if r["outcome"] == "ok":
+                start_s = r["wall_s"] if start_s is None else min(start_s, r["wall_s"])
+                if r["wall_s"] - start_s > PROBE_RUN_BUDGET_S:
                     break
-                size *= 2
-        return runner.runs
+            elif r["outcome"] == "timeout":
+                break
+            size *= 2
+    return runner.runs
 
 
 def growth(runs: list[dict[str, Any]]) -> dict[str, Any] | None:

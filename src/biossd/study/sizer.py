@@ -149,9 +149,10 @@ def _checked(argv: list[str], what: str, cwd: Path | None = None) -> bytes:
 
 def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
             ladder_max: str = sizing.LADDER_MAX, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Measure the sizing rule for ``tools`` (catalogue ids) within ``run_budget_s`` a run, in a
-    temporary directory under ``scratch`` (the fast class's disk); returns the record (without
-    host facts: :func:`record` adds them)."""
+    """Measure the sizing rule for ``tools`` (catalogue ids) within ``run_budget_s`` a run, in
+    ``scratch``, a directory of its own on the fast class's disk that the caller makes, marks and
+    removes (:func:`biossd.measure.rundir.scratch`); returns the record (without host facts:
+    :func:`record` adds them)."""
     from biossd.study import catalogue
 
     entries = {e.id: e for e in catalogue.load_all()}
@@ -161,98 +162,94 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     limit_s = round(sizing.time_limit_s(run_budget_s), TIME_LIMIT_DECIMALS)
     ladder_timeout_s = LADDER_TIMEOUT_BUDGETS * run_budget_s + LADDER_TIMEOUT_STARTUP_S
     smallest = parse_size(SMALLEST_INPUT)
-    from biossd.measure import rundir
+    runner = Runner(entries, Path(scratch), seed, log)
+    heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
 
-    # Marked and recorded (a SIGKILLed sizing's is found by `biossd cleanup`), removed however it ends.
-    with rundir.scratch(Path(scratch) / "biossd-sizing", unique=True) as tmp_name:
-        runner = Runner(entries, Path(tmp_name), seed, log)
-        heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
+    # 1. Inputs per group.
+    groups: dict[str, list[str]] = {}
+    for tool in sorted(tools):
+        if tool not in sizing.PAPER_BASELINE_READS:
+            groups.setdefault(group_of(tool), []).append(tool)
+    chosen: dict[str, int] = {}
+    left_out: dict[str, str] = {}
+    for key, members in groups.items():
+        best = _ladder(runner, members, heap_of, run_budget_s, parse_size(ladder_max), ladder_timeout_s)
+        if best is None:
+            for tool in members:
+                left_out[tool] = "no size on the ladder ends ok within the budget"
+            log(f"==> {key}: no size on the ladder ends ok within the budget; left out of the sizing")
+            continue
+        chosen.update({tool: best for tool in members})
+        log(f"==> input of {key}: {format_size(best)}")
 
-        # 1. Inputs per group.
-        groups: dict[str, list[str]] = {}
-        for tool in sorted(tools):
-            if tool not in sizing.PAPER_BASELINE_READS:
-                groups.setdefault(group_of(tool), []).append(tool)
-        chosen: dict[str, int] = {}
-        left_out: dict[str, str] = {}
-        for key, members in groups.items():
-            best = _ladder(runner, members, heap_of, run_budget_s, parse_size(ladder_max), ladder_timeout_s)
-            if best is None:
-                for tool in members:
-                    left_out[tool] = "no size on the ladder ends ok within the budget"
-                log(f"==> {key}: no size on the ladder ends ok within the budget; left out of the sizing")
-                continue
-            chosen.update({tool: best for tool in members})
-            log(f"==> input of {key}: {format_size(best)}")
+    # 2. Fixed heaps of the JVM tools.
+    heaps: dict[str, str] = {}
+    smallest_heaps: dict[str, dict[str, str]] = {}
+    for tool in sorted(t for t in heap_of if t in chosen):
+        heap = _smallest_heap(runner, tool, chosen[tool], "heap", ladder_timeout_s)
+        small = _smallest_heap(runner, tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), "heap64",
+                               ladder_timeout_s)
+        smallest_heaps[tool] = {"input": format_size(heap), "input_over_floor_divisor": format_size(small)}
+        heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
+        heap_of[tool] = {"java_mem": heaps[tool]}
+        log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)}; "
+            f"{format_size(small)} completes 1/{sizing.FLOOR_DIVISOR} of the input)")
 
-        # 2. Fixed heaps of the JVM tools.
-        heaps: dict[str, str] = {}
-        smallest_heaps: dict[str, dict[str, str]] = {}
-        for tool in sorted(t for t in heap_of if t in chosen):
-            heap = _smallest_heap(runner, tool, chosen[tool], "heap", ladder_timeout_s)
-            small = _smallest_heap(runner, tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), "heap64",
-                                   ladder_timeout_s)
-            smallest_heaps[tool] = {"input": format_size(heap), "input_over_floor_divisor": format_size(small)}
-            heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
-            heap_of[tool] = {"java_mem": heaps[tool]}
-            log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)}; "
-                f"{format_size(small)} completes 1/{sizing.FLOOR_DIVISOR} of the input)")
+    # 3. M and D; the paper's stated baselines from M.
+    others = [chosen[t] for t in chosen if not sizing.is_gatk(t)]
+    if not others:
+        raise SizingError("biossd study size: no tool outside GATK was sized; M is the median of their inputs "
+                          "(give --tools with at least one of them)")
+    ladder_inputs = dict(chosen)  # M is taken from these, before any is halved (step 5)
+    m = sizing.data_memory_bytes(others)
+    d = sizing.memory_divisor(m)
+    for tool in tools:
+        n = sizing.baseline_reads(tool, m)
+        if n is not None:
+            chosen[tool] = _baseline_bytes(entries[tool], n)
+            log(f"==> input of {tool}: {n} reads, {format_size(chosen[tool])}")
+    gatk = [chosen[t] for t in chosen if sizing.is_gatk(t)]
+    m_gatk = sizing.data_memory_bytes(gatk[:1]) if gatk else None
 
-        # 3. M and D; the paper's stated baselines from M.
-        others = [chosen[t] for t in chosen if not sizing.is_gatk(t)]
-        if not others:
-            raise SizingError("biossd study size: no tool outside GATK was sized; M is the median of their inputs "
-                              "(give --tools with at least one of them)")
-        ladder_inputs = dict(chosen)  # M is taken from these, before any is halved (step 5)
-        m = sizing.data_memory_bytes(others)
-        d = sizing.memory_divisor(m)
-        for tool in tools:
-            n = sizing.baseline_reads(tool, m)
-            if n is not None:
-                chosen[tool] = _baseline_bytes(entries[tool], n)
-                log(f"==> input of {tool}: {n} reads, {format_size(chosen[tool])}")
-        gatk = [chosen[t] for t in chosen if sizing.is_gatk(t)]
-        m_gatk = sizing.data_memory_bytes(gatk[:1]) if gatk else None
+    def settings_of(tool: str) -> dict[str, str]:
+        return entries[tool].settings(d, heap_of.get(tool, {}))
 
-        def settings_of(tool: str) -> dict[str, str]:
-            return entries[tool].settings(d, heap_of.get(tool, {}))
+    def memory_of(tool: str) -> int:
+        return m_gatk if sizing.is_gatk(tool) and m_gatk else m
 
-        def memory_of(tool: str) -> int:
-            return m_gatk if sizing.is_gatk(tool) and m_gatk else m
+    # 4. Floors, with the rule's settings.
+    floors: dict[str, int] = {}
+    for tool in sorted(chosen):
+        r = runner.run(tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), None, settings_of(tool),
+                       "floor", ladder_timeout_s)
+        if r["resident_peak_bytes"] is None:
+            raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
+                              "(run as root, on a host with a memory cgroup)")
+        floors[tool] = sizing.floor_bytes(r["resident_peak_bytes"])
 
-        # 4. Floors, with the rule's settings.
-        floors: dict[str, int] = {}
-        for tool in sorted(chosen):
-            r = runner.run(tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), None, settings_of(tool),
-                           "floor", ladder_timeout_s)
-            if r["resident_peak_bytes"] is None:
-                raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
-                                  "(run as root, on a host with a memory cgroup)")
-            floors[tool] = sizing.floor_bytes(r["resident_peak_bytes"])
+    # 5. The time limit: the capped run within limit / CENSORED_MIN_SPEEDUP, else halve.
+    caps: dict[str, int] = {}
+    for tool in sorted(chosen):
+        caps[tool] = sizing.cap_bytes(floors[tool], memory_of(tool))
+        for _ in range(MAX_HALVINGS):
+            r = runner.run(tool, chosen[tool], caps[tool], settings_of(tool), "capped", limit_s)
+            if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"], limit_s):
+                break
+            if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
+                log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
+                    "shared or the paper's; kept")
+                break
+            chosen[tool] //= 2
+            log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input halved to "
+                f"{format_size(chosen[tool])}")
 
-        # 5. The time limit: the capped run within limit / CENSORED_MIN_SPEEDUP, else halve.
-        caps: dict[str, int] = {}
-        for tool in sorted(chosen):
-            caps[tool] = sizing.cap_bytes(floors[tool], memory_of(tool))
-            for _ in range(MAX_HALVINGS):
-                r = runner.run(tool, chosen[tool], caps[tool], settings_of(tool), "capped", limit_s)
-                if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"], limit_s):
-                    break
-                if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
-                    log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
-                        "shared or the paper's; kept")
-                    break
-                chosen[tool] //= 2
-                log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input halved to "
-                    f"{format_size(chosen[tool])}")
-
-        # 6. The regime's data / M: uncapped at the final input.
-        data_over_m: dict[str, float] = {}
-        for tool in sorted(chosen):
-            r = runner.run(tool, chosen[tool], None, settings_of(tool), "data", ladder_timeout_s)
-            if r["outcome"] == "ok" and r["resident_peak_bytes"] is not None:
-                data_over_m[tool] = round((r["resident_peak_bytes"] - floors[tool]) / memory_of(tool), 3)
-        runs = runner.runs
+    # 6. The regime's data / M: uncapped at the final input.
+    data_over_m: dict[str, float] = {}
+    for tool in sorted(chosen):
+        r = runner.run(tool, chosen[tool], None, settings_of(tool), "data", ladder_timeout_s)
+        if r["outcome"] == "ok" and r["resident_peak_bytes"] is not None:
+            data_over_m[tool] = round((r["resident_peak_bytes"] - floors[tool]) / memory_of(tool), 3)
+    runs = runner.runs
 
     kinds = {t: entries[t].data["input"] for t in chosen}
     chose = {"inputs": {t: chosen[t] for t in sorted(chosen)}, "ladder_inputs": ladder_inputs, "kinds": kinds,
