@@ -85,12 +85,15 @@ def test_refuses_to_overwrite_a_complete_run(biossd, tmp_path):
     assert manifest.read_manifest(run)["outcome"] == "failed"
 
 
-def test_command_not_found_is_recorded_as_exit_127(biossd, tmp_path):
+@pytest.mark.parametrize("prefix", [[], ["env", "TMPDIR=/nowhere", 'JAVA_TOOL_OPTIONS=-Dx="a b"']],
+                         ids=["bare", "under-env"])
+def test_command_not_found_is_recorded_as_exit_127(biossd, tmp_path, prefix):
+    """The missing command is named, also behind the `env NAME=VALUE` a staged tool runs under."""
     run = tmp_path / "run"
-    biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(run), "--", "no-such-command-xyz")
+    biossd("profile", "--mem", "none", "--no-drop-caches", "--out", str(run), "--", *prefix, "no-such-command-xyz")
     body = manifest.read_manifest(run)
     assert body["outcome"] == "failed" and body["exit_code"] == 127
-    assert "no-such-command-xyz" in body["error"]
+    assert body["error"] == "command not found: no-such-command-xyz"
 
 
 def test_unknown_device_refuses_before_running(biossd, tmp_path):

@@ -92,24 +92,28 @@ def tagged(tag: str) -> list[int]:
     return found
 
 
-def kill_tagged(tag: str, rounds: int = 20, pause_s: float = 0.05) -> list[int]:
+def kill_tagged(tag: str, rounds: int = 20, pause_s: float = 0.05) -> list[dict[str, Any]]:
     """SIGKILL every process tagged ``tag`` until none is left (a process may fork while its
-    siblings die); the pids killed."""
+    siblings die); what was killed: each one's pid and command line."""
     import time
 
-    killed: list[int] = []
+    killed: dict[int, str] = {}
     for _ in range(rounds):
         pids = [pid for pid in tagged(tag) if pid != os.getpid()]
         if not pids:
             break
         for pid in pids:
             try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                argv = ""
+            try:
                 os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+                killed.setdefault(pid, argv.strip())
             except ProcessLookupError:
                 pass
         time.sleep(pause_s)
-    return sorted(set(killed))
+    return [{"pid": pid, "command": argv} for pid, argv in sorted(killed.items())]
 
 
 _STAT_FLAGS_FIELD = 9

@@ -199,9 +199,10 @@ def reap(old: dict[str, Any] | None) -> list[str]:
     done = []
     command = (old or {}).get(COMMAND_KEY) or {}
     if command.get("tag"):  # found however they detached, with or without a cgroup
-        tagged_pids = kill_tagged(str(command["tag"]))
-        if tagged_pids:
-            done.append(f"killed {len(tagged_pids)} process(es) carrying its run's tag {command['tag']}")
+        tagged = kill_tagged(str(command["tag"]))
+        if tagged:
+            done.append(f"killed {len(tagged)} process(es) carrying its run's tag {command['tag']} "
+                        f"({', '.join(str(t['pid']) + ' ' + t['command'][:60] for t in tagged)})")
     if command.get("pid"):
         sid, ticks = int(command["pid"]), command.get("start_ticks")
         leader = start_ticks(sid)

@@ -372,7 +372,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
     collectors: dict[str, Any] = {}
     #: The run's tag (:data:`biossd.core.owners.RUN_TAG_VAR`) and what still carried it at the end.
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    left_running: list[int] = []
+    left_running: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         swap = None
         if request.swap_bytes:
@@ -530,7 +530,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         "owner": request.owner.record() if request.owner else None,
         # What the command left running once it had ended, found by the tag in its environment
         # after its session was killed and its cgroup removed (none: both held everything).
-        "left_running": {"tag_variable": RUN_TAG_VAR, "tag": tag, "killed_pids": sorted(left_running)},
+        "left_running": {"tag_variable": RUN_TAG_VAR, "tag": tag, "killed": left_running},
         "collectors": collectors,
         "files": files,
         "harness_s": phases.seconds,
