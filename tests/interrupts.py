@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from biossd import experiments
+from biossd.experiments import task as experiment_task
 from biossd.core import made
 from biossd.features import extract as features
 from biossd.host import cgroups, hostlock, swap, tracefs
@@ -308,6 +309,9 @@ def experiment_point(rng: random.Random, work: Path, env: dict[str, str], name: 
         left["partial task"] = partial
     for scratch in work.glob("scratch*"):  # its name gets the task's pid
         left[f"scratch {scratch.name}"] = sorted(p.name for p in scratch.iterdir())
+    if not point.completed and (work / "out" / experiment_task.POINT_RECORD).is_file():
+        # Published (a complete task is renamed into place whole) before the signal arrived.
+        point.completed = True
     if not point.completed and (work / "out").exists():
         left["task directory of an interrupted task"] = str(work / "out")
     point.left = left
