@@ -13,7 +13,7 @@ import os
 import signal
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 #: ``/proc/PID/stat``: the fields after the command name (which may hold spaces and parentheses)
 #: start at field 3; the start time is field 22.
@@ -46,23 +46,25 @@ def parent_and_group(pid: int) -> tuple[int, int] | None:
 _STAT_SESSION_FIELD = 6
 
 
-def session_members(sid: int, started_from: int | None = None) -> list[int]:
-    """The live processes of session ``sid`` (a run's command starts one of its own), those that
-    started at or after ``started_from`` clock ticks when given: a process of a later session
-    that reused the number would have to be its leader, and the leader is checked by its caller."""
-    members = []
+def _live_processes() -> Iterator[tuple[int, list[str]]]:
+    """Each live process (not ended, not yet reaped) with its ``/proc/PID/stat`` fields after the
+    command name."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         fields = _stat_fields(int(entry.name))
-        if fields is None or fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] in _ENDED_STATES:
-            continue
-        if int(fields[_STAT_SESSION_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) != sid:
-            continue
-        if started_from is not None and int(fields[_STAT_START_TIME_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) < started_from:
-            continue
-        members.append(int(entry.name))
-    return members
+        if fields is not None and fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] not in _ENDED_STATES:
+            yield int(entry.name), fields
+
+
+def session_members(sid: int, started_from: int | None = None) -> list[int]:
+    """The live processes of session ``sid`` (a run's command starts one of its own), those that
+    started at or after ``started_from`` clock ticks when given: a process of a later session
+    that reused the number would have to be its leader, and the leader is checked by its caller."""
+    return [pid for pid, fields in _live_processes()
+            if int(fields[_STAT_SESSION_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) == sid
+            and (started_from is None
+                 or int(fields[_STAT_START_TIME_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) >= started_from)]
 
 
 #: The environment variable every process of a measured run's command inherits: its value names
@@ -77,18 +79,13 @@ def tagged(tag: str) -> list[int]:
     read: all of them for root)."""
     needle = f"{RUN_TAG_VAR}={tag}".encode()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid, _ in _live_processes():
         try:
-            environ = (entry / "environ").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        fields = _stat_fields(int(entry.name))
-        if fields is None or fields[_STAT_STATE_FIELD - _STAT_FIRST_FIELD_AFTER_COMM] in _ENDED_STATES:
-            continue
         if needle in environ.split(b"\0"):
-            found.append(int(entry.name))
+            found.append(pid)
     return found
 
 

@@ -45,8 +45,9 @@ PREPARED_RECORD = "prepared.json"
 PREPARE_TIMEOUT_S = 3600
 #: The tool's temporary directory, inside its scratch: what it writes "to /tmp" (GNU sort's
 #: spills, a JVM's extracted native libraries and htsjdk's temporaries, OpenMPI's session
-#: directory) lands on the device under study, as the paper's runs' whole working space did
-#: (Lee, Min and Yoon 2015, section 2), and is removed with the scratch however the run ends.
+#: directory) lands on the device under study — the paper's machines differed only in their
+#: secondary storage (Lee, Min and Yoon 2015, section 5.1), so their tools' temporary files were on
+#: the device compared — and is removed with the scratch however the run ends.
 TOOL_TMP_NAME = "biossd-tmp"
 
 
