@@ -24,10 +24,14 @@ pytestmark = pytest.mark.integration
 CONFIG = REPO / "nextflow" / "conf" / "profile_pipeline.config"
 PIPELINES = REPO / "tests" / "pipelines"
 #: How far the prediction from the native runs may be from the HDD's measured per-process runtime,
-#: for a process whose tasks ran at least MIN_COMPARED_S on the HDD (a tenth of a second of
-#: process start-up and scheduling is most of a shorter one's time: its error is printed, not held).
+#: for a process whose tasks ran at least MIN_COMPARED_S on the HDD. Each side is measured once, and
+#: a task shares the 2 cores with Nextflow's JVM and the task beside it: a fifth of a second of
+#: scheduling was seen on a loaded CI host (one native MAKE_NUMBERS 0.2 s slower than its others),
+#: which is a third of a half-second task's time; a shorter process's error is printed, not held.
 MAX_PREDICTION_ERROR = 0.40
-MIN_COMPARED_S = 0.5
+MIN_COMPARED_S = 1.0
+#: How many numbers the spill pipeline sorts: enough that three of its processes run a second or more.
+SPILL_COUNT = 6_000_000
 #: The emulated disk the HDD side runs on (the study's 7200 rpm profile).
 HDD_PROFILE = "seagate-barracuda-7200"
 
@@ -71,7 +75,7 @@ def profiled(env, inputs, classes, tmp_path_factory):
     """Each pipeline, profiled with its work directory on the native disk and on the HDD."""
     base = tmp_path_factory.mktemp("own-runs")
     args = {"dnaseq": ["--genome", str(inputs / "genome.fa"), "--reads", str(inputs / "s*_{1,2}.fq")],
-            "spill": ["--count", "4000000"]}
+            "spill": ["--count", str(SPILL_COUNT)]}
     out = {}
     for name in ("dnaseq", "spill"):
         for side in ("native", "hdd"):
