@@ -39,6 +39,9 @@ def test_blkparse_lines():
     assert issue.time_s == pytest.approx(0.000123456)
     assert parse_blkparse_line("C 8 0 W 2048 8 4096 0.000200000 0 \n").kind == "complete"
     assert parse_blkparse_line("Q 8 0 W 2048 8 4096 0.000100000 321 samtools\n") is None
+    for action, kind in (("G", "getrq"), ("I", "insert"), ("F", "frontmerge")):
+        event = parse_blkparse_line(f"{action} 8 0 R 2048 8 4096 0.000100000 321 samtools\n")
+        assert (event.kind, event.pid, event.comm, event.sector) == (kind, 321, "samtools", 2048)
 
 
 def _ev(kind, t, sector, nr, rwbs="R", **kw):
@@ -194,6 +197,52 @@ def test_a_request_a_worker_issues_is_the_submitter_s(tmp_path):
     w.close()
     trace = blocktrace.read_blocktrace(tmp_path / "t.tsv.gz")
     assert list(zip(trace.sector, trace.pid, trace.comm)) == [(800, 77, "samtools"), (900, 12, "kworker/1:1H")]
+
+
+def test_a_request_no_one_queued_is_the_task_s_that_allocated_it(tmp_path):
+    """On a busy device the block layer puts a request that could not be issued at once on its
+    dispatch list (no block_rq_insert) and a worker issues it later: the request is the task's that
+    allocated it (block_getrq, in that task's context) — another study's reads are not the run's
+    because a worker issued them. A requeued request stays its submitter's; a front merge moves a
+    request's first sector and keeps its submitter."""
+    lines = ["            bwa-81    [000] ..... 7.000001: block_getrq: 254,0 R 800 + 8 [bwa]",
+             "       samtools-77    [001] ..... 7.000002: block_getrq: 254,0 R 1600 + 8 [samtools]",
+             "       samtools-77    [001] ..... 7.000003: block_bio_frontmerge: 254,0 R 1592 + 8 [samtools]",
+             "   kworker/1:2H-12    [001] ..... 7.000100: block_rq_insert: 254,0 R 4096 () 800 + 8 be,0,4 [kworker/1:2H]",
+             "   kworker/1:2H-12    [001] ..... 7.000200: block_rq_issue: 254,0 R 4096 () 800 + 8 be,0,4 [kworker/1:2H]",
+             "   kworker/1:2H-12    [001] ..... 7.000300: block_rq_issue: 254,0 R 8192 () 1592 + 16 be,0,4 [kworker/1:2H]",
+             "   kworker/1:2H-12    [001] ..... 7.000400: block_rq_requeue: 254,0 R () 1592 + 16 be,0,4 [0]",
+             "   kworker/1:2H-12    [001] ..... 7.000500: block_rq_issue: 254,0 R 8192 () 1592 + 16 be,0,4 [kworker/1:2H]",
+             "   kworker/1:2H-12    [001] ..... 7.000600: block_rq_issue: 254,0 W 4096 () 900 + 8 be,0,4 [kworker/1:2H]"]
+    events = [parse_tracefs_line(line) for line in lines]
+    assert [e.kind for e in events[:3]] == ["getrq", "getrq", "frontmerge"]
+    assert (events[0].pid, events[0].comm, events[0].bytes) == (81, "bwa", 4096)
+    w = CanonicalWriter(tmp_path / "t.tsv.gz", {(254, 0): "vda"}, t0_s=0.0)
+    for event in events:
+        w.add(event)
+    w.close()
+    trace = blocktrace.read_blocktrace(tmp_path / "t.tsv.gz")
+    assert sorted(zip(trace.sector, trace.pid, trace.comm)) == [
+        (800, 81, "bwa"), (900, 12, "kworker/1:2H"), (1592, 77, "samtools")]
+    assert w.requeues == 1 and w.submitters_forgotten == 0
+
+
+def test_submitters_of_requests_never_issued_are_forgotten_past_a_bound(tmp_path, monkeypatch):
+    """A request merged into another is allocated and never issued: its submitter is forgotten
+    once more than MAX_UNISSUED_REQUESTS wait, oldest first, and counted."""
+    monkeypatch.setattr(blocktrace, "MAX_UNISSUED_REQUESTS", 4)
+    w = CanonicalWriter(tmp_path / "t.tsv.gz", {(7, 0): "loop0"}, t0_s=0.0)
+    for i in range(10):
+        w.add(Event(kind="getrq", time_s=float(i), dev=(7, 0), rwbs="R", sector=8 * i, nr_sectors=8, pid=100 + i,
+                    comm="cat"))
+    w.add(Event(kind="issue", time_s=11.0, dev=(7, 0), rwbs="R", sector=72, nr_sectors=8, bytes=4096, pid=12,
+                comm="kworker/0:1H"))
+    w.add(Event(kind="issue", time_s=11.0, dev=(7, 0), rwbs="R", sector=0, nr_sectors=8, bytes=4096, pid=12,
+                comm="kworker/0:1H"))
+    w.close()
+    trace = blocktrace.read_blocktrace(tmp_path / "t.tsv.gz")
+    assert sorted(zip(trace.sector, trace.pid)) == [(0, 12), (72, 109)]
+    assert w.submitters_forgotten == 6 and len(w._submitted) == 3
 
 
 def test_a_swap_request_is_counted_once_below_and_its_issuer_named_above(tmp_path):

@@ -35,8 +35,9 @@ MOUNT_PREFIX = "biossd-tracefs-"
 #: The tracepoints a block trace enables: issue and completion of each request, and requeue
 #: (a request the driver handed back, to be issued again).
 BLOCK_EVENTS = ("block_rq_issue", "block_rq_complete", "block_rq_requeue")
-#: Recorded where the kernel has it: the task that submitted a request, when a worker issues it.
-OPTIONAL_BLOCK_EVENTS = ("block_rq_insert",)
+#: Recorded where the kernel has them: the task that submitted a request (which allocated it,
+#: queued it, or moved its start by a front merge), when a block-layer worker issues it.
+OPTIONAL_BLOCK_EVENTS = ("block_rq_insert", "block_getrq", "block_bio_frontmerge")
 FORK_EVENT = "sched_process_fork"
 #: Ring buffer per CPU; large enough that a reader woken every poll interval never overruns
 #: at tens of thousands of requests per second.

@@ -13,8 +13,9 @@ written as requests complete, so millions of requests never sit in memory:
 ``rwbs``       string    the kernel's full operation flags (``WS``: synchronous write, ...)
 ``sector``     int64     first sector, 512-byte units
 ``bytes``      int64     request size in bytes
-``pid``        int32     the task that submitted it (its ``block_rq_insert``; else the one that
-                         issued it; null when unknown)
+``pid``        int32     the task that submitted it (the one that allocated the request,
+                         ``block_getrq``, or queued it, ``block_rq_insert``; else the one
+                         that issued it; null when unknown)
 ``comm``       string    that task's name (null when unknown)
 ``error``      int32     completion status (0 = success; null when not completed)
 =============  ========  ==================================================================
@@ -164,30 +165,39 @@ class Event:
 # -- parsing -----------------------------------------------------------------------------------
 _TRACEFS_LINE = re.compile(
     r"^\s*(?P<task>.*)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
-    r"(?P<ts>\d+\.\d+): (?P<event>block_rq_\w+): (?P<payload>.*)$"
+    r"(?P<ts>\d+\.\d+): (?P<event>block_\w+): (?P<payload>.*)$"
 )
 _TRACEFS_PAYLOAD = re.compile(
     r"^(?P<major>\d+),(?P<minor>\d+) (?P<rwbs>\S*) (?:(?P<bytes>\d+) )?\((?P<cmd>.*?)\) "
     r"(?P<sector>\d+) \+ (?P<nr>\d+)(?: \S+)? \[(?P<last>.*)\]$"
 )
+#: A bio event's payload (``block_getrq``, ``block_bio_frontmerge``): no byte count, no command.
+_TRACEFS_BIO_PAYLOAD = re.compile(
+    r"^(?P<major>\d+),(?P<minor>\d+) (?P<rwbs>\S*) (?P<sector>\d+) \+ (?P<nr>\d+) \[(?P<last>.*)\]$"
+)
 _TRACEFS_KINDS = {"block_rq_issue": "issue", "block_rq_complete": "complete",
-                  "block_rq_requeue": "requeue", "block_rq_insert": "insert"}
+                  "block_rq_requeue": "requeue", "block_rq_insert": "insert",
+                  "block_getrq": "getrq", "block_bio_frontmerge": "frontmerge"}
+#: The events that name the task submitting a request (in its own context).
+SUBMITTER_KINDS = ("insert", "getrq", "frontmerge")
 
 
 def parse_tracefs_line(line: str) -> Event | None:
-    """One ``trace_pipe`` line of ``block_rq_issue``/``block_rq_complete``; ``None`` for other
-    lines. Raises ``ValueError`` for a block line this parser does not understand."""
+    """One ``trace_pipe`` line of a block event biossd records (:data:`_TRACEFS_KINDS`); ``None``
+    for other lines. Raises ``ValueError`` for a block line this parser does not understand."""
     head = _TRACEFS_LINE.match(line)
     if head is None or head["event"] not in _TRACEFS_KINDS:
         return None
-    body = _TRACEFS_PAYLOAD.match(head["payload"])
+    bio = not head["event"].startswith("block_rq_")
+    body = (_TRACEFS_BIO_PAYLOAD if bio else _TRACEFS_PAYLOAD).match(head["payload"])
     if body is None:
         raise ValueError(f"unrecognised {head['event']} payload: {head['payload']!r}")
     kind = _TRACEFS_KINDS[head["event"]]
     event = Event(kind=kind, time_s=float(head["ts"]), dev=(int(body["major"]), int(body["minor"])),
                   rwbs=body["rwbs"], sector=int(body["sector"]), nr_sectors=int(body["nr"]))
-    if kind in ("issue", "insert"):
-        event.bytes = int(body["bytes"]) if body["bytes"] is not None else event.nr_sectors * SECTOR_BYTES
+    if kind in ("issue", *SUBMITTER_KINDS):
+        nbytes = None if bio else body["bytes"]
+        event.bytes = int(nbytes) if nbytes is not None else event.nr_sectors * SECTOR_BYTES
         event.pid = int(head["pid"])
         event.comm = body["last"]
     elif kind == "complete":
@@ -211,11 +221,12 @@ def parse_fork_line(line: str) -> tuple[int, int] | None:
 
 #: ``blkparse -f`` format giving the fields :func:`parse_blkparse_line` reads.
 BLKPARSE_FORMAT = "%a %M %m %d %S %n %N %T.%9t %p %C\\n"
-_BLKPARSE_KINDS = {"D": "issue", "C": "complete", "R": "requeue"}
+_BLKPARSE_KINDS = {"D": "issue", "C": "complete", "R": "requeue", "I": "insert", "G": "getrq", "F": "frontmerge"}
 
 
 def parse_blkparse_line(line: str) -> Event | None:
-    """One line of ``blkparse -f BLKPARSE_FORMAT``; ``None`` for actions other than D and C."""
+    """One line of ``blkparse -f BLKPARSE_FORMAT``; ``None`` for actions biossd does not record
+    (:data:`_BLKPARSE_KINDS`: issue D, complete C, requeue R, and the submitter's G, I and F)."""
     parts = line.rstrip("\n").split(" ", 9)
     if len(parts) < 9 or parts[0] not in _BLKPARSE_KINDS:
         return None
@@ -223,7 +234,7 @@ def parse_blkparse_line(line: str) -> Event | None:
     kind = _BLKPARSE_KINDS[action]
     event = Event(kind=kind, time_s=float(ts), dev=(int(major), int(minor)), rwbs=rwbs,
                   sector=int(sector), nr_sectors=int(nr), bytes=int(nbytes))
-    if kind == "issue":
+    if kind in ("issue", *SUBMITTER_KINDS):
         event.pid = int(pid)
         event.comm = parts[9] if len(parts) > 9 else None
     elif kind == "complete":
@@ -232,9 +243,19 @@ def parse_blkparse_line(line: str) -> Event | None:
 
 
 # -- pairing and writing -----------------------------------------------------------------------
+#: Requests whose submitter is remembered until they are issued. A device holds at most its
+#: ``nr_requests`` per hardware queue (hundreds) between allocation and issue; a request merged
+#: into another is never issued, so the oldest entries past this bound are forgotten (counted).
+MAX_UNISSUED_REQUESTS = 65536
+
+
 class CanonicalWriter:
     """Pairs issues with completions and writes ``blocktrace.tsv.gz`` as requests complete.
 
+    Each request is attributed to the task that submitted it: the one that allocated it
+    (``getrq``, always in the submitter's context), else the one that queued it (``insert``),
+    else the one that issued it — a block-layer worker (``kworker/*H``) issues requests that
+    waited on a busy device, another study's among them, and none of those is the worker's.
     The file is written under a temporary name and renamed on :meth:`close`."""
 
     def __init__(self, path: Path, device_names: dict[tuple[int, int], str], t0_s: float) -> None:
@@ -246,8 +267,11 @@ class CanonicalWriter:
         self.requeues = 0
         self.incomplete_requests = 0
         self._pending: dict[tuple[tuple[int, int], int], deque[list[Any]]] = {}
-        #: Requests queued and not yet issued: (dev, sector) -> the submitting task's (pid, comm).
+        #: Requests allocated or queued and not yet issued: (dev, first sector) -> the submitting
+        #: task's (pid, comm), oldest first (bounded by :data:`MAX_UNISSUED_REQUESTS`).
         self._submitted: dict[tuple[tuple[int, int], int], tuple[int | None, str | None]] = {}
+        #: Submitters forgotten to keep that bound (requests merged away, never issued).
+        self.submitters_forgotten = 0
         #: Every task that issued a request: pid -> [comm, requests].
         self.issuers: dict[int, list[Any]] = {}
         #: ``(parent, child)`` of every fork seen while tracing, when the tracer records them
@@ -258,9 +282,8 @@ class CanonicalWriter:
 
     def add(self, event: Event) -> None:
         key = (event.dev, event.sector)
-        if event.kind == "insert":
-            # Queued by the task that submitted it; a worker of the block layer may issue it later.
-            self._submitted[key] = (event.pid, event.comm)
+        if event.kind in SUBMITTER_KINDS:
+            self._remember_submitter(event)
             return
         if event.kind == "issue":
             submitter = self._submitted.pop(key, None)
@@ -273,12 +296,14 @@ class CanonicalWriter:
             return
         queue = self._pending.get(key)
         if event.kind == "requeue":
-            # The driver handed the request back; its next issue is the one that counts.
+            # The driver handed the request back; its next issue (by a worker) is the one that
+            # counts, and the request is still its submitter's.
             self.requeues += 1
             if queue:
-                queue.pop()
+                row = queue.pop()
                 if not queue:
                     del self._pending[key]
+                self._submitted[key] = (row[5], row[6])
             return
         if not queue:
             self.unmatched_completions += 1
@@ -292,6 +317,21 @@ class CanonicalWriter:
             self._pending.setdefault((event.dev, event.sector + event.nr_sectors), deque()).append(row)
             return
         self._emit(row, event.time_s - self.t0_s, event.error)
+
+    def _remember_submitter(self, event: Event) -> None:
+        key = (event.dev, event.sector)
+        if event.kind == "frontmerge":
+            # A bio joined a request at its front: the request now starts at the bio's sector.
+            # Its submitter is still the one that allocated it.
+            moved = self._submitted.pop((event.dev, event.sector + event.nr_sectors), None)
+            self._submitted[key] = moved if moved is not None else (event.pid, event.comm)
+        elif event.kind == "getrq" or key not in self._submitted:
+            # Allocation is in the submitter's context; a queueing seen later may be a worker's.
+            self._submitted.pop(key, None)
+            self._submitted[key] = (event.pid, event.comm)
+        while len(self._submitted) > MAX_UNISSUED_REQUESTS:
+            del self._submitted[next(iter(self._submitted))]
+            self.submitters_forgotten += 1
 
     def _emit(self, row: list[Any], complete_s: float | None, error: int | None) -> None:
         issue_s, dev, rwbs, sector, nbytes, pid, comm, _ = row
@@ -703,6 +743,7 @@ def _record(source: str, writer: CanonicalWriter, lost: dict[str, int], parse_er
         "requests": writer.rows, "lost": lost, "lost_total": sum(lost.values()),
         "unmatched_completions": writer.unmatched_completions,
         "incomplete_requests": writer.incomplete_requests, "requeues": writer.requeues,
+        "submitters_forgotten": writer.submitters_forgotten,
         "parse_errors": parse_errors,
     }
 
