@@ -104,6 +104,33 @@ check() {
   [ "$(id -u)" = 0 ] || die "must run as root: it installs Debian packages and the study uses cgroups and drops caches (run: sudo make ...)"
   command -v apt-get >/dev/null || die "apt-get not found: biossd installs its tools from Debian bookworm packages; on another system install the packages in install/debian-packages.txt (or use environment.yml) yourself"
   command -v dpkg-query >/dev/null || die "dpkg-query not found (a Debian system is needed)"
+  policy_rc_heal
+}
+
+# Debian's hook that says whether a package's service may start (docker_env makes one answering
+# "not allowed" for the length of its install; BIOSSD_POLICY_RC moves it, for the tests).
+policy_rc=${BIOSSD_POLICY_RC:-/usr/sbin/policy-rc.d}
+policy_rc_mark='made by biossd install/bootstrap.sh'
+
+# The kernel's start time of process $1 (field 22 of its stat), empty when it is gone: a pid
+# with its start time names one process, never a later one given the same pid.
+start_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+
+# A policy-rc.d an install made and could not remove (it was killed) stops every package's
+# service from starting on this host: removed once the install that made it is gone. One that
+# does not carry the mark is the host's and is never touched.
+policy_rc_heal() {
+  local path pid ticks
+  for path in "$policy_rc.biossd-tmp" "$policy_rc"; do
+    [ -f "$path" ] && grep -q "$policy_rc_mark" "$path" || continue
+    pid=; ticks=
+    read -r pid ticks < <(sed -n 's/.*(pid \([0-9]*\), started \([0-9]*\)).*/\1 \2/p' "$path") || true
+    if [ -n "$pid" ] && [ -n "$(start_ticks "$pid")" ] && [ "$(start_ticks "$pid")" = "$ticks" ]; then
+      continue  # its install is still running
+    fi
+    rm -f "$path"
+    note "removed $path: an install of docker.io that was interrupted (pid ${pid:-unrecorded}) left it, and it kept every package's service from starting"
+  done
 }
 
 system() {
@@ -121,7 +148,8 @@ tex() {
 # Debian's Docker engine (docker.io) for -profile docker; biossd starts a dockerd of its own
 # (`biossd docker up`). A host that already has a dockerd (the user's Docker) keeps it as it is.
 # The package's service is not started by the install: for its duration /usr/sbin/policy-rc.d
-# answers 101 ("not allowed"), made here only when the host has none and removed afterwards.
+# answers 101 ("not allowed"), made here only when the host has none and removed afterwards (or,
+# if this install is killed, by the next call: policy_rc_heal).
 docker_env() {
   check
   if system_satisfied "$here/docker-packages.txt"; then return 0; fi
@@ -129,14 +157,17 @@ docker_env() {
     note "dockerd is already installed here (not Debian's pinned docker.io): biossd uses it as it is"
     return 0
   fi
-  local policy=/usr/sbin/policy-rc.d
-  if [ ! -e "$policy" ]; then
-    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-    printf '#!/bin/sh\n# made by biossd install/bootstrap.sh for the install of docker.io; removed after it\nexit 101\n' > "$policy"
-    chmod 755 "$policy"
+  local made=
+  if [ ! -e "$policy_rc" ]; then
+    trap 'rm -f "$policy_rc"' EXIT
+    printf '#!/bin/sh\n# %s (pid %s, started %s) for the install of docker.io; removed after it\nexit 101\n' \
+      "$policy_rc_mark" "$$" "$(start_ticks $$)" > "$policy_rc.biossd-tmp"
+    chmod 755 "$policy_rc.biossd-tmp"
+    mv "$policy_rc.biossd-tmp" "$policy_rc"
+    made=1
   fi
   apt_list docker "$here/docker-packages.txt"
-  if grep -q 'made by biossd' "$policy" 2>/dev/null; then rm -f "$policy"; trap - EXIT; fi
+  if [ -n "$made" ]; then rm -f "$policy_rc"; trap - EXIT; fi
 }
 
 # Only a directory this script made (its .stamps) or an empty/missing one is rebuilt: VENV=/usr or

@@ -4,6 +4,7 @@ half-installed step looking complete."""
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -75,6 +76,29 @@ def test_an_interrupted_dpkg_is_finished_and_apt_s_own_error_is_shown(tmp_path, 
     said = calls.read_text()
     assert "dpkg --configure -a" in said and said.index("dpkg --configure -a") < said.index("apt-get")
     assert "DPkg::Lock::Timeout=" in said
+
+
+def _start_ticks(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19]
+
+
+def test_a_service_policy_a_killed_install_left_is_removed_and_no_other(tmp_path, root_required):
+    """The docker install's policy-rc.d ("no service may start") outlives a SIGKILLed install; the
+    next call removes it once its maker is gone — never while that install runs, never the host's."""
+    policy = tmp_path / "policy-rc.d"
+    env = {"BIOSSD_POLICY_RC": str(policy), "VENV": str(tmp_path / "venv")}
+    mark = "# made by biossd install/bootstrap.sh (pid {pid}, started {ticks}) for the install of docker.io\nexit 101\n"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    policy.write_text("#!/bin/sh\n" + mark.format(pid=gone.pid, ticks=12345))
+    proc = run(["check"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert not policy.exists() and f"removed {policy}" in proc.stderr and str(gone.pid) in proc.stderr
+    me = os.getpid()
+    policy.write_text("#!/bin/sh\n" + mark.format(pid=me, ticks=_start_ticks(me)))
+    assert run(["check"], env=env).returncode == 0 and policy.exists(), "its install still runs"
+    policy.write_text("#!/bin/sh\n# the host's own policy\nexit 101\n")
+    assert run(["check"], env=env).returncode == 0 and policy.read_text().endswith("exit 101\n")
 
 
 def test_maven_jars_are_checked_against_their_pinned_sums(tmp_path):
