@@ -1,5 +1,5 @@
 """A result folder holds one plan: a study of another plan into it is refused, naming what differs,
-unless it resumes or replaces (biossd.study.outdir)."""
+unless it replaces them; resuming is no leave to change the plan (biossd.study.outdir)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def test_another_plan_into_a_folder_is_refused_naming_what_differs(tmp_path):
     changed = {**PARAMS, "repeats": 2, "mem_caps": "128M"}
     why = outdir.problem(tmp_path, changed)
     assert "--mem_caps 64M -> 128M" in why and "--repeats 3 -> 2" in why and "-resume" in why
-    assert outdir.problem(tmp_path, changed, resumed=True) is None
+    assert outdir.problem(tmp_path, PARAMS, resumed=True) is None
+    resumed = outdir.problem(tmp_path, changed, resumed=True)
+    assert "--repeats 3 -> 2" in resumed and "-resume keeps them" in resumed, "a resumed study may not change the plan"
     assert outdir.problem(tmp_path, changed, replace=True) is None
     assert outdir.problem(tmp_path / "empty", changed) is None
     assert outdir.problem(tmp_path, {**PARAMS, "outdir": "elsewhere", "skip_report": True}) is None

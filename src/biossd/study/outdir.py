@@ -1,7 +1,9 @@
 """Which plan a result folder holds: a study writes the parameters that decide its runs into
 ``OUTDIR/pipeline_info/plan.json``, and a later study into the same folder with other such
-parameters is refused (naming them) unless it resumes that study or is told to replace it — so a
-result set never mixes the runs of two plans without being asked.
+parameters is refused (naming them) unless it is told to replace it — so a result set never mixes
+the runs of two plans without being asked. Resuming (Nextflow's ``-resume``) is no leave to change
+the plan: the runs the earlier session published stay in the folder beside the new plan's, and
+every reader of the folder would read both.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 def problem(outdir: Path | str, params: Mapping[str, Any], resumed: bool = False, replace: bool = False) -> str | None:
     """Why a study with ``params`` may not write into ``outdir``, or None: the folder holds the
-    runs of another plan and the study neither resumes (-resume: what changed is re-run, the rest
-    reused) nor replaces it (--replace_results)."""
+    runs of another plan and the study does not replace it (--replace_results); ``resumed``
+    (-resume) only changes what the refusal advises."""
     path = Path(outdir) / PLAN_RECORD
-    if resumed or replace or not path.is_file():
+    if replace or not path.is_file():
         return None
     try:
         old = json.loads(path.read_text())
@@ -46,5 +48,9 @@ def problem(outdir: Path | str, params: Mapping[str, Any], resumed: bool = False
     changed = differences(old, record(params))
     if not changed:
         return None
+    if resumed:
+        return (f"--outdir {outdir} holds the results of another plan ({'; '.join(changed)}) and -resume keeps them "
+                "beside this one's: resume with that study's own parameters, give another --outdir, or replace "
+                "its results (--replace_results true)")
     return (f"--outdir {outdir} holds the results of another plan ({'; '.join(changed)}): give another --outdir, "
-            "resume that study (-resume), or replace its results (--replace_results true)")
+            "resume that study (-resume) with its own parameters, or replace its results (--replace_results true)")
