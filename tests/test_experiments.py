@@ -343,6 +343,8 @@ def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results
         assert set(table["storage"]) == {"hdd"} and set(table["substitute_of"].dropna()) <= {
             "rocksort", "Trinity", "SMUFIN"}
     assert not (experiment_results / "features.csv").exists(), "experiment runs are not the study's run table"
+    held = json.loads((experiment_results / "pipeline_info" / "plan.json").read_text())
+    assert (held["experiment"], held["experiment_size"]) == ("all", "tiny"), "the folder names the plan it holds"
 
 
 @pytest.mark.integration

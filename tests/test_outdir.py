@@ -61,3 +61,20 @@ def test_tests_run_outside_the_checkout():
 
     here = Path.cwd().resolve()
     assert here != REPO and REPO not in here.parents
+
+
+def test_an_experiment_of_another_size_into_a_folder_is_refused(tmp_path):
+    """The related experiments keep a plan record too: another sweep size, or the study, into
+    their folder is refused naming what differs."""
+    from biossd.experiments import planning
+
+    params = {**PARAMS, "experiment": "sort_memory", "experiment_size": "tiny", "outdir": str(tmp_path / "x")}
+    first = planning.plan_from_params(params)
+    assert first["problems"] == [] and first["record"]["experiment_size"] == "tiny"
+    (tmp_path / "x" / outdir.PLAN_RECORD).parent.mkdir(parents=True)
+    (tmp_path / "x" / outdir.PLAN_RECORD).write_text(json.dumps(first["record"]))
+    assert planning.plan_from_params(params)["problems"] == []
+    bigger = planning.plan_from_params({**params, "experiment_size": "test"})
+    assert any("--experiment_size tiny -> test" in p for p in bigger["problems"]), bigger["problems"]
+    study = matrix.plan({**PARAMS, "outdir": str(tmp_path / "x")}, stub=True)
+    assert any("--experiment sort_memory -> None" in p for p in study.problems), study.problems

@@ -14,6 +14,7 @@ include { FIRM_UP     } from '../modules/local/firm_up/main'
 include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
+include { writePlanRecord } from '../lib/planrecord'
 
 /*
  * The experiment matrix and every problem with the parameters, from `biossd study plan`
@@ -34,14 +35,7 @@ def studyPlan(String host) {
     def plan = planOf(given, params.estimate && !workflow.stubRun)
     if( plan.estimate )
         log.info "biossd: ${plan.estimate.text}"
-    // The plan this folder now holds (src/biossd/study/outdir.py): a later study of another plan
-    // into it is refused unless it resumes this one or replaces it. Written whole, then renamed.
-    def info = file("${params.outdir}/pipeline_info")
-    info.mkdirs()
-    def partial = file("${info}/.plan.json.partial")
-    partial.text = groovy.json.JsonOutput.prettyPrint(groovy.json.JsonOutput.toJson(plan.record)) + "\n"
-    java.nio.file.Files.move(partial, file("${info}/plan.json"), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                             java.nio.file.StandardCopyOption.ATOMIC_MOVE)
+    def info = writePlanRecord(params.outdir.toString(), plan.record)
     // The sizing record the plan took is kept with the results (a twin's --sizing is the first
     // host's file), whether or not the report runs; the same way, written whole, then renamed.
     def kept = file("${info}/sizing.json")

@@ -9,6 +9,7 @@ include { CHARACTERIZE      } from '../modules/local/characterize/main'
 include { STUDY_INPUT       } from '../modules/local/study_input/main'
 include { EXPERIMENT        } from '../modules/local/experiment/main'
 include { EXPERIMENT_REPORT } from '../modules/local/experiment_report/main'
+include { writePlanRecord } from '../lib/planrecord'
 
 /*
  * The tasks, and every problem with the parameters (the study's own checks — classes, devices,
@@ -33,6 +34,7 @@ workflow EXPERIMENTS {
     def host = params.host ?: java.net.InetAddress.localHost.hostName
     def plan = experimentPlan(host)
     log.info "biossd: experiments ${plan.experiments.join(', ')} at size ${plan.size}: ${plan.n_tasks} tasks on ${plan.classes.join('/')}"
+    writePlanRecord(params.outdir.toString(), plan.record)
 
     STORAGE_UP(plan.classes.join(','), [emulate_size: params.emulate_size, data_memory: params.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json, host)

@@ -80,4 +80,5 @@ def plan_from_params(params: Mapping[str, Any]) -> dict[str, Any]:
                "n_tasks": 0}
         problems.append(str(err))
     out["problems"] = problems
+    out["record"] = study.record
     return out
