@@ -173,6 +173,10 @@ def test_a_run_without_a_cgroup_of_its_own_leaves_nothing_running(biossd, env, t
         assert _running("^sleep 94$") == []
         left = manifest.read_manifest(tmp_path / "r1")["left_running"]
         assert left["tag_variable"] == "BIOSSD_RUN" and [k["command"] for k in left["killed"]] == ["sleep 94"]
+        from biossd.features import extract
+
+        table = extract.features_table([tmp_path / "r1"])
+        assert table[extract.LEFT_RUNNING_COLUMN].tolist() == [1], "the run table counts what the run left running"
         killed = subprocess.Popen([sys.executable, "-m", "biossd", *external, "--out", str(tmp_path / "r2"), "--",
                                    "sh", "-c", "setsid sleep 95 & sleep 60"],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -75,15 +75,19 @@ HOST_FACT_COLUMNS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
 #: as a run found it on its class's device: its queue settings but the rotational flag, and
 #: whether its writes went through to the host.
 DEVICE_POLICY_COLUMNS = ("device_queue", "device_write_through")
+#: How many processes the run's command left running when it ended (found by the run's tag and
+#: killed by the profiler; null for a run recorded before runs were tagged): a tool whose helper
+#: outlives it would otherwise run beside the next run.
+LEFT_RUNNING_COLUMN = "n_left_running"
 RUN_FACT_COLUMNS = (
     "tool_version", "container_engine", "container_image", "cap_mechanism", "trace_mechanism", "perf_mechanism",
     "storage_mechanism", "storage_profile", *HOST_FACT_COLUMNS,
     "device_name", "device_seq_read_mbs", "device_seq_write_mbs", "device_source", "device_rotational",
-    *DEVICE_POLICY_COLUMNS,
+    *DEVICE_POLICY_COLUMNS, LEFT_RUNNING_COLUMN,
 )
 #: The numeric ones: counts kept exact (nullable integers; the CSV's float format would round
 #: a byte count), rates read back as floats.
-RUN_FACT_INTEGERS = ("cpu_count", "mem_total_bytes")
+RUN_FACT_INTEGERS = ("cpu_count", "mem_total_bytes", LEFT_RUNNING_COLUMN)
 RUN_FACT_NUMBERS = ("device_seq_read_mbs", "device_seq_write_mbs")
 
 
@@ -373,7 +377,14 @@ def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
         "device_source": device.source, "device_rotational": first.get("rotational"),
         "device_queue": ",".join(f"{k}={first.get(k)}" for k in EQUAL_QUEUE_SETTINGS) if first else None,
         "device_write_through": storage.get("write_through"),
+        LEFT_RUNNING_COLUMN: _left_running(body),
     }
+
+
+def _left_running(body: dict[str, Any]) -> int | None:
+    """:data:`LEFT_RUNNING_COLUMN` of one run's manifest."""
+    left = body.get("left_running")
+    return len(left.get("killed") or []) if isinstance(left, dict) else None
 
 
 @dataclass(frozen=True)
