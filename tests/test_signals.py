@@ -3,6 +3,7 @@ and takes down, each restoring the handlers it found."""
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -49,3 +50,28 @@ def test_the_caller_s_handler_receives_both_signals():
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGTERM)
     assert got == [signal.SIGINT, signal.SIGTERM]
+
+
+SIGNAL_WHILE_LOADING = """
+import sys
+
+class Interrupted:
+    # A closed terminal's SIGHUP arriving while biossd's command modules are imported.
+    def find_spec(self, name, path, target=None):
+        if name == "biossd.cli.analysis":
+            raise KeyboardInterrupt(1)
+
+sys.meta_path.insert(0, Interrupted())
+sys.argv = ["biossd", "--version"]
+import runpy
+runpy.run_module("biossd", run_name="__main__")
+"""
+
+
+def test_a_signal_while_the_commands_load_exits_as_that_signal_without_a_traceback():
+    """biossd's handlers are installed before its commands are imported: a signal then ends it
+    with 128+signal and no traceback (nothing is made before the command runs)."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_WHILE_LOADING], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 128 + 1 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-800:])

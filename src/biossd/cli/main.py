@@ -21,12 +21,21 @@ from biossd.core.signals import HELD  # noqa: E402
 for _signum in HELD:
     signal.signal(_signum, _terminate_as_interrupt)
 
-import argparse  # noqa: E402
-import logging  # noqa: E402
 
-from biossd import __version__  # noqa: E402
-from biossd.cli import analysis, catalogue, data, host, pipeline, profile, study  # noqa: E402
-from biossd.core.errors import BiossdError  # noqa: E402
+def _signum_of(intr: KeyboardInterrupt) -> int:
+    """The signal a :class:`KeyboardInterrupt` stands for (SIGINT when Ctrl-C raised it)."""
+    return intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT
+
+
+try:
+    import argparse  # noqa: E402
+    import logging  # noqa: E402
+
+    from biossd import __version__  # noqa: E402
+    from biossd.cli import analysis, catalogue, data, host, pipeline, profile, study  # noqa: E402
+    from biossd.core.errors import BiossdError  # noqa: E402
+except KeyboardInterrupt as _intr:  # a signal while the commands load: nothing was made yet
+    sys.exit(128 + _signum_of(_intr))
 
 DESCRIPTION = ("biossd: will solid-state drives accelerate your bioinformatics? The study's runs, their "
                "analysis, and the host they run on.")
@@ -61,17 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     and the error's exit status (2; 75 for a busy host); anything else is a bug and keeps its
     traceback."""
     logging.basicConfig(level=logging.WARNING, format="biossd: %(message)s")
-    parser = build_parser()
-    _name_commands(parser)
     try:
+        parser = build_parser()
+        _name_commands(parser)
         args = parser.parse_args(argv)
     except KeyboardInterrupt as intr:
-        return 128 + (intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT)
+        return 128 + _signum_of(intr)
     name = getattr(args, "command_name", "biossd")
     try:
         return args.func(args)
     except KeyboardInterrupt as intr:
-        signum = intr.args[0] if intr.args and isinstance(intr.args[0], int) else signal.SIGINT
+        signum = _signum_of(intr)
         print(f"{name}: interrupted by signal {signum}; what it had made was removed", file=sys.stderr)
         return 128 + signum
     except (BiossdError, ValueError, FileNotFoundError) as err:
