@@ -219,3 +219,17 @@ def test_the_native_disk_on_a_loop_device_of_its_own(biossd, tmp_path, root_requ
     finally:
         biossd("device", "emulate-hdd", "down", "--mount", str(mount))
     assert _host() == before and not list(tmp_path.glob("biossd-hdd-*"))
+
+
+def test_what_keeps_a_mount_busy_names_the_kernel_s_holders(tmp_path, root_required):
+    """A disk that cannot be unmounted says what holds it, the holders no process shows included:
+    a loop device over a file on it (a detached one waits for its last opener)."""
+    image = tmp_path / "held.img"
+    image.write_bytes(b"\0" * (1 << 20))
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    try:
+        assert f"the loop device {loop} over {image}" in emulate._users_of(str(tmp_path))
+    finally:
+        subprocess.run(["losetup", "--detach", loop], check=False)
+    assert not any("loop device" in u for u in emulate._users_of(str(tmp_path)))

@@ -413,9 +413,20 @@ def _server_pids(fuse_dir: str) -> list[int]:
 
 
 def _users_of(mount: str) -> list[str]:
-    """Processes whose working directory or open files are under ``mount`` (for the message)."""
+    """What keeps ``mount`` busy (for the message): processes whose working directory or open
+    files are under it, and the kernel's holders no process shows — a mount below it, a loop
+    device whose backing file is on it (a detached one stays until its last opener closes)."""
     users = []
     prefix = mount.rstrip("/") + "/"
+    from biossd.core.files import mount_table
+
+    users += [f"the mount {m.point}" for m in mount_table() if m.point.startswith(prefix)]
+    with contextlib.suppress(EmulateError, ValueError):
+        out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE,AUTOCLEAR"], "list loop devices")
+        for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
+            if (loop.get("back-file") or "").startswith(prefix):
+                users.append(f"the loop device {loop['name']} over {loop['back-file']}"
+                             + (" (detached, waiting for its last opener)" if loop.get("autoclear") else ""))
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
