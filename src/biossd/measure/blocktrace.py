@@ -303,7 +303,7 @@ class CanonicalWriter:
                 row = queue.pop()
                 if not queue:
                     del self._pending[key]
-                self._submitted[key] = (row[5], row[6])
+                self._remember(key, (row[5], row[6]))
             return
         if not queue:
             self.unmatched_completions += 1
@@ -324,11 +324,15 @@ class CanonicalWriter:
             # A bio joined a request at its front: the request now starts at the bio's sector.
             # Its submitter is still the one that allocated it.
             moved = self._submitted.pop((event.dev, event.sector + event.nr_sectors), None)
-            self._submitted[key] = moved if moved is not None else (event.pid, event.comm)
+            self._remember(key, moved if moved is not None else (event.pid, event.comm))
         elif event.kind == "getrq" or key not in self._submitted:
             # Allocation is in the submitter's context; a queueing seen later may be a worker's.
-            self._submitted.pop(key, None)
-            self._submitted[key] = (event.pid, event.comm)
+            self._remember(key, (event.pid, event.comm))
+
+    def _remember(self, key: tuple[tuple[int, int], int], submitter: tuple[int | None, str | None]) -> None:
+        """``submitter`` for the request at ``key``, newest last, within :data:`MAX_UNISSUED_REQUESTS`."""
+        self._submitted.pop(key, None)
+        self._submitted[key] = submitter
         while len(self._submitted) > MAX_UNISSUED_REQUESTS:
             del self._submitted[next(iter(self._submitted))]
             self.submitters_forgotten += 1

@@ -384,17 +384,22 @@ def _loops_over(files: list[str], recorded: str | None = None) -> list[str]:
     and the ``recorded`` one if its backing file is a disk image seen through a mount that is
     gone (a FUSE disk unmounted under it: the kernel then names the file from that mount's
     root, ``/disk.img``)."""
-    try:
-        out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"], "list loop devices")
-    except EmulateError:
-        return []
-    loops = json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
     found = []
-    for loop in loops:
+    for loop in _loop_devices():
         back = (loop.get("back-file") or "").replace(" (deleted)", "")
         if back in files or (recorded and loop["name"] == recorded and back == "/" + DISK_FILE):
             found.append(loop["name"])
     return found
+
+
+def _loop_devices() -> list[dict[str, Any]]:
+    """The host's loop devices as ``losetup`` lists them (``name``, ``back-file``, ``autoclear``);
+    empty when it cannot list them."""
+    try:
+        out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE,AUTOCLEAR"], "list loop devices")
+        return json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
+    except (EmulateError, ValueError):
+        return []
 
 
 def _server_pids(fuse_dir: str) -> list[int]:
@@ -421,12 +426,10 @@ def _users_of(mount: str) -> list[str]:
     from biossd.core.files import mount_table
 
     users += [f"the mount {m.point}" for m in mount_table() if m.point.startswith(prefix)]
-    with contextlib.suppress(EmulateError, ValueError):
-        out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE,AUTOCLEAR"], "list loop devices")
-        for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
-            if (loop.get("back-file") or "").startswith(prefix):
-                users.append(f"the loop device {loop['name']} over {loop['back-file']}"
-                             + (" (detached, waiting for its last opener)" if loop.get("autoclear") else ""))
+    for loop in _loop_devices():
+        if (loop.get("back-file") or "").startswith(prefix):
+            users.append(f"the loop device {loop['name']} over {loop['back-file']}"
+                         + (" (detached, waiting for its last opener)" if loop.get("autoclear") else ""))
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
