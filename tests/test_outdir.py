@@ -78,3 +78,79 @@ def test_an_experiment_of_another_size_into_a_folder_is_refused(tmp_path):
     assert any("--experiment_size tiny -> test" in p for p in bigger["problems"]), bigger["problems"]
     study = matrix.plan({**PARAMS, "outdir": str(tmp_path / "x")}, stub=True)
     assert any("--experiment sort_memory -> None" in p for p in study.problems), study.problems
+
+
+def _hold(folder: Path, params: dict) -> None:
+    (folder / outdir.PLAN_RECORD).parent.mkdir(parents=True)
+    (folder / outdir.PLAN_RECORD).write_text(json.dumps(outdir.record(params)))
+
+
+def test_replacing_another_plan_s_results_sets_the_folder_aside_whole(tmp_path):
+    held = tmp_path / "r"
+    _hold(held, {**PARAMS, "seed": 8})
+    (held / "runs").mkdir()
+    (held / "runs" / "run.json").write_text("{}")
+    (held / "notes.txt").write_text("the user's own")
+    (held / "README.md").write_text("what this folder is for")
+    aside = outdir.set_aside(held, outdir.record(PARAMS))
+    assert aside is not None and aside.parent == tmp_path and aside.name.startswith("r.replaced-")
+    assert sorted(p.name for p in held.iterdir()) == ["README.md"], "no reader meets the other plan's runs"
+    assert (aside / "notes.txt").read_text() == "the user's own" and (aside / "runs" / "run.json").is_file()
+    assert (aside / outdir.PLAN_RECORD).is_file()
+    # The same plan (a fresh session of it), no record, a folder that is not there: nothing moves.
+    _hold(held, PARAMS)
+    assert outdir.set_aside(held, outdir.record(PARAMS)) is None and (held / outdir.PLAN_RECORD).is_file()
+    assert outdir.set_aside(tmp_path / "none", outdir.record(PARAMS)) is None
+
+
+def test_a_result_folder_holding_the_launch_or_work_directory_is_refused(tmp_path):
+    import pytest
+
+    held = tmp_path / "r"
+    _hold(held, {**PARAMS, "seed": 8})
+    (held / "work").mkdir()
+    with pytest.raises(outdir.OutdirError, match="would carry with them"):
+        outdir.set_aside(held, outdir.record(PARAMS), keep=(held / "work",))
+    with pytest.raises(outdir.OutdirError, match="would carry with them"):
+        outdir.set_aside(held, outdir.record(PARAMS), keep=(held,))
+    assert (held / outdir.PLAN_RECORD).is_file() and (held / "work").is_dir()
+
+
+def test_a_set_aside_cut_short_leaves_the_folder_refused(tmp_path, monkeypatch):
+    """The plan record moves last: whatever an interrupted move left still says it is another plan's."""
+    import pytest
+
+    held = tmp_path / "r"
+    _hold(held, {**PARAMS, "seed": 8})
+    (held / "runs").mkdir()
+    moved = []
+    real = Path.rename
+
+    def rename_then_fail(self, target):
+        if moved:
+            raise OSError(28, "No space left on device")
+        moved.append(self.name)
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename_then_fail)
+    with pytest.raises(outdir.OutdirError, match="move the rest yourself"):
+        outdir.set_aside(held, outdir.record(PARAMS))
+    assert moved == ["runs"] and outdir.problem(held, PARAMS) is not None
+
+
+def test_a_study_that_replaces_another_plan_s_results_reads_only_its_own(env, tmp_path):
+    """`--replace_results true` (`make run FRESH=1`) into a folder of another plan: the study runs,
+    the held folder is beside it whole, and the new folder holds this plan alone."""
+    from conftest import nextflow
+
+    held = tmp_path / "held"
+    _hold(held, {**PARAMS, "seed": 8})
+    (held / "runs").mkdir()
+    (held / "runs" / "kept.txt").write_text("another plan's")
+    proc = nextflow(env, tmp_path, "-profile", "test", "-stub-run", "--outdir", str(held), "--replace_results", "true",
+                    check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("held.replaced-")]
+    assert len(aside) == 1 and (aside[0] / "runs" / "kept.txt").read_text() == "another plan's"
+    assert not (held / "runs" / "kept.txt").exists()
+    assert json.loads((held / outdir.PLAN_RECORD).read_text())["seed"] != "8"

@@ -60,11 +60,15 @@ def studyPlan(String host) {
  * The sizing rule measured on this host (`biossd study size`, src/biossd/study/sizer.py) for the
  * plan's tools, within the study's --budget, on the fast class's scratch: its record is written
  * into pipeline_info/ (a resumed study reuses it), its progress into pipeline_info/sizing.log.
+ * A study that replaces the folder's results (--replace_results) neither reuses the record there
+ * nor writes into a folder it may yet set aside: it measures into its work directory, and the
+ * record is copied into the new pipeline_info/ with the plan.
  */
 def sizeHere(Map plan) {
-    def info = file("${params.outdir}/pipeline_info")
+    def replacing = params.replace_results in [true, 'true']
+    def info = replacing ? file("${workflow.workDir}/biossd-sizing-${workflow.sessionId}") : file("${params.outdir}/pipeline_info")
     def record = file("${info}/sizing.json")
-    if( record.exists() ) {
+    if( record.exists() && !replacing ) {
         log.info "biossd: --sizing auto: ${record}, measured by an earlier session of this study"
         return record.toString()
     }

@@ -56,6 +56,26 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
     return 1 if result.problems else 0
 
 
+def cmd_study_set_aside(args: argparse.Namespace) -> int:
+    from biossd.study import outdir
+
+    try:
+        record = json.loads(args.record)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"--record is not JSON ({err})") from None
+    if not isinstance(record, dict):
+        raise UsageError("--record is JSON but not an object: give the plan record {\"name\": value, ...}")
+    try:
+        aside = outdir.set_aside(args.outdir, record, keep=tuple(Path(k) for k in args.keep))
+    except outdir.OutdirError as err:
+        raise UsageError(str(err)) from None
+    if aside:
+        print(aside)
+        print(f"biossd study set-aside: {args.outdir} held another plan's results: moved to {aside}",
+              file=sys.stderr)
+    return 0
+
+
 def cmd_study_firm_up(args: argparse.Namespace) -> int:
     """Of the planned extra repeats (``--tasks``), those of the baseline configurations whose
     speedup is not firm after the runs given (:func:`biossd.analysis.speedup.unfirm`)."""
@@ -224,6 +244,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="probe each tool briefly on this host (root) and estimate the study's duration per class")
     p.add_argument("--scratch", help="where the probe runs (default: --params' scratch_dir, else the temporary directory)")
     p.set_defaults(func=cmd_study_plan)
+    p = study_p.add_parser("set-aside", help="--replace_results: move another plan's results out of a result folder "
+                           "to <outdir>.replaced-<time> (prints the new name; nothing when there is none)")
+    p.add_argument("--outdir", required=True, help="the study's result folder")
+    p.add_argument("--record", required=True, help="the new plan's record as JSON (pipeline_info/plan.json's form)")
+    p.add_argument("--keep", action="append", default=[],
+                   help="a folder the rename must not carry away (the launch or work directory); repeatable")
+    p.set_defaults(func=cmd_study_set_aside)
     p = study_p.add_parser("firm-up", help="of the planned extra repeats, those of the baseline configurations whose "
                                            "speedup's interval straddles a group's bound after the runs given (JSON)")
     p.add_argument("--tasks", required=True, metavar="JSON|@FILE", help="the plan's firm_tasks")

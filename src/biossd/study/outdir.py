@@ -8,6 +8,7 @@ every reader of the folder would read both.
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any, Mapping
@@ -55,3 +56,57 @@ def problem(outdir: Path | str, params: Mapping[str, Any], resumed: bool = False
                 "its results (--replace_results true)")
     return (f"--outdir {outdir} holds the results of another plan ({'; '.join(changed)}): give another --outdir, "
             "resume that study (-resume) with its own parameters, or replace its results (--replace_results true)")
+
+
+class OutdirError(ValueError):
+    pass
+
+
+#: The folder a replaced plan's results are moved to, beside the result folder:
+#: ``<outdir>.replaced-<UTC time>``.
+SET_ASIDE_SUFFIX = ".replaced-"
+#: What stays in a result folder whose results are set aside: its description (a checkout's
+#: ``results/README.md``), which no reader takes for a result.
+STAYS = frozenset({"README.md"})
+
+
+def set_aside(outdir: Path | str, record_now: Mapping[str, Any], keep: tuple[Path, ...] = ()) -> Path | None:
+    """What ``--replace_results true`` does before a study writes into ``outdir``: when the folder
+    holds another plan's results (its ``plan.json`` differs from ``record_now``, or cannot be read),
+    everything in it but :data:`STAYS` is moved to ``<outdir>.replaced-<UTC time>`` beside it —
+    nothing is deleted or changed, and no reader of ``outdir`` meets the other plan's runs beside
+    the new ones. ``pipeline_info/`` (the plan record) moves last: one interrupted midway leaves
+    the folder still refused, and the next set-aside moves the rest. Returns the folder moved to,
+    or None when there is nothing to set aside (no record, or the same plan: a fresh session of one
+    plan replaces its runs one by one). ``keep``: folders the move must not carry away (the launch
+    directory, Nextflow's work directory); a result folder holding one is refused."""
+    folder = Path(outdir).resolve()
+    path = folder / PLAN_RECORD
+    if not path.is_file():
+        return None
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        old = None
+    if isinstance(old, dict) and not differences(old, dict(record_now)):
+        return None
+    for kept in keep:
+        kept = Path(kept).resolve()
+        if kept == folder or folder in kept.parents:
+            raise OutdirError(f"--outdir {outdir} holds another plan's results and {kept}, which setting its results "
+                              "aside would carry with them: give another --outdir")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = folder.with_name(folder.name + SET_ASIDE_SUFFIX + stamp)
+    try:
+        aside.mkdir()
+    except FileExistsError:
+        raise OutdirError(f"{aside} exists already: wait a second and start the study again") from None
+    info = PLAN_RECORD.parts[0]
+    entries = sorted((e for e in folder.iterdir() if e.name not in STAYS), key=lambda e: e.name == info)
+    for entry in entries:
+        try:
+            entry.rename(aside / entry.name)
+        except OSError as err:
+            raise OutdirError(f"cannot move {entry} to {aside} ({err.strerror}); {len(entries)} entries of --outdir "
+                              f"{outdir} were to move there: move the rest yourself, or give another --outdir") from None
+    return aside
