@@ -61,6 +61,10 @@ class Report:
     predictions: pd.DataFrame
     pipeline: pd.DataFrame
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: Per process, the evidence the findings' rules read, and the findings that fired
+    #: (:mod:`biossd.analysis.findings`).
+    evidence: pd.DataFrame = field(default_factory=pd.DataFrame)
+    findings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load_trace(outdir: Path) -> pd.DataFrame:
@@ -95,6 +99,7 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
         row.update({k: labels.get(k) for k in pipelinetask.LABELS})
         row["run_path"] = str(run_dir)
         row["attempt"] = int(labels.get("attempt") or 1)
+        row["memory_limit_bytes"] = float((body.get("memory_cap") or {}).get("limit_bytes") or np.nan)
         rows.append(row)
     return pd.DataFrame(rows), skipped
 
@@ -212,5 +217,9 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
                       "predicted_wall_s": wall["predicted"], "predicted_wall_low_s": wall["low"],
                       "predicted_wall_high_s": wall["high"], "speedup_vs_measured": measured_wall / wall["predicted"],
                       "source": target.source})
+    from biossd.analysis import findings
+
+    ev = findings.evidence(tasks, runs, by, preds, lambda durations: critical_path(tasks, durations))
     return Report(runs=runs, tasks=tasks, processes=per.reset_index(), predictions=by,
-                  pipeline=pd.DataFrame(whole), skipped=skipped)
+                  pipeline=pd.DataFrame(whole), skipped=skipped, evidence=ev.reset_index(),
+                  findings=findings.of(ev))
