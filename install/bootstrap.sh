@@ -263,6 +263,26 @@ s3proxy_env() {
   stamp_write s3proxy "$s3proxy_version"
 }
 
+# MultiQC (the report nf-core pipelines end with), in an environment of its own so its
+# dependencies never move the analysis environment's pins: biossd's pipeline report writes
+# MultiQC custom content, and a test runs MultiQC over it. From install/multiqc/requirements.lock.
+multiqc_env() {
+  local dir=$venv/multiqc
+  local key; key=$(hash_of "$here/multiqc/requirements.lock" <(echo "$python"))
+  if stamp_ok multiqc "$key" && [ -x "$dir/bin/multiqc" ] && [ -L "$venv/bin/multiqc" ]; then return 0; fi
+  note "creating MultiQC's environment in $dir from install/multiqc/requirements.lock"
+  rm -f "$stamps/multiqc"; rm -rf "$dir.tmp"
+  "$python" -m venv "$dir.tmp" || die "could not create a virtual environment with $python -m venv"
+  "$dir.tmp/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$here/multiqc/requirements.lock" \
+    || die "pip install from install/multiqc/requirements.lock failed: no network to PyPI?"
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  # A venv's scripts name their interpreter by path: rewrite the moved one's.
+  sed -i "1s|^#!.*|#!$dir/bin/python|" "$dir/bin/multiqc"
+  "$dir/bin/multiqc" --version >/dev/null || die "MultiQC was installed but does not run"
+  mkdir -p "$venv/bin" && ln -sfn "$dir/bin/multiqc" "$venv/bin/multiqc"
+  stamp_write multiqc "$key"
+}
+
 venv_is_ours  # before any step writes a stamp into it
 case ${1:-all} in
   check) check ;;
@@ -270,9 +290,10 @@ case ${1:-all} in
   python) python_env ;;
   nextflow) nextflow_env ;;
   s3proxy) s3proxy_env ;;
+  multiqc) multiqc_env ;;
   docker) docker_env ;;
   tex) tex ;;
   pins) pins "${2:-}" ;;
-  all) system; python_env; nextflow_env; s3proxy_env; docker_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, docker, tex, pins, all)" ;;
+  all) system; python_env; nextflow_env; s3proxy_env; multiqc_env; docker_env ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, multiqc, docker, tex, pins, all)" ;;
 esac

@@ -123,6 +123,55 @@ def test_a_retried_task_counts_once_and_its_failed_attempt_is_listed(profiled):
     assert row["tasks"] == 1 and row["failed_attempts"] == 1
 
 
+def test_findings_name_what_to_change_and_the_next_run_config_does_it(profiled, env, biossd, tmp_path):
+    """On real runs: GROW_TABLE's first attempt was killed at its 40 MB (BIOSSD-M02, and no other
+    process gets it); every finding is a documented rule with its evidence; and the report's
+    next-run.config, passed with -c, runs GROW_TABLE's first attempt to its end."""
+    from biossd.analysis import findings
+
+    outdir = profiled[("spill", "native")]
+    said = biossd("pipeline", "report", str(outdir)).stdout
+    table = pd.read_csv(outdir / pipeline.REPORT_DIR / "findings.csv")
+    codes = {rule.code for rule in findings.RULES}
+    assert set(table["code"]) <= codes and table["evidence"].str.contains("=").all()
+    m02 = table[table["code"] == "BIOSSD-M02"]
+    assert list(m02["process"]) == ["GROW_TABLE"], table.to_string()
+    assert "killed at 40 MB" in m02.iloc[0]["finding"] and "BIOSSD-M02" in said
+    for process, fired in table.groupby("process")["code"]:
+        assert not {"BIOSSD-C01", "BIOSSD-D01"} <= set(fired), f"{process}: CPU-bound and device-bound at once"
+    config = outdir / pipeline.REPORT_DIR / "next-run.config"
+    assert "withName: 'GROW_TABLE'" in config.read_text()
+    again = tmp_path / "again"
+    again.mkdir()
+    run_pipeline(env, "spill", profiled["work"]["native"] / "spill-again" / "work", again, *profiled["args"]["spill"],
+                 "-c", str(config))
+    runs, _ = pipeline.load_runs(again)
+    assert list(runs[runs["process"] == "GROW_TABLE"]["outcome"]) == ["ok"], "the suggested memory ran it the first time"
+    assert "BIOSSD-M02" not in set(pipeline.report(again).findings["code"])
+
+
+def test_multiqc_shows_the_per_process_table_and_the_findings(profiled, biossd, env, tmp_path):
+    """MultiQC (its own environment, from PyPI), run over the report folder as an nf-core
+    pipeline's MultiQC step would be, finds biossd's two sections and shows every process and finding."""
+    from biossd.outputs import pipeline_report
+
+    outdir = profiled[("spill", "native")]
+    biossd("pipeline", "report", str(outdir))
+    exe = shutil.which("multiqc", path=env["PATH"])
+    assert exe, "MultiQC is not installed (install/bootstrap.sh multiqc)"
+    proc = subprocess.run([exe, str(outdir / pipeline.REPORT_DIR), "-o", str(tmp_path), "--no-ansi"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    html = (tmp_path / "multiqc_report.html").read_text()
+    for section in (pipeline_report.MQC_PROCESSES, pipeline_report.MQC_FINDINGS):
+        assert f'id="{section}"' in html, f"MultiQC did not show the section {section}"
+    data = json.loads((tmp_path / "multiqc_data" / "multiqc_data.json").read_text())
+    text = json.dumps(data)
+    for process in ("MAKE_NUMBERS", "SORT_CHUNK", "MERGE_SORTED", "GROW_TABLE"):
+        assert process in text
+    assert "GROW_TABLE BIOSSD-M02" in text
+
+
 def test_a_resumed_pipeline_counts_its_cached_tasks_once(profiled, env):
     outdir = profiled[("dnaseq", "native")]
     before = pipeline.report(outdir).processes.set_index("process")["tasks"]

@@ -22,10 +22,12 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     if not command:
         raise UsageError("biossd pipeline task: no command after `--` (Nextflow gives /bin/bash -ue .command.sh)")
     workdir = Path.cwd()
-    out = pipelinetask.run_dir(pipelinetask.outdir_from_env(), task, workdir)
+    outdir = pipelinetask.outdir_from_env()
+    out = pipelinetask.run_dir(outdir, task, workdir)
+    drop, why_not = pipelinetask.drops_caches(task, outdir)
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
-                                     drop_caches=bool(task.get("drop_caches", True)), owner=options.owner(args))
+                                     drop_caches=drop, kept_caches_why=why_not, owner=options.owner(args))
     body, signum = options.run_profiler(request, "biossd pipeline task")
     if signum is not None:
         return profile.signal_exit_code(signum)
@@ -55,6 +57,11 @@ def cmd_pipeline_report(args: argparse.Namespace) -> int:
     print()
     print(rep.pipeline[["target", "measured_wall_s", "predicted_wall_s", "speedup_vs_measured"]].to_string(
         index=False, float_format=lambda v: f"{v:.3g}"))
+    print()
+    if rep.findings.empty:
+        print("findings: none (no rule fired)")
+    for f in rep.findings.itertuples():
+        print(f"{f.process}  {f.code} [{f.severity}] {f.name}: {f.finding}\n    do: {f.advice}")
     print(f"biossd pipeline report: {len(written)} files in {Path(args.outdir) / pipeline.REPORT_DIR}", file=sys.stderr)
     return 0
 
@@ -68,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     options.add_owner_options(p, "the task")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- /bin/bash -ue .command.sh")
     p.set_defaults(func=cmd_pipeline_task)
-    p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices")
+    p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices, and findings: what to change")
     p.add_argument("outdir", help="the --biossd_outdir of a profiled pipeline run")
     p.add_argument("--study", help="a study result set: its pattern centroids instead of the paper's")
     p.add_argument("--target", action="append", default=[], metavar="DEVICE",

@@ -6,6 +6,15 @@
   interval) and speedup over the measured device, per process and for the whole pipeline (its
   critical path), on each target;
 - ``tasks.csv``: every counted task with its run;
+- ``evidence.csv`` and ``findings.csv``: per process, the evidence the findings' rules read, and
+  each coded finding that fired, with its severity, evidence and advice
+  (:mod:`biossd.analysis.findings`);
+- ``next-run.config``: a Nextflow config to pass with ``-c`` next time: each process's ``memory``
+  from its measured peak with the findings' margin, and a fast scratch for the processes a faster
+  device serves (:func:`next_run_config`);
+- ``biossd_processes_mqc.yaml`` and ``biossd_findings_mqc.yaml``: the per-process table and the
+  findings as MultiQC custom content, so a pipeline's own MultiQC report (run over this folder, or
+  given these files) shows them (:func:`multiqc_content`);
 - ``pipeline_speedup.png``: the pipeline's predicted wall time on each target, interval drawn;
 - ``process_speedup.png``: each process's speedup on each target (a heat map, numbers written);
 - ``README.md``: what each file holds, the prediction's model, its interval and where it is blind,
@@ -21,9 +30,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from biossd.core.files import atomic_write_text, write_frame  # noqa: E402
 
+NEXT_RUN_CONFIG = "next-run.config"
+#: MultiQC custom content: its files end in ``_mqc.yaml``; the sections' ids.
+MQC_PROCESSES, MQC_FINDINGS = "biossd_processes", "biossd_findings"
 #: Figure width in inches, and height per bar or row.
 FIG_WIDTH_IN = 8.0
 ROW_HEIGHT_IN = 0.45
@@ -39,7 +52,11 @@ def write(rep, out_dir: Path) -> list[Path]:
     written = [write_frame(rep.processes, out_dir / "processes.csv"),
                write_frame(rep.predictions, out_dir / "process_predictions.csv"),
                write_frame(rep.pipeline, out_dir / "pipeline_predictions.csv"),
-               write_frame(tasks, out_dir / "tasks.csv")]
+               write_frame(tasks, out_dir / "tasks.csv"),
+               write_frame(rep.evidence, out_dir / "evidence.csv"),
+               write_frame(rep.findings, out_dir / "findings.csv")]
+    written.append(next_run_config(rep, out_dir / NEXT_RUN_CONFIG))
+    written += multiqc_content(rep, out_dir)
     written.append(pipeline_figure(rep, out_dir / "pipeline_speedup.png"))
     written.append(process_figure(rep, out_dir / "process_speedup.png"))
     written.append(readme(rep, out_dir / "README.md"))
@@ -49,7 +66,7 @@ def write(rep, out_dir: Path) -> list[Path]:
 def readme(rep, path: Path) -> Path:
     """The report's own guide: its files, the model with its interval and blind spots, the
     patterns' source, and every run that was skipped and why."""
-    from biossd.analysis import predict
+    from biossd.analysis import findings, predict
 
     sources = sorted(set(rep.processes.get("pattern_source", []).dropna().astype(str))) if len(rep.processes) else []
     lines = ["# Your pipeline on other devices (biossd pipeline report)", "",
@@ -62,17 +79,111 @@ def readme(rep, path: Path) -> Path:
              "(the critical path, not a sum), with the interval |",
              "| `tasks.csv` | every task that counts once (its last completed attempt, or the run a cached task "
              "came from) |",
-             "| `pipeline_speedup.png`, `process_speedup.png` | the two tables above as figures |", "",
+             "| `pipeline_speedup.png`, `process_speedup.png` | the two tables above as figures |",
+             "| `next-run.config` | a config for the next run (`-c`): each process's memory from its measured need "
+             "with a margin, and `scratch` on `--fast_scratch` for the processes a faster device serves |",
+             "| `biossd_processes_mqc.yaml`, `biossd_findings_mqc.yaml` | the per-process table and the findings as "
+             "MultiQC custom content: `multiqc <this folder>` (or add them to your pipeline's MultiQC inputs) |",
+             "| `evidence.csv`, `findings.csv` | per process, the evidence the findings read, and each finding that "
+             "fired: its code, severity, what was measured, what to do (rules: docs/profile-your-pipeline.md) |", "",
+             "## Findings", ""] + _findings_lines(rep) + ["",
              "## The model, its interval and where it is blind", "", predict.MODEL_SUMMARY, "",
              f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} "
              "standard deviations) and, for a flash "
              "device known by its vendor's depth-32 IOPS only, both ends of its possible depth-1 IOPS. "
-             "A task shorter than about half a second is mostly process start-up and scheduling: its "
+             f"A process whose tasks ran less than {findings.MIN_JUDGED_RUNTIME_S:g} s is mostly process start-up and scheduling: its "
              "prediction is printed, not to be leaned on.", "",
              "## Patterns", ""] + [f"- {s}" for s in sources or ["none"]]
     lines += ["", "## Skipped runs", ""] + ([f"- `{d}`: {why}" for d, why in rep.skipped] or ["none"])
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
+
+
+def _groovy(text: str) -> str:
+    return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def next_run_config(rep, path: Path) -> Path:
+    """What to run next time, as a Nextflow config: per process (``withName`` its full name) the
+    ``memory`` its tasks needed — the measured peak memory, plus what they swapped out when
+    they paged, plus the findings' margin — and, for a process a faster device serves
+    (``BIOSSD-D01``), ``scratch`` on ``params.fast_scratch`` (a directory on that device, given with
+    ``--fast_scratch``; unset, the task runs where it did)."""
+    from biossd.analysis import findings
+
+    fired = rep.findings.groupby("process")["code"].apply(set) if len(rep.findings) else {}
+    lines = ["// What biossd measured, as a config for the next run: nextflow run <pipeline> -c next-run.config",
+             "// (written by `biossd pipeline report`; memory = measured need + "
+             f"{findings.MEMORY_MARGIN:.0%}; see findings.csv for why)",
+             "params.fast_scratch = null   // a directory on the faster device, for the processes it speeds up",
+             "", "process {"]
+    for process, e in rep.evidence.set_index("process").iterrows():
+        need = float(e["peak_memory_bytes"]) + float(e.get("swap_outs") or 0.0) * 4 * findings.KIB
+        memory = findings.suggested_memory_bytes(need)
+        codes = fired.get(process, set()) if len(rep.findings) else set()
+        body = []
+        if memory == memory:  # not NaN
+            body.append(f"        memory = '{int(memory // findings.MIB)} MB'   // measured {need / findings.MIB:.0f} MB")
+        if "BIOSSD-D01" in codes:
+            body.append(f"        scratch = params.fast_scratch ?: false   // BIOSSD-D01: {e['best_speedup']:.2f}x on "
+                        f"{e['best_target']}")
+        if body:
+            lines += [f"    withName: {_groovy(process)} {{", *body, "    }"]
+    lines.append("}")
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path
+
+
+def multiqc_content(rep, out_dir: Path) -> list[Path]:
+    """The per-process table (runtime, CPU share, peak RSS, the best target and its predicted
+    speedup, the findings' codes) and the findings (one row per process and code, with severity,
+    finding and advice) as two MultiQC custom-content tables."""
+    import yaml
+
+    ev = rep.evidence.set_index("process") if len(rep.evidence) else pd.DataFrame()
+    codes = rep.findings.groupby("process")["code"].apply(lambda c: ", ".join(sorted(c))) if len(rep.findings) else {}
+    processes = {}
+    for row in rep.processes.itertuples():
+        e = ev.loc[row.process] if row.process in ev.index else {}
+        processes[row.process] = {
+            "tasks": int(row.tasks), "runtime_s": round(float(row.runtime_s), 2), "cpu_share": round(float(row.cpu_share), 2),
+            "peak_rss_mib": round(float(row.peak_rss_kib) / 1024, 1),
+            "best_target": str(e.get("best_target", "")) if len(e) else "",
+            "best_speedup": round(float(e.get("best_speedup")), 2) if len(e) and pd.notna(e.get("best_speedup")) else None,
+            "findings": codes.get(row.process, "") if len(rep.findings) else ""}
+    found = {f"{f.process} {f.code}": {"severity": f.severity, "finding": f"{f.name}: {f.finding}", "advice": f.advice}
+             for f in rep.findings.itertuples()}
+    docs = "docs/profile-your-pipeline.md of biossd"
+    sections = [  # id, name, description, first column's header, columns, rows
+        (MQC_PROCESSES, "biossd: storage per process",
+         "Each process's measured runtime, CPU share and peak RSS, and the target device its recorded block "
+         "requests would be served fastest on, with the predicted speedup (biossd pipeline report).", "Process",
+         {"tasks": {"title": "Tasks", "format": "{:,.0f}"}, "runtime_s": {"title": "Runtime (s)"},
+          "cpu_share": {"title": "CPU share"}, "peak_rss_mib": {"title": "Peak RSS (MiB)"},
+          "best_target": {"title": "Best target"}, "best_speedup": {"title": "Predicted speedup"},
+          "findings": {"title": "Findings"}}, processes),
+        (MQC_FINDINGS, "biossd: findings",
+         f"What to change, per process: each coded finding with its evidence-based text and advice (rules: {docs}).",
+         "Process and finding", {"severity": {"title": "Severity"}, "finding": {"title": "Finding"}, "advice": {"title": "What to do"}},
+         found or {"(none)": {"severity": "", "finding": "no rule fired", "advice": ""}}),
+    ]
+    written = []
+    for section_id, name, description, first, headers, data in sections:
+        body = {"id": section_id, "section_name": name, "description": description, "plot_type": "table",
+                "pconfig": {"id": f"{section_id}_table", "title": name, "col1_header": first}, "headers": headers,
+                "data": data}
+        path = out_dir / f"{section_id}_mqc.yaml"
+        atomic_write_text(path, yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+        written.append(path)
+    return written
+
+
+def _findings_lines(rep) -> list[str]:
+    if rep.findings is None or rep.findings.empty:
+        return ["No rule fired: no process pages, waits on a device a target would serve "
+                "much faster, or is CPU-bound."]
+    return [f"- **{f.process}** `{f.code}` ({f.severity}) {f.name}: {f.finding}. *Do:* {f.advice}."
+            for f in rep.findings.itertuples()]
 
 
 def pipeline_figure(rep, path: Path) -> Path:
