@@ -15,7 +15,7 @@ def test_a_task_travels_as_one_shell_safe_word_and_back():
     task = {"process": "NFCORE_RNASEQ:ALIGN (x)", "tag": "sample 1; rm -rf /", "attempt": 2, "memory_bytes": 1 << 30}
     word = pipelinetask.encode(task)
     assert set(word) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
-    assert pipelinetask.decode(word) == task
+    assert pipelinetask.decode(word) == {**task, "drop_caches": "once"}  # the default filled in
     with pytest.raises(pipelinetask.PipelineTaskError, match="base64"):
         pipelinetask.decode("not base64 at all!")
     with pytest.raises(pipelinetask.PipelineTaskError, match="names no process"):
@@ -53,3 +53,21 @@ def test_every_cloud_volume_is_a_target_with_its_source_and_date():
         devicemodels.load_target(spec)
     with pytest.raises(devicemodels.DeviceModelError, match="no volume"):
         devicemodels.load_target("volume:floppy")
+
+
+def test_the_page_cache_is_dropped_once_per_session_by_default(tmp_path):
+    from biossd.measure import pipelinetask
+
+    first = pipelinetask.decode(pipelinetask.encode({"process": "A", "session": "s-1"}))
+    assert first["drop_caches"] == "once"
+    assert pipelinetask.drops_caches(first, tmp_path) == (True, "")
+    again, why = pipelinetask.drops_caches(first, tmp_path)
+    assert not again and "first task" in why
+    assert pipelinetask.drops_caches({**first, "session": "s-2"}, tmp_path)[0], "another session starts cold"
+    every = pipelinetask.decode(pipelinetask.encode({"process": "A", "session": "s-1", "drop_caches": "task"}))
+    assert pipelinetask.drops_caches(every, tmp_path) == (True, "")
+    for given, mode in ((True, "task"), (False, "never"), ("true", "task"), ("false", "never")):
+        assert pipelinetask.decode(pipelinetask.encode({"process": "A", "drop_caches": given}))["drop_caches"] == mode
+    assert not pipelinetask.drops_caches({"process": "A", "drop_caches": "never"}, tmp_path)[0]
+    with pytest.raises(pipelinetask.PipelineTaskError, match="drop_caches 'sometimes'"):
+        pipelinetask.decode(pipelinetask.encode({"process": "A", "drop_caches": "sometimes"}))

@@ -17,6 +17,11 @@ page cache dropped first — and keeps the run directory under ``$BIOSSD_PIPELIN
 directory. The task's exit status is the tool's, so Nextflow's retries and error strategies work as
 without biossd. Measured tasks run one at a time on the host (the host lock); a task waiting for it
 is not measured while it waits, only its run.
+
+The page cache is dropped as ``drop_caches`` says (:data:`DROP_MODES`): ``once`` (the default) by
+the session's first task only — the pipeline starts cold, as it would after a reboot, and its
+tasks then read what earlier tasks left in memory, as they do without biossd; ``task`` before
+every task (cold reads each time, as the study's runs); ``never``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ RUNS_DIR = "runs"
 #: The labels every pipeline run carries (the run table's label columns for pipelines).
 LABELS = ("process", "tag", "attempt", "task_hash", "workdir")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+#: When a task drops the page cache (the module's text); the config's true/false mean task/never.
+DROP_MODES = ("once", "task", "never")
+#: The mark of the session whose first task dropped the page cache (``once``), under the outdir.
+DROPPED_MARK = "pipeline_info/.biossd-caches-dropped-{session}"
 
 
 class PipelineTaskError(BiossdError, ValueError):
@@ -62,6 +71,12 @@ def decode(word: str) -> dict[str, Any]:
                                or not MIN_CAP_BYTES <= memory <= MAX_CAP_BYTES):
         raise PipelineTaskError(f"--task memory_bytes {memory!r}: the process's memory directive must be a size "
                                 f"between {MIN_CAP_BYTES} and {MAX_CAP_BYTES} bytes (or none)")
+    drop = task.get("drop_caches", "once")
+    drop = {True: "task", False: "never", "true": "task", "false": "never"}.get(drop, drop) \
+        if isinstance(drop, (bool, str)) else drop
+    if drop not in DROP_MODES:
+        raise PipelineTaskError(f"--task drop_caches {drop!r}: --biossd_drop_caches is one of {', '.join(DROP_MODES)}")
+    task["drop_caches"] = drop
     attempt = task.get("attempt", 1)
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise PipelineTaskError(f"--task attempt {attempt!r}: Nextflow's task.attempt is a whole number from 1")
@@ -98,3 +113,21 @@ def outdir_from_env(environ: dict[str, str] | None = None) -> Path:
         raise PipelineTaskError(f"${OUTDIR_ENV} is not set: run the pipeline with -c nextflow/conf/profile_pipeline.config "
                                 "--biossd_outdir DIR")
     return Path(value)
+
+
+def drops_caches(task: dict[str, Any], outdir: Path) -> tuple[bool, str]:
+    """Whether this task drops the page cache, and why not when it does not: ``task`` always,
+    ``never`` never, ``once`` only the first task of its session (the one that makes the
+    session's mark under ``outdir``, in one step no other task can also take)."""
+    mode = task.get("drop_caches", "once")
+    if mode == "task":
+        return True, ""
+    if mode == "never":
+        return False, "--biossd_drop_caches never"
+    mark = Path(outdir) / DROPPED_MARK.format(session=component(task.get("session"), empty="unknown-session"))
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False, "--biossd_drop_caches once: dropped by the session's first task"
+    return True, ""

@@ -92,6 +92,8 @@ class ProfileRequest:
     labels: dict[str, str] = field(default_factory=dict)
     cap_backend: str = "auto"
     drop_caches: bool = True
+    #: Why the page cache was not dropped, for the record when ``drop_caches`` is false.
+    kept_caches_why: str = "disabled"
     overwrite: bool = False
     #: Block devices to trace (``/dev/vda``, ``vda`` or ``254:0``); default: the one holding
     #: the current directory. A swap area made for the run is traced too.
@@ -390,7 +392,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         if not where["device_check"]["ok"]:
             raise ProfileError(devicecheck.problem_text(where["device_check"]))
         phases.mark("set_up")
-        caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": "disabled"}
+        caches = drop_page_cache() if request.drop_caches else {"dropped": False, "why": request.kept_caches_why}
         phases.mark("drop_caches")
         cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap,
                                             account=True))
