@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO
 
 from biossd.analysis import pipeline
+from biossd.core.owners import ProcessRef
 from biossd.measure import manifest, pipelinetask
 
 pytestmark = pytest.mark.integration
@@ -170,6 +171,38 @@ def test_multiqc_shows_the_per_process_table_and_the_findings(profiled, biossd, 
     for process in ("MAKE_NUMBERS", "SORT_CHUNK", "MERGE_SORTED", "GROW_TABLE"):
         assert process in text
     assert "GROW_TABLE BIOSSD-M02" in text
+
+
+def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(profiled, tmp_path):
+    """The spill pipeline's tasks ran as Nextflow scheduled them (its two SORT_CHUNK tasks at
+    once), members of one concurrent group whose leader held the host lock and ended with
+    Nextflow; the report names each overlap and what of it no run can tell apart."""
+    from biossd.host import hostlock
+
+    outdir = profiled[("spill", "native")]
+    runs, _ = pipeline.load_runs(outdir)
+    modes = {manifest.read_manifest(Path(p))["host_lock"]["mode"] for p in runs["run_path"]}
+    leaders = {manifest.read_manifest(Path(p))["host_lock"].get("leader_pid") for p in runs["run_path"]}
+    assert modes == {"group-member"} and len(leaders) == 1
+    assert not ProcessRef.of(leaders.pop()).alive(), "the session's leader ended with Nextflow"
+    assert hostlock.held_by() is None or "pipeline lead" not in str(hostlock.held_by())
+    assert not list((outdir / "pipeline_info").glob(".biossd-leader-*")), "the leader removed its mark"
+    rep = pipeline.report(outdir, [HDD_PROFILE])
+    sorts = rep.tasks[rep.tasks["process"] == "SORT_CHUNK"]
+    assert sorts["overlap_group"].nunique() == 1 and (sorts["overlap_s"] > 0).all()
+    assert sorts["overlapped_with"].str.contains("SORT_CHUNK").all()
+    assert (rep.tasks["kernel_requests_unattributed"] <= rep.tasks["kernel_requests"]).all()
+
+
+def test_serial_runs_one_task_at_a_time(profiled, env, tmp_path):
+    outdir = tmp_path / "serial"
+    outdir.mkdir()
+    run_pipeline(env, "spill", profiled["work"]["native"] / "spill-serial" / "work", outdir,
+                 *profiled["args"]["spill"], "--biossd_concurrency", "serial")
+    runs, _ = pipeline.load_runs(outdir)
+    assert {manifest.read_manifest(Path(p))["host_lock"]["mode"] for p in runs["run_path"]} == {"exclusive"}
+    tasks = pipeline.report(outdir, []).tasks
+    assert (tasks["overlap_s"] == 0).all() and tasks["overlap_group"].is_unique
 
 
 def test_a_resumed_pipeline_counts_its_cached_tasks_once(profiled, env):

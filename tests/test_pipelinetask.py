@@ -15,7 +15,7 @@ def test_a_task_travels_as_one_shell_safe_word_and_back():
     task = {"process": "NFCORE_RNASEQ:ALIGN (x)", "tag": "sample 1; rm -rf /", "attempt": 2, "memory_bytes": 1 << 30}
     word = pipelinetask.encode(task)
     assert set(word) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
-    assert pipelinetask.decode(word) == {**task, "drop_caches": "once"}  # the default filled in
+    assert pipelinetask.decode(word) == {**task, "drop_caches": "once", "concurrency": "serial"}  # defaults filled in
     with pytest.raises(pipelinetask.PipelineTaskError, match="base64"):
         pipelinetask.decode("not base64 at all!")
     with pytest.raises(pipelinetask.PipelineTaskError, match="names no process"):
@@ -71,3 +71,29 @@ def test_the_page_cache_is_dropped_once_per_session_by_default(tmp_path):
     assert not pipelinetask.drops_caches({"process": "A", "drop_caches": "never"}, tmp_path)[0]
     with pytest.raises(pipelinetask.PipelineTaskError, match="drop_caches 'sometimes'"):
         pipelinetask.decode(pipelinetask.encode({"process": "A", "drop_caches": "sometimes"}))
+
+
+def test_tasks_run_side_by_side_unless_asked_serial_and_never_drop_the_cache_under_each_other():
+    from biossd.measure import pipelinetask
+
+    assert pipelinetask.decode(pipelinetask.encode({"process": "A", "concurrency": "side-by-side"}))["concurrency"] \
+        == "side-by-side"
+    with pytest.raises(pipelinetask.PipelineTaskError, match="drops the page cache under tasks that run beside it"):
+        pipelinetask.decode(pipelinetask.encode({"process": "A", "concurrency": "side-by-side", "drop_caches": "task"}))
+    assert pipelinetask.decode(pipelinetask.encode({"process": "A", "concurrency": "serial",
+                                                    "drop_caches": "task"}))["drop_caches"] == "task"
+    with pytest.raises(pipelinetask.PipelineTaskError, match="concurrency 'parallel'"):
+        pipelinetask.decode(pipelinetask.encode({"process": "A", "concurrency": "parallel"}))
+
+
+def test_a_session_is_its_nextflow_process_and_a_task_without_one_cannot_join(tmp_path):
+    import os
+
+    from biossd.measure import pipelinesession
+
+    me = pipelinesession.session_of(os.getpid())
+    assert me and me.startswith(f"{os.getpid()}-") and pipelinesession.token(me).endswith(me)
+    assert pipelinesession.session_of(None) is None and pipelinesession.nextflow_of(None) is None
+    with pytest.raises(pipelinesession.SessionError, match="names no Nextflow session"):
+        pipelinesession.join("", None, tmp_path)
+    assert not any(tmp_path.iterdir()), "nothing was started or marked"

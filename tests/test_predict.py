@@ -187,3 +187,28 @@ def test_the_io_throttle_is_made_for_this_process_and_removed_on_an_error(root_r
             assert throttle.record()["read_bps"] == 10**12
             raise RuntimeError("inside")
     assert not made.exists()
+
+
+def test_runs_side_by_side_are_served_interleaved_on_the_device_they_share():
+    """Two sequential readers far apart on one disk, overlapping in time: served interleaved, the
+    head moves between them at every request, so each costs more than alone; on flash (no head)
+    interleaving costs nothing. Each keeps its own requests' service."""
+    n, size = 400, 64 * KIB
+
+    def reader(start_byte, epoch):
+        s = stream(n, size=size)
+        s = devicemodels.Stream(is_write=s.is_write, offset=s.offset + start_byte, nbytes=s.nbytes, depth=s.depth,
+                                idle_ms=s.idle_ms, new_stream=s.new_stream)
+        return predict.RunStream(s, runtime_s=10.0, cpu_s=0.1, busy_s=9.0, issue_s=np.arange(n) * 0.02,
+                                 started_epoch_s=epoch)
+
+    a, b = reader(0, 1000.0), reader(500 * 10**9, 1000.01)  # interleaved request by request
+    hdd = devicemodels.paper_target("Seagate Barracuda")
+    alone = [predict.predict_stream(r, hdd)["target_busy_s"] for r in (a, b)]
+    together = [p["target_busy_s"] for p in predict.predict_overlapping([a, b], hdd)]
+    assert all(t > 3 * s for t, s in zip(together, alone)), (alone, together)
+    apart = [p["target_busy_s"] for p in predict.predict_overlapping([a, reader(500 * 10**9, 2000.0)], hdd)]
+    assert apart == pytest.approx(alone, rel=0.05), "runs one after the other seek once, not at every request"
+    ssd = devicemodels.paper_target("Samsung 840 Pro")
+    assert [p["target_busy_s"] for p in predict.predict_overlapping([a, b], ssd)] == pytest.approx(
+        [predict.predict_stream(r, ssd)["target_busy_s"] for r in (a, b)])

@@ -100,6 +100,12 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
         row["run_path"] = str(run_dir)
         row["attempt"] = int(labels.get("attempt") or 1)
         row["memory_limit_bytes"] = float((body.get("memory_cap") or {}).get("limit_bytes") or np.nan)
+        # The command's window on the host's clock (epoch seconds), its post-exit flush of dirty
+        # data included (a flush writes what every task beside it left dirty too): which tasks overlapped.
+        started = pd.Timestamp(body["started_at"]).timestamp() + float(body.get("command_started_s") or 0.0)
+        row["command_start_epoch_s"] = started
+        row["command_end_epoch_s"] = started + float(body.get("wall_s") or 0.0) + float(body.get("flush_s") or 0.0)
+        row["side_by_side"] = (body.get("host_lock") or {}).get("mode") == "group-member"
         rows.append(row)
     return pd.DataFrame(rows), skipped
 
@@ -158,6 +164,76 @@ def _apply_rules(values: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def overlaps(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Which counted tasks ran side by side: per task, its overlap group (tasks linked by
+    overlapping command windows, one number per group), the other tasks it overlapped
+    (``process (tag)``, ``;``-joined), the seconds another task ran beside it, and its kept
+    kernel-thread requests (write-back, the journal) — and how many of those were issued while
+    another task ran: requests no run can tell apart, kept in each run that overlapped them and
+    shown here as unattributed (:func:`biossd.measure.blocktrace.kernel_thread_issue_s`)."""
+    from biossd.measure import blocktrace
+
+    start, end = tasks["command_start_epoch_s"].to_numpy(float), tasks["command_end_epoch_s"].to_numpy(float)
+    order = np.argsort(start, kind="stable")
+    group = np.zeros(len(tasks), int)
+    current, reach = -1, -np.inf
+    for i in order:
+        if start[i] >= reach:
+            current += 1
+        group[i] = current
+        reach = max(reach, end[i])
+    names = (tasks["process"].astype(str) + " (" + tasks["tag"].fillna("").astype(str) + ")").to_numpy()
+    rows = []
+    for i in range(len(tasks)):
+        others = [j for j in range(len(tasks)) if j != i and start[j] < end[i] and end[j] > start[i]]
+        windows = sorted((max(start[i], start[j]), min(end[i], end[j])) for j in others)
+        merged: list[list[float]] = []
+        for a, b in windows:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        run_dir = Path(tasks.iloc[i]["run_path"])
+        try:
+            body = manifest.read_manifest(run_dir)
+            t0 = pd.Timestamp(body["started_at"]).timestamp()
+            kernel = t0 + blocktrace.kernel_thread_issue_s(run_dir, body)
+        except (manifest.ManifestError, OSError, KeyError, ValueError):
+            kernel = np.array([])
+        shared = sum(int(np.sum((kernel >= a) & (kernel <= b))) for a, b in merged)
+        rows.append({"overlap_group": int(group[i]), "overlapped_with": "; ".join(names[j] for j in others),
+                     "overlap_s": float(sum(b - a for a, b in merged)), "kernel_requests": int(kernel.size),
+                     "kernel_requests_unattributed": shared})
+    return pd.DataFrame(rows, index=tasks.index)
+
+
+def interleave(tasks: pd.DataFrame, preds: pd.DataFrame, targets: Sequence) -> pd.DataFrame:
+    """``preds`` (per task and target, each run served alone) with every overlap group of more
+    than one task predicted together: their requests interleaved on the target they share
+    (:func:`biossd.analysis.predict.predict_overlapping`)."""
+    preds = preds.copy()
+    for _, members in tasks.groupby("overlap_group"):
+        if len(members) < 2:
+            continue
+        streams = {}
+        for idx in members.index:
+            try:
+                streams[idx] = predict.run_stream(Path(tasks.loc[idx, "run_path"]))
+            except (predict.NoTrace, OSError, ValueError):
+                pass
+        if len(streams) < 2:
+            continue
+        for target in targets:
+            results = predict.predict_overlapping(list(streams.values()), target)
+            for idx, result in zip(streams, results):
+                at = preds.index[(preds["task"] == idx) & (preds["target"] == target.name)]
+                for key, value in result.items():
+                    if key in preds.columns and key not in ("why", "note"):
+                        preds.loc[at, key] = value
+                preds.loc[at, "note"] = "served interleaved with the tasks beside it"
+    return preds
+
+
 def critical_path(tasks: pd.DataFrame, duration_s: pd.Series) -> float:
     """The pipeline's wall time when each task takes ``duration_s`` instead of its measured
     runtime: tasks keep their order and the gaps Nextflow's trace shows — each starts the same
@@ -187,10 +263,12 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
         raise PipelineReportError(f"{outdir / pipelinetask.RUNS_DIR}: no run to report"
                                   + (f" ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
     tasks = counted_tasks(runs, trace).reset_index(drop=True)
+    tasks = tasks.join(overlaps(tasks))
     loaded = [devicemodels.load_target(t) for t in targets]
     preds = predict.predict_runs([Path(p) for p in tasks["run_path"]], loaded)
     preds["task"] = np.repeat(np.arange(len(tasks)), len(loaded))
     preds["process"] = preds["task"].map(tasks["process"])
+    preds = interleave(tasks, preds, loaded)
 
     failed = runs[runs["outcome"] != "ok"].groupby("process").size()
     cached = tasks[tasks["status"] == "CACHED"].groupby("process").size()

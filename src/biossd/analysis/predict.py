@@ -118,6 +118,11 @@ class RunStream:
     #: Per request, whether the run waited for it (``None``: every one); background writeback
     #: is served by the target but not waited for (:func:`biossd.measure.blocktrace.waited_for`).
     waited: np.ndarray | None = None
+    #: Per request, when it was issued, in seconds after the command started (``None``: unknown),
+    #: and when the command started on the host's clock (epoch seconds): what interleaves the
+    #: requests of runs that overlapped (:func:`predict_overlapping`).
+    issue_s: np.ndarray | None = None
+    started_epoch_s: float | None = None
 
     @property
     def cores(self) -> float:
@@ -142,7 +147,7 @@ def busy_s(issue_s: np.ndarray, complete_s: np.ndarray) -> float:
     return float(np.sum(last - first))
 
 
-def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float
+def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float, issued: list | None = None
               ) -> tuple[devicemodels.Stream, float, np.ndarray]:
     """The requests issued in ``[t0, t1]`` — reads, writes and flushes of the device's write cache
     — as a :class:`Stream`, the device's busy time in that window with the requests the run
@@ -168,6 +173,8 @@ def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float
         is_flush=requests["op"][keep] == "F",
     )
     waited = np.asarray(requests["waited"], bool)[keep] if "waited" in requests else np.ones(issue.size, bool)
+    if issued is not None:  # the kept requests' issue times after t0, for a caller that interleaves runs
+        issued.append(issue - t0_s)
     return stream, busy_s(issue[waited], complete[waited]), waited
 
 
@@ -189,17 +196,23 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
     if t0 is None:
         raise NoTrace("the manifest does not say when the command started")
     runtime_s = float(acct["wall_s"])
-    stream, busy, waited = stream_of(blocktrace.run_requests(run_dir, body), t0, t0 + runtime_s)
+    issued: list[np.ndarray] = []
+    stream, busy, waited = stream_of(blocktrace.run_requests(run_dir, body), t0, t0 + runtime_s, issued)
     own_device = bool((body.get("emulated_storage") or {}).get("cwd"))
+    started = body.get("started_at")
+    epoch = (pd.Timestamp(started).timestamp() + float(t0)) if started else None
     return RunStream(stream, runtime_s, float(acct["user_s"]) + float(acct["sys_s"]), busy,
-                     "" if own_device else SHARED_DEVICE_NOTE, waited)
+                     "" if own_device else SHARED_DEVICE_NOTE, waited, issued[0], epoch)
 
 
-def predict_stream(run: RunStream, target: devicemodels.Target) -> dict[str, float]:
-    """The model of the module's text for one run on one target: runtime, interval, speedup."""
+def predict_stream(run: RunStream, target: devicemodels.Target, service: Any = None) -> dict[str, float]:
+    """The model of the module's text for one run on one target: runtime, interval, speedup.
+    ``service``: the target's service of this run's requests when they were served among other
+    runs' (:func:`predict_overlapping`); by default the run's stream is served alone."""
     w, b = run.runtime_s, min(run.busy_s, run.runtime_s)
     off = w - b
-    service = target.serve(run.stream)  # the whole stream, in order: background writes move the head too
+    if service is None:
+        service = target.serve(run.stream)  # the whole stream, in order: background writes move the head too
     waited = np.ones(len(run.stream), bool) if run.waited is None else run.waited
     busy_tgt = float(np.sum(service.mean_ms[waited])) / MS_PER_S
     sigma = math.sqrt(float(np.sum(service.var_ms2[waited]))) / MS_PER_S
@@ -217,6 +230,42 @@ def predict_stream(run: RunStream, target: devicemodels.Target) -> dict[str, flo
             "overlap_s": o_est, "target_busy_s": busy_tgt, "predicted_runtime_s": runtime,
             "predicted_low_s": low, "predicted_high_s": high, "predicted_speedup": runtime / w,
             "speedup_low": low / w, "speedup_high": high / w, "why": "", "note": run.note}
+
+
+def predict_overlapping(runs: Sequence[RunStream], target: devicemodels.Target) -> list[dict[str, float]]:
+    """Runs that overlapped in time on one device, predicted on one target that they share: their
+    requests are served as one stream interleaved by when each was issued (a disk's head moves
+    between them; the order is each request's issue time on the host's clock), and each run's
+    prediction (:func:`predict_stream`) takes its own requests' service from that stream. Queueing
+    between them is not modelled: what one run's request waits behind another's is not added."""
+    if len(runs) == 1 or any(r.issue_s is None or r.started_epoch_s is None for r in runs):
+        return [predict_stream(r, target) for r in runs]
+    when = np.concatenate([r.started_epoch_s + r.issue_s for r in runs])
+    owner = np.concatenate([np.full(len(r.stream), i) for i, r in enumerate(runs)])
+    order = np.argsort(when, kind="stable")
+    def merged(field: str) -> np.ndarray:
+        return np.concatenate([np.asarray(getattr(r.stream, field)) for r in runs])[order]
+    stream = devicemodels.Stream(
+        is_write=merged("is_write"), offset=merged("offset"), nbytes=merged("nbytes"), depth=merged("depth"),
+        idle_ms=merged("idle_ms"), new_stream=np.zeros(len(order), bool) if len(order) else np.array([], bool),
+        is_flush=np.concatenate([r.stream.flushes for r in runs])[order])
+    if len(order):
+        stream.new_stream[0] = True
+    served = target.serve(stream)
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))  # each request's place in the merged stream
+    out = []
+    for i, run in enumerate(runs):
+        mine = back[owner == i]
+        service = type(served)(**{f: np.asarray(getattr(served, f))[mine] for f in _service_fields(served)})
+        out.append(predict_stream(run, target, service))
+    return out
+
+
+def _service_fields(served: Any) -> list[str]:
+    import dataclasses
+
+    return [f.name for f in dataclasses.fields(served)]
 
 
 def predict_runs(run_dirs: Iterable[Path], targets: Sequence[devicemodels.Target],

@@ -24,10 +24,20 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     workdir = Path.cwd()
     outdir = pipelinetask.outdir_from_env()
     out = pipelinetask.run_dir(outdir, task, workdir)
+    from biossd.measure import pipelinesession
+
+    task["session"] = pipelinesession.session_of(task.get("owner_pid"))
+    group = None
+    if task["concurrency"] == "side-by-side":
+        try:
+            group = pipelinesession.join(str(task.get("session") or ""), task.get("owner_pid"), outdir)
+        except pipelinesession.SessionError as err:
+            raise UsageError(f"biossd pipeline task: {err}") from None
     drop, why_not = pipelinetask.drops_caches(task, outdir)
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
-                                     drop_caches=drop, kept_caches_why=why_not, owner=options.owner(args))
+                                     drop_caches=drop, kept_caches_why=why_not, group=group,
+                                     owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
     body, signum = options.run_profiler(request, "biossd pipeline task")
     if signum is not None:
         return profile.signal_exit_code(signum)
@@ -41,6 +51,22 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     if body.get("signal"):
         return 128 + int(body["signal"])
     return int(body.get("exit_code") or 0)
+
+
+def cmd_pipeline_lead(args: argparse.Namespace) -> int:
+    """Hold the host lock for a Nextflow session's tasks, side by side, until Nextflow ends
+    (started by the session's first task: biossd.measure.pipelinesession)."""
+    from biossd.core.signals import signals_call
+    from biossd.measure import pipelinesession
+
+    owner = options.owner(args, "no session was led")
+    if owner is None:
+        raise UsageError("biossd pipeline lead: --owner-pid (the Nextflow process) is required")
+    received: list[int] = []
+    with signals_call(lambda signum, _frame: received.append(signum)):
+        pipelinesession.lead(args.session, owner, lambda: received[0] if received else None,
+                             Path(args.mark) if args.mark else None)
+    return 0
 
 
 def cmd_pipeline_report(args: argparse.Namespace) -> int:
@@ -75,6 +101,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     options.add_owner_options(p, "the task")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- /bin/bash -ue .command.sh")
     p.set_defaults(func=cmd_pipeline_task)
+    p = pipe_sub.add_parser("lead", help="hold the host lock for a Nextflow session's tasks side by side "
+                            "(the session's first task starts it)")
+    p.add_argument("--session", required=True, help="the Nextflow session (its process: pid-start)")
+    p.add_argument("--mark", help="the session's leader mark, removed when the leader ends")
+    options.add_owner_options(p, "the session", " (the Nextflow process: the lock is let go when it ends)")
+    p.set_defaults(func=cmd_pipeline_lead)
     p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices, and findings: what to change")
     p.add_argument("outdir", help="the --biossd_outdir of a profiled pipeline run")
     p.add_argument("--study", help="a study result set: its pattern centroids instead of the paper's")

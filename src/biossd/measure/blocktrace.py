@@ -465,6 +465,22 @@ def run_requests(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     return request_arrays(trace_path(run_dir), excluded_pids(body), exclude_devices=stacked_devices(body))
 
 
+def kernel_thread_issue_s(run_dir: Path, body: dict[str, Any]) -> "np.ndarray":
+    """When the run's kept requests that a kernel thread issued (write-back, the journal:
+    :data:`KERNEL_THREAD_COMMS`) were issued, in seconds on the run's clock: the requests a run
+    cannot tell from those of another run beside it."""
+    import numpy as np
+
+    table = read_table(trace_path(run_dir)).select(["issue_s", "pid", "comm"])
+    pids = table.column("pid").to_numpy(zero_copy_only=False)
+    comms = np.asarray([str(c or "") for c in table.column("comm").to_pylist()])
+    kernel = np.char.startswith(comms, KERNEL_THREAD_COMMS[0])
+    for prefix in KERNEL_THREAD_COMMS[1:]:
+        kernel |= np.char.startswith(comms, prefix)
+    kept = kernel & ~np.isin(pids, np.asarray(excluded_pids(body), dtype=float))
+    return table.column("issue_s").to_numpy()[kept]
+
+
 def swap_issuers(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     """Who paged: the read and write requests of the run's swap device (swap-ins and swap-outs as
     the processes that paged submitted them; the kernel's reclaim threads for some writes), and

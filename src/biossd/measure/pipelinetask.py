@@ -15,8 +15,9 @@ page cache dropped first — and keeps the run directory under ``$BIOSSD_PIPELIN
 (the process's name with ``:`` as ``.``, the tag made a path component, the work directory's hash:
 ``ab/cdef12...`` as ``abcdef12``). The run's labels carry the process, tag, attempt, hash and work
 directory. The task's exit status is the tool's, so Nextflow's retries and error strategies work as
-without biossd. Measured tasks run one at a time on the host (the host lock); a task waiting for it
-is not measured while it waits, only its run.
+without biossd. Tasks run side by side as Nextflow schedules them, members of their session's
+concurrent group (:mod:`biossd.measure.pipelinesession`), or with ``concurrency: serial`` one at a
+time, each under the host lock (a task waiting for it is not measured while it waits, only its run).
 
 The page cache is dropped as ``drop_caches`` says (:data:`DROP_MODES`): ``once`` (the default) by
 the session's first task only — the pipeline starts cold, as it would after a reboot, and its
@@ -43,6 +44,9 @@ RUNS_DIR = "runs"
 #: The labels every pipeline run carries (the run table's label columns for pipelines).
 LABELS = ("process", "tag", "attempt", "task_hash", "workdir")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+#: How tasks run: as Nextflow schedules them (:mod:`biossd.measure.pipelinesession`), or one at a
+#: time (each under its own host lock); a task description without it is serial.
+CONCURRENCY_MODES = ("side-by-side", "serial")
 #: When a task drops the page cache (the module's text); the config's true/false mean task/never.
 DROP_MODES = ("once", "task", "never")
 #: The mark of the session whose first task dropped the page cache (``once``), under the outdir.
@@ -77,6 +81,14 @@ def decode(word: str) -> dict[str, Any]:
     if drop not in DROP_MODES:
         raise PipelineTaskError(f"--task drop_caches {drop!r}: --biossd_drop_caches is one of {', '.join(DROP_MODES)}")
     task["drop_caches"] = drop
+    concurrency = task.get("concurrency", "serial")
+    if concurrency not in CONCURRENCY_MODES:
+        raise PipelineTaskError(f"--task concurrency {concurrency!r}: --biossd_concurrency is one of "
+                                f"{', '.join(CONCURRENCY_MODES)}")
+    if concurrency == "side-by-side" and drop == "task":
+        raise PipelineTaskError("--biossd_drop_caches task drops the page cache under tasks that run beside it: "
+                                "use it with --biossd_concurrency serial (or drop once, the default)")
+    task["concurrency"] = concurrency
     attempt = task.get("attempt", 1)
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise PipelineTaskError(f"--task attempt {attempt!r}: Nextflow's task.attempt is a whole number from 1")

@@ -78,7 +78,9 @@ def readme(rep, path: Path) -> Path:
              "| `pipeline_predictions.csv` | the whole pipeline per target: its wall time in Nextflow's task order "
              "(the critical path, not a sum), with the interval |",
              "| `tasks.csv` | every task that counts once (its last completed attempt, or the run a cached task "
-             "came from) |",
+             "came from), with the tasks it ran beside (`overlap_group`, `overlapped_with`, `overlap_s`) and its "
+             "kernel-thread requests, those issued while another task ran counted apart "
+             "(`kernel_requests_unattributed`) |",
              "| `pipeline_speedup.png`, `process_speedup.png` | the two tables above as figures |",
              "| `next-run.config` | a config for the next run (`-c`): each process's memory from its measured need "
              "with a margin, and `scratch` on `--fast_scratch` for the processes a faster device serves |",
@@ -86,7 +88,7 @@ def readme(rep, path: Path) -> Path:
              "MultiQC custom content: `multiqc <this folder>` (or add them to your pipeline's MultiQC inputs) |",
              "| `evidence.csv`, `findings.csv` | per process, the evidence the findings read, and each finding that "
              "fired: its code, severity, what was measured, what to do (rules: docs/profile-your-pipeline.md) |", "",
-             "## Findings", ""] + _findings_lines(rep) + ["",
+             "## Findings", ""] + _findings_lines(rep) + ["", "## Side by side", ""] + _overlap_lines(rep) + ["",
              "## The model, its interval and where it is blind", "", predict.MODEL_SUMMARY, "",
              f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} "
              "standard deviations) and, for a flash "
@@ -176,6 +178,24 @@ def multiqc_content(rep, out_dir: Path) -> list[Path]:
         atomic_write_text(path, yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
         written.append(path)
     return written
+
+
+def _overlap_lines(rep) -> list[str]:
+    """Which tasks ran beside which, and how their requests were attributed."""
+    if "overlap_group" not in rep.tasks or not (rep.tasks["overlap_s"] > 0).any():
+        return ["No task ran beside another: every trace holds one task's requests."]
+    lines = ["Each task's requests are its own by its process tree. Kernel threads' requests (write-back, the "
+             "journal) issued while another task ran cannot be told apart: each task that overlapped them keeps "
+             "them and they are counted here; the tasks of a group are predicted with their requests interleaved "
+             "on the target they share.", ""]
+    for _, group in rep.tasks.groupby("overlap_group"):
+        if len(group) < 2:
+            continue
+        names = ", ".join(f"{t.process} ({t.tag})" for t in group.itertuples())
+        lines.append(f"- {names}: {group['overlap_s'].max():.1f} s side by side; kernel-thread requests "
+                     f"{int(group['kernel_requests'].sum())}, of which {int(group['kernel_requests_unattributed'].sum())} "
+                     "issued while another task ran (unattributed)")
+    return lines
 
 
 def _findings_lines(rep) -> list[str]:
