@@ -184,6 +184,9 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     modes = {manifest.read_manifest(Path(p))["host_lock"]["mode"] for p in runs["run_path"]}
     leaders = {manifest.read_manifest(Path(p))["host_lock"].get("leader_pid") for p in runs["run_path"]}
     assert modes == {"group-member"} and len(leaders) == 1
+    for path in runs["run_path"]:  # each task's requests are its own: the others' are foreign to it
+        foreign = manifest.read_manifest(Path(path))["collectors"]["blocktrace"]["foreign"]
+        assert "process tree" in foreign.get("attributed_by", ""), foreign
     assert not ProcessRef.of(leaders.pop()).alive(), "the session's leader ended with Nextflow"
     assert hostlock.held_by() is None or "pipeline lead" not in str(hostlock.held_by())
     assert not list((outdir / "pipeline_info").glob(".biossd-leader-*")), "the leader removed its mark"

@@ -37,6 +37,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
                                      drop_caches=drop, kept_caches_why=why_not, group=group,
+                                     attribute_in_group=True,
                                      owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
     body, signum = options.run_profiler(request, "biossd pipeline task")
     if signum is not None:

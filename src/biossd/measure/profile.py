@@ -125,6 +125,10 @@ class ProfileRequest:
     #: A declared concurrent group's token (seed 004): the run takes no host lock of its own but
     #: runs only while the group's leader holds it (:class:`biossd.host.hostlock.GroupMember`).
     group: str | None = None
+    #: A group member whose device the others share (a pipeline's tasks side by side): its
+    #: requests are attributed by its process tree as a lone run's are (else a member's trace is
+    #: its device's, as seed 004's members each trace a device of their own).
+    attribute_in_group: bool = False
     #: The command is a ``docker run --cidfile`` of this file: the tool runs in Docker's
     #: container, outside the profiler's cgroup; Docker's cap, OOM kill and peak are recorded
     #: (:mod:`biossd.host.dockerengine`), and ``docker run``'s own failure is a harness error.
@@ -585,7 +589,7 @@ def _start_collectors(request: ProfileRequest, out_dir: Path, traced: list[str],
 
 def _attribution(request: ProfileRequest) -> str | None:
     """Why a run's block requests are not attributed to processes (``None``: they are)."""
-    if request.group:
+    if request.group and not request.attribute_in_group:
         return "a concurrent group's members share the device by design"
     if request.container_id_file is not None:
         return "the tool runs in Docker's container, outside the profiler's process tree"
