@@ -250,3 +250,45 @@ def test_a_tool_without_its_image_is_refused_by_name_with_the_build_command(engi
     problems = matrix.image_problems("docker", [entry, unbuilt])
     assert problems == ["samtools_sort's docker image is not built here: run "
                         "`biossd catalogue build --engine docker samtools_sort`"]
+
+
+def test_an_nf_core_style_pipeline_in_docker_is_profiled_task_by_task_from_the_host(engine, biossd, tmp_path):
+    """tests/pipelines/incontainers (modules, meta, containers, publishDir, versions) with
+    -profile docker under the profiling config, two samples side by side: every task's tool ran in
+    its container and was measured from the host — Docker's cap at the task's memory directive,
+    the image by id, the container's cgroup for CPU and faults, its process tree for the block
+    requests — and the report names every process; no container is left."""
+    from conftest import REPO
+
+    from biossd.analysis import pipeline
+
+    for sample, seed in (("s1", 1), ("s2", 2)):
+        biossd("data", "synth", "bam", "--size", "8M", "--seed", str(seed), "-o", str(tmp_path / sample))
+        (tmp_path / sample / "reads.bam").rename(tmp_path / f"{sample}.bam")
+    outdir = tmp_path / "profiled"
+    proc = subprocess.run([str(Path(engine["env"]["PATH"].split(os.pathsep)[0]) / "nextflow"), "run",
+                           str(REPO / "tests" / "pipelines" / "incontainers"), "-profile", "docker",
+                           "--bams", str(tmp_path / "s*.bam"), "--outdir", str(tmp_path / "out"),
+                           "-c", str(REPO / "nextflow" / "conf" / "profile_pipeline.config"),
+                           "--biossd_outdir", str(outdir), "-w", str(tmp_path / "work")],
+                          cwd=tmp_path, env=engine["env"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sorted(p.name for p in (tmp_path / "out" / "bam").iterdir()) == [
+        "s1.sorted.bam", "s1.sorted.bam.bai", "s2.sorted.bam", "s2.sorted.bam.bai"]
+    runs, skipped = pipeline.load_runs(outdir)
+    assert skipped == [] and len(runs) == 4
+    for path in runs["run_path"]:
+        body = manifest.read_manifest(Path(path))
+        cap = body["memory_cap"]
+        assert cap["enforced_by"] == "docker" and cap["enforced_limit_bytes"] == 256 << 20, cap
+        assert cap["container"]["image_id"].startswith("sha256:") and body["container_image"].endswith(":1.16.1")
+        assert json.loads((Path(path) / "rusage.json").read_text())["accounting_source"].startswith("the container's cgroup")
+        foreign = body["collectors"]["blocktrace"]["foreign"]
+        assert "the container's first process" in foreign["attributed_by"], foreign
+        assert body["host_lock"]["mode"] == "group-member"
+    said = biossd("pipeline", "report", str(outdir)).stdout
+    assert "SAMTOOLS_SORT" in said and "SAMTOOLS_INDEX" in said
+    sorts = pipeline.report(outdir, []).tasks.query("process == 'SAMTOOLS_SORT'")
+    assert sorts["overlap_s"].gt(0).all(), "the two samples' sorts ran side by side"
+    left = subprocess.run(["docker", "ps", "-aq"], env=engine["env"], capture_output=True, text=True).stdout.split()
+    assert left == [], f"containers left: {left}"

@@ -97,3 +97,24 @@ def test_a_session_is_its_nextflow_process_and_a_task_without_one_cannot_join(tm
     with pytest.raises(pipelinesession.SessionError, match="names no Nextflow session"):
         pipelinesession.join("", None, tmp_path)
     assert not any(tmp_path.iterdir()), "nothing was started or marked"
+
+
+def test_a_container_launch_is_wrapped_and_an_engine_this_host_lacks_is_named(tmp_path):
+    from biossd.measure import pipelinetask
+
+    docker = {"process": "A", "engine": "docker", "container": "img:1"}
+    (tmp_path / pipelinetask.CIDFILE).write_text("an earlier attempt's")
+    import shutil
+
+    assert shutil.which("docker"), "make install installs Debian's docker.io"
+    argv, cidfile = pipelinetask.container_launch(docker, ["docker", "run", "-i", "img:1", "true"], tmp_path)
+    assert argv == ["docker", "run", "--cidfile", str(tmp_path / pipelinetask.CIDFILE), "-i", "img:1", "true"]
+    assert cidfile == tmp_path / pipelinetask.CIDFILE and not cidfile.exists(), "Docker refuses an existing one"
+    with pytest.raises(pipelinetask.PipelineTaskError, match="is not `docker run"):
+        pipelinetask.container_launch(docker, ["docker", "rm", "x"], tmp_path)
+    with pytest.raises(pipelinetask.PipelineTaskError, match="apptainer is not installed on this host"):
+        pipelinetask.container_launch({**docker, "engine": "apptainer"},
+                                      ["/no/such/bin/apptainer", "exec", "img.sif", "true"], tmp_path)
+    with pytest.raises(pipelinetask.PipelineTaskError, match="podman"):
+        pipelinetask.container_launch({**docker, "engine": "podman"}, ["podman", "run"], tmp_path)
+    assert pipelinetask.container_launch({"process": "A"}, ["/bin/bash", "-ue"], tmp_path) == (["/bin/bash", "-ue"], None)

@@ -176,8 +176,12 @@ def evidence(tasks: pd.DataFrame, runs: pd.DataFrame, predictions: pd.DataFrame,
     n_reads = (t["Riops"] * t["runtime_s"]).astype(float)
     read_ms = np.where(n_reads > 0, t["read_service_s"].astype(float) / n_reads.where(n_reads > 0), np.nan)
     t["paging_s"] = t["swap_read_requests"].astype(float).fillna(0.0) * np.nan_to_num(read_ms)
-    # The larger of the cap's resident peak and the largest process's RSS (either may be missing).
-    t["peak_memory_bytes"] = t[["resident_peak_kib", "max_rss_kib"]].astype(float).max(axis=1) * KIB
+    # The largest of the cap's resident peak, the largest process's RSS and, for a task in its
+    # container, the engine's peak of the container's cgroup (any may be missing).
+    peaks = t[["resident_peak_kib", "max_rss_kib"]].astype(float) * KIB
+    if "container_peak_bytes" in t:
+        peaks["container"] = t["container_peak_bytes"].astype(float)
+    t["peak_memory_bytes"] = peaks.max(axis=1)
     t["service_s"] = t["read_service_s"].astype(float) + t["write_service_s"].astype(float)
     g = t.groupby("process")
     e = g.agg(tasks=("process", "size"), runtime_s=("runtime_s", "sum"), cpu_s=("user_s", "sum"),

@@ -99,7 +99,10 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
         row.update({k: labels.get(k) for k in pipelinetask.LABELS})
         row["run_path"] = str(run_dir)
         row["attempt"] = int(labels.get("attempt") or 1)
-        row["memory_limit_bytes"] = float((body.get("memory_cap") or {}).get("limit_bytes") or np.nan)
+        cap = body.get("memory_cap") or {}
+        # A container's cap is its engine's (the task's memory directive, enforced by Docker).
+        row["memory_limit_bytes"] = float(cap.get("enforced_limit_bytes") or cap.get("limit_bytes") or np.nan)
+        row["container_peak_bytes"] = float(cap.get("peak_usage_bytes") or np.nan) if cap.get("enforced_by") else np.nan
         # The command's window on the host's clock (epoch seconds), its post-exit flush of dirty
         # data included (a flush writes what every task beside it left dirty too): which tasks overlapped.
         started = pd.Timestamp(body["started_at"]).timestamp() + float(body.get("command_started_s") or 0.0)

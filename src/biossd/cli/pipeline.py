@@ -22,7 +22,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     if not command:
         raise UsageError("biossd pipeline task: no command after `--` (Nextflow gives /bin/bash -ue .command.sh)")
     workdir = Path.cwd()
-    outdir = pipelinetask.outdir_from_env()
+    outdir = pipelinetask.outdir_from_env(task=task)
     out = pipelinetask.run_dir(outdir, task, workdir)
     from biossd.measure import pipelinesession
 
@@ -33,12 +33,15 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
             group = pipelinesession.join(str(task.get("session") or ""), task.get("owner_pid"), outdir)
         except pipelinesession.SessionError as err:
             raise UsageError(f"biossd pipeline task: {err}") from None
+    command, cidfile = pipelinetask.container_launch(task, command, workdir)
     drop, why_not = pipelinetask.drops_caches(task, outdir)
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
                                      drop_caches=drop, kept_caches_why=why_not, group=group,
-                                     attribute_in_group=True,
+                                     attribute_in_group=True, image=task.get("container"),
                                      owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
+    if cidfile is not None:  # Docker caps its container (Nextflow passes the memory directive as --memory)
+        request.container_id_file, request.cap_backend = cidfile, "external"
     body, signum = options.run_profiler(request, "biossd pipeline task")
     if signum is not None:
         return profile.signal_exit_code(signum)

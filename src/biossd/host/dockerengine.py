@@ -291,6 +291,9 @@ class ContainerWatch:
         #: The tool's own accounting, from its container's cgroup as last read (the ``docker``
         #: client the profiler waits for is not the tool): :func:`cgroup_accounting`'s fields.
         self.accounting: dict[str, float] | None = None
+        #: The container's first process on the host (``None``: not seen running), whose tree
+        #: is the tool's: its block requests are the run's.
+        self.pid: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="biossd-container-watch", daemon=True)
 
@@ -306,7 +309,7 @@ class ContainerWatch:
                     cid = self.cidfile.read_text().strip()
                 continue
             if peak_file is None:
-                dirs = _container_cgroup_dirs(cid)
+                self.pid, dirs = _container_cgroup_dirs(cid)
                 peak_file = next((d / name for d in dirs for name in PEAK_FILES if (d / name).is_file()), None)
                 continue
             with contextlib.suppress(OSError, ValueError):
@@ -380,16 +383,16 @@ def cgroup_dirs(pid: int) -> list[Path]:
     return out
 
 
-def _container_cgroup_dirs(cid: str) -> list[Path]:
-    """The running container's cgroup directories, found from its process's ``/proc/PID/cgroup``;
-    empty until it runs."""
+def _container_cgroup_dirs(cid: str) -> tuple[int | None, list[Path]]:
+    """The running container's first process on the host and its cgroup directories, found from
+    that process's ``/proc/PID/cgroup``; ``(None, [])`` until it runs."""
     proc = subprocess.run(["docker", "inspect", "--format", "{{.State.Pid}}", cid], capture_output=True, text=True)
     pid = proc.stdout.strip()
     if proc.returncode != 0 or not pid.isdigit() or pid == "0":
-        return []
+        return None, []
     with contextlib.suppress(OSError, ValueError):
-        return cgroup_dirs(int(pid))
-    return []
+        return int(pid), cgroup_dirs(int(pid))
+    return int(pid), []
 
 
 def _key_values(path: Path) -> dict[str, int]:

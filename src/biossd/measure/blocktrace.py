@@ -397,7 +397,7 @@ def descendants(root: int, forks: Sequence[tuple[int, int]]) -> set[int]:
     return tree
 
 
-def foreign_issuers(writer: CanonicalWriter, leader: int) -> dict[str, Any]:
+def foreign_issuers(writer: CanonicalWriter, leader: int, roots: Sequence[int] = ()) -> dict[str, Any]:
     """Which of a trace's issuers are not the run's (asked once the command has ended, before its
     session is killed). The run's are the command's ``leader`` and every process forked from it
     while tracing (where the tracer saw forks: ``sched_process_fork``), else those alive in its
@@ -405,9 +405,12 @@ def foreign_issuers(writer: CanonicalWriter, leader: int) -> dict[str, Any]:
     kept. Foreign: every other process — another study's Nextflow and tasks, a daemon — and the
     profiler itself. Without fork events a process that has ended cannot be told apart and is
     kept. Foreign requests stay in the trace and are left out of the run's features
-    (:func:`run_requests`)."""
+    (:func:`run_requests`). ``roots``: other processes whose trees are the run's too (a
+    container's first process, forked by its engine, not by the command)."""
     profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
     own = descendants(leader, writer.forks) if writer.forks_traced else {leader}
+    for root in roots:
+        own |= descendants(root, writer.forks) if writer.forks_traced else {root}
     foreign = {}
     for pid, (comm, count) in writer.issuers.items():
         if pid in own:
@@ -422,6 +425,8 @@ def foreign_issuers(writer: CanonicalWriter, leader: int) -> dict[str, Any]:
             foreign[str(pid)] = {"comm": comm, "requests": count}
     how = ("the run's process tree from fork events" if writer.forks_traced
            else "liveness: processes alive outside the run's session (an ended one is kept)")
+    if roots:
+        how += f" (and the tree of {', '.join(map(str, roots))}: the container's first process)"
     return {"pids": foreign, "requests": sum(f["requests"] for f in foreign.values()), "attributed_by": how,
             "why": "issued by processes other than the run's or the kernel's; kept in the trace, left out of the "
                    "features"}

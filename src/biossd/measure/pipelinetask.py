@@ -119,8 +119,10 @@ def labels(task: dict[str, Any], workdir: Path) -> dict[str, str]:
             "attempt": str(int(task.get("attempt") or 1)), "task_hash": task_hash(workdir), "workdir": str(workdir)}
 
 
-def outdir_from_env(environ: dict[str, str] | None = None) -> Path:
-    value = (environ if environ is not None else os.environ).get(OUTDIR_ENV)
+def outdir_from_env(environ: dict[str, str] | None = None, task: dict[str, Any] | None = None) -> Path:
+    """Where the runs are kept: the task's own ``outdir`` (the config writes it), else
+    ``$BIOSSD_PIPELINE_OUTDIR`` (a task's environment; a container launch's shell has not got it)."""
+    value = (task or {}).get("outdir") or (environ if environ is not None else os.environ).get(OUTDIR_ENV)
     if not value:
         raise PipelineTaskError(f"${OUTDIR_ENV} is not set: run the pipeline with -c nextflow/conf/profile_pipeline.config "
                                 "--biossd_outdir DIR")
@@ -143,3 +145,37 @@ def drops_caches(task: dict[str, Any], outdir: Path) -> tuple[bool, str]:
     except FileExistsError:
         return False, "--biossd_drop_caches once: dropped by the session's first task"
     return True, ""
+
+
+#: The engines whose container launch a task wraps (``nextflow/conf/profile_pipeline.config``), and
+#: the verb that launches one.
+ENGINE_VERBS = {"docker": "run", "singularity": "exec", "apptainer": "exec"}
+#: Where Docker writes a task's container id (in its work directory), for the profiler to
+#: inspect, account and remove the container.
+CIDFILE = ".command.cid"
+
+
+def container_launch(task: dict[str, Any], command: list[str], workdir: Path) -> tuple[list[str], Path | None]:
+    """The task's command as the profiler runs it, and Docker's container-id file: a
+    ``docker run`` gets ``--cidfile`` (a stale file of an earlier attempt removed first: Docker
+    refuses an existing one); an Apptainer/Singularity ``exec`` runs as it is (its processes are
+    the launcher's children). A native task's command is returned unchanged."""
+    engine = task.get("engine")
+    if not engine:
+        return command, None
+    if engine not in ENGINE_VERBS:
+        raise PipelineTaskError(f"--task engine {engine!r}: biossd wraps the launch of {', '.join(ENGINE_VERBS)} only")
+    if len(command) < 2 or Path(command[0]).name != engine or command[1] != ENGINE_VERBS[engine]:
+        raise PipelineTaskError(f"the task runs in {engine}, but the command is not `{engine} {ENGINE_VERBS[engine]} ...`: "
+                                f"{' '.join(command[:3])}")
+    import shutil
+
+    if shutil.which(command[0]) is None:
+        raise PipelineTaskError(f"{engine} is not installed on this host ({command[0]} not found on PATH): the task "
+                                f"asks for its {engine} container ({task.get('container')}); install {engine}, or "
+                                "profile the pipeline with an engine this host has")
+    if engine != "docker":
+        return command, None
+    cidfile = Path(workdir) / CIDFILE
+    cidfile.unlink(missing_ok=True)
+    return [command[0], command[1], "--cidfile", str(cidfile), *command[2:]], cidfile

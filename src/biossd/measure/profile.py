@@ -125,9 +125,10 @@ class ProfileRequest:
     #: A declared concurrent group's token (seed 004): the run takes no host lock of its own but
     #: runs only while the group's leader holds it (:class:`biossd.host.hostlock.GroupMember`).
     group: str | None = None
-    #: A group member whose device the others share (a pipeline's tasks side by side): its
-    #: requests are attributed by its process tree as a lone run's are (else a member's trace is
-    #: its device's, as seed 004's members each trace a device of their own).
+    #: A run whose device others may share (a pipeline's task, beside others or in its
+    #: container): its requests are attributed by its process tree — its container's included —
+    #: as a lone run's are (else a group member's or a container's trace is its device's, as seed
+    #: 004's members each trace a device of their own and the study's runs hold the host alone).
     attribute_in_group: bool = False
     #: The command is a ``docker run --cidfile`` of this file: the tool runs in Docker's
     #: container, outside the profiler's cgroup; Docker's cap, OOM kill and peak are recorded
@@ -486,7 +487,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             phases.mark("inspect")
             flush_s = flush_filesystem(Path.cwd())
             phases.mark("flush")
-            _stop_collectors(running, collectors, session=child.pid, attribute=_attribution(request))
+            roots = [watch.pid] if watch is not None and watch.pid else []
+            _stop_collectors(running, collectors, session=child.pid, attribute=_attribution(request, roots),
+                             roots=roots)
         ended_at = _utc_now()
         cap_record = {**cap.record(), "resident": resident.stop()}
         if launch_problem is None and container is not None:
@@ -587,17 +590,21 @@ def _start_collectors(request: ProfileRequest, out_dir: Path, traced: list[str],
     return _Collectors(_perf_counting(perf, collectors), tracer, trace_notes, sampler)
 
 
-def _attribution(request: ProfileRequest) -> str | None:
-    """Why a run's block requests are not attributed to processes (``None``: they are)."""
+def _attribution(request: ProfileRequest, roots: list[int] = ()) -> str | None:
+    """Why a run's block requests are not attributed to processes (``None``: they are). A tool in
+    Docker's container is attributed when its container was seen running (``roots``: its first
+    process, whose tree is the tool's) and the run is one whose device others may share (a
+    pipeline's task); else its trace is its device's."""
     if request.group and not request.attribute_in_group:
         return "a concurrent group's members share the device by design"
-    if request.container_id_file is not None:
-        return "the tool runs in Docker's container, outside the profiler's process tree"
+    if request.container_id_file is not None and not (roots and request.attribute_in_group):
+        return ("the tool runs in Docker's container, outside the profiler's process tree"
+                + ("" if roots else " (its first process was not seen running)"))
     return None
 
 
 def _stop_collectors(running: _Collectors, collectors: dict[str, Any], session: int,
-                     attribute: str | None = None) -> None:
+                     attribute: str | None = None, roots: list[int] = ()) -> None:
     """Each running collector stopped (after the flush: the trace holds the tool's writeback)
     and its record kept; the block trace's record names the requests of processes other than
     the command's (:func:`biossd.measure.blocktrace.foreign_issuers`, its ``session`` leader's
@@ -611,7 +618,7 @@ def _stop_collectors(running: _Collectors, collectors: dict[str, Any], session: 
         collectors["blocktrace"] = _collect(running.tracer.stop, notes=running.trace_notes)
         if collectors["blocktrace"].get("ran"):
             collectors["blocktrace"]["foreign"] = (
-                blocktrace.foreign_issuers(running.tracer.writer, session) if attribute is None else
+                blocktrace.foreign_issuers(running.tracer.writer, session, roots) if attribute is None else
                 {"pids": {}, "requests": 0, "attributed_by": None, "why": f"not attributed: {attribute}"})
 
 
