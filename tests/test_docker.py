@@ -277,15 +277,20 @@ def test_an_nf_core_style_pipeline_in_docker_is_profiled_task_by_task_from_the_h
         "s1.sorted.bam", "s1.sorted.bam.bai", "s2.sorted.bam", "s2.sorted.bam.bai"]
     runs, skipped = pipeline.load_runs(outdir)
     assert skipped == [] and len(runs) == 4
-    for path in runs["run_path"]:
+    for path, process in zip(runs["run_path"], runs["process"]):
         body = manifest.read_manifest(Path(path))
         cap = body["memory_cap"]
         assert cap["enforced_by"] == "docker" and cap["enforced_limit_bytes"] == 256 << 20, cap
         assert cap["container"]["image_id"].startswith("sha256:") and body["container_image"].endswith(":1.16.1")
-        assert json.loads((Path(path) / "rusage.json").read_text())["accounting_source"].startswith("the container's cgroup")
-        foreign = body["collectors"]["blocktrace"]["foreign"]
-        assert "the container's first process" in foreign["attributed_by"], foreign
         assert body["host_lock"]["mode"] == "group-member"
+        source = json.loads((Path(path) / "rusage.json").read_text())["accounting_source"]
+        foreign = body["collectors"]["blocktrace"]["foreign"]
+        if process == "SAMTOOLS_SORT":  # a second or more in its container: seen running
+            assert source.startswith("the container's cgroup") and "the container's first process" in foreign["attributed_by"]
+        else:  # an index of a small BAM may end before its container is seen: then the record says so
+            assert source.startswith("the container's cgroup") == ("the container's first process"
+                                                                    in (foreign["attributed_by"] or "")), (source, foreign)
+            assert foreign["attributed_by"] or "was not seen running" in foreign["why"]
     said = biossd("pipeline", "report", str(outdir)).stdout
     assert "SAMTOOLS_SORT" in said and "SAMTOOLS_INDEX" in said
     sorts = pipeline.report(outdir, []).tasks.query("process == 'SAMTOOLS_SORT'")

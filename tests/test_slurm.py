@@ -183,6 +183,62 @@ def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path,
     assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]
 
 
+def test_your_pipeline_on_slurm_is_profiled_on_the_node_that_runs_each_task(cluster, tmp_path):
+    """tests/pipelines/spill with the slurm executor under the profiling config: every task a SLURM
+    job, profiled on its node (one at a time there), capped by SLURM at its memory directive
+    (recorded external), its run kept under --biossd_outdir; the report names every process."""
+    import shutil
+
+    from conftest import REPO
+
+    from biossd.analysis import pipeline
+
+    outdir = tmp_path / "profiled"
+    outdir.mkdir()
+    exe = shutil.which("nextflow", path=cluster["env"]["PATH"])
+    proc = subprocess.run([exe, "run", str(REPO / "tests" / "pipelines" / "spill"), "-w", str(tmp_path / "work"),
+                           "-c", str(REPO / "nextflow" / "conf" / "profile_pipeline.config"), "-c", str(cluster["config"]),
+                           "-process.executor", "slurm", "-process.queue", "fast", "--count", "200000",
+                           "--table_mib", "8", "--biossd_outdir", str(outdir), "--outdir", str(outdir / "published")],
+                          cwd=tmp_path, env=cluster["env"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+    runs, skipped = pipeline.load_runs(outdir)
+    assert skipped == [] and set(runs["process"]) == {"MAKE_NUMBERS", "SORT_CHUNK", "MERGE_SORTED", "GROW_TABLE"}
+    for path in runs["run_path"]:
+        body = manifest.read_manifest(Path(path))
+        assert body["memory_cap"]["backend"] == "external" and body["host_lock"]["mode"] == "exclusive"
+        assert body["memory_cap"]["limit_bytes"] in (40 << 20, 80 << 20, 256 << 20), body["memory_cap"]
+        assert "process tree" in body["collectors"]["blocktrace"]["foreign"]["attributed_by"]
+    jobs = (Path(cluster["state"]["dir"]) / "jobcomp.log").read_text()
+    assert "nf-MAKE_NUMBERS" in jobs and "nf-GROW_TABLE" in jobs, "each task was a SLURM job"
+    assert "GROW_TABLE" in pipeline.report(outdir, []).processes["process"].tolist()
+
+
+def test_a_node_without_biossd_is_refused_at_the_task_s_start_naming_the_node(cluster, tmp_path):
+    """The jobs get the submit side's environment: with biossd off its PATH (Nextflow run by its
+    full path), the task's first step on the node stops it, naming the node and what is missing."""
+    import os
+    import shutil
+    import socket
+
+    from conftest import REPO
+
+    exe = shutil.which("nextflow", path=cluster["env"]["PATH"])
+    venv_bin = str(Path(exe).parent)
+    path = os.pathsep.join(d for d in cluster["env"]["PATH"].split(os.pathsep) if d != venv_bin)
+    env = {**cluster["env"], "PATH": path}
+    assert shutil.which("biossd", path=path) is None
+    proc = subprocess.run([exe, "run", str(REPO / "tests" / "pipelines" / "spill"), "-w", str(tmp_path / "work"),
+                           "-c", str(REPO / "nextflow" / "conf" / "profile_pipeline.config"), "-c", str(cluster["config"]),
+                           "-process.executor", "slurm", "-process.queue", "fast", "--count", "1000",
+                           "--biossd_outdir", str(tmp_path / "profiled"), "--outdir", str(tmp_path / "published")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    said = proc.stdout + proc.stderr + "".join(p.read_text(errors="replace") for p in (tmp_path / "work").glob("*/*/.command.*")
+                                               if p.name in (".command.log", ".command.err"))
+    assert proc.returncode != 0
+    assert f"biossd is not installed on node {socket.gethostname()}" in said, said[-3000:]
+
+
 def test_up_refuses_beside_another_slurm(tmp_path, root_required):
     """A slurmctld that is not biossd's (here a stand-in with that process name) makes `up`
     refuse before it writes anything."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -26,7 +27,20 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     out = pipelinetask.run_dir(outdir, task, workdir)
     from biossd.measure import pipelinesession
 
-    task["session"] = pipelinesession.session_of(task.get("owner_pid"))
+    on_slurm = task.get("executor") == "slurm"
+    if on_slurm:
+        import socket
+
+        if os.geteuid() != 0:
+            raise UsageError(f"biossd pipeline task on node {socket.gethostname()}: needs root there (it traces the "
+                             "task's block requests and reads its cgroup); run the pipeline's jobs as root, or profile "
+                             "on the local executor")
+        # Nextflow's process is on the submit host, not here: no session to join or owner to follow;
+        # one task at a time on this node, its memory capped by SLURM's job.
+        task["owner_pid"], task["concurrency"] = None, "serial"
+    # The session: Nextflow's process (pid and start) where it is on this host, else its run (its
+    # session id and run name, which a resumed run renames).
+    task["session"] = pipelinesession.session_of(task.get("owner_pid")) or task.get("run")
     group = None
     if task["concurrency"] == "side-by-side":
         try:
@@ -42,6 +56,8 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
                                      owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
     if cidfile is not None:  # Docker caps its container (Nextflow passes the memory directive as --memory)
         request.container_id_file, request.cap_backend = cidfile, "external"
+    elif on_slurm:  # SLURM's job caps it (the memory directive is the job's --mem)
+        request.cap_backend = "external"
     body, signum = options.run_profiler(request, "biossd pipeline task")
     if signum is not None:
         return profile.signal_exit_code(signum)

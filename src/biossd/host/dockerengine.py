@@ -50,6 +50,8 @@ _POLL_S = 0.2
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: A memory cgroup's peak: v1's, v2's.
 PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak")
+#: How often the watch looks for the container until it is seen running (its id, then its process).
+FIND_INTERVAL_S = 0.01
 #: How often a running container's cgroup peak and accounting are read.
 WATCH_INTERVAL_S = 0.1
 #: CPU time and page faults of a cgroup, v1 (``cpuacct.stat`` in clock ticks, ``memory.stat``'s
@@ -303,15 +305,19 @@ class ContainerWatch:
 
     def _loop(self) -> None:
         cid, peak_file, dirs = "", None, []
-        while not self._stop.wait(WATCH_INTERVAL_S):
+        # Until the container is found running, look often: a short tool's container may be gone
+        # within a few of the reading intervals.
+        while not self._stop.wait(WATCH_INTERVAL_S if peak_file is not None else FIND_INTERVAL_S):
             if not cid:
                 with contextlib.suppress(OSError):
                     cid = self.cidfile.read_text().strip()
-                continue
+                if not cid:
+                    continue
             if peak_file is None:
                 self.pid, dirs = _container_cgroup_dirs(cid)
                 peak_file = next((d / name for d in dirs for name in PEAK_FILES if (d / name).is_file()), None)
-                continue
+                if peak_file is None:
+                    continue
             with contextlib.suppress(OSError, ValueError):
                 self.peak_usage_bytes = max(int(peak_file.read_text()), self.peak_usage_bytes or 0)
             read = cgroup_accounting(dirs)
