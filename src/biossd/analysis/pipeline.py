@@ -105,7 +105,8 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
         row["container_peak_bytes"] = float(cap.get("peak_usage_bytes") or np.nan) if cap.get("enforced_by") else np.nan
         # The command's window on the host's clock (epoch seconds), its post-exit flush of dirty
         # data included (a flush writes what every task beside it left dirty too): which tasks overlapped.
-        started = pd.Timestamp(body["started_at"]).timestamp() + float(body.get("command_started_s") or 0.0)
+        started = (pd.Timestamp(body["started_at"]).timestamp() if body.get("started_at") else np.nan) \
+            + float(body.get("command_started_s") or 0.0)
         row["command_start_epoch_s"] = started
         row["command_end_epoch_s"] = started + float(body.get("wall_s") or 0.0) + float(body.get("flush_s") or 0.0)
         row["side_by_side"] = (body.get("host_lock") or {}).get("mode") == "group-member"
