@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from biossd.analysis.speedup import NEGLIGIBLE_BELOW
-from biossd.analysis.verdict import CPU_BOUND_CORES, PAGING_SHARE
+from biossd.analysis.verdict import CPU_BOUND_CORES, KIB, MIB, PAGING_SHARE
 
 #: The margin a memory suggestion adds to what was measured (a task's next input may be larger).
 MEMORY_MARGIN = 0.25
@@ -46,8 +46,6 @@ WRITEBACK_SHARE = 0.2
 #: A process is off the critical path when the pipeline's wall time gains less than this share of
 #: what the process itself gains on its best target.
 OFF_PATH_SHARE = 0.1
-KIB = 1 << 10
-MIB = 1 << 20
 GIB = 1 << 30
 #: Severities, most pressing first.
 SEVERITIES = ("high", "warn", "info")
