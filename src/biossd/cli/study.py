@@ -24,16 +24,22 @@ def cmd_layout_assemble(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_object(text: str, option: str, what: str) -> dict:
+    """``text`` as a JSON object, else a usage error naming ``option``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"{option} is not JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{option} is JSON but not an object of {what} (it is a {type(value).__name__}): "
+                         "give {\"name\": value, ...}")
+    return value
+
+
 def cmd_study_plan(args: argparse.Namespace) -> int:
     from biossd.study import matrix
 
-    try:
-        params = json.loads(args.params)
-    except json.JSONDecodeError as err:
-        raise UsageError(f"--params is not JSON ({err})") from None
-    if not isinstance(params, dict):
-        raise UsageError(f"--params is JSON but not an object of parameters (it is a {type(params).__name__}): "
-                         "give {\"name\": value, ...}")
+    params = _json_object(args.params, "--params", "parameters")
     result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
     body = result.as_json()
     if args.estimate and not result.problems and not args.stub:
@@ -59,12 +65,7 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
 def cmd_study_set_aside(args: argparse.Namespace) -> int:
     from biossd.study import outdir
 
-    try:
-        record = json.loads(args.record)
-    except json.JSONDecodeError as err:
-        raise UsageError(f"--record is not JSON ({err})") from None
-    if not isinstance(record, dict):
-        raise UsageError("--record is JSON but not an object: give the plan record {\"name\": value, ...}")
+    record = _json_object(args.record, "--record", "the plan record's parameters")
     try:
         aside = outdir.set_aside(args.outdir, record, keep=tuple(Path(k) for k in args.keep))
     except outdir.OutdirError as err:
