@@ -192,7 +192,9 @@ def _overlap_lines(rep) -> list[str]:
         if len(group) < 2:
             continue
         names = ", ".join(f"{t.process} ({t.tag})" for t in group.itertuples())
-        lines.append(f"- {names}: {group['overlap_s'].max():.1f} s side by side; kernel-thread requests "
+        together_s = float(group["overlap_s"].max())
+        together = f"{together_s:.1f} s" if together_s >= 0.1 else f"{together_s * 1000:.0f} ms"
+        lines.append(f"- {names}: {together} side by side; kernel-thread requests "
                      f"{int(group['kernel_requests'].sum())}, of which {int(group['kernel_requests_unattributed'].sum())} "
                      "issued while another task ran (unattributed)")
     return lines
