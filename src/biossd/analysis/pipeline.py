@@ -20,6 +20,8 @@ and skipped.
 - **Prediction**: each counted run's request stream replayed on each target
   (:mod:`biossd.analysis.predict`: its model, interval and blind spots), summed per process; the
   pipeline's wall time follows the trace (:func:`critical_path`), not a sum of tasks.
+- **Cost**: on each cloud volume, what one run costs from its dated published price
+  (:mod:`biossd.analysis.cost`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from biossd.analysis import predict
+from biossd.analysis import cost, predict
 from biossd.features import extract as features
 from biossd.host import devicemodels
 from biossd.measure import manifest, pipelinetask
@@ -258,8 +260,11 @@ def critical_path(tasks: pd.DataFrame, duration_s: pd.Series) -> float:
     return max(finish.values()) if finish else 0.0
 
 
-def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequence[Path] | None = None) -> Report:
-    """The report of one profiled pipeline run (the module's text)."""
+def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequence[Path] | None = None,
+           instance_usd_per_hour: float | None = None) -> Report:
+    """The report of one profiled pipeline run (the module's text); each cloud target's cost per
+    run from its published price and, given the machine's hourly price, its machine time
+    (:mod:`biossd.analysis.cost`)."""
     outdir = Path(outdir)
     trace = load_trace(outdir)
     runs, skipped = load_runs(outdir)
@@ -303,5 +308,5 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
 
     ev = findings.evidence(tasks, runs, by, preds, lambda durations: critical_path(tasks, durations))
     return Report(runs=runs, tasks=tasks, processes=per.reset_index(), predictions=by,
-                  pipeline=pd.DataFrame(whole), skipped=skipped, evidence=ev.reset_index(),
+                  pipeline=cost.per_run(pd.DataFrame(whole), instance_usd_per_hour), skipped=skipped, evidence=ev.reset_index(),
                   findings=findings.of(ev))

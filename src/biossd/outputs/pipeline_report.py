@@ -76,7 +76,8 @@ def readme(rep, path: Path) -> Path:
              "| `process_predictions.csv` | per process and target: predicted runtime with its interval "
              "(`predicted_low_s`, `predicted_high_s`) and speedup over the device measured here |",
              "| `pipeline_predictions.csv` | the whole pipeline per target: its wall time in Nextflow's task order "
-             "(the critical path, not a sum), with the interval |",
+             "(the critical path, not a sum), with the interval, and on a cloud volume what a run costs "
+             "(`volume_usd_per_run`; with `--instance_usd_per_hour`, `total_usd_per_run`) and the price's source |",
              "| `tasks.csv` | every task that counts once (its last completed attempt, or the run a cached task "
              "came from), with the tasks it ran beside (`overlap_group`, `overlapped_with`, `overlap_s`) and its "
              "kernel-thread requests, those issued while another task ran counted apart "
@@ -88,7 +89,8 @@ def readme(rep, path: Path) -> Path:
              "MultiQC custom content: `multiqc <this folder>` (or add them to your pipeline's MultiQC inputs) |",
              "| `evidence.csv`, `findings.csv` | per process, the evidence the findings read, and each finding that "
              "fired: its code, severity, what was measured, what to do (rules: docs/profile-your-pipeline.md) |", "",
-             "## Findings", ""] + _findings_lines(rep) + ["", "## Side by side", ""] + _overlap_lines(rep) + ["",
+             "## Findings", ""] + _findings_lines(rep) + ["", "## Cost per run", ""] + _cost_lines(rep) + ["",
+             "## Side by side", ""] + _overlap_lines(rep) + ["",
              "## The model, its interval and where it is blind", "", predict.MODEL_SUMMARY, "",
              f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} "
              "standard deviations) and, for a flash "
@@ -99,6 +101,28 @@ def readme(rep, path: Path) -> Path:
     lines += ["", "## Skipped runs", ""] + ([f"- `{d}`: {why}" for d, why in rep.skipped] or ["none"])
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
+
+
+def _cost_lines(rep) -> list[str]:
+    """A table of what one run costs on each priced cloud volume, with the price's source and date."""
+    from biossd.analysis import cost
+
+    priced = rep.pipeline[rep.pipeline["volume_usd_per_hour"].notna()] if "volume_usd_per_hour" in rep.pipeline else []
+    if not len(priced):
+        return ["No target has a price (study/reference/cloud_prices.csv prices the cloud volumes)."]
+    total = "total_usd_per_run" in priced
+    lines = ["The volume the prediction modelled (its size and IOPS in study/reference/cloud_volumes.csv), held for "
+             f"the predicted wall time, at its list price prorated over a {cost.HOURS_PER_MONTH:g}-hour month"
+             + ("; the total adds your machine's time at the price you gave." if total else
+                "; give `--instance_usd_per_hour` to add your machine's time, usually the larger part."), "",
+             "| target | predicted wall | volume per hour | volume per run | " + ("total per run | " if total else "")
+             + "price: region, source, published |", "| --- | ---: | ---: | ---: | " + ("---: | " if total else "") + "--- |"]
+    for r in priced.itertuples():
+        published = r.price_published if isinstance(r.price_published, str) and r.price_published else "undated"
+        lines.append(f"| {r.target} | {r.predicted_wall_s:.1f} s | ${r.volume_usd_per_hour:.4f} | ${r.volume_usd_per_run:.6f} | "
+                     + (f"${r.total_usd_per_run:.6f} | " if total else "")
+                     + f"{r.price_region}, {r.price_source}, {published} |")
+    return lines
 
 
 def _groovy(text: str) -> str:
