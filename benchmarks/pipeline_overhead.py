@@ -6,10 +6,10 @@ samples) run with and without nextflow/conf/profile_pipeline.config, alternated,
 Prints each run's wall time (Nextflow's, launch to end), the median of each side, and the
 median of the per-pair ratios (profiled / plain), for each page-cache mode asked for
 (``--biossd_drop_caches``: once per session, the default, or before every task), run in turn
-after each plain run. The profiled side runs its tasks one at a time (the host lock); the plain
-side does not. Then, per mode, the median of each harness phase over the profiled tasks (their
-run.json ``harness_s``: lock wait, cache drop, collectors, ...), and the tasks' median time
-outside the profiler (Nextflow's task time minus the run's own wall time and harness).
+after each plain run. Both sides run the tasks as Nextflow schedules them (the profiled side
+side by side, its default ``--biossd_concurrency``). Then, per mode, the median of each harness
+phase over the profiled tasks (their run.json ``harness_s``: lock wait, cache drop, collectors,
+...) and how many tasks traced on a tracefs instance the session's leader had ready.
 """
 
 from __future__ import annotations
@@ -69,12 +69,15 @@ def main() -> None:
         plain: list[float] = []
         profiled: dict[str, list[float]] = {m: [] for m in modes}
         phases: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
+        instances: dict[str, dict[str, int]] = {m: {} for m in modes}
         for i in range(opts.pairs):
             plain.append(run(root / f"plain-{i}", args, None))
             for mode in modes:
                 profiled[mode].append(run(root / f"{mode}-{i}", args, mode))
                 for record in (root / f"{mode}-{i}" / "profiled" / "runs").glob("*/*/attempt-*/run.json"):
                     body = json.loads(record.read_text())
+                    instance = body["collectors"].get("blocktrace", {}).get("instance", "none")
+                    instances[mode][instance] = instances[mode].get(instance, 0) + 1
                     for phase, seconds in body["harness_s"].items():
                         phases[mode].setdefault(phase, []).append(seconds)
             print(f"round {i + 1}: plain {plain[-1]:.1f} s, " + ", ".join(f"profiled ({m}) {profiled[m][-1]:.1f} s"
@@ -86,6 +89,7 @@ def main() -> None:
               f"median ratio profiled/plain {statistics.median(ratios):.2f}")
         print("  median harness per task: " + ", ".join(f"{k} {statistics.median(v):.3f} s"
                                                        for k, v in sorted(phases[mode].items())))
+        print("  tracefs instances: " + ", ".join(f"{k} {n}" for k, n in sorted(instances[mode].items())))
 
 
 if __name__ == "__main__":

@@ -181,7 +181,7 @@ venv_is_ours() {
 
 python_env() {
   local key; key=$(hash_of "$here/requirements.lock" "$repo/pyproject.toml" <(echo "$python"))
-  if stamp_ok python "$key" && [ -x "$venv/bin/biossd" ]; then return 0; fi
+  if stamp_ok python "$key" && [ -x "$venv/bin/biossd" ]; then bytecode; return 0; fi
   [ -x "$python" ] || die "$python not found: install python3 and python3-venv (install/bootstrap.sh system does)"
   note "creating the Python environment in $venv from install/requirements.lock"
   rm -f "$stamps/python"
@@ -195,6 +195,15 @@ python_env() {
   # The rebuilt bin/ lost the Nextflow launcher; the jars it runs are still there.
   if [ -f "$venv/nextflow/lib/nextflow-$nextflow_version.jar" ]; then write_launcher "$venv/nextflow/lib"; fi
   stamp_write python "$key"
+  bytecode
+}
+
+# The package's bytecode, compiled now: every profiled task of a pipeline starts biossd afresh,
+# and a host with PYTHONDONTWRITEBYTECODE set would compile its modules again each time. Run
+# on every install (compileall redoes only what changed); __pycache__ is git-ignored.
+bytecode() {
+  "$venv/bin/python" -m compileall -q "$repo/src/biossd" >/dev/null \
+    || die "compiling biossd's bytecode ($venv/bin/python -m compileall $repo/src/biossd) failed"
 }
 
 # Java 17 module openings that Nextflow's own launcher passes (its Kryo serialization of task

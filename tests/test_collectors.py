@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -218,3 +219,41 @@ def _remove_everywhere(name: str, point: Path) -> None:
     if point.exists():
         subprocess.run(["umount", str(point)], capture_output=True)
         point.rmdir()
+
+
+def test_a_pooled_instance_serves_one_run_at_a_time_traces_as_its_own_and_goes_with_its_pool(tmp_path, loop_device):
+    """A pipeline session's ready instances: a run claims a free one (a second run at the same
+    time makes its own), records exactly its program's requests as on an instance of its own, lets
+    it go for the next run, and the pool removes them all."""
+    from biossd.measure import profile
+
+    before = set(tracefs.find_leftovers(include_live=True))
+    rdev = Path(loop_device).stat().st_rdev
+    device = [(os.major(rdev), os.minor(rdev))]
+    with tracefs.InstancePool(size=1) as pool:
+        (ready,) = pool.paths
+        with tracefs.BlockTraceInstance(device, pooled=pool.paths) as first:
+            assert first.path == ready and first.claim_fd is not None
+            with tracefs.BlockTraceInstance(device, pooled=pool.paths) as second:
+                assert second.path != ready and second.claim_fd is None, "a claimed instance is not shared"
+                own = second.path
+            assert not own.exists(), "the instance a run made is removed with it"
+        assert ready.is_dir(), "a pooled instance outlives its run"
+        runs = []
+        for n in range(2):  # the same instance twice: the second run sees only its own requests
+            run = tmp_path / f"run{n}"
+            request = profile.ProfileRequest(argv=[sys.executable, str(PROGRAMS / "odirect_io.py"), loop_device],
+                                             out_dir=run, mem_bytes=None, devices=[loop_device], blocktrace="tracefs",
+                                             drop_caches=False, trace_pool=pool.paths)
+            profile.run(request)
+            runs.append(run)
+        for run in runs:
+            body = manifest.read_manifest(run)
+            assert body["outcome"] == "ok", (run / "stderr.log").read_text()
+            record = body["collectors"]["blocktrace"]
+            assert record["instance"] == "pooled" and record["lost_total"] == 0
+            trace = read_blocktrace(run / "blocktrace.tsv.gz")
+            mine = trace[trace.comm.str.startswith("python") & trace.op.isin(["R", "W"])]
+            assert list(zip(mine.op, mine.sector * SECTOR_BYTES, mine.bytes)) == list(OPERATIONS)
+    assert not ready.exists()
+    assert set(tracefs.find_leftovers(include_live=True)) == before

@@ -32,7 +32,7 @@ try:
     import logging  # noqa: E402
 
     from biossd import __version__  # noqa: E402
-    from biossd.cli import analysis, catalogue, data, host, pipeline, profile, study  # noqa: E402
+    from biossd.cli import pipeline  # noqa: E402
     from biossd.core.errors import BiossdError  # noqa: E402
 except KeyboardInterrupt as _intr:  # a signal while the commands load: nothing was made yet
     sys.exit(128 + _signum_of(_intr))
@@ -40,16 +40,28 @@ except KeyboardInterrupt as _intr:  # a signal while the commands load: nothing 
 DESCRIPTION = ("biossd: will solid-state drives accelerate your bioinformatics? The study's runs, their "
                "analysis, and the host they run on.")
 
-#: The rooms, in the order ``biossd --help`` lists their commands.
-ROOMS = (profile, analysis, data, catalogue, study, host, pipeline)
+#: The rooms (modules of this package), in the order ``biossd --help`` lists their commands.
+ROOMS = ("profile", "analysis", "data", "catalogue", "study", "host", "pipeline")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: every room registers its commands."""
+def rooms(first: str | None = None) -> list:
+    """The room modules a command line needs: only the pipeline room for its commands (every
+    task of a profiled pipeline starts ``biossd pipeline task``, which then loads no other room
+    and registers no other parser), else all of them."""
+    import importlib
+
+    if first == pipeline.COMMAND:
+        return [pipeline]
+    return [importlib.import_module(f"biossd.cli.{name}") for name in ROOMS]
+
+
+def build_parser(first: str | None = None) -> argparse.ArgumentParser:
+    """The command line: every room registers its commands (for ``first``, a command's first
+    word, only the rooms it needs: :func:`rooms`)."""
     parser = argparse.ArgumentParser(prog="biossd", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"biossd {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for room in ROOMS:
+    for room in rooms(first):
         room.register(sub)
     return parser
 
@@ -71,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     traceback."""
     logging.basicConfig(level=logging.WARNING, format="biossd: %(message)s")
     try:
-        parser = build_parser()
+        words = sys.argv[1:] if argv is None else argv
+        parser = build_parser(words[0] if words else None)
         _name_commands(parser)
         args = parser.parse_args(argv)
     except KeyboardInterrupt as intr:

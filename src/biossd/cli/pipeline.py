@@ -53,6 +53,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
                                      drop_caches=drop, kept_caches_why=why_not, group=group,
                                      attribute_in_group=True, image=task.get("container"),
+                                     trace_pool=pipelinesession.trace_pool(task["session"], outdir) if group else (),
                                      owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
     if cidfile is not None:  # Docker caps its container (Nextflow passes the memory directive as --memory)
         request.container_id_file, request.cap_backend = cidfile, "external"
@@ -94,15 +95,17 @@ def cmd_pipeline_report(args: argparse.Namespace) -> int:
     from biossd.outputs import pipeline_report
 
     targets = list(pipeline.DEFAULT_TARGETS) + list(args.target)
-    rep = pipeline.report(Path(args.outdir), targets, [Path(args.study)] if args.study else None)
+    rep = pipeline.report(Path(args.outdir), targets, [Path(args.study)] if args.study else None,
+                          args.instance_usd_per_hour)
     written = pipeline_report.write(rep, Path(args.outdir) / pipeline.REPORT_DIR)
     for run_dir, why in rep.skipped:
         print(f"biossd pipeline report: skipped {run_dir}: {why}", file=sys.stderr)
     cols = ["process", "tasks", "runtime_s", "cpu_share", "peak_rss_kib", *("Riops", "Wiops", "Pfault", "CAR"), "pattern"]
     print(rep.processes[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print()
-    print(rep.pipeline[["target", "measured_wall_s", "predicted_wall_s", "speedup_vs_measured"]].to_string(
-        index=False, float_format=lambda v: f"{v:.3g}"))
+    money = [c for c in ("volume_usd_per_run", "total_usd_per_run") if c in rep.pipeline]
+    print(rep.pipeline[["target", "measured_wall_s", "predicted_wall_s", "speedup_vs_measured", *money]].to_string(
+        index=False, float_format=lambda v: f"{v:.3g}", na_rep="-"))
     print()
     if rep.findings.empty:
         print("findings: none (no rule fired)")
@@ -112,9 +115,13 @@ def cmd_pipeline_report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: This room's command (the first word of its command lines).
+COMMAND = "pipeline"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """This room's commands and their options."""
-    pipe_p = sub.add_parser("pipeline", help="profile your own Nextflow pipeline (nextflow/conf/profile_pipeline.config)")
+    pipe_p = sub.add_parser(COMMAND, help="profile your own Nextflow pipeline (nextflow/conf/profile_pipeline.config)")
     pipe_sub = pipe_p.add_subparsers(dest="pipeline_cmd", required=True)
     p = pipe_sub.add_parser("task", help="run one task's .command.sh under the profiler (the config's task shell)")
     p.add_argument("--task", required=True, help="the task's description, base64 JSON (the config writes it)")
@@ -132,5 +139,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--study", help="a study result set: its pattern centroids instead of the paper's")
     p.add_argument("--target", action="append", default=[], metavar="DEVICE",
                    help="a target device (default: the paper's, this host's records, NVMe and cloud volumes)")
+    p.add_argument("--instance_usd_per_hour", type=float, metavar="USD",
+                   help="your machine's price per hour: each target's cost per run adds the machine's time "
+                        "(without it, only the cloud volume's own cost, from study/reference/cloud_prices.csv)")
     p.set_defaults(func=cmd_pipeline_report)
 

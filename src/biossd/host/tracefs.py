@@ -1,6 +1,6 @@
 """A private tracefs instance with block tracepoints enabled for a set of devices.
 
-The paper traced block requests with blktrace (seed 000, §5.1). Where blktrace's relay files are
+The paper traced block requests with blktrace (Lee, Min and Yoon 2015, §5.1). Where blktrace's relay files are
 refused (this VM), the same requests are seen by the kernel's ``block_rq_issue`` and
 ``block_rq_complete`` tracepoints. This module owns the kernel state that needs:
 
@@ -10,7 +10,10 @@ refused (this VM), the same requests are seen by the kernel's ``block_rq_issue``
 * an instance ``instances/biossd-<pid>-<hex>`` with its own ring buffer, so the host's global
   tracer and other users of tracefs are not disturbed; the instance uses the ``mono`` clock
   (the same as :func:`time.monotonic`), a per-CPU buffer of :data:`BUFFER_KIB_PER_CPU`, and
-  each event filtered to the traced devices' ``dev_t``.
+  each event filtered to the traced devices' ``dev_t``;
+* or, for the short runs of a long-lived owner (a pipeline session), an :class:`InstancePool` of
+  instances made ready beforehand, which a run claims (an exclusive ``flock``), points at its
+  devices, and lets go, leaving its removal to the pool.
 
 Everything is undone on exit from the context manager; :func:`find_leftovers` finds what a
 killed process left behind, and :func:`remove_leftover` removes it.
@@ -18,6 +21,7 @@ killed process left behind, and :func:`remove_leftover` removes it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import subprocess
@@ -78,58 +82,131 @@ def _write(path: Path, value: str) -> None:
         raise TracefsError(f"cannot write {value!r} to {path}: {err.strerror}") from None
 
 
+def _mount() -> tuple[Path, bool]:
+    """The tracefs mount to use: the host's, else a private one made here (``True``: ours to
+    unmount)."""
+    if (HOST_TRACEFS / "instances").is_dir():
+        return HOST_TRACEFS, False
+    point = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-{start_ticks(os.getpid())}-"))
+    proc = subprocess.run(["mount", "-t", "tracefs", "nodev", str(point)],
+                          capture_output=True, text=True, start_new_session=True)
+    if proc.returncode != 0:
+        point.rmdir()
+        raise TracefsError(f"cannot mount tracefs: {proc.stderr.strip()}")
+    return point, True
+
+
+def _make_instance(mount_point: Path, events: Sequence[str], buffer_kib_per_cpu: int) -> Path:
+    """A new instance of this process's (:func:`owned_name`), not recording, on the ``mono`` clock
+    with its buffer sized; the caller removes it (:func:`_remove_instance`)."""
+    for event in events:
+        if not (mount_point / "events" / "block" / event).is_dir():
+            raise TracefsError(f"this kernel has no block:{event} tracepoint")
+    path = mount_point / "instances" / owned_name(PREFIX)
+    try:
+        path.mkdir()
+    except OSError as err:
+        raise TracefsError(f"cannot create a tracefs instance: {err.strerror}") from None
+    try:
+        _write(path / "tracing_on", "0")
+        _write(path / "trace_clock", TRACE_CLOCK)
+        _write(path / "buffer_size_kb", str(buffer_kib_per_cpu))
+    except TracefsError:
+        _remove_instance(path)
+        raise
+    return path
+
+
+def _point(path: Path, mount_point: Path, events: Sequence[str], devices: Sequence[tuple[int, int]] | None,
+           forks: bool) -> bool:
+    """Enable ``events`` (and those of :data:`OPTIONAL_BLOCK_EVENTS` the kernel has) in the
+    instance ``path``, filtered to ``devices`` (``None``: to none, as a pooled instance waits),
+    and, with ``forks``, every fork; returns whether forks are recorded."""
+    condition = " || ".join(f"dev == {kernel_dev_t(ma, mi)}" for ma, mi in devices or ())
+    optional = [e for e in OPTIONAL_BLOCK_EVENTS if (mount_point / "events" / "block" / e).is_dir()]
+    for event in (*events, *optional):
+        event_dir = path / "events" / "block" / event
+        _write(event_dir / "filter", condition or "0")
+        _write(event_dir / "enable", "1")
+    # Every fork on the host (few beside the block requests): which task is the run's.
+    fork_dir = path / "events" / "sched" / FORK_EVENT
+    if forks and fork_dir.is_dir():
+        _write(fork_dir / "enable", "1")
+        return True
+    return False
+
+
+def _buffered_entries(path: Path) -> int:
+    """Events held in the instance's ring buffer, not yet read, over all CPUs."""
+    total = 0
+    for stats in (path / "per_cpu").glob("cpu*/stats"):
+        for line in stats.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "entries":
+                total += int(value.strip())
+    return total
+
+
+def _claim(path: Path) -> int | None:
+    """An open descriptor of the pooled instance ``path`` holding its claim (an exclusive
+    ``flock``, let go when the descriptor closes, or the claimer dies), or ``None`` if another run
+    holds it or it is gone."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 @dataclass
 class BlockTraceInstance(HostObject):
-    """Block tracepoints for ``devices`` (``(major, minor)`` pairs) in a private instance."""
+    """Block tracepoints for ``devices`` (``(major, minor)`` pairs) in a private instance: one of
+    ``pooled`` (an :class:`InstancePool`'s, made ready beforehand) that no other run holds, else
+    one made here."""
 
     devices: Sequence[tuple[int, int]]
     events: Sequence[str] = BLOCK_EVENTS
     buffer_kib_per_cpu: int = BUFFER_KIB_PER_CPU
     #: Also record ``sched:sched_process_fork`` (the run's process tree, for attribution).
     forks: bool = True
+    #: Prepared instances to claim first (:class:`InstancePool`); released, not removed, on close.
+    pooled: Sequence[Path] = ()
     tracing_forks: bool = field(default=False, init=False)
     path: Path | None = field(default=None, init=False)
     mount_point: Path | None = field(default=None, init=False)
     own_mount: bool = field(default=False, init=False)
+    #: The claim on a pooled instance (its descriptor), ``None`` for an instance made here.
+    claim_fd: int | None = field(default=None, init=False)
+    _lost_before: dict[str, int] = field(default_factory=dict, init=False)
 
     def _setup(self) -> None:
         if os.geteuid() != 0:
             raise TracefsError("tracefs block tracepoints need root")
-        if (HOST_TRACEFS / "instances").is_dir():
-            self.mount_point = HOST_TRACEFS
-        else:
-            self.mount_point = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-{start_ticks(os.getpid())}-"))
-            self.own_mount = True
-            proc = subprocess.run(["mount", "-t", "tracefs", "nodev", str(self.mount_point)],
-                                  capture_output=True, text=True, start_new_session=True)
-            if proc.returncode != 0:
-                raise TracefsError(f"cannot mount tracefs: {proc.stderr.strip()}")
-        for event in self.events:
-            if not (self.mount_point / "events" / "block" / event).is_dir():
-                raise TracefsError(f"this kernel has no block:{event} tracepoint")
-        self.path = self.mount_point / "instances" / owned_name(PREFIX)
-        try:
-            self.path.mkdir()
-        except OSError as err:
-            self.path = None
-            raise TracefsError(f"cannot create a tracefs instance: {err.strerror}") from None
-        _write(self.path / "tracing_on", "0")
-        _write(self.path / "trace_clock", TRACE_CLOCK)
-        _write(self.path / "buffer_size_kb", str(self.buffer_kib_per_cpu))
-        condition = " || ".join(f"dev == {kernel_dev_t(ma, mi)}" for ma, mi in self.devices)
-        optional = [e for e in OPTIONAL_BLOCK_EVENTS if (self.mount_point / "events" / "block" / e).is_dir()]
-        for event in (*self.events, *optional):
-            event_dir = self.path / "events" / "block" / event
-            _write(event_dir / "filter", condition or "0")
-            _write(event_dir / "enable", "1")
-        # Every fork on the host (few beside the block requests): which task is the run's.
-        fork_dir = self.path / "events" / "sched" / FORK_EVENT
-        if self.forks and fork_dir.is_dir():
-            _write(fork_dir / "enable", "1")
-            self.tracing_forks = True
+        for candidate in self.pooled:
+            fd = _claim(Path(candidate))
+            if fd is None:
+                continue
+            self.claim_fd, self.path = fd, Path(candidate)
+            self.mount_point = self.path.parent.parent
+            _write(self.path / "tracing_on", "0")
+            if _buffered_entries(self.path):  # a run that died before it read all: start empty
+                _write(self.path / "trace", "")
+            self.tracing_forks = _point(self.path, self.mount_point, self.events, self.devices, self.forks)
+            return
+        self.mount_point, self.own_mount = _mount()
+        self.path = _make_instance(self.mount_point, self.events, self.buffer_kib_per_cpu)
+        self.tracing_forks = _point(self.path, self.mount_point, self.events, self.devices, self.forks)
 
     def start(self) -> None:
         assert self.path is not None
+        self._lost_before = self._lost_counts()
         _write(self.path / "tracing_on", "1")
 
     def stop(self) -> None:
@@ -142,9 +219,7 @@ class BlockTraceInstance(HostObject):
         assert self.path is not None
         return self.path / "trace_pipe"
 
-    def lost_events(self) -> dict[str, int]:
-        """Events the ring buffer lost: ``overrun`` (overwritten before being read) and
-        ``dropped`` (refused when full), summed over CPUs."""
+    def _lost_counts(self) -> dict[str, int]:
         assert self.path is not None
         totals = {"overrun": 0, "commit_overrun": 0, "dropped": 0}
         keys = {"overrun": "overrun", "commit overrun": "commit_overrun", "dropped events": "dropped"}
@@ -155,13 +230,73 @@ class BlockTraceInstance(HostObject):
                     totals[keys[key.strip()]] += int(value.strip())
         return totals
 
+    def lost_events(self) -> dict[str, int]:
+        """Events the ring buffer lost since :meth:`start`: ``overrun`` (overwritten before being
+        read) and ``dropped`` (refused when full), summed over CPUs (a pooled instance's counts
+        go on from earlier runs: those are taken off)."""
+        now = self._lost_counts()
+        return {k: v - self._lost_before.get(k, 0) for k, v in now.items()}
+
     def close(self) -> None:
+        if self.claim_fd is not None:  # a pooled instance: stopped and let go, its pool removes it
+            try:
+                if self.path is not None:
+                    with contextlib.suppress(OSError):
+                        (self.path / "tracing_on").write_text("0")
+            finally:
+                os.close(self.claim_fd)
+                self.claim_fd, self.path = None, None
+            return
         if self.path is not None:
             _remove_instance(self.path)
             self.path = None
         if self.own_mount and self.mount_point is not None:
             _unmount(self.mount_point)
             self.own_mount = False
+
+
+#: Prepared instances a pipeline session keeps ready, at most: each holds
+#: :data:`BUFFER_KIB_PER_CPU` per CPU; a run that finds none free makes its own.
+POOL_MAX = 4
+
+
+@dataclass
+class InstancePool(HostObject):
+    """Instances made ready, not recording, for the short runs of a long-lived owner (a pipeline
+    session's leader): making and removing an instance costs the kernel tens of milliseconds a
+    run (its clock and buffer reset, the grace periods of its removal); claiming a ready one
+    (:class:`BlockTraceInstance` ``pooled``) a millisecond. Each is this process's
+    (:func:`owned_name`): removed on close, found as a leftover if the owner dies first."""
+
+    size: int = field(default_factory=lambda: min(os.cpu_count() or 1, POOL_MAX))
+    events: Sequence[str] = BLOCK_EVENTS
+    buffer_kib_per_cpu: int = BUFFER_KIB_PER_CPU
+    paths: list[Path] = field(default_factory=list, init=False)
+    mount_point: Path | None = field(default=None, init=False)
+    own_mount: bool = field(default=False, init=False)
+
+    def _setup(self) -> None:
+        if os.geteuid() != 0:
+            raise TracefsError("tracefs block tracepoints need root")
+        self.mount_point, self.own_mount = _mount()
+        for _ in range(self.size):
+            path = _make_instance(self.mount_point, self.events, self.buffer_kib_per_cpu)
+            self.paths.append(path)
+            _point(path, self.mount_point, self.events, None, True)
+
+    def close(self) -> None:
+        """Remove every instance (each tried, whatever another's removal raised), then the mount."""
+        failed: list[TracefsError] = []
+        while self.paths:
+            try:
+                _remove_instance(self.paths.pop())
+            except TracefsError as err:
+                failed.append(err)
+        if self.own_mount and self.mount_point is not None and not failed:
+            _unmount(self.mount_point)
+            self.own_mount = False
+        if failed:
+            raise failed[0]
 
 
 def _remove_instance(path: Path) -> None:

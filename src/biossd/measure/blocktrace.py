@@ -578,10 +578,10 @@ class TracefsBlockTrace:
 
     source = "tracefs"
 
-    def __init__(self, out_dir: Path, devices: dict[tuple[int, int], str]) -> None:
+    def __init__(self, out_dir: Path, devices: dict[tuple[int, int], str], pooled: Sequence[Path] = ()) -> None:
         self.out_dir = out_dir
         self.devices = devices
-        self.instance = tracefs.BlockTraceInstance(list(devices))
+        self.instance = tracefs.BlockTraceInstance(list(devices), pooled=pooled)
         self.writer: CanonicalWriter | None = None
         self.error: str | None = None
         self.parse_errors = 0
@@ -591,12 +591,14 @@ class TracefsBlockTrace:
         #: Written to on stop, so the reader leaves its wait at once rather than at the next poll.
         self._wake_r: int | None = None
         self._wake_w: int | None = None
+        self.pooled = False
 
     def start(self, t0_s: float) -> None:
         try:
             self.instance.__enter__()
         except tracefs.TracefsError as err:
             raise BlockTraceUnavailable(str(err)) from None
+        self.pooled = self.instance.claim_fd is not None
         self.writer = CanonicalWriter(self.out_dir / BLOCKTRACE_FILE, self.devices, t0_s)
         self.writer.forks_traced = self.instance.tracing_forks
         self._fd = os.open(self.instance.pipe, os.O_RDONLY | os.O_NONBLOCK)
@@ -668,7 +670,9 @@ class TracefsBlockTrace:
             self.writer.abort()
             raise RuntimeError(self.error)
         self.writer.close()
-        return _record(self.source, self.writer, lost, self.parse_errors)
+        record = _record(self.source, self.writer, lost, self.parse_errors)
+        record["instance"] = "pooled" if self.pooled else "own"  # a pool's, made ready, or made for this run
+        return record
 
     def _wake(self) -> None:
         self._stop.set()
@@ -773,9 +777,11 @@ def _record(source: str, writer: CanonicalWriter, lost: dict[str, int], parse_er
     }
 
 
-def start(mode: str, out_dir: Path, devices: dict[tuple[int, int], str], t0_s: float):
+def start(mode: str, out_dir: Path, devices: dict[tuple[int, int], str], t0_s: float, pooled: Sequence[Path] = ()):
     """Start the first block tracer that works for ``mode``; returns ``(tracer, notes)`` where
-    ``tracer`` is ``None`` when none could start and ``notes`` says why each was passed over."""
+    ``tracer`` is ``None`` when none could start and ``notes`` says why each was passed over.
+    ``pooled``: tracefs instances made ready (:class:`biossd.host.tracefs.InstancePool`) to
+    claim before making one."""
     if mode not in MODES:
         raise ValueError(f"unknown block-trace mode {mode!r}; choose one of {MODES}")
     notes: list[str] = []
@@ -786,7 +792,7 @@ def start(mode: str, out_dir: Path, devices: dict[tuple[int, int], str], t0_s: f
     kinds = {"auto": (BlktraceBlockTrace, TracefsBlockTrace), "blktrace": (BlktraceBlockTrace,),
              "tracefs": (TracefsBlockTrace,)}[mode]
     for kind in kinds:
-        tracer = kind(out_dir, devices)
+        tracer = kind(out_dir, devices, pooled) if kind is TracefsBlockTrace else kind(out_dir, devices)
         try:
             tracer.start(t0_s)
         except BlockTraceUnavailable as err:

@@ -11,6 +11,11 @@ from it, working for the Nextflow process (its owner): it ends when Nextflow end
 signal. A task that finds the mark waits until the leader holds the lock (it may first wait for
 another measured run to end); a leader that is gone without holding it is an error naming it.
 
+The leader also keeps the session's tracefs instances ready once it holds the lock
+(:class:`biossd.host.tracefs.InstancePool`, listed in :data:`TRACE_POOL`): a task claims a free
+one rather than making its own, which spares every task the kernel's cost of making and removing
+an instance; a task that finds none free (or no list yet) makes its own, as a lone run does.
+
 What side by side costs the measurement, said in every run and the report: each task's block
 requests are its own by its process tree (:func:`biossd.measure.blocktrace.foreign_issuers`), but
 the kernel threads' (write-back, the journal) are kept in every task that overlapped them, and
@@ -19,6 +24,7 @@ the host's swap counters (``Pfault``) are the host's, not one task's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -28,12 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from biossd.core.errors import BiossdError
+from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
-from biossd.host import hostlock
+from biossd.host import hostlock, tracefs
 from biossd.measure.pipelinetask import component
 
 #: The session's leader mark under the outdir (its pid and start, for the tasks that wait on it).
 LEADER_MARK = "pipeline_info/.biossd-leader-{session}.json"
+#: The session's ready tracefs instances (:class:`biossd.host.tracefs.InstancePool`), written by
+#: its leader before it takes the host lock, removed before the instances are.
+TRACE_POOL = "pipeline_info/.biossd-tracepool-{session}.json"
 #: How often a waiting task looks at the host lock, and how long a leader may take to start.
 POLL_S = 0.05
 LEADER_START_S = 30.0
@@ -113,14 +123,40 @@ def nextflow_of(owner_pid: int | None) -> ProcessRef | None:
     return ref if ref is not None and ref.start_ticks is not None else None
 
 
+def trace_pool(session: str, outdir: Path) -> list[Path]:
+    """The session's ready tracefs instances its leader listed; none when it listed none (not
+    root, no tracefs: each task makes its own)."""
+    try:
+        body = json.loads((Path(outdir) / TRACE_POOL.format(session=component(session))).read_text())
+    except (OSError, ValueError):
+        return []
+    return [Path(p) for p in body.get("instances", [])]
+
+
+def _open_pool(stack: contextlib.ExitStack, pool_file: Path) -> None:
+    """Make the session's tracefs instances ready and list them in ``pool_file``; without
+    tracefs each task makes its own, as a lone run does."""
+    try:
+        pool = stack.enter_context(tracefs.InstancePool())
+    except tracefs.TracefsError:
+        return
+    atomic_write_text(pool_file, json.dumps({"instances": [str(p) for p in pool.paths]}))
+    stack.callback(pool_file.unlink, missing_ok=True)
+
+
 def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None) -> dict[str, Any]:
     """Hold the host lock for the session's tasks until ``owner`` (Nextflow) ends or
     ``interrupted()`` names a signal; returns what the lock's record said. ``mark``: the session's
-    leader mark, removed at the end if it names this process."""
+    leader mark, removed at the end if it names this process; beside it, once the lock is held
+    (the first task does not wait for them), the session's ready tracefs instances
+    (:data:`TRACE_POOL`), removed before the lock is let go."""
     try:
         with hostlock.HostLock(f"biossd pipeline lead (Nextflow session {session})", owner=owner,
                                interrupted=interrupted, **{hostlock.GROUP_KEY: token(session)},
-                               members="the session's tasks, as Nextflow starts them") as lock:
+                               members="the session's tasks, as Nextflow starts them") as lock, \
+                contextlib.ExitStack() as stack:
+            if mark is not None:
+                _open_pool(stack, mark.parent / Path(TRACE_POOL.format(session=component(session))).name)
             while owner.alive() and not interrupted():
                 time.sleep(POLL_S * 4)
             return {"waited_s": lock.waited_s, "reaped": lock.reaped}

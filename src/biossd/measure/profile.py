@@ -134,6 +134,10 @@ class ProfileRequest:
     #: container, outside the profiler's cgroup; Docker's cap, OOM kill and peak are recorded
     #: (:mod:`biossd.host.dockerengine`), and ``docker run``'s own failure is a harness error.
     container_id_file: Path | None = None
+    #: tracefs instances made ready by a long-lived owner (a pipeline session's leader,
+    #: :class:`biossd.host.tracefs.InstancePool`): the block trace claims one of them before
+    #: making its own, sparing a short run the kernel's cost of making and removing one.
+    trace_pool: Sequence[Path] = ()
     #: Seconds the caller spent on this run before the profiler started (e.g. ``{"stage": 0.8}``
     #: for copying the input into scratch), recorded with the profiler's own phases in the
     #: manifest's ``harness_s``.
@@ -709,7 +713,7 @@ def _close_quietly(fd: int) -> None:
 
 def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float,
                       collectors: dict[str, Any]):
-    tracer, notes = blocktrace.start(request.blocktrace, out_dir, _traced_devices(traced), t0)
+    tracer, notes = blocktrace.start(request.blocktrace, out_dir, _traced_devices(traced), t0, request.trace_pool)
     if tracer is None:
         collectors["blocktrace"] = _not_run("; ".join(notes) or "no tracer available")
     return tracer, notes
