@@ -5,8 +5,8 @@ samples) run with and without nextflow/conf/profile_pipeline.config, alternated,
 
 Prints each run's wall time (Nextflow's, launch to end), the median of each side, and the
 median of the per-pair ratios (profiled / plain), for each page-cache mode asked for
-(``--biossd_drop_caches``: once per session, the default, or before every task), run in turn
-after each plain run. Both sides run the tasks as Nextflow schedules them (the profiled side
+(``--biossd_drop_caches``: once per session, the default, or before every task, which runs the
+tasks one at a time), run in turn after each plain run. Both sides run the tasks as Nextflow schedules them (the profiled side
 side by side, its default ``--biossd_concurrency``). Then, per mode, the median of each harness
 phase over the profiled tasks (their run.json ``harness_s``: lock wait, cache drop, collectors,
 ...) and how many tasks traced on a tracefs instance the session's leader had ready.
@@ -46,6 +46,8 @@ def run(work: Path, args: list[str], drop: str | None) -> float:
     work.mkdir(parents=True)
     extra = (["-c", str(CONFIG), "--biossd_outdir", str(work / "profiled"), "--biossd_drop_caches", drop]
              if drop else [])
+    if drop == "task":  # a cache drop before each task would drop it under the tasks beside it
+        extra += ["--biossd_concurrency", "serial"]
     t0 = time.monotonic()
     proc = subprocess.run([shutil.which("nextflow"), "run", str(PIPELINE), "-w", str(work / "work"), *args,
                            "--outdir", str(work / "out"), *extra], cwd=work, capture_output=True, text=True)
