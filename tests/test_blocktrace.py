@@ -278,3 +278,12 @@ def test_a_journal_s_flush_is_not_waited_for_and_the_run_s_own_fsync_is():
                                    ["bcftools", "kworker/u4:1", "bcftools", "jbd2/loop0-8", "bcftools"])
     assert list(waited) == [True, False, True, False, True]
     assert list(blocktrace.waited_for(["F"], ["FF"])) == [True]  # issuer unknown: taken as waited for
+
+
+def test_a_write_back_throttling_line_gives_its_task_and_pause():
+    line = ("              dd-4242    [001] ..... 81234.567890: balance_dirty_pages: bdi 7:0: limit=1024 "
+            "setpoint=768 dirty=1100 wb_setpoint=512 wb_dirty=1100 dirty_ratelimit=100 task_ratelimit=40 "
+            "dirtied=32 dirtied_pause=32 paused=0 pause=12 period=12 think=0 cgroup_ino=1")
+    assert blocktrace.parse_throttle_line(line) == (4242, 0.012)
+    assert blocktrace.parse_throttle_line(line.replace("pause=12 ", "pause=-4 ")) == (4242, 0.0)
+    assert blocktrace.parse_throttle_line("  dd-1 [000] ..... 1.0: block_rq_issue: 7,0 W 4096 () 0 + 8 [dd]") is None

@@ -257,3 +257,45 @@ def test_a_pooled_instance_serves_one_run_at_a_time_traces_as_its_own_and_goes_w
             assert list(zip(mine.op, mine.sector * SECTOR_BYTES, mine.bytes)) == list(OPERATIONS)
     assert not ready.exists()
     assert set(tracefs.find_leftovers(include_live=True)) == before
+
+
+@pytest.fixture
+def strict_dirty_limit(loop_device):
+    """The loop device's write-back capped at 4 MiB of dirty pages, strictly (its own limit, not
+    the host's): a writer past it is paused by the kernel. Restored after."""
+    rdev = Path(loop_device).stat().st_rdev
+    bdi = Path(f"/sys/class/bdi/{os.major(rdev)}:{os.minor(rdev)}")
+    if not (bdi / "strict_limit").exists() or not (bdi / "max_bytes").exists():
+        pytest.skip(f"{bdi}: this kernel has no per-device strict dirty limit (strict_limit, max_bytes)")
+    saved = {name: (bdi / name).read_text().strip() for name in ("max_ratio", "strict_limit")}
+    (bdi / "max_bytes").write_text(str(4 << 20))
+    (bdi / "strict_limit").write_text("1")
+    try:
+        yield loop_device
+    finally:
+        (bdi / "strict_limit").write_text(saved["strict_limit"])
+        (bdi / "max_ratio").write_text(saved["max_ratio"])  # the kernel keeps max_bytes as this ratio
+
+
+def _write_through_cache(tmp_path: Path, device: str) -> dict:
+    from biossd.measure import profile
+
+    run = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
+    request = profile.ProfileRequest(argv=["dd", "if=/dev/zero", f"of={device}", "bs=1M", "count=48"],
+                                     out_dir=run, mem_bytes=None, devices=[device], blocktrace="tracefs",
+                                     drop_caches=False)
+    profile.run(request)
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "ok", (run / "stderr.log").read_text()
+    return body["collectors"]["blocktrace"]["throttle"]
+
+
+def test_write_back_throttling_of_the_run_is_measured_and_none_without_it(tmp_path, loop_device):
+    unthrottled = _write_through_cache(tmp_path, loop_device)
+    assert unthrottled["traced"] is True and unthrottled["paused_s"] == 0 and unthrottled["pauses"] == 0
+
+
+def test_a_writer_past_its_device_s_dirty_limit_is_paused_and_the_pauses_are_its(tmp_path, strict_dirty_limit):
+    throttle = _write_through_cache(tmp_path, strict_dirty_limit)
+    assert throttle["traced"] is True
+    assert throttle["pauses"] > 0 and throttle["paused_s"] > 0, throttle

@@ -17,7 +17,7 @@ MIB = 1 << 20
 #: A process that gives no rule a reason: short of every threshold.
 QUIET = {"tasks": 2, "runtime_s": 10.0, "cpu_share": 0.5, "paging_s": 0.0, "paging_share": 0.0, "swap_ins": 0.0,
          "swap_outs": 0.0, "peak_memory_bytes": 100.0 * MIB, "memory_limit_bytes": 200.0 * MIB, "flush_s": 0.1,
-         "flush_share": 0.01, "read_service_share": 0.5, "Rsize": 64.0, "CAR": 0.9, "oom_attempts": 0,
+         "flush_share": 0.01, "throttled_s": 0.0, "throttle_pauses": 0.0, "throttle_share": 0.0, "read_service_share": 0.5, "Rsize": 64.0, "CAR": 0.9, "oom_attempts": 0,
          "oom_limit_bytes": math.nan, "best_target": "volume:nvme-pcie4", "best_speedup": 1.05,
          "best_speedup_low": 1.02, "best_speedup_high": 1.08, "saving_s": 0.5, "pipeline_saving_s": 0.5}
 
@@ -40,6 +40,8 @@ def test_a_quiet_process_has_no_finding():
     ("BIOSSD-C01", {"cpu_share": CPU_BOUND_CORES}, {"cpu_share": CPU_BOUND_CORES - 0.01}),
     ("BIOSSD-W01", {"flush_share": findings.WRITEBACK_SHARE, "flush_s": 2.0},
      {"flush_share": findings.WRITEBACK_SHARE * 0.9, "flush_s": 1.8}),
+    ("BIOSSD-W02", {"throttle_share": findings.WRITEBACK_SHARE, "throttled_s": 2.0, "throttle_pauses": 80},
+     {"throttle_share": findings.WRITEBACK_SHARE * 0.9, "throttled_s": 1.8, "throttle_pauses": 70}),
     ("BIOSSD-P01", {"best_speedup": 3.0, "best_speedup_low": 2.5, "best_speedup_high": 3.5, "saving_s": 6.0,
                     "pipeline_saving_s": 0.1},
      {"best_speedup": 3.0, "best_speedup_low": 2.5, "best_speedup_high": 3.5, "saving_s": 6.0,
@@ -48,6 +50,10 @@ def test_a_quiet_process_has_no_finding():
 def test_each_rule_fires_at_its_threshold_and_not_below(code, fires, short):
     assert code in fired(**fires)
     assert code not in fired(**short)
+
+
+def test_throttling_not_recorded_is_no_finding():
+    assert "BIOSSD-W02" not in fired(throttled_s=math.nan, throttle_pauses=math.nan, throttle_share=math.nan)
 
 
 def test_a_cpu_bound_process_that_a_device_speeds_up_is_not_called_cpu_bound():

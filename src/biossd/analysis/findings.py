@@ -41,7 +41,8 @@ MIN_SUGGESTED_MEMORY_BYTES = 128 << 20
 #: rules about its time (CPU, device, write-back, critical path) do not judge it.
 MIN_JUDGED_RUNTIME_S = 0.5
 #: The post-exit flush of a process's dirty data (the kernel's write-back, which the next task
-#: or the pipeline's end waits for) matters from this share of its runtime on.
+#: or the pipeline's end waits for), and the kernel's pauses of its writers while it ran
+#: (write-back throttling), each matter from this share of its runtime on.
 WRITEBACK_SHARE = 0.2
 #: A process is off the critical path when the pipeline's wall time gains less than this share of
 #: what the process itself gains on its best target.
@@ -148,6 +149,16 @@ RULES: tuple[Rule, ...] = (
          lambda e: f"{e['flush_s']:.1f} s of write-back after its tasks ended ({e['flush_share']:.0%} of their runtime)",
          lambda e: "write its output where writes are cheap (a faster device, or a local scratch the task "
                    "copies from), or compress it in the task"),
+    Rule("BIOSSD-W02", "its writes wait for the device (write-back throttling)", "warn",
+         ("throttled_s", "throttle_share", "throttle_pauses", "runtime_s"),
+         f"While its tasks ran, the kernel paused them for {WRITEBACK_SHARE:.0%} or more of their runtime because "
+         "they dirtied pages faster than the device wrote them back (write-back throttling: the "
+         "balance_dirty_pages pauses biossd traces, each task's own).",
+         lambda e: _judged(e) and _finite(e, "throttle_share") and e["throttle_share"] >= WRITEBACK_SHARE,
+         lambda e: (f"paused {e['throttled_s']:.1f} s in {int(e['throttle_pauses'])} write-back throttling pauses "
+                    f"({e['throttle_share']:.0%} of its {e['runtime_s']:.1f} s)"),
+         lambda e: "put its work directory or scratch on a device that writes faster, or write less "
+                   "(compress its output, or stream it to the next step)"),
     Rule("BIOSSD-P01", "off the critical path", "info",
          ("saving_s", "pipeline_saving_s", "best_target"),
          "A faster device would speed it up, but the pipeline's wall time (its tasks in Nextflow's order, "
@@ -166,7 +177,8 @@ def evidence(tasks: pd.DataFrame, runs: pd.DataFrame, predictions: pd.DataFrame,
     """Per process, every evidence field the rules read.
 
     ``tasks``: the counted tasks (one run each, with ``runtime_s``, ``user_s``, ``sys_s``, the
-    features, ``resident_peak_kib``, ``swap_*``, ``read_service_s``, ``flush_s``,
+    features, ``resident_peak_kib``, ``swap_*``, ``read_service_s``, ``flush_s``, ``throttled_s``,
+    ``throttle_pauses``,
     ``memory_limit_bytes``); ``runs``: every attempt (``outcome``, ``memory_limit_bytes``);
     ``predictions``: per process and target, the summed prediction; ``per_task``: per task (its
     index in ``tasks``) and target; ``wall_with``: the pipeline's wall time for per-task durations."""
@@ -186,11 +198,14 @@ def evidence(tasks: pd.DataFrame, runs: pd.DataFrame, predictions: pd.DataFrame,
               sys_s=("sys_s", "sum"), paging_s=("paging_s", "sum"), swap_ins=("swap_ins", "sum"),
               swap_outs=("swap_outs", "sum"), peak_memory_bytes=("peak_memory_bytes", "max"),
               memory_limit_bytes=("memory_limit_bytes", "max"), flush_s=("flush_s", "sum"),
+              throttled_s=("throttled_s", lambda v: v.sum(min_count=1)),
+              throttle_pauses=("throttle_pauses", lambda v: v.sum(min_count=1)),
               read_service_s=("read_service_s", "sum"), service_s=("service_s", "sum"),
               Rsize=("Rsize", "median"), CAR=("CAR", "median"))
     e["cpu_share"] = (e.pop("cpu_s") + e.pop("sys_s")) / e["runtime_s"]
     e["paging_share"] = e["paging_s"] / e["runtime_s"]
     e["flush_share"] = e["flush_s"] / e["runtime_s"]
+    e["throttle_share"] = e["throttled_s"] / e["runtime_s"]
     e["read_service_share"] = e.pop("read_service_s") / e.pop("service_s")
     ooms = runs[runs["outcome"] == "oom"]
     e["oom_attempts"] = ooms.groupby("process").size().reindex(e.index).fillna(0).astype(int)

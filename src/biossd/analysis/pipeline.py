@@ -112,6 +112,10 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
         row["command_start_epoch_s"] = started
         row["command_end_epoch_s"] = started + float(body.get("wall_s") or 0.0) + float(body.get("flush_s") or 0.0)
         row["side_by_side"] = (body.get("host_lock") or {}).get("mode") == "group-member"
+        # Write-back throttling while it ran (NaN where the tracer did not record it).
+        throttle = ((body.get("collectors") or {}).get("blocktrace") or {}).get("throttle") or {}
+        row["throttled_s"] = float(throttle["paused_s"]) if throttle.get("traced") else np.nan
+        row["throttle_pauses"] = float(throttle["pauses"]) if throttle.get("traced") else np.nan
         rows.append(row)
     return pd.DataFrame(rows), skipped
 

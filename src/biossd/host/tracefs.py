@@ -43,6 +43,9 @@ BLOCK_EVENTS = ("block_rq_issue", "block_rq_complete", "block_rq_requeue")
 #: queued it, or moved its start by a front merge), when a block-layer worker issues it.
 OPTIONAL_BLOCK_EVENTS = ("block_rq_insert", "block_getrq", "block_bio_frontmerge")
 FORK_EVENT = "sched_process_fork"
+#: Recorded where the kernel has it: each pause the kernel imposes on a task that dirties pages
+#: faster than its device writes them back (``balance_dirty_pages``, write-back throttling).
+THROTTLE_EVENT = "balance_dirty_pages"
 #: Ring buffer per CPU; large enough that a reader woken every poll interval never overruns
 #: at tens of thousands of requests per second.
 BUFFER_KIB_PER_CPU = 8192
@@ -118,22 +121,25 @@ def _make_instance(mount_point: Path, events: Sequence[str], buffer_kib_per_cpu:
 
 
 def _point(path: Path, mount_point: Path, events: Sequence[str], devices: Sequence[tuple[int, int]] | None,
-           forks: bool) -> bool:
+           forks: bool) -> tuple[bool, bool]:
     """Enable ``events`` (and those of :data:`OPTIONAL_BLOCK_EVENTS` the kernel has) in the
     instance ``path``, filtered to ``devices`` (``None``: to none, as a pooled instance waits),
-    and, with ``forks``, every fork; returns whether forks are recorded."""
+    every write-back throttling pause (:data:`THROTTLE_EVENT`, any device's: the run's are told by
+    its processes) and, with ``forks``, every fork; returns whether forks and pauses are recorded."""
     condition = " || ".join(f"dev == {kernel_dev_t(ma, mi)}" for ma, mi in devices or ())
     optional = [e for e in OPTIONAL_BLOCK_EVENTS if (mount_point / "events" / "block" / e).is_dir()]
     for event in (*events, *optional):
         event_dir = path / "events" / "block" / event
         _write(event_dir / "filter", condition or "0")
         _write(event_dir / "enable", "1")
+    throttle_dir = path / "events" / "writeback" / THROTTLE_EVENT
+    if throttle_dir.is_dir():
+        _write(throttle_dir / "enable", "1")
     # Every fork on the host (few beside the block requests): which task is the run's.
     fork_dir = path / "events" / "sched" / FORK_EVENT
     if forks and fork_dir.is_dir():
         _write(fork_dir / "enable", "1")
-        return True
-    return False
+    return forks and fork_dir.is_dir(), throttle_dir.is_dir()
 
 
 def _buffered_entries(path: Path) -> int:
@@ -179,6 +185,7 @@ class BlockTraceInstance(HostObject):
     #: Prepared instances to claim first (:class:`InstancePool`); released, not removed, on close.
     pooled: Sequence[Path] = ()
     tracing_forks: bool = field(default=False, init=False)
+    tracing_throttle: bool = field(default=False, init=False)
     path: Path | None = field(default=None, init=False)
     mount_point: Path | None = field(default=None, init=False)
     own_mount: bool = field(default=False, init=False)
@@ -198,11 +205,13 @@ class BlockTraceInstance(HostObject):
             _write(self.path / "tracing_on", "0")
             if _buffered_entries(self.path):  # a run that died before it read all: start empty
                 _write(self.path / "trace", "")
-            self.tracing_forks = _point(self.path, self.mount_point, self.events, self.devices, self.forks)
+            self.tracing_forks, self.tracing_throttle = _point(self.path, self.mount_point, self.events,
+                                                               self.devices, self.forks)
             return
         self.mount_point, self.own_mount = _mount()
         self.path = _make_instance(self.mount_point, self.events, self.buffer_kib_per_cpu)
-        self.tracing_forks = _point(self.path, self.mount_point, self.events, self.devices, self.forks)
+        self.tracing_forks, self.tracing_throttle = _point(self.path, self.mount_point, self.events, self.devices,
+                                                           self.forks)
 
     def start(self) -> None:
         assert self.path is not None

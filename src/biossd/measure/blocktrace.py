@@ -63,6 +63,8 @@ LEGACY_BLOCKTRACE_FILE = "blocktrace.parquet"
 #: gzip's fastest level: the writer runs beside the tool, on the same cores.
 GZIP_LEVEL = 1
 POLL_S = 0.25
+#: The write-back throttling event gives its pause in milliseconds.
+MS_PER_S = 1000.0
 READ_CHUNK_BYTES = 1 << 20
 MODES = ("auto", "blktrace", "tracefs", "off")
 #: blktrace is given this long to fail (it fails at once when the kernel refuses it).
@@ -209,6 +211,24 @@ _FORK_PAYLOAD = re.compile(r"^comm=.* pid=(?P<parent>\d+) child_comm=.* child_pi
 _FORK_LINE = re.compile(r"^.*?\s(?P<ts>\d+\.\d+): sched_process_fork: (?P<payload>.*)$")
 
 
+_THROTTLE_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?\s(?P<ts>\d+\.\d+): balance_dirty_pages: "
+                            r"(?P<payload>.*)$")
+_THROTTLE_PAUSE = re.compile(r"\spause=(?P<pause>-?\d+)\s")
+
+
+def parse_throttle_line(line: str) -> tuple[int, float] | None:
+    """``(pid, pause in seconds)`` of one ``writeback:balance_dirty_pages`` line of
+    ``trace_pipe``: the kernel paused that task for dirtying pages faster than its device writes
+    them back (a pause ≤ 0 is a check that did not sleep); ``None`` for other lines."""
+    if "balance_dirty_pages" not in line:
+        return None
+    head = _THROTTLE_LINE.match(line)
+    body = _THROTTLE_PAUSE.search(head["payload"] + " ") if head else None
+    if body is None:
+        return None
+    return int(head["pid"]), max(0, int(body["pause"])) / MS_PER_S
+
+
 def parse_fork_line(line: str) -> tuple[int, int] | None:
     """``(parent pid, child pid)`` of one ``sched_process_fork`` line of ``trace_pipe``; ``None``
     for other lines."""
@@ -278,7 +298,18 @@ class CanonicalWriter:
         #: (:attr:`forks_traced`).
         self.forks: list[tuple[int, int]] = []
         self.forks_traced = False
+        #: Write-back throttling: per pid, the kernel's pauses (count, seconds slept), where the
+        #: tracer records them (:attr:`throttle_traced`).
+        self.pauses: dict[int, list[float]] = {}
+        self.throttle_traced = False
+        self.throttle_why = "blktrace records block requests only, not write-back throttling"
         self._file = TraceFile(self.path)
+
+    def pause(self, pid: int, pause_s: float) -> None:
+        """One write-back throttling pause of task ``pid`` (:func:`parse_throttle_line`)."""
+        count_s = self.pauses.setdefault(pid, [0, 0.0])
+        count_s[0] += 1
+        count_s[1] += pause_s
 
     def add(self, event: Event) -> None:
         key = (event.dev, event.sector)
@@ -430,6 +461,26 @@ def foreign_issuers(writer: CanonicalWriter, leader: int, roots: Sequence[int] =
     return {"pids": foreign, "requests": sum(f["requests"] for f in foreign.values()), "attributed_by": how,
             "why": "issued by processes other than the run's or the kernel's; kept in the trace, left out of the "
                    "features"}
+
+
+def throttled(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] = ()) -> dict[str, Any]:
+    """The run's write-back throttling: how often and how long the kernel paused its processes
+    (``leader``'s tree and ``roots``', as :func:`foreign_issuers` tells them; ``None``: every
+    process but the profiler, for a run whose requests are not attributed) for dirtying pages
+    faster than their device wrote them back (``balance_dirty_pages``). Time a task slept there
+    is time the device's write speed cost it while it ran, apart from the flush after it ended."""
+    if not writer.throttle_traced:
+        return {"traced": False, "why": writer.throttle_why}
+    profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
+    if leader is None:
+        own = {pid for pid in writer.pauses if pid not in profiler}
+    else:
+        own = descendants(leader, writer.forks) if writer.forks_traced else {leader}
+        for root in roots:
+            own |= descendants(root, writer.forks) if writer.forks_traced else {root}
+    mine = [writer.pauses[pid] for pid in own if pid in writer.pauses]
+    return {"traced": True, "pauses": int(sum(c for c, _ in mine)), "paused_s": round(sum(p for _, p in mine), 6),
+            "others_paused_s": round(sum(p for pid, (_, p) in writer.pauses.items() if pid not in own), 6)}
 
 
 def excluded_pids(body: dict[str, Any]) -> list[int]:
@@ -601,6 +652,8 @@ class TracefsBlockTrace:
         self.pooled = self.instance.claim_fd is not None
         self.writer = CanonicalWriter(self.out_dir / BLOCKTRACE_FILE, self.devices, t0_s)
         self.writer.forks_traced = self.instance.tracing_forks
+        self.writer.throttle_traced = self.instance.tracing_throttle
+        self.writer.throttle_why = "this kernel's tracefs has no writeback:balance_dirty_pages event"
         self._fd = os.open(self.instance.pipe, os.O_RDONLY | os.O_NONBLOCK)
         self._wake_r, self._wake_w = os.pipe()
         self.instance.start()
@@ -630,6 +683,10 @@ class TracefsBlockTrace:
                 fork = parse_fork_line(line)
                 if fork is not None:
                     self.writer.forks.append(fork)
+                    continue
+                pause = parse_throttle_line(line)
+                if pause is not None:
+                    self.writer.pause(*pause)
                     continue
                 try:
                     event = parse_tracefs_line(line)

@@ -624,6 +624,8 @@ def _stop_collectors(running: _Collectors, collectors: dict[str, Any], session: 
             collectors["blocktrace"]["foreign"] = (
                 blocktrace.foreign_issuers(running.tracer.writer, session, roots) if attribute is None else
                 {"pids": {}, "requests": 0, "attributed_by": None, "why": f"not attributed: {attribute}"})
+            collectors["blocktrace"]["throttle"] = blocktrace.throttled(
+                running.tracer.writer, session if attribute is None else None, roots)
 
 
 def _record_after(request: ProfileRequest, out_dir: Path, accounting: dict[str, Any] | None, started: bool,
