@@ -287,3 +287,34 @@ def test_a_write_back_throttling_line_gives_its_task_and_pause():
     assert blocktrace.parse_throttle_line(line) == (4242, 0.012)
     assert blocktrace.parse_throttle_line(line.replace("pause=12 ", "pause=-4 ")) == (4242, 0.0)
     assert blocktrace.parse_throttle_line("  dd-1 [000] ..... 1.0: block_rq_issue: 7,0 W 4096 () 0 + 8 [dd]") is None
+
+
+def test_a_flush_is_paired_with_its_completion_at_the_kernel_s_last_sector(tmp_path):
+    """The kernel issues a flush at sector 0 and completes it at (sector_t)-1: paired in order,
+    and not with a data request at sector 0."""
+    writer = blocktrace.CanonicalWriter(tmp_path / "t.tsv.gz", {(7, 1): "loop1"}, 0.0)
+    last = 18446744073709551615
+    for kind, t, rwbs, sector, nr in (("issue", 1.0, "FF", 0, 0), ("issue", 1.1, "WS", 0, 8),
+                                      ("issue", 1.2, "FF", 0, 0), ("complete", 1.3, "WS", 0, 8),
+                                      ("complete", 1.5, "FF", last, 0), ("complete", 1.6, "FF", last, 0)):
+        writer.add(blocktrace.Event(kind=kind, time_s=t, dev=(7, 1), rwbs=rwbs, sector=sector, nr_sectors=nr,
+                                    bytes=nr * 512, pid=9, comm="kworker/1:1H", error=0))
+    writer.close()
+    trace = blocktrace.read_blocktrace(tmp_path / "t.tsv.gz")
+    assert writer.unmatched_completions == 0 and writer.incomplete_requests == 0
+    assert list(zip(trace.op, trace.issue_s, trace.complete_s)) == [("F", 1.0, 1.5), ("W", 1.1, 1.3), ("F", 1.2, 1.6)]
+
+
+def test_an_fsync_line_gives_its_task_and_whether_it_entered_or_returned():
+    enter = "         python3-5594    [001] ..... 80162.254441: ext4_sync_file_enter: dev 7,1 ino 14 parent 2 datasync 1 "
+    leave = "         python3-5594    [001] ..... 80162.286138: ext4_sync_file_exit: dev 7,1 ino 14 ret 0"
+    assert blocktrace.parse_sync_line(enter) == (5594, "enter", 80162.254441)
+    assert blocktrace.parse_sync_line(leave) == (5594, "exit", 80162.286138)
+    assert blocktrace.parse_sync_line("  dd-1 [000] ..... 1.0: block_rq_issue: 7,0 W 4096 () 0 + 8 [dd]") is None
+
+
+def test_a_kernel_thread_s_flush_inside_the_run_s_fsync_is_waited_for_and_one_outside_is_not():
+    waited = blocktrace.waited_for(["F", "F", "W"], ["FF", "FF", "W"], ["kworker/1:1H"] * 3,
+                                   issue_s=[0.5, 2.0, 0.6], windows=[[0.4, 0.9]])
+    assert list(waited) == [True, False, False]
+    assert list(blocktrace.window_ends([0.5, 2.0], [[0.4, 0.9], [0.45, 0.7]])) == [0.7, pytest.approx(float("nan"), nan_ok=True)]

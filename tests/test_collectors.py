@@ -16,7 +16,7 @@ import pytest
 from biossd.core.owners import owned_name
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers as cgroup_leftovers
-from biossd.measure import manifest
+from biossd.measure import blocktrace, manifest
 from biossd.measure.blocktrace import SECTOR_BYTES, read_blocktrace
 
 pytestmark = pytest.mark.integration
@@ -299,3 +299,61 @@ def test_a_writer_past_its_device_s_dirty_limit_is_paused_and_the_pauses_are_its
     throttle = _write_through_cache(tmp_path, strict_dirty_limit)
     assert throttle["traced"] is True
     assert throttle["pauses"] > 0 and throttle["paused_s"] > 0, throttle
+
+
+@pytest.fixture
+def ext4_on_loop(tmp_path, loop_device):
+    """An ext4 file system on the loop device, mounted under ``tmp_path``; unmounted after."""
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True, capture_output=True)
+    point = tmp_path / "mnt"
+    point.mkdir()
+    subprocess.run(["mount", loop_device, str(point)], check=True)
+    try:
+        yield loop_device, point
+    finally:
+        subprocess.run(["umount", str(point)], check=True)
+
+
+SYNCING_WRITER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+for _ in range(int(sys.argv[2])):
+    os.write(fd, b"x" * (1 << 20))
+    if sys.argv[3] == "sync":
+        os.fdatasync(fd)
+os.close(fd)
+"""
+
+
+def _sync_record(tmp_path: Path, device: str, target: Path, how: str) -> tuple[dict, Path]:
+    from biossd.measure import profile
+
+    run = tmp_path / f"sync-{how}"
+    request = profile.ProfileRequest(argv=[sys.executable, "-c", SYNCING_WRITER, str(target), "3", how],
+                                     out_dir=run, mem_bytes=None, devices=[device], blocktrace="tracefs",
+                                     drop_caches=False)
+    profile.run(request)
+    body = manifest.read_manifest(run)
+    assert body["outcome"] == "ok", (run / "stderr.log").read_text()
+    return body, run
+
+
+def test_a_run_s_fsync_calls_are_traced_and_the_flushes_they_waited_for_count_as_waited(tmp_path, ext4_on_loop):
+    """Three fdatasync calls on ext4: each is recorded with how long it took, every flush of the
+    device's cache gets its completion (a flush completes at the kernel's sector -1), and the
+    flushes the kernel's threads issued inside the calls count as the run's waits; the same
+    writes without fdatasync record no call."""
+    device, point = ext4_on_loop
+    body, run = _sync_record(tmp_path, device, point / "synced", "sync")
+    record = body["collectors"]["blocktrace"]["sync"]
+    assert record["traced"] is True and record["calls"] == 3 and record["waited_s"] > 0, record
+    assert len(record["windows_s"]) == 3 and all(b >= a for a, b in record["windows_s"])
+    trace = read_blocktrace(run / "blocktrace.tsv.gz")
+    flushes = trace[trace.op == "F"]
+    assert len(flushes) >= 3 and flushes.complete_s.notna().all(), flushes
+    requests = blocktrace.run_requests(run, body)
+    in_a_call = blocktrace.inside(requests["issue_s"], record["windows_s"]) & (requests["op"] == "F")
+    assert in_a_call.sum() >= 3 and requests["waited"][in_a_call].all()
+    assert (requests["complete_s"][in_a_call] <= max(b for _, b in record["windows_s"]) + 1e-6).all()
+    unsynced, _ = _sync_record(tmp_path, device, point / "unsynced", "none")
+    assert unsynced["collectors"]["blocktrace"]["sync"]["calls"] == 0

@@ -35,6 +35,10 @@ MIN_COMPARED_S = 1.0
 SPILL_COUNT = 6_000_000
 #: The spill pipeline's size where only its tasks' order, memory or concurrency is looked at.
 SMALL_COUNT = 200_000
+#: How many read bytes each of the dnaseq pipeline's two samples holds: enough that three of its
+#: processes (BWA_MEM, SAMTOOLS_SORT, BCFTOOLS_CALL) run past MIN_COMPARED_S on the HDD (at 12M
+#: BCFTOOLS_CALL ran 0.99 s there and the comparison held only one process).
+DNASEQ_READS_SIZE = "18M"
 #: The emulated disk the HDD side runs on (the study's 7200 rpm profile).
 HDD_PROFILE = "seagate-barracuda-7200"
 
@@ -53,7 +57,7 @@ def run_pipeline(env, name: str, work: Path, outdir: Path, *args: str, check: bo
 def inputs(biossd, tmp_path_factory):
     root = tmp_path_factory.mktemp("own-inputs")
     for sample, seed in (("s1", 3), ("s2", 4)):
-        biossd("data", "synth", "reads", "--size", "12M", "--seed", str(seed), "-o", str(root / sample))
+        biossd("data", "synth", "reads", "--size", DNASEQ_READS_SIZE, "--seed", str(seed), "-o", str(root / sample))
         for mate in (1, 2):
             (root / sample / f"reads_{mate}.fq").rename(root / f"{sample}_{mate}.fq")
     shutil.copy(root / "s1" / "genome.fa", root / "genome.fa")

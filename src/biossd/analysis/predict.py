@@ -17,7 +17,10 @@ for flash). The predicted runtime is
 
 the time off the device unchanged, and the busy stretches taking as long as the slower of the
 target and the compute that overlapped them. ``B`` and ``B'`` count the requests the run waited
-for: its reads and its synchronous writes. A write without the kernel's synchronous flag is
+for: its reads, its synchronous writes, and the flushes of the device's write cache issued inside
+its ``fsync`` calls (traced on ext4: the journal's commit and the flush are issued by kernel
+threads, and without the calls' times the run's wait for them would count as time off the device;
+on the emulated HDD a flush is where its write buffer drains). A write without the kernel's synchronous flag is
 writeback nobody waited for (the flusher's, or one ``close`` started): the target serves it in
 its place in the stream (it moves a disk's head), but it adds nothing to the runtime, as on the
 device measured, where it ran beside the compute or after the run. The predicted speedup
@@ -79,7 +82,7 @@ MODEL_SUMMARY = (
     "larger of its transfer time and 1/IOPS at its queue depth, between the device's depth-1 and depth-32 IOPS. "
     "With B' the target's busy time and O the compute that overlapped the I/O (CPU time over the cores the run "
     "kept busy, less the time off the device), the predicted runtime is (W - B) + max(B', O). B and B' count "
-    "the requests the run waited for, its reads and synchronous writes; a write without the kernel's synchronous "
+    "the requests the run waited for, its reads, synchronous writes and the cache flushes issued inside its fsync calls; a write without the kernel's synchronous "
     "flag is background writeback, served in its place in the stream but not waited for. The replay is "
     "blind to what a device of another speed changes upstream of it: what the page cache absorbs, when the kernel "
     "writes back, how requests merge and how far it reads ahead; and it sees a request from its issue to the device, so a "

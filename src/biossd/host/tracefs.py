@@ -46,6 +46,12 @@ FORK_EVENT = "sched_process_fork"
 #: Recorded where the kernel has it: each pause the kernel imposes on a task that dirties pages
 #: faster than its device writes them back (``balance_dirty_pages``, write-back throttling).
 THROTTLE_EVENT = "balance_dirty_pages"
+#: Recorded where the kernel has them: each task's entry into and return from ``fsync`` or
+#: ``fdatasync`` on an ext4 file system of the traced devices (biossd makes each class's scratch
+#: ext4). The journal's commit and the device's cache flush that such a call waits for are
+#: issued by kernel threads, so the block requests alone cannot say that the task waited.
+SYNC_SYSTEM = "ext4"
+SYNC_EVENTS = ("ext4_sync_file_enter", "ext4_sync_file_exit")
 #: Ring buffer per CPU; large enough that a reader woken every poll interval never overruns
 #: at tens of thousands of requests per second.
 BUFFER_KIB_PER_CPU = 8192
@@ -121,11 +127,12 @@ def _make_instance(mount_point: Path, events: Sequence[str], buffer_kib_per_cpu:
 
 
 def _point(path: Path, mount_point: Path, events: Sequence[str], devices: Sequence[tuple[int, int]] | None,
-           forks: bool) -> tuple[bool, bool]:
+           forks: bool) -> tuple[bool, bool, bool]:
     """Enable ``events`` (and those of :data:`OPTIONAL_BLOCK_EVENTS` the kernel has) in the
     instance ``path``, filtered to ``devices`` (``None``: to none, as a pooled instance waits),
     every write-back throttling pause (:data:`THROTTLE_EVENT`, any device's: the run's are told by
-    its processes) and, with ``forks``, every fork; returns whether forks and pauses are recorded."""
+    its processes), the ``fsync`` calls on those devices' file systems (:data:`SYNC_EVENTS`) and,
+    with ``forks``, every fork; returns whether forks, pauses and sync calls are recorded."""
     condition = " || ".join(f"dev == {kernel_dev_t(ma, mi)}" for ma, mi in devices or ())
     optional = [e for e in OPTIONAL_BLOCK_EVENTS if (mount_point / "events" / "block" / e).is_dir()]
     for event in (*events, *optional):
@@ -135,11 +142,16 @@ def _point(path: Path, mount_point: Path, events: Sequence[str], devices: Sequen
     throttle_dir = path / "events" / "writeback" / THROTTLE_EVENT
     if throttle_dir.is_dir():
         _write(throttle_dir / "enable", "1")
+    sync_dirs = [path / "events" / SYNC_SYSTEM / event for event in SYNC_EVENTS]
+    syncs = all(d.is_dir() for d in sync_dirs)
+    for event_dir in sync_dirs if syncs else ():
+        _write(event_dir / "filter", condition or "0")
+        _write(event_dir / "enable", "1")
     # Every fork on the host (few beside the block requests): which task is the run's.
     fork_dir = path / "events" / "sched" / FORK_EVENT
     if forks and fork_dir.is_dir():
         _write(fork_dir / "enable", "1")
-    return forks and fork_dir.is_dir(), throttle_dir.is_dir()
+    return forks and fork_dir.is_dir(), throttle_dir.is_dir(), syncs
 
 
 def _buffered_entries(path: Path) -> int:
@@ -186,6 +198,7 @@ class BlockTraceInstance(HostObject):
     pooled: Sequence[Path] = ()
     tracing_forks: bool = field(default=False, init=False)
     tracing_throttle: bool = field(default=False, init=False)
+    tracing_syncs: bool = field(default=False, init=False)
     path: Path | None = field(default=None, init=False)
     mount_point: Path | None = field(default=None, init=False)
     own_mount: bool = field(default=False, init=False)
@@ -205,13 +218,13 @@ class BlockTraceInstance(HostObject):
             _write(self.path / "tracing_on", "0")
             if _buffered_entries(self.path):  # a run that died before it read all: start empty
                 _write(self.path / "trace", "")
-            self.tracing_forks, self.tracing_throttle = _point(self.path, self.mount_point, self.events,
-                                                               self.devices, self.forks)
+            self.tracing_forks, self.tracing_throttle, self.tracing_syncs = _point(
+                self.path, self.mount_point, self.events, self.devices, self.forks)
             return
         self.mount_point, self.own_mount = _mount()
         self.path = _make_instance(self.mount_point, self.events, self.buffer_kib_per_cpu)
-        self.tracing_forks, self.tracing_throttle = _point(self.path, self.mount_point, self.events, self.devices,
-                                                           self.forks)
+        self.tracing_forks, self.tracing_throttle, self.tracing_syncs = _point(
+            self.path, self.mount_point, self.events, self.devices, self.forks)
 
     def start(self) -> None:
         assert self.path is not None

@@ -229,6 +229,19 @@ def parse_throttle_line(line: str) -> tuple[int, float] | None:
     return int(head["pid"]), max(0, int(body["pause"])) / MS_PER_S
 
 
+_SYNC_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?\s(?P<ts>\d+\.\d+): ext4_sync_file_(?P<kind>enter|exit): ")
+
+
+def parse_sync_line(line: str) -> tuple[int, str, float] | None:
+    """``(pid, "enter" or "exit", time in seconds)`` of one ``ext4:ext4_sync_file_enter`` or
+    ``_exit`` line of ``trace_pipe`` (a task calling ``fsync``/``fdatasync``); ``None`` for other
+    lines."""
+    if "ext4_sync_file_" not in line:
+        return None
+    head = _SYNC_LINE.match(line)
+    return (int(head["pid"]), head["kind"], float(head["ts"])) if head else None
+
+
 def parse_fork_line(line: str) -> tuple[int, int] | None:
     """``(parent pid, child pid)`` of one ``sched_process_fork`` line of ``trace_pipe``; ``None``
     for other lines."""
@@ -263,6 +276,15 @@ def parse_blkparse_line(line: str) -> Event | None:
 
 
 # -- pairing and writing -----------------------------------------------------------------------
+#: The key under which a device's flushes are paired (they have no sector of their own).
+FLUSH_KEY = -1
+def request_key(event: Event) -> tuple[tuple[int, int], int]:
+    """What pairs an event with its request: the device and first sector. A flush carries no
+    sector (issued at 0, completed at the kernel's ``(sector_t)-1``): a device's flushes are
+    paired in order, under :data:`FLUSH_KEY`."""
+    return event.dev, FLUSH_KEY if event.nr_sectors == 0 and op_of(event.rwbs) == "F" else event.sector
+
+
 #: Requests whose submitter is remembered until they are issued. A device holds at most its
 #: ``nr_requests`` per hardware queue (hundreds) between allocation and issue; a request merged
 #: into another is never issued, so the oldest entries past this bound are forgotten (counted).
@@ -303,7 +325,22 @@ class CanonicalWriter:
         self.pauses: dict[int, list[float]] = {}
         self.throttle_traced = False
         self.throttle_why = "blktrace records block requests only, not write-back throttling"
+        #: ``fsync``/``fdatasync`` calls: ``[pid, entered, returned]`` on the trace's clock
+        #: (``returned`` None while inside), where the tracer records them (:attr:`syncs_traced`).
+        self.syncs: list[list[Any]] = []
+        self._in_sync: dict[int, list[Any]] = {}
+        self.syncs_traced = False
+        self.syncs_why = "blktrace records block requests only, not fsync calls"
         self._file = TraceFile(self.path)
+
+    def sync(self, pid: int, kind: str, time_s: float) -> None:
+        """A task entered (``enter``) or returned from (``exit``) ``fsync`` (:func:`parse_sync_line`)."""
+        if kind == "enter":
+            window = [pid, time_s - self.t0_s, None]
+            self._in_sync[pid] = window
+            self.syncs.append(window)
+        elif pid in self._in_sync:
+            self._in_sync.pop(pid)[2] = time_s - self.t0_s
 
     def pause(self, pid: int, pause_s: float) -> None:
         """One write-back throttling pause of task ``pid`` (:func:`parse_throttle_line`)."""
@@ -312,7 +349,7 @@ class CanonicalWriter:
         count_s[1] += pause_s
 
     def add(self, event: Event) -> None:
-        key = (event.dev, event.sector)
+        key = request_key(event)
         if event.kind in SUBMITTER_KINDS:
             self._remember_submitter(event)
             return
@@ -350,7 +387,7 @@ class CanonicalWriter:
         self._emit(row, event.time_s - self.t0_s, event.error)
 
     def _remember_submitter(self, event: Event) -> None:
-        key = (event.dev, event.sector)
+        key = request_key(event)
         if event.kind == "frontmerge":
             # A bio joined a request at its front: the request now starts at the bio's sector.
             # Its submitter is still the one that allocated it.
@@ -395,12 +432,15 @@ class CanonicalWriter:
 SYNC_FLAG = "S"
 
 
-def waited_for(op, rwbs, comm=None):
+def waited_for(op, rwbs, comm=None, issue_s=None, windows=()):
     """Per request (NumPy arrays of ``op``, ``rwbs`` and the issuing ``comm``): whether the task
-    that caused it waited for it — every read, a write carrying :data:`SYNC_FLAG`, and a flush
-    the run's own process issued (its ``fsync``); a write without the flag is background
-    writeback, and a flush a kernel thread issued (the journal's commit) is the file system's,
-    which the run does not wait for (without ``comm``: every flush is taken as waited for)."""
+    that caused it waited for it — every read, a write carrying :data:`SYNC_FLAG`, a flush the
+    run's own process issued, and a flush issued (at ``issue_s``) inside one of the run's sync
+    calls, ``windows`` (:func:`sync_waits`: ``fsync`` waits for the journal's commit and the cache
+    flush, which the kernel's threads issue for it); a write without the flag is background
+    writeback, and any other flush a kernel thread issued (the journal's periodic commit) is the
+    file system's, which the run does not wait for (without ``comm``: every flush is taken as
+    waited for)."""
     import numpy as np
 
     op, rwbs = np.asarray(op, dtype=str), np.asarray(rwbs, dtype=str)
@@ -411,7 +451,30 @@ def waited_for(op, rwbs, comm=None):
     kernel = np.zeros(comm.shape, bool)
     for prefix in KERNEL_THREAD_COMMS:
         kernel |= np.char.startswith(comm, prefix)
-    return waited | ((op == "F") & ~kernel)
+    for_a_sync = inside(issue_s, windows) if issue_s is not None else np.zeros(op.shape, bool)
+    return waited | ((op == "F") & (~kernel | for_a_sync))
+
+
+def inside(times_s, windows) -> "np.ndarray":
+    """Per time, whether it falls in one of ``windows`` (``[start, end]`` pairs, any order)."""
+    import numpy as np
+
+    times = np.asarray(times_s, dtype=float)
+    found = np.zeros(times.shape, bool)
+    for start, end in windows or ():
+        found |= (times >= start) & (times <= end)
+    return found
+
+
+def window_ends(times_s, windows) -> "np.ndarray":
+    """Per time, the earliest end of a window in ``windows`` holding it (NaN where none does)."""
+    import numpy as np
+
+    times = np.asarray(times_s, dtype=float)
+    ends = np.full(times.shape, np.inf)
+    for start, end in windows or ():
+        ends = np.where((times >= start) & (times <= end), np.minimum(ends, end), ends)
+    return np.where(np.isinf(ends), np.nan, ends)
 
 
 #: Kernel threads (writeback, the journal, loop devices' workers, kswapd) issue everyone's
@@ -463,6 +526,15 @@ def foreign_issuers(writer: CanonicalWriter, leader: int, roots: Sequence[int] =
                    "features"}
 
 
+def own_pids(writer: CanonicalWriter, leader: int, roots: Sequence[int] = ()) -> set[int]:
+    """The run's processes as the trace tells them: ``leader`` and, where forks were traced, every
+    process forked from it, and the same for each of ``roots`` (:func:`foreign_issuers`)."""
+    own = descendants(leader, writer.forks) if writer.forks_traced else {leader}
+    for root in roots:
+        own |= descendants(root, writer.forks) if writer.forks_traced else {root}
+    return own
+
+
 def throttled(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] = ()) -> dict[str, Any]:
     """The run's write-back throttling: how often and how long the kernel paused its processes
     (``leader``'s tree and ``roots``', as :func:`foreign_issuers` tells them; ``None``: every
@@ -472,15 +544,39 @@ def throttled(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] 
     if not writer.throttle_traced:
         return {"traced": False, "why": writer.throttle_why}
     profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
-    if leader is None:
-        own = {pid for pid in writer.pauses if pid not in profiler}
-    else:
-        own = descendants(leader, writer.forks) if writer.forks_traced else {leader}
-        for root in roots:
-            own |= descendants(root, writer.forks) if writer.forks_traced else {root}
+    own = ({pid for pid in writer.pauses if pid not in profiler} if leader is None
+           else own_pids(writer, leader, roots))
     mine = [writer.pauses[pid] for pid in own if pid in writer.pauses]
     return {"traced": True, "pauses": int(sum(c for c, _ in mine)), "paused_s": round(sum(p for _, p in mine), 6),
             "others_paused_s": round(sum(p for pid, (_, p) in writer.pauses.items() if pid not in own), 6)}
+
+
+#: The sync calls a run's record lists one by one, at most; past it they are counted, not listed
+#: (the flushes issued in an unlisted call are taken as not waited for).
+MAX_SYNC_WINDOWS = 4096
+
+
+def sync_waits(writer: CanonicalWriter, end_s: float, leader: int | None,
+               roots: Sequence[int] = ()) -> dict[str, Any]:
+    """The run's ``fsync``/``fdatasync`` calls (its processes as :func:`throttled` tells them):
+    how many, the seconds its processes spent inside them, and each call's ``[entered,
+    returned]`` on the trace's clock (one still inside at ``end_s`` returns then). A flush of the
+    device's write cache issued inside one of them was issued for it, whichever kernel thread
+    issued it, and the call waited for it (:func:`waited_for`)."""
+    if not writer.syncs_traced:
+        return {"traced": False, "why": writer.syncs_why}
+    profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
+    own = (None if leader is None else own_pids(writer, leader, roots))
+    windows = [[enter, end_s if returned is None else returned] for pid, enter, returned in writer.syncs
+               if (pid not in profiler if own is None else pid in own)]
+    return {"traced": True, "calls": len(windows), "waited_s": round(sum(b - a for a, b in windows), 6),
+            "windows_s": [[round(a, 6), round(b, 6)] for a, b in windows[:MAX_SYNC_WINDOWS]],
+            "windows_unlisted": max(0, len(windows) - MAX_SYNC_WINDOWS)}
+
+
+def sync_windows(body: dict[str, Any]) -> list[list[float]]:
+    """The ``[entered, returned]`` of each sync call a run's manifest lists (:func:`sync_waits`)."""
+    return (((body.get("collectors") or {}).get("blocktrace") or {}).get("sync") or {}).get("windows_s") or []
 
 
 def excluded_pids(body: dict[str, Any]) -> list[int]:
@@ -518,7 +614,8 @@ def swap_device(body: dict[str, Any]) -> str | None:
 def run_requests(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     """A run's own requests, each counted once (:func:`request_arrays` without its foreign
     issuers' and without those of a device stacked on another traced one, :func:`stacked_devices`)."""
-    return request_arrays(trace_path(run_dir), excluded_pids(body), exclude_devices=stacked_devices(body))
+    return request_arrays(trace_path(run_dir), excluded_pids(body), exclude_devices=stacked_devices(body),
+                          sync_windows_s=sync_windows(body))
 
 
 def kernel_thread_issue_s(run_dir: Path, body: dict[str, Any]) -> "np.ndarray":
@@ -561,11 +658,13 @@ def swap_issuers(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices: Sequence[str] = ()) -> dict[str, Any]:
+def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices: Sequence[str] = (),
+                   sync_windows_s: Sequence[Sequence[float]] = ()) -> dict[str, Any]:
     """The canonical trace as NumPy arrays in issue order, for the features: ``issue_s``,
     ``complete_s`` (NaN when not seen), ``device`` (integer codes), ``op`` (``R``/``W``/...),
-    ``sector``, ``bytes``, and ``waited`` (:func:`waited_for`); without the requests of
-    ``exclude_pids`` and of ``exclude_devices``."""
+    ``sector``, ``bytes``, and ``waited`` (:func:`waited_for`, with the run's sync calls
+    ``sync_windows_s``); without the requests of ``exclude_pids`` and of ``exclude_devices``. A
+    flush issued inside a sync call and not seen to complete completes when the call returned."""
     import numpy as np
     import pyarrow as pa
 
@@ -578,14 +677,18 @@ def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices
         table = table.filter(pa.array(~np.isin(names, np.asarray(list(exclude_devices), dtype=str))))
     order = np.argsort(table.column("issue_s").to_numpy(), kind="stable")
     device = table.column("device").dictionary_encode().combine_chunks().indices.to_numpy(zero_copy_only=False)
+    issue = table.column("issue_s").to_numpy()
+    op = table.column("op").to_numpy(zero_copy_only=False).astype(str)
+    complete = table.column("complete_s").to_numpy(zero_copy_only=False).astype(float)
+    unseen_flush = (op == "F") & np.isnan(complete)
+    complete = np.where(unseen_flush, window_ends(issue, sync_windows_s), complete)
     return {
-        "issue_s": table.column("issue_s").to_numpy()[order],
-        "complete_s": table.column("complete_s").to_numpy(zero_copy_only=False).astype(float)[order],
+        "issue_s": issue[order],
+        "complete_s": complete[order],
         "device": device[order],
-        "op": table.column("op").to_numpy(zero_copy_only=False).astype(str)[order],
-        "waited": waited_for(table.column("op").to_numpy(zero_copy_only=False).astype(str),
-                             table.column("rwbs").to_numpy(zero_copy_only=False).astype(str),
-                             table.column("comm").to_pylist())[order],
+        "op": op[order],
+        "waited": waited_for(op, table.column("rwbs").to_numpy(zero_copy_only=False).astype(str),
+                             table.column("comm").to_pylist(), issue, sync_windows_s)[order],
         "sector": table.column("sector").to_numpy()[order],
         "bytes": table.column("bytes").to_numpy()[order],
     }
@@ -654,6 +757,8 @@ class TracefsBlockTrace:
         self.writer.forks_traced = self.instance.tracing_forks
         self.writer.throttle_traced = self.instance.tracing_throttle
         self.writer.throttle_why = "this kernel's tracefs has no writeback:balance_dirty_pages event"
+        self.writer.syncs_traced = self.instance.tracing_syncs
+        self.writer.syncs_why = "this kernel's tracefs has no ext4:ext4_sync_file_enter/_exit events"
         self._fd = os.open(self.instance.pipe, os.O_RDONLY | os.O_NONBLOCK)
         self._wake_r, self._wake_w = os.pipe()
         self.instance.start()
@@ -687,6 +792,10 @@ class TracefsBlockTrace:
                 pause = parse_throttle_line(line)
                 if pause is not None:
                     self.writer.pause(*pause)
+                    continue
+                sync = parse_sync_line(line)
+                if sync is not None:
+                    self.writer.sync(*sync)
                     continue
                 try:
                     event = parse_tracefs_line(line)

@@ -626,6 +626,9 @@ def _stop_collectors(running: _Collectors, collectors: dict[str, Any], session: 
                 {"pids": {}, "requests": 0, "attributed_by": None, "why": f"not attributed: {attribute}"})
             collectors["blocktrace"]["throttle"] = blocktrace.throttled(
                 running.tracer.writer, session if attribute is None else None, roots)
+            collectors["blocktrace"]["sync"] = blocktrace.sync_waits(
+                running.tracer.writer, time.monotonic() - running.tracer.writer.t0_s,
+                session if attribute is None else None, roots)
 
 
 def _record_after(request: ProfileRequest, out_dir: Path, accounting: dict[str, Any] | None, started: bool,
