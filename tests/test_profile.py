@@ -337,3 +337,22 @@ def test_the_resident_memory_is_every_process_s_not_the_largest_one_s(biossd, tm
     assert find_leftovers() == []  # the accounting cgroup is gone with the run
     row = features.run_features(tmp_path / "run")
     assert row["resident_peak_kib"] == resident["peak_bytes"] / 1024
+
+
+@pytest.mark.parametrize("pmu", [False, True])
+def test_perf_pmu_runs_perf_only_where_the_host_has_a_pmu(tmp_path, monkeypatch, pmu):
+    """``perf="pmu"`` (a pipeline's tasks): without a PMU perf would count only what the process
+    accounting gives, so it is not started and the record says why; with one it counts."""
+    from biossd.measure import counters, manifest, profile
+
+    monkeypatch.setattr(counters, "has_pmu", lambda: pmu)
+    if pmu:  # this host has none: perf counts its software events, which is enough to see it ran
+        monkeypatch.setattr(counters, "default_events", lambda: counters.SOFTWARE_EVENTS)
+    run = tmp_path / "run"
+    profile.run(profile.ProfileRequest(argv=["true"], out_dir=run, mem_bytes=None, blocktrace="off", perf="pmu",
+                                       drop_caches=False))
+    record = manifest.read_manifest(run)["collectors"]["perf"]
+    if pmu:
+        assert record["ran"] is True, record
+    else:
+        assert record["ran"] is False and record["why"] == profile.NO_PMU_WHY

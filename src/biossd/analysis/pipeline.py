@@ -3,8 +3,8 @@ its predicted runtime and speedup — and the whole pipeline's — on the device
 rent (``biossd pipeline report``).
 
 The runs are those ``nextflow/conf/profile_pipeline.config`` kept (:mod:`biossd.measure.pipelinetask`),
-one per task attempt; Nextflow's trace (``pipeline_info/biossd-trace.txt``) says which attempt
-counted. A task counts once: its last attempt that completed (a failed attempt is listed as
+one per task attempt; Nextflow's own record of the run (``nextflow log``, read from the launch
+directory the runs name, :func:`load_trace`) says which attempt counted. A task counts once: its last attempt that completed (a failed attempt is listed as
 failed, never summed), or, for a task Nextflow took from its cache (``-resume``), the run of the
 session that ran it. Runs written by another biossd version (another manifest schema) are named
 and skipped.
@@ -26,6 +26,10 @@ and skipped.
 
 from __future__ import annotations
 
+import io
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -34,11 +38,22 @@ import numpy as np
 import pandas as pd
 
 from biossd.analysis import cost, predict
+from biossd.core.files import atomic_write_text
 from biossd.features import extract as features
 from biossd.host import devicemodels
 from biossd.measure import manifest, pipelinetask
 
-TRACE_FILE = Path("pipeline_info") / "biossd-trace.txt"
+#: The trace file an older profiling config had Nextflow write (read where it is there).
+LEGACY_TRACE_FILE = Path("pipeline_info") / "biossd-trace.txt"
+#: What the report takes of each task attempt from ``nextflow log <run> -f`` (its columns, in order).
+LOG_FIELDS = ("task_id", "hash", "native_id", "process", "tag", "name", "status", "exit", "attempt", "submit",
+              "start", "complete", "workdir")
+#: A finished run's task list, as ``nextflow log`` gave it (kept: a finished run's list is final).
+TASKS_FILE = "pipeline_info/biossd-tasks-{run_name}.tsv"
+#: Nextflow's list of the runs launched in a directory (its ``nextflow log`` table without header).
+HISTORY_FILE = Path(".nextflow") / "history"
+#: A run's status in that list while it is still running (``OK`` or ``ERR`` once it ended).
+RUNNING_STATUS = "-"
 REPORT_DIR = "report"
 #: The targets when none is named: the paper's fastest SSD and its 7200 rpm HDD, an NVMe drive
 #: and the common cloud volumes (study/reference/cloud_volumes.csv).
@@ -69,14 +84,76 @@ class Report:
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def load_trace(outdir: Path) -> pd.DataFrame:
-    """Nextflow's trace of the profiled session(s): one row per task attempt, with its start and
-    end in seconds since the first start."""
-    path = Path(outdir) / TRACE_FILE
-    if not path.is_file():
-        raise PipelineReportError(f"{path}: no trace; was the pipeline run with -c nextflow/conf/profile_pipeline.config "
-                                  f"--biossd_outdir {outdir}?")
-    trace = pd.read_csv(path, sep="\t", dtype=str)
+def last_run(runs: pd.DataFrame) -> tuple[Path, str, str]:
+    """The launch directory, name and status of the latest Nextflow run of the session(s) that
+    ``runs`` were profiled in (their labels name the launch directory and session id): a run
+    resumed from them keeps their session id, so a resumed run whose tasks all came from the
+    cache is found too. Read from each launch directory's :data:`HISTORY_FILE`."""
+    sessions = {}
+    for launch, session in runs[["launch_dir", "session_id"]].dropna().drop_duplicates().itertuples(index=False):
+        sessions.setdefault(Path(launch), set()).add(str(session))
+    found = []
+    for launch, ids in sessions.items():
+        history = launch / HISTORY_FILE
+        try:
+            lines = history.read_text().splitlines()
+        except OSError as err:
+            raise PipelineReportError(f"{history}: cannot read Nextflow's list of runs ({err.strerror}); the runs "
+                                      "name that launch directory: report where it is kept") from None
+        for line in lines:
+            cols = line.split("\t")
+            if len(cols) >= 6 and cols[5].strip() in ids:
+                found.append((cols[0].strip(), launch, cols[2].strip(), cols[3].strip()))
+    if not found:
+        raise PipelineReportError("no Nextflow run of the profiled session(s) "
+                                  f"{', '.join(sorted(set().union(*sessions.values())))} is in "
+                                  f"{', '.join(str(d / HISTORY_FILE) for d in sessions)}")
+    _, launch, name, status = max(found, key=lambda f: f[0])
+    return launch, name, status
+
+
+def nextflow_log(launch_dir: Path, run_name: str) -> str:
+    """``nextflow log <run_name> -f`` :data:`LOG_FIELDS`, run in ``launch_dir``: one
+    tab-separated line per task attempt."""
+    # On PATH, else beside this Python (make install puts it in the project's .venv/bin).
+    exe = shutil.which("nextflow") or shutil.which("nextflow", path=str(Path(sys.executable).parent))
+    if exe is None:
+        raise PipelineReportError("`nextflow` is not on PATH: the report reads the run's tasks with `nextflow log` "
+                                  "(make install puts it in the project's .venv/bin)")
+    proc = subprocess.run([exe, "log", run_name, "-f", ",".join(LOG_FIELDS)], cwd=launch_dir,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PipelineReportError(f"`nextflow log {run_name}` in {launch_dir} failed ({proc.returncode}): "
+                                  f"{(proc.stderr or proc.stdout).strip()[-500:]}")
+    return proc.stdout
+
+
+def load_trace(outdir: Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Nextflow's record of the profiled run's tasks: one row per task attempt, with its start and
+    end in seconds since the first start. Taken from ``nextflow log`` of the latest run of the
+    runs' session (:func:`last_run`), kept under :data:`TASKS_FILE` once that run has ended; an
+    older profiling config's trace file (:data:`LEGACY_TRACE_FILE`) is read where it is."""
+    outdir = Path(outdir)
+    legacy = outdir / LEGACY_TRACE_FILE
+    if legacy.is_file():
+        trace = pd.read_csv(legacy, sep="\t", dtype=str)
+    else:
+        runs = load_runs(outdir)[0] if runs is None else runs
+        if runs.empty or "session_id" not in runs:
+            raise PipelineReportError(f"{outdir / pipelinetask.RUNS_DIR}: no profiled run names its Nextflow session; "
+                                      f"was the pipeline run with -c nextflow/conf/profile_pipeline.config "
+                                      f"--biossd_outdir {outdir}?")
+        launch, name, status = last_run(runs)
+        kept = outdir / TASKS_FILE.format(run_name=pipelinetask.component(name))
+        if kept.is_file():
+            text = kept.read_text()
+        else:
+            text = nextflow_log(launch, name)
+            if status != RUNNING_STATUS:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(kept, text)
+        trace = pd.read_csv(io.StringIO(text), sep="\t", header=None, names=list(LOG_FIELDS), dtype=str,
+                            keep_default_na=False, na_values=["", "-"])
     trace["hash_key"] = trace["hash"].str.replace("/", "", regex=False)
     for col in ("start", "complete"):
         trace[col + "_t"] = pd.to_datetime(trace[col], errors="coerce")
@@ -270,11 +347,11 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
     run from its published price and, given the machine's hourly price, its machine time
     (:mod:`biossd.analysis.cost`)."""
     outdir = Path(outdir)
-    trace = load_trace(outdir)
     runs, skipped = load_runs(outdir)
     if runs.empty:
         raise PipelineReportError(f"{outdir / pipelinetask.RUNS_DIR}: no run to report"
                                   + (f" ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
+    trace = load_trace(outdir, runs)
     tasks = counted_tasks(runs, trace).reset_index(drop=True)
     tasks = tasks.join(overlaps(tasks))
     loaded = [devicemodels.load_target(t) for t in targets]

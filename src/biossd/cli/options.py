@@ -302,8 +302,9 @@ def add_profile_options(p: argparse.ArgumentParser) -> None:
                    help="directory for the swap file, on the storage under test (default: cwd)")
     p.add_argument("--blocktrace", default="auto", choices=("auto", "blktrace", "tracefs", "off"),
                    help="block-request tracer (auto: blktrace where allowed, else tracefs)")
-    p.add_argument("--perf", default="auto", choices=("auto", "off"),
-                   help="perf stat counters (hardware events where a PMU exists)")
+    p.add_argument("--perf", default="auto", choices=("auto", "pmu", "off"),
+                   help="perf stat counters (auto: hardware events where a PMU exists, else software ones; "
+                        "pmu: only where a PMU exists)")
     p.add_argument("--cachegrind", action="store_true",
                    help="run under valgrind cachegrind for simulated cache misses (slow)")
     p.add_argument("--timeout", type=duration, metavar="DURATION",

@@ -52,7 +52,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
                                      drop_caches=drop, kept_caches_why=why_not, group=group,
-                                     attribute_in_group=True, image=task.get("container"),
+                                     attribute_in_group=True, image=task.get("container"), perf="pmu",
                                      trace_pool=pipelinesession.trace_pool(task["session"], outdir) if group else (),
                                      owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
     if cidfile is not None:  # Docker caps its container (Nextflow passes the memory directive as --memory)

@@ -42,7 +42,7 @@ from biossd.host.cgroups import MAX_CAP_BYTES, MIN_CAP_BYTES
 OUTDIR_ENV = "BIOSSD_PIPELINE_OUTDIR"
 RUNS_DIR = "runs"
 #: The labels every pipeline run carries (the run table's label columns for pipelines).
-LABELS = ("process", "tag", "attempt", "task_hash", "workdir")
+LABELS = ("process", "tag", "attempt", "task_hash", "workdir", "launch_dir", "session_id", "run_name")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 #: How tasks run: as Nextflow schedules them (:mod:`biossd.measure.pipelinesession`), or one at a
 #: time (each under its own host lock); a task description without it is serial.
@@ -115,8 +115,11 @@ def run_dir(outdir: Path, task: dict[str, Any], workdir: Path) -> Path:
 
 
 def labels(task: dict[str, Any], workdir: Path) -> dict[str, str]:
+    """The run's labels: the task (process, tag, attempt, hash, work directory) and the Nextflow
+    run it belongs to (launch directory, session id, run name: where ``nextflow log`` finds it)."""
     return {"process": str(task["process"]), "tag": str(task.get("tag") or ""),
-            "attempt": str(int(task.get("attempt") or 1)), "task_hash": task_hash(workdir), "workdir": str(workdir)}
+            "attempt": str(int(task.get("attempt") or 1)), "task_hash": task_hash(workdir), "workdir": str(workdir),
+            **{k: str(task[k]) for k in ("launch_dir", "session_id", "run_name") if task.get(k)}}
 
 
 def outdir_from_env(environ: dict[str, str] | None = None, task: dict[str, Any] | None = None) -> Path:

@@ -64,7 +64,14 @@ _DROP_ALL = "3"
 #: Holds the command until the collectors are ready: reads one line from stdin (a pipe from
 #: the profiler), then execs the command, in the same process, with stdin from /dev/null.
 GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
-PERF_MODES = ("auto", "off")
+#: perf stat: ``auto`` (hardware events where the host has a PMU, else software ones), ``pmu``
+#: (only where the host has a PMU: without one perf counts only what process accounting already
+#: gives — CPU time, page faults, context switches — and a run that needs no more, a pipeline's
+#: short task, saves perf's start), ``off``.
+PERF_MODES = ("auto", "pmu", "off")
+#: Why perf did not run under ``pmu`` on a host without one.
+NO_PMU_WHY = ("this host has no PMU (no hardware counters): perf stat would count only software events, which the "
+              "process accounting records (CPU time, page faults, context switches)")
 DEVICE_RECORD = "device.json"
 
 
@@ -727,6 +734,9 @@ def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str],
 def _start_perf(request: ProfileRequest, out_dir: Path, pid: int, collectors: dict[str, Any]):
     if request.perf == "off":
         collectors["perf"] = _not_run("disabled (--perf off)")
+        return None
+    if request.perf == "pmu" and not counters.has_pmu():
+        collectors["perf"] = _not_run(NO_PMU_WHY)
         return None
     perf = counters.PerfStat(out_dir)
     try:
