@@ -52,3 +52,19 @@ def test_a_finished_run_s_task_list_is_kept_and_a_running_one_s_is_not(tmp_path,
     pipeline.load_trace(outdir, _runs(launch))
     assert calls == ["irreverent_mercator"] * 2, "read once more when it ended, then kept"
     assert (outdir / pipeline.TASKS_FILE.format(run_name="irreverent_mercator")).read_text() == line
+
+
+def test_an_older_config_s_trace_file_is_read_only_for_runs_that_name_no_session(tmp_path, monkeypatch):
+    """An outdir profiled by an older config keeps its trace file; runs of the current config name
+    their session, and their run's own list wins over that stale file."""
+    outdir, launch = tmp_path / "out", tmp_path / "launch"
+    (outdir / "pipeline_info").mkdir(parents=True)
+    (outdir / pipeline.LEGACY_TRACE_FILE).write_text(
+        "hash\tstatus\tattempt\tstart\tcomplete\nold/111111\tCOMPLETED\t1\t2026-01-01 00:00:00.000\t2026-01-01 00:00:01.000\n")
+    old = pipeline.load_trace(outdir, pd.DataFrame({"launch_dir": [None], "session_id": [None]}))
+    assert list(old["hash_key"]) == ["old111111"]
+    (launch / ".nextflow").mkdir(parents=True)
+    (launch / pipeline.HISTORY_FILE).write_text(HISTORY[0] + "\n")
+    monkeypatch.setattr(pipeline, "nextflow_log", lambda d, name: "1\t8e/45a03e\t1\tP\tt\tP (t)\tCOMPLETED\t0\t1\t"
+                        "2026-11-26 19:39:57.876\t2026-11-26 19:39:57.971\t2026-11-26 19:39:58.454\t/w\n")
+    assert list(pipeline.load_trace(outdir, _runs(launch))["hash_key"]) == ["8e45a03e"]

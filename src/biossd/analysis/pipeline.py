@@ -3,11 +3,11 @@ its predicted runtime and speedup — and the whole pipeline's — on the device
 rent (``biossd pipeline report``).
 
 The runs are those ``nextflow/conf/profile_pipeline.config`` kept (:mod:`biossd.measure.pipelinetask`),
-one per task attempt; Nextflow's own record of the run (``nextflow log``, read from the launch
-directory the runs name, :func:`load_trace`) says which attempt counted. A task counts once: its last attempt that completed (a failed attempt is listed as
-failed, never summed), or, for a task Nextflow took from its cache (``-resume``), the run of the
-session that ran it. Runs written by another biossd version (another manifest schema) are named
-and skipped.
+one per task attempt; Nextflow's own record of the run (``nextflow log``, read in the launch
+directory the runs name, :func:`load_trace`) says which attempt counted. A task counts once: its
+last attempt that completed (a failed attempt is listed as failed, never summed), or, for a task
+Nextflow took from its cache (``-resume``), the run of the session that ran it. Runs written by
+another biossd version (another manifest schema) are named and skipped.
 
 - **Per process**: tasks, failed attempts, cached tasks, the tasks' measured runtime (sum and
   median), CPU share (CPU time over runtime), peak RSS, and the eight storage features of
@@ -132,14 +132,16 @@ def load_trace(outdir: Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Nextflow's record of the profiled run's tasks: one row per task attempt, with its start and
     end in seconds since the first start. Taken from ``nextflow log`` of the latest run of the
     runs' session (:func:`last_run`), kept under :data:`TASKS_FILE` once that run has ended; an
-    older profiling config's trace file (:data:`LEGACY_TRACE_FILE`) is read where it is."""
+    older profiling config's trace file (:data:`LEGACY_TRACE_FILE`) is read for runs that name no
+    session (that config's)."""
     outdir = Path(outdir)
     legacy = outdir / LEGACY_TRACE_FILE
-    if legacy.is_file():
+    runs = load_runs(outdir)[0] if runs is None else runs
+    named = not runs.empty and "session_id" in runs and runs["session_id"].notna().any()
+    if not named and legacy.is_file():
         trace = pd.read_csv(legacy, sep="\t", dtype=str)
     else:
-        runs = load_runs(outdir)[0] if runs is None else runs
-        if runs.empty or "session_id" not in runs:
+        if not named:
             raise PipelineReportError(f"{outdir / pipelinetask.RUNS_DIR}: no profiled run names its Nextflow session; "
                                       f"was the pipeline run with -c nextflow/conf/profile_pipeline.config "
                                       f"--biossd_outdir {outdir}?")

@@ -239,7 +239,7 @@ def volume_target(name: str) -> FlashTarget:
               "read_iops_qd32": row["read_iops_qd32"], "write_iops_qd32": row["write_iops_qd32"]}
     return flash_target(row["device"], fields, f"{CLOUD_VOLUMES.name}, row {row['device']}",
                         f"{row['source']} (read {row['retrieved']}; {row['note']})",
-                        kind="NVMe" if row["kind"] == "NVMe" else f"volume ({row['kind']})")
+                        kind="NVMe" if row["kind"] == "NVMe" else f"volume, {row['kind']}")
 
 
 def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
