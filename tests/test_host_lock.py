@@ -115,10 +115,11 @@ def test_a_stale_record_removes_only_the_partial_its_dead_holder_made(tmp_path):
 
 
 def test_a_user_s_runtime_directory_must_be_theirs_alone(tmp_path, monkeypatch):
+    from biossd.core import runtime
     from biossd.host import hostlock
 
-    monkeypatch.setattr(hostlock.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(hostlock, "runtime_dir", lambda: tmp_path / "rt")
+    monkeypatch.setattr(runtime.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(runtime, "runtime_dir", lambda: tmp_path / "rt")
     (tmp_path / "rt").mkdir(mode=0o755)
     (tmp_path / "rt").chmod(0o755)
     with pytest.raises(hostlock.UnsafeRuntimeDir, match="is owned by uid 0|has mode 0755"):

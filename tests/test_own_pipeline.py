@@ -184,7 +184,9 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     """The spill pipeline's tasks ran as Nextflow scheduled them (its two SORT_CHUNK tasks at
     once), members of one concurrent group whose leader held the host lock and ended with
     Nextflow; the report names each overlap and what of it no run can tell apart."""
+    from biossd.core import runtime
     from biossd.host import hostlock
+    from biossd.measure import handoff
 
     outdir = profiled[("spill", "native")]
     runs, _ = pipeline.load_runs(outdir)
@@ -197,6 +199,12 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     assert not ProcessRef.of(leaders.pop()).alive(), "the session's leader ended with Nextflow"
     assert hostlock.held_by() is None or "pipeline lead" not in str(hostlock.held_by())
     assert not list((outdir / "pipeline_info").glob(".biossd-leader-*")), "the leader removed its mark"
+    # The first task ran in its own process and started the leader; the tasks after it were
+    # handed to the leader (biossd.measure.handoff), whose socket went with it.
+    bodies = sorted((manifest.read_manifest(Path(p)) for p in runs["run_path"]), key=lambda b: b["started_at"])
+    launched = [b["labels"].get("launched_by") for b in bodies]
+    assert launched[0] == handoff.LAUNCHED_BY[False] and handoff.LAUNCHED_BY[True] in launched, launched
+    assert not list(runtime.runtime_dir().glob(handoff.SOCKET_NAME.format(owner_pid="*")))
     rep = pipeline.report(outdir, [HDD_PROFILE])
     sorts = rep.tasks[rep.tasks["process"] == "SORT_CHUNK"]
     assert sorts["overlap_group"].nunique() == 1 and (sorts["overlap_s"] > 0).all()

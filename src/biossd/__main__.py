@@ -1,5 +1,5 @@
 import sys
 
-from biossd.cli import main
+from biossd.entry import main
 
 sys.exit(main())

@@ -60,6 +60,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     word, only the rooms it needs: :func:`rooms`)."""
     parser = argparse.ArgumentParser(prog="biossd", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"biossd {__version__}")
+    parser.set_defaults(run_handed_off=run_handed_off)  # what a pipeline session's leader runs tasks with
     sub = parser.add_subparsers(dest="cmd", required=True)
     for room in rooms(first):
         room.register(sub)
@@ -73,6 +74,19 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
             for sub in action.choices.values():
                 sub.set_defaults(command_name=sub.prog)
                 _name_commands(sub)
+
+
+def run_handed_off(argv: list[str]) -> int:
+    """A pipeline task's command line in its session leader's worker (:mod:`biossd.measure.handoff`):
+    biossd's signal handlers, as in a process of its own (the worker is a fork of the leader,
+    which had its own), then :func:`main`; the handlers reach the leader through the parser's
+    defaults (``args.run_handed_off``)."""
+    for signum in HELD:
+        signal.signal(signum, _terminate_as_interrupt)
+    try:
+        return main(argv)
+    except KeyboardInterrupt as intr:
+        return 128 + _signum_of(intr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,10 @@ from biossd.cli.options import UsageError
 def cmd_pipeline_task(args: argparse.Namespace) -> int:
     """One task of a user's pipeline under the profiler (the profiling config's task shell); exits
     with the task's own status, and passes its output on to Nextflow's .command.out/.err."""
-    from biossd.measure import pipelinetask, profile
+    from biossd.measure import handoff, pipelinetask, profile
 
     task = pipelinetask.decode(args.task)
+    task["launched_by"] = handoff.LAUNCHED_BY[handoff.in_worker()]
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("biossd pipeline task: no command after `--` (Nextflow gives /bin/bash -ue .command.sh)")
@@ -44,7 +45,8 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     group = None
     if task["concurrency"] == "side-by-side":
         try:
-            group = pipelinesession.join(str(task.get("session") or ""), task.get("owner_pid"), outdir)
+            group = pipelinesession.join(str(task.get("session") or ""), task.get("owner_pid"), outdir,
+                                         getattr(args, "run_handed_off", None))
         except pipelinesession.SessionError as err:
             raise UsageError(f"biossd pipeline task: {err}") from None
     command, cidfile = pipelinetask.container_launch(task, command, workdir)
@@ -52,6 +54,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
                                      drop_caches=drop, kept_caches_why=why_not, group=group,
+                                     resident_interval_s=pipelinetask.RESIDENT_INTERVAL_S,
                                      attribute_in_group=True, image=task.get("container"), perf="pmu",
                                      trace_pool=pipelinesession.trace_pool(task["session"], outdir) if group else (),
                                      owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
@@ -77,17 +80,13 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
 def cmd_pipeline_lead(args: argparse.Namespace) -> int:
     """Hold the host lock for a Nextflow session's tasks, side by side, until Nextflow ends
     (started by the session's first task: biossd.measure.pipelinesession)."""
-    from biossd.core.signals import signals_call
     from biossd.measure import pipelinesession
 
     owner = options.owner(args, "no session was led")
     if owner is None:
         raise UsageError("biossd pipeline lead: --owner-pid (the Nextflow process) is required")
-    received: list[int] = []
-    with signals_call(lambda signum, _frame: received.append(signum)):
-        pipelinesession.lead(args.session, owner, lambda: received[0] if received else None,
-                             Path(args.mark) if args.mark else None)
-    return 0
+    return pipelinesession.run_leader(args.session, owner, Path(args.mark) if args.mark else None,
+                                      getattr(args, "run_handed_off", None))
 
 
 def cmd_pipeline_report(args: argparse.Namespace) -> int:

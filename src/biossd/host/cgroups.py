@@ -251,10 +251,11 @@ class MemoryCap:
         user = "" if os.geteuid() == 0 else f"user.slice/user-{os.getuid()}.slice/user@{os.getuid()}.service/"
         return CGROUP_ROOT / f"{user}{SYSTEMD_SLICE}" / "memory.events"
 
-    def join(self) -> None:
-        """Move the calling process into the cap (called in the child before exec)."""
+    def join(self, pid: int | None = None) -> None:
+        """Move process ``pid`` (default: the calling one) into the cap: a command's first process,
+        before it starts what it runs (its children are born in the cap)."""
         if self.path is not None:
-            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+            (self.path / "cgroup.procs").write_text(str(os.getpid() if pid is None else pid))
 
     def usage_bytes(self) -> int | None:
         """Current memory usage of the cgroup (``None`` when there is no cgroup)."""

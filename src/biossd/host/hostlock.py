@@ -25,7 +25,6 @@ import fcntl
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -33,8 +32,9 @@ from typing import Any, Callable
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef, kill_tagged, session_members, start_ticks
+from biossd.core.runtime import (RUN_ROOT, UnsafeRuntimeDir, checked_runtime_dir,  # noqa: F401 (callers name them here)
+                                 ensure_runtime_dir, runtime_dir)
 
-RUN_ROOT = Path("/run/biossd")
 LOCK_NAME = "host.lock"
 HOLDER_NAME = "host.holder.json"
 STALE_DIR = "stale"
@@ -66,50 +66,6 @@ class WaitInterrupted(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(f"interrupted by signal {signum} while waiting for the host lock")
         self.signum = signum
-
-
-def runtime_dir() -> Path:
-    """``/run/biossd`` for root; a per-user directory otherwise (which serializes only that
-    user's runs: without root there are no caps, swap or block traces to collide)."""
-    if os.geteuid() == 0:
-        return RUN_ROOT
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    return Path(base) / f"biossd-{os.getuid()}"
-
-
-class UnsafeRuntimeDir(BiossdError, RuntimeError):
-    """A non-root user's runtime directory that another user could write into or redirect."""
-
-
-def checked_runtime_dir() -> Path:
-    """:func:`runtime_dir`, refused (:class:`UnsafeRuntimeDir`) unless it is a real directory (not
-    a symlink) of this user (root's for root) that no other user can write into — every read and
-    removal of the lock's records goes through here, since those records decide what biossd kills
-    and removes. A directory that does not exist yet is fine (there is nothing to read)."""
-    import stat
-
-    directory = runtime_dir()
-    try:
-        st = os.lstat(directory)
-    except FileNotFoundError:
-        return directory
-    others = 0o022 if os.geteuid() == 0 else 0o077
-    problem = ("is a symlink" if stat.S_ISLNK(st.st_mode) else "is not a directory" if not stat.S_ISDIR(st.st_mode)
-               else f"is owned by uid {st.st_uid}, not {os.geteuid()}" if st.st_uid != os.geteuid()
-               else f"has mode {stat.S_IMODE(st.st_mode):04o}: others may write into it" if stat.S_IMODE(st.st_mode) & others
-               else None)
-    if problem:
-        raise UnsafeRuntimeDir(f"biossd's runtime directory {directory} {problem}; nothing in it was read or acted "
-                               "on: remove it (or set XDG_RUNTIME_DIR to a directory of your own) and run again")
-    return directory
-
-
-def ensure_runtime_dir() -> Path:
-    """:func:`runtime_dir`, made if missing (0755 for root's ``/run/biossd``, 0700 for a user's)
-    and checked (:func:`checked_runtime_dir`)."""
-    directory = runtime_dir()
-    directory.mkdir(parents=True, exist_ok=True, mode=0o755 if os.geteuid() == 0 else 0o700)
-    return checked_runtime_dir()
 
 
 def lock_path() -> Path:

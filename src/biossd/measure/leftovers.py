@@ -26,6 +26,7 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     from biossd.host import cgroups, dockerengine, hostlock, objectstore, swap, tracefs
     from biossd.host.hdd import emulate
     from biossd.host.slurm import slurmcluster
+    from biossd.measure import handoff
 
     found: list[tuple[str, str, Callable[[], None]]] = []
     for record in hostlock.stale_records():
@@ -34,6 +35,9 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
         found.append(("cgroup", str(path), lambda p=path: cgroups.remove_cgroup(p)))
     for path in tracefs.find_leftovers():
         found.append(("tracefs", str(path), lambda p=path: tracefs.remove_leftover(p)))
+    for sock in handoff.find_leftovers():
+        found.append(("leader socket", f"{sock} (a pipeline session's leader that was killed)",
+                      lambda p=sock: handoff.remove_leftover(p)))
     for entry in swap.find_leftovers():
         found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
     cluster = slurmcluster.leftover()

@@ -5,11 +5,15 @@ session's token), and every task runs as a member of that group
 another's measurement, while no other measured run (a study's, another pipeline's) can start
 beside them.
 
-The leader is ``biossd pipeline lead``, started by the session's first task (the one that makes
-the session's mark under ``--biossd_outdir``, in one step no other task can also take), detached
-from it, working for the Nextflow process (its owner): it ends when Nextflow ends, or on a
+The leader is started by the session's first task (the one that makes the session's mark under
+``--biossd_outdir``, in one step no other task can also take) as a fork of itself, detached from
+it (``biossd pipeline lead`` runs one by hand), working for the Nextflow process (its owner): it ends when Nextflow ends, or on a
 signal. A task that finds the mark waits until the leader holds the lock (it may first wait for
 another measured run to end); a leader that is gone without holding it is an error naming it.
+
+Once its pool is ready the leader also runs the session's tasks in processes of its own: it
+listens on a socket (:mod:`biossd.measure.handoff`), and a task that finds it there hands itself
+off — its profiler forked from the leader, which has it loaded, instead of a new Python process.
 
 The leader also keeps the session's tracefs instances ready once it holds the lock
 (:class:`biossd.host.tracefs.InstancePool`, listed in :data:`TRACE_POOL`): a task claims a free
@@ -27,11 +31,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
@@ -44,9 +46,12 @@ LEADER_MARK = "pipeline_info/.biossd-leader-{session}.json"
 #: The session's ready tracefs instances (:class:`biossd.host.tracefs.InstancePool`), written by
 #: its leader before it takes the host lock, removed before the instances are.
 TRACE_POOL = "pipeline_info/.biossd-tracepool-{session}.json"
-#: How often a waiting task looks at the host lock, and how long a leader may take to start.
-POLL_S = 0.05
+#: How often a waiting task looks at the host lock (the first task waits so for the leader it
+#: started: on the pipeline's critical path), how long a leader may take to start, and how often
+#: the leader looks at its owner (Nextflow) between the tasks it takes.
+POLL_S = 0.01
 LEADER_START_S = 30.0
+LEADER_POLL_S = 0.2
 
 
 class SessionError(BiossdError, RuntimeError):
@@ -72,9 +77,9 @@ def _leader_holds(group: str) -> bool:
     return bool(holder and holder.get(hostlock.GROUP_KEY) == group)
 
 
-def join(session: str, owner_pid: int | None, outdir: Path) -> str:
+def join(session: str, owner_pid: int | None, outdir: Path, run_task: Callable[[list[str]], int] | None = None) -> str:
     """The session's group token once its leader holds the host lock; the first task starts the
-    leader (the module's text)."""
+    leader (the module's text), which runs the tasks handed to it with ``run_task``."""
     if not session or not owner_pid:
         raise SessionError("the task names no Nextflow session or process (session, owner_pid): side by side needs "
                            "both; use nextflow/conf/profile_pipeline.config as it is, or --biossd_concurrency serial")
@@ -89,12 +94,8 @@ def join(session: str, owner_pid: int | None, outdir: Path) -> str:
         fd = None
     if fd is not None:
         with os.fdopen(fd, "w") as out:
-            leader = subprocess.Popen(
-                [sys.executable, "-m", "biossd", "pipeline", "lead", "--session", session,
-                 "--owner-pid", str(owner_pid), "--owner-label", f"Nextflow session {session}", "--mark", str(mark)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, close_fds=True)
-            out.write(json.dumps(ProcessRef.of(leader.pid, "biossd pipeline lead").record()))
+            leader = _fork_leader(session, int(owner_pid), mark, run_task)
+            out.write(json.dumps(ProcessRef.of(leader, LEADER_LABEL).record()))
     started = time.monotonic()
     while not _leader_holds(group):
         recorded = _recorded_leader(mark)
@@ -108,6 +109,44 @@ def join(session: str, owner_pid: int | None, outdir: Path) -> str:
                                "pipeline of this session runs")
         time.sleep(POLL_S)
     return group
+
+
+#: What the leader is, to a reader of its records.
+LEADER_LABEL = "biossd pipeline lead"
+
+
+def _fork_leader(session: str, owner_pid: int, mark: Path, run_task: Callable[[list[str]], int] | None) -> int:
+    """Start the session's leader: a fork of this task's process (the first task's, which has
+    loaded what the leader and its workers run — a new interpreter would cost the pipeline's
+    first task its start), in a session of its own, its standard streams on ``/dev/null`` and no
+    other descriptor of the task's kept (Nextflow waits for the task's output to close)."""
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 1
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1, 2):
+            os.dup2(null, target)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        owner = nextflow_of(owner_pid)
+        if owner is not None:
+            status = run_leader(session, ProcessRef(owner.pid, owner.start_ticks, f"Nextflow session {session}"), mark,
+                                run_task)
+    finally:
+        os._exit(status)
+
+
+def run_leader(session: str, owner: ProcessRef, mark: Path | None,
+               run_task: Callable[[list[str]], int] | None = None) -> int:
+    """:func:`lead` until its owner ends, the held signals ending it (``biossd pipeline lead``)."""
+    from biossd.core.signals import signals_call
+
+    received: list[int] = []
+    with signals_call(lambda signum, _frame: received.append(signum)):
+        lead(session, owner, lambda: received[0] if received else None, mark, run_task)
+    return 0
 
 
 def _recorded_leader(mark: Path) -> ProcessRef | None:
@@ -144,12 +183,50 @@ def _open_pool(stack: contextlib.ExitStack, pool_file: Path) -> None:
     stack.callback(pool_file.unlink, missing_ok=True)
 
 
-def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None) -> dict[str, Any]:
+#: What a task's profiler loads, loaded by the leader before it takes tasks (its workers start with them).
+PRELOAD = ("biossd.measure.profile", "biossd.measure.pipelinetask", "biossd.measure.manifest",
+           "biossd.measure.blocktrace", "biossd.host.dockerengine")
+
+
+def accepts(session: str, argv: list[str]) -> bool:
+    """Whether the leader of ``session`` runs the task of command line ``argv`` (a side-by-side
+    task of its own Nextflow process); anything else runs in its own process, which refuses what
+    is wrong with it."""
+    from biossd.measure import pipelinetask
+
+    try:
+        task = pipelinetask.decode(argv[3])
+    except (pipelinetask.PipelineTaskError, IndexError):
+        return False
+    return task["concurrency"] == "side-by-side" and session_of(task.get("owner_pid")) == session
+
+
+def _serve(stack: contextlib.ExitStack, session: str, owner: ProcessRef, run_task: Callable[[list[str]], int]):
+    """The session's hand-off socket (:mod:`biossd.measure.handoff`; ``run_task(argv)``, the
+    command line a worker runs), its tasks' modules loaded; ``None`` where it cannot listen (each
+    task then runs in its own process)."""
+    import importlib
+
+    from biossd.measure import handoff
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    try:
+        return stack.enter_context(handoff.Listener(owner.pid, lambda request: accepts(session, request["argv"]),
+                                                         run_task))
+    except (OSError, BiossdError):
+        return None
+
+
+def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None,
+         run_task: Callable[[list[str]], int] | None = None) -> dict[str, Any]:
     """Hold the host lock for the session's tasks until ``owner`` (Nextflow) ends or
     ``interrupted()`` names a signal; returns what the lock's record said. ``mark``: the session's
     leader mark, removed at the end if it names this process; beside it, once the lock is held
     (the first task does not wait for them), the session's ready tracefs instances
-    (:data:`TRACE_POOL`), removed before the lock is let go."""
+    (:data:`TRACE_POOL`), removed before the lock is let go; then, given ``run_task`` (the command
+    line's runner of a task), the tasks that hand themselves off run in its workers
+    (:mod:`biossd.measure.handoff`)."""
     try:
         with hostlock.HostLock(f"biossd pipeline lead (Nextflow session {session})", owner=owner,
                                interrupted=interrupted, **{hostlock.GROUP_KEY: token(session)},
@@ -157,8 +234,12 @@ def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None)
                 contextlib.ExitStack() as stack:
             if mark is not None:
                 _open_pool(stack, mark.parent / Path(TRACE_POOL.format(session=component(session))).name)
+            listener = _serve(stack, session, owner, run_task) if run_task is not None else None
             while owner.alive() and not interrupted():
-                time.sleep(POLL_S * 4)
+                if listener is None:
+                    time.sleep(LEADER_POLL_S)
+                else:
+                    listener.serve(LEADER_POLL_S)
             return {"waited_s": lock.waited_s, "reaped": lock.reaped}
     finally:
         recorded = _recorded_leader(mark) if mark else None

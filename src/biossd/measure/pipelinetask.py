@@ -42,13 +42,19 @@ from biossd.host.cgroups import MAX_CAP_BYTES, MIN_CAP_BYTES
 OUTDIR_ENV = "BIOSSD_PIPELINE_OUTDIR"
 RUNS_DIR = "runs"
 #: The labels every pipeline run carries (the run table's label columns for pipelines).
-LABELS = ("process", "tag", "attempt", "task_hash", "workdir", "launch_dir", "session_id", "run_name")
+LABELS = ("process", "tag", "attempt", "task_hash", "workdir", "launch_dir", "session_id", "run_name", "launched_by")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 #: How tasks run: as Nextflow schedules them (:mod:`biossd.measure.pipelinesession`), or one at a
 #: time (each under its own host lock); a task description without it is serial.
 CONCURRENCY_MODES = ("side-by-side", "serial")
 #: When a task drops the page cache (the module's text); the config's true/false mean task/never.
 DROP_MODES = ("once", "task", "never")
+#: How often a task's resident memory is read (the study's runs: every 2 ms, for the short peaks
+#: of its sizing rule). A pipeline's tasks run side by side with their profilers on the same
+#: cores, where a 2 ms watch takes about 6% of a core from the tools beside it (measured with
+#: ``biossd profile -- sleep 2``); every 10 ms takes about 1%. The memory the report suggests
+#: for a process is its tasks' peak with a margin (:data:`biossd.analysis.findings.MEMORY_MARGIN`), not a floor.
+RESIDENT_INTERVAL_S = 0.01
 #: The mark of the session whose first task dropped the page cache (``once``), under the outdir.
 DROPPED_MARK = "pipeline_info/.biossd-caches-dropped-{session}"
 
@@ -115,11 +121,12 @@ def run_dir(outdir: Path, task: dict[str, Any], workdir: Path) -> Path:
 
 
 def labels(task: dict[str, Any], workdir: Path) -> dict[str, str]:
-    """The run's labels: the task (process, tag, attempt, hash, work directory) and the Nextflow
-    run it belongs to (launch directory, session id, run name: where ``nextflow log`` finds it)."""
+    """The run's labels: the task (process, tag, attempt, hash, work directory), the Nextflow
+    run it belongs to (launch directory, session id, run name: where ``nextflow log`` finds it)
+    and which process ran its profiler (``launched_by``: :data:`biossd.measure.handoff.LAUNCHED_BY`)."""
     return {"process": str(task["process"]), "tag": str(task.get("tag") or ""),
             "attempt": str(int(task.get("attempt") or 1)), "task_hash": task_hash(workdir), "workdir": str(workdir),
-            **{k: str(task[k]) for k in ("launch_dir", "session_id", "run_name") if task.get(k)}}
+            **{k: str(task[k]) for k in ("launch_dir", "session_id", "run_name", "launched_by") if task.get(k)}}
 
 
 def outdir_from_env(environ: dict[str, str] | None = None, task: dict[str, Any] | None = None) -> Path:

@@ -46,7 +46,7 @@ from biossd.core.owners import RUN_TAG_VAR, ProcessRef, kill_tagged, start_ticks
 from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
 from biossd.host import dockerengine, hostfacts, hostlock
-from biossd.host.cgroups import MemoryCap, ResidentWatch
+from biossd.host.cgroups import RESIDENT_INTERVAL_S, MemoryCap, ResidentWatch
 from biossd.host.hdd import emulate
 from biossd.host.slurm import scheduler
 from biossd.host.swap import LoopSwap
@@ -106,6 +106,8 @@ class ProfileRequest:
     #: the current directory. A swap area made for the run is traced too.
     devices: Sequence[str] = ()
     sample_interval_s: float = DEFAULT_INTERVAL_S
+    #: How often the run's resident memory is read (:class:`biossd.host.cgroups.ResidentWatch`).
+    resident_interval_s: float = RESIDENT_INTERVAL_S
     #: Swap for the run: this many bytes on a loop device over a file in ``swap_dir``.
     swap_bytes: int | None = None
     swap_dir: Path | None = None
@@ -412,7 +414,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
         phases.mark("drop_caches")
         cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap,
                                             account=True))
-        resident = ResidentWatch(cap)
+        resident = ResidentWatch(cap, request.resident_interval_s)
         timer, no_timer = gnu_time
         report_file = out_dir / gnutime.REPORT_FILE
         executed = cap.wrap(gnutime.wrap(timer, report_file, command) if timer else command)
@@ -443,7 +445,7 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             try:
                 child = subprocess.Popen(
                     ["sh", "-c", GATE_SCRIPT, "biossd-gate", *executed], stdout=out, stderr=err,
-                    stdin=gate_r, preexec_fn=cap.join, start_new_session=True, env={**os.environ, RUN_TAG_VAR: tag},
+                    stdin=gate_r, start_new_session=True, env={**os.environ, RUN_TAG_VAR: tag},
                 )
             finally:
                 os.close(gate_r)
@@ -451,6 +453,9 @@ def _measure(request: ProfileRequest, out_dir: Path, traced: list[str], devices_
             if request.container_id_file is not None:  # runs after the client is killed (LIFO)
                 stack.callback(dockerengine.remove, request.container_id_file)
             stack.callback(processes.kill_group, child)
+            # Into the cap while the gate waits, before it starts the command (no preexec_fn: the
+            # profiler's process is not copied for the gate, which a task's start pays for).
+            cap.join(child.pid)
             # Named in the host lock's record: if this profiler is SIGKILLed, the next holder
             # kills the command's session before it measures (biossd.host.hostlock.reap).
             record_intent(**{hostlock.COMMAND_KEY: {"pid": child.pid, "start_ticks": start_ticks(child.pid), "tag": tag}})
