@@ -17,14 +17,15 @@ itself off (:func:`hand_off`):
 3. the worker sends ``started <pid>``, then ``exit <status>``; the task's process — what
    Nextflow started and waits for — exits with that status.
 
-A signal the task's process receives (Nextflow stopping the task) is sent on to the worker, which
-ends the run as the profiler ends it on that signal; if the task's process is gone (SIGKILL), the
-worker ends the run as on SIGTERM. Where nothing listens — the session's first tasks, while its
+A signal the task's process receives (Nextflow stopping the task; biossd's held signals) is sent
+on to the worker, which ends the run as the profiler ends it on that signal; if the task's process
+is gone (SIGKILL), the worker ends the run as on SIGTERM. Where nothing listens — the session's first tasks, while its
 leader starts; a serial task; a SLURM node; a socket not of this user — or the leader declines,
 nothing was sent and nothing ran, and the task runs in its own process as before. The run is the
 same either way; its ``launched_by`` label says which (:data:`LAUNCHED_BY`).
 
-The task's side imports the standard library only (and :mod:`biossd.core.runtime`): it is what
+The task's side imports the standard library only (and :mod:`biossd.core.runtime`,
+:mod:`biossd.core.signals`): it is what
 every task's process loads before it knows whether it will run the task itself.
 """
 
@@ -41,6 +42,7 @@ import sys
 from typing import Any, Callable
 
 from biossd.core import runtime
+from biossd.core.signals import HELD
 
 #: A session's leader socket, in biossd's runtime directory, named for its Nextflow process.
 SOCKET_NAME = "pipeline-{owner_pid}.sock"
@@ -50,8 +52,6 @@ STDIO = (0, 1, 2)
 HEADER = struct.Struct("!I")
 #: The largest request a leader reads (a task's environment and command line).
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
-#: The signals the task's process sends on to its worker (biossd's held signals).
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 #: The ``launched_by`` label of a run: in the task's own process, or in a worker of its leader.
 LAUNCHED_BY = {False: "task process", True: "session leader"}
 #: Exit status of a task whose worker ended without sending one (sysexits' EX_SOFTWARE).
@@ -113,15 +113,23 @@ def hand_off(argv: list[str]) -> int | None:
     except (OSError, ValueError, runtime.UnsafeRuntimeDir):
         sock.close()
         return None
-    # From here a signal goes on to the worker (one before it started waits in the socket for it).
-    previous = {signum: signal.signal(signum, lambda n, _frame: _send_quietly(sock, f"signal {n}\n".encode()))
-                for signum in FORWARDED}
+    # From here a signal (biossd's held ones) goes on to the worker (one that comes before the
+    # worker started waits in the socket for it).
+    received: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signum)
+        _send_quietly(sock, f"signal {signum}\n".encode())
+
+    previous = {signum: signal.signal(signum, forward) for signum in HELD}
     replies = sock.makefile("rb")
     started = replies.readline()
     if not started.startswith(b"started "):
         sock.close()  # declined, or the leader ended before it forked: the task is this process's
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        for signum in dict.fromkeys(received):  # what came meanwhile is this process's again
+            signal.raise_signal(signum)
         return None
     while line := replies.readline():
         if line.startswith(b"exit "):
@@ -285,8 +293,6 @@ def _work(conn: socket.socket, fds: list[int], request: dict[str, Any], run: Cal
     status = EXIT_LOST
     try:
         import threading
-
-        from biossd.core.signals import HELD
 
         _worker = True
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
