@@ -7,8 +7,8 @@ beside them.
 
 The leader is started by the session's first task (the one that makes the session's mark under
 ``--biossd_outdir``, in one step no other task can also take) as a fork of itself, detached from
-it (``biossd pipeline lead`` runs one by hand), working for the Nextflow process (its owner): it ends when Nextflow ends, or on a
-signal. A task that finds the mark waits until the leader holds the lock (it may first wait for
+it (``biossd pipeline lead`` runs one by hand), working for the Nextflow process (its owner): it
+ends when Nextflow ends, or on a signal. A task that finds the mark waits until the leader holds the lock (it may first wait for
 another measured run to end); a leader that is gone without holding it is an error naming it.
 
 Once its pool is ready the leader also runs the session's tasks in processes of its own: it
@@ -183,7 +183,8 @@ def _open_pool(stack: contextlib.ExitStack, pool_file: Path) -> None:
     stack.callback(pool_file.unlink, missing_ok=True)
 
 
-#: What a task's profiler loads, loaded by the leader before it takes tasks (its workers start with them).
+#: What a task's profiler loads, loaded by the leader before it takes tasks (its workers start
+#: with them; a leader forked from the first task has them already, one run by hand has not).
 PRELOAD = ("biossd.measure.profile", "biossd.measure.pipelinetask", "biossd.measure.manifest",
            "biossd.measure.blocktrace", "biossd.host.dockerengine")
 
