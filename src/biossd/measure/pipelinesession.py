@@ -8,8 +8,9 @@ beside them.
 The leader is started by the session's first task (the one that makes the session's mark under
 ``--biossd_outdir``, in one step no other task can also take) as a fork of itself, detached from
 it (``biossd pipeline lead`` runs one by hand), working for the Nextflow process (its owner): it
-ends when Nextflow ends, or on a signal. A task that finds the mark waits until the leader holds the lock (it may first wait for
-another measured run to end); a leader that is gone without holding it is an error naming it.
+ends when Nextflow ends, or on a signal. A task that finds the mark waits until the leader holds
+the lock (it may first wait for another measured run to end); a leader that is gone without
+holding it is an error naming it.
 
 Once its pool is ready the leader also runs the session's tasks in processes of its own: it
 listens on a socket (:mod:`biossd.measure.handoff`), and a task that finds it there hands itself
