@@ -17,6 +17,7 @@ from conftest import STUDY_HOST, nextflow
 
 from biossd.features import extract
 from biossd.host.cgroups import find_leftovers
+from biossd.host import hostlock
 from biossd.host.hdd import emulate
 from biossd.host.slurm import slurmcluster
 from biossd.measure import manifest
@@ -185,8 +186,9 @@ def test_the_study_runs_through_slurm_like_the_local_executor(cluster, tmp_path,
 
 def test_your_pipeline_on_slurm_is_profiled_on_the_node_that_runs_each_task(cluster, tmp_path):
     """tests/pipelines/spill with the slurm executor under the profiling config: every task a SLURM
-    job, profiled on its node (one at a time there), capped by SLURM at its memory directive
-    (recorded external), its run kept under --biossd_outdir; the report names every process."""
+    job, profiled on its node side by side with the run's other tasks there (holding the host lock
+    shared: no leader outlives a job), capped by SLURM at its memory directive (recorded external),
+    its run kept under --biossd_outdir; the report names every process."""
     import shutil
 
     from conftest import REPO
@@ -204,13 +206,17 @@ def test_your_pipeline_on_slurm_is_profiled_on_the_node_that_runs_each_task(clus
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
     runs, skipped = pipeline.load_runs(outdir)
     assert skipped == [] and set(runs["process"]) == {"MAKE_NUMBERS", "SORT_CHUNK", "MERGE_SORTED", "GROW_TABLE"}
+    joined = []
     for path in runs["run_path"]:
         body = manifest.read_manifest(Path(path))
-        assert body["memory_cap"]["backend"] == "external" and body["host_lock"]["mode"] == "exclusive"
+        assert body["memory_cap"]["backend"] == "external" and body["host_lock"]["mode"] == "shared-group"
+        joined.append(body["host_lock"]["members_at_start"])
         assert body["memory_cap"]["limit_bytes"] in (40 << 20, 80 << 20, 256 << 20), body["memory_cap"]
         assert "process tree" in body["collectors"]["blocktrace"]["foreign"]["attributed_by"]
     jobs = (Path(cluster["state"]["dir"]) / "jobcomp.log").read_text()
     assert "nf-MAKE_NUMBERS" in jobs and "nf-GROW_TABLE" in jobs, "each task was a SLURM job"
+    assert max(joined) >= 2, f"no task joined another one's group on the node: {joined}"
+    assert not hostlock.holder_path().exists(), "the last task let go of the host lock"
     assert "GROW_TABLE" in pipeline.report(outdir, []).processes["process"].tolist()
 
 

@@ -36,14 +36,20 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
             raise UsageError(f"biossd pipeline task on node {socket.gethostname()}: needs root there (it traces the "
                              "task's block requests and reads its cgroup); run the pipeline's jobs as root, or profile "
                              "on the local executor")
-        # Nextflow's process is on the submit host, not here: no session to join or owner to follow;
-        # one task at a time on this node, its memory capped by SLURM's job.
-        task["owner_pid"], task["concurrency"] = None, "serial"
-    # The session: Nextflow's process (pid and start) where it is on this host, else its run (its
-    # session id and run name, which a resumed run renames).
-    task["session"] = pipelinesession.session_of(task.get("owner_pid")) or task.get("run")
-    group = None
-    if task["concurrency"] == "side-by-side":
+        # Nextflow's process is on the submit host, not here: no owner to follow, and no leader
+        # (a SLURM job's processes end with it). The run's tasks on this node hold the host lock
+        # shared (biossd.host.sharedlock); the page cache is dropped once per node; memory is capped
+        # by SLURM's job.
+        task["owner_pid"] = None
+        task["session"] = f"{task.get('run')}@{socket.gethostname()}"
+    else:
+        # The session: Nextflow's process (pid and start) where it is on this host, else its run
+        # (its session id and run name, which a resumed run renames).
+        task["session"] = pipelinesession.session_of(task.get("owner_pid")) or task.get("run")
+    group = shared_group = None
+    if task["concurrency"] == "side-by-side" and on_slurm:
+        shared_group = pipelinesession.node_token(task["session"])
+    elif task["concurrency"] == "side-by-side":
         try:
             group = pipelinesession.join(str(task.get("session") or ""), task.get("owner_pid"), outdir,
                                          getattr(args, "run_handed_off", None))
@@ -53,7 +59,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     drop, why_not = pipelinetask.drops_caches(task, outdir)
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
                                      labels=pipelinetask.labels(task, workdir), overwrite=True,
-                                     drop_caches=drop, kept_caches_why=why_not, group=group,
+                                     drop_caches=drop, kept_caches_why=why_not, group=group, shared_group=shared_group,
                                      resident_interval_s=pipelinetask.RESIDENT_INTERVAL_S,
                                      attribute_in_group=True, image=task.get("container"), perf="pmu",
                                      trace_pool=pipelinesession.trace_pool(task["session"], outdir) if group else (),

@@ -15,6 +15,9 @@ process dies, even by SIGKILL — but not the tool it was measuring, which runs 
 its own. So the next holder first *reaps* a dead holder (:func:`reap`: its command's session and
 its cgroups are killed) and only then measures, and says so in its run's record; the record is
 then moved to ``stale/``, and ``biossd cleanup`` removes what it names (see :func:`stale_records`).
+Runs that may measure side by side hold it as a group: behind a leader that holds it for them
+(:class:`GroupMember`), or, where no process may outlive the others (SLURM jobs), shared
+(:mod:`biossd.host.sharedlock`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ COMMAND_KEY = "command"
 #: The holder record's Docker container of the measured command: ``{"cidfile", "docker_host"}``
 #: (the container is the engine's child, not in the command's session or cgroup).
 CONTAINER_KEY = "container"
+#: The holder record's list of a leaderless group's members (:mod:`biossd.host.sharedlock`), each
+#: entry a holder's record of its own (what :func:`reap` and ``cleanup`` read).
+MEMBERS_KEY = "members"
 #: How long a dead holder's processes are given to be gone after SIGKILL.
 REAP_WAIT_S = 5.0
 
@@ -127,7 +133,7 @@ def stale_records() -> list[Path]:
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                _move_aside(read_holder())
+                move_aside(read_holder())
                 fcntl.flock(fd, fcntl.LOCK_UN)
             except BlockingIOError:
                 pass
@@ -149,6 +155,8 @@ def reap(old: dict[str, Any] | None) -> list[str]:
 
     from biossd.host import cgroups
 
+    if old and MEMBERS_KEY in old:  # a leaderless group: each member is a holder of its own
+        return [line for entry in old[MEMBERS_KEY] or () for line in reap(entry)]
     holder = ProcessRef.from_record(old)
     if holder is None or holder.alive():
         return []
@@ -224,22 +232,37 @@ def reap_dead_holder() -> list[str]:
     try:
         old = read_holder()
         done = reap(old)
-        _move_aside(old)
+        move_aside(old)
         return done
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
-def _move_aside(old: dict[str, Any] | None) -> None:
-    """Keep a dead holder's record in ``stale/`` for ``cleanup`` (call with the lock held)."""
+def move_aside(old: dict[str, Any] | None) -> None:
+    """Keep a dead holder's record in ``stale/`` for ``cleanup`` (call with the lock held); a
+    leaderless group's record as one record per member."""
     if old is None:
         return
+    if MEMBERS_KEY in old:
+        for entry in old[MEMBERS_KEY] or ():
+            move_entry_aside(entry)
+        with contextlib.suppress(OSError):
+            holder_path().unlink()
+        return
+    with contextlib.suppress(OSError):
+        os.replace(holder_path(), _stale_path(old))
+
+
+def _stale_path(entry: dict[str, Any]) -> Path:
     stale = checked_runtime_dir() / STALE_DIR
     stale.mkdir(exist_ok=True)
-    name = f"{old.get('pid', 'unknown')}-{old.get('start_ticks', 0)}.json"
-    with contextlib.suppress(OSError):
-        os.replace(holder_path(), stale / name)
+    return stale / f"{entry.get('pid', 'unknown')}-{entry.get('start_ticks', 0)}.json"
+
+
+def move_entry_aside(entry: dict[str, Any]) -> None:
+    """A dead run's holder entry (a leaderless group's member) as a stale record of its own."""
+    atomic_write_text(_stale_path(entry), json.dumps(entry, indent=2) + "\n")
 
 
 class HostLock:
@@ -303,7 +326,7 @@ class HostLock:
         except BaseException:
             self.__exit__()
             raise
-        _move_aside(old)
+        move_aside(old)
         self._write()
         return self
 

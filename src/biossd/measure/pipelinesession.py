@@ -73,6 +73,12 @@ def token(session: str) -> str:
     return f"nextflow-session-{session}"
 
 
+def node_token(session: str) -> str:
+    """The leaderless group's token of a run's tasks on one node (SLURM jobs:
+    :class:`biossd.host.sharedlock.SharedHold`)."""
+    return f"nextflow-node-{session}"
+
+
 def _leader_holds(group: str) -> bool:
     holder = hostlock.held_by()
     return bool(holder and holder.get(hostlock.GROUP_KEY) == group)

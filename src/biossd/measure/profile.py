@@ -134,6 +134,10 @@ class ProfileRequest:
     #: A declared concurrent group's token (seed 004): the run takes no host lock of its own but
     #: runs only while the group's leader holds it (:class:`biossd.host.hostlock.GroupMember`).
     group: str | None = None
+    #: A leaderless group's token: the run holds the host lock shared with the group's other
+    #: members, none of which outlives the others (a pipeline's tasks in SLURM jobs on one node,
+    #: :class:`biossd.host.sharedlock.SharedHold`).
+    shared_group: str | None = None
     #: A run whose device others may share (a pipeline's task, beside others or in its
     #: container): its requests are attributed by its process tree — its container's included —
     #: as a lone run's are (else a group member's or a container's trace is its device's, as seed
@@ -327,10 +331,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
     with signals_call(on_signal):
         partial: Path | None = None
         try:
-            lock_cm = (hostlock.GroupMember(request.group) if request.group else
-                       hostlock.HostLock("biossd profile", wait=request.wait_for_lock, owner=request.owner,
-                                         interrupted=lambda: received[0] if received else None,
-                                         notify=request.notify, out=str(target)))
+            lock_cm = _host_lock(request, target, interrupted=lambda: received[0] if received else None)
             with lock_cm as lock:
                 try:
                     named = rundir.partial_path(target)
@@ -340,10 +341,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
                                     scheduler_timeout, record_intent=lock.update, gnu_time=(gnu_time, no_gnu_time))
                     body["harness_s"] = {**request.phases_before_s, "lock_wait": round(lock.waited_s, 3),
                                          **body["harness_s"]}
-                    body["host_lock"] = ({"mode": "group-member", hostlock.GROUP_KEY: request.group,
-                                          "leader_pid": (lock.leader or {}).get("pid")} if request.group
-                                         else {"mode": "exclusive", "waited_s": round(lock.waited_s, 3),
-                                               "reaped_stale_holder": lock.reaped})
+                    body["host_lock"] = _lock_record(request, lock)
                     if received:
                         raise Interrupted(received[0])
                     body["executed_argv"] = [a.replace(str(partial), str(target)) for a in body["executed_argv"]]
@@ -604,6 +602,31 @@ def _start_collectors(request: ProfileRequest, out_dir: Path, traced: list[str],
         collectors["sampler"] = _not_run(f"could not start: {exc}")
         sampler = None
     return _Collectors(_perf_counting(perf, collectors), tracer, trace_notes, sampler)
+
+
+def _host_lock(request: ProfileRequest, target: Path, interrupted: Callable[[], int | None]) -> Any:
+    """How the run holds the host lock: a member of a group whose leader holds it, a member of a
+    leaderless group that holds it shared, or alone."""
+    if request.group:
+        return hostlock.GroupMember(request.group)
+    kwargs = dict(wait=request.wait_for_lock, owner=request.owner, interrupted=interrupted, notify=request.notify,
+                  out=str(target))
+    if request.shared_group:
+        from biossd.host import sharedlock
+
+        return sharedlock.SharedHold(request.shared_group, "biossd profile", **kwargs)
+    return hostlock.HostLock("biossd profile", **kwargs)
+
+
+def _lock_record(request: ProfileRequest, lock: Any) -> dict[str, Any]:
+    """The run's record of how it held the host lock (:func:`_host_lock`)."""
+    if request.group:
+        return {"mode": "group-member", hostlock.GROUP_KEY: request.group, "leader_pid": (lock.leader or {}).get("pid")}
+    held = {"waited_s": round(lock.waited_s, 3), "reaped_stale_holder": lock.reaped}
+    if request.shared_group:
+        return {"mode": "shared-group", hostlock.GROUP_KEY: request.shared_group,
+                "members_at_start": lock.members_at_start, **held}
+    return {"mode": "exclusive", **held}
 
 
 def _attribution(request: ProfileRequest, roots: list[int] = ()) -> str | None:
