@@ -30,6 +30,10 @@ SOURCE_DATE_EPOCH = "1420070400"
 HASH_SALT = "biossd"
 TABLES_DIR = "tables"
 NOTEBOOKS_OUT_DIR = "notebooks"
+#: How many notebooks run at once (each in a process and kernel of its own; they read the same
+#: results and write files of their own), at most one per CPU: the report of a result set took
+#: 22 s one at a time on a 2-core host.
+REPORT_WORKERS = 4
 
 
 def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
@@ -83,10 +87,8 @@ def render(results_dirs: Sequence[Path] | Path, report_dir: Path | None = None,
            notebooks: Sequence[Path] | None = None, parameters: Mapping[str, Any] | None = None,
            html: bool = True, experiments_only: bool = False) -> list[Path]:
     """Execute the notebooks with papermill over ``results_dirs`` (default report folder: the
-    first one's ``report/``); returns the executed copies. ``parameters`` override the
-    notebooks' other parameters (fast, slow, speedup_threshold, ...)."""
-    import papermill  # imported here: slow, and only this function needs it
-
+    first one's ``report/``), side by side (:data:`REPORT_WORKERS`); returns the executed copies.
+    ``parameters`` override the notebooks' other parameters (fast, slow, speedup_threshold, ...)."""
     dirs = [results_dirs] if isinstance(results_dirs, (str, Path)) else list(results_dirs)
     dirs = [Path(d).resolve() for d in dirs]
     report_dir = Path(report_dir).resolve() if report_dir else dirs[0] / layout.REPORT_DIR
@@ -97,20 +99,38 @@ def render(results_dirs: Sequence[Path] | Path, report_dir: Path | None = None,
         raise FileNotFoundError(f"nothing to report in {', '.join(map(str, dirs))}: neither the study's runs "
                                 f"({layout.FEATURES_FILE} or <side>/{layout.RUNS_DIR}/) nor an experiment's")
     os.environ.setdefault("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
-    done = []
-    for nb in notebooks:
-        target = executed_dir / Path(nb).name
-        tmp = target.with_name(f".{target.stem}.tmp{target.suffix}")
-        papermill.execute_notebook(
-            str(nb), str(tmp), cwd=str(Path(nb).parent), progress_bar=False,
-            parameters={**({} if Path(nb).parent == EXPERIMENT_NOTEBOOKS_DIR else (parameters or {})),
-                        "results_dirs": [str(d) for d in dirs], "report_dir": str(report_dir)},
-        )
-        tmp.replace(target)
-        if html:
-            _to_html(target)
-        done.append(target)
-    return done
+    jobs = [(str(nb), str(executed_dir / Path(nb).name),
+             {**({} if Path(nb).parent == EXPERIMENT_NOTEBOOKS_DIR else (parameters or {})),
+              "results_dirs": [str(d) for d in dirs], "report_dir": str(report_dir)}, html) for nb in notebooks]
+    workers = min(len(jobs), REPORT_WORKERS, os.cpu_count() or 1)
+    if workers <= 1:
+        return [_execute(*job) for job in jobs]
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_execute, *job) for job in jobs]
+        try:
+            return [future.result() for future in futures]  # the first failure, in the notebooks' order
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def _execute(notebook: str, target: str, parameters: dict[str, Any], html: bool) -> Path:
+    """One notebook executed by papermill into ``target`` (written whole: a temporary name, then
+    renamed), and its HTML page when ``html``."""
+    import papermill  # imported here: slow, and only the report needs it
+
+    out = Path(target)
+    tmp = out.with_name(f".{out.stem}.tmp{out.suffix}")
+    papermill.execute_notebook(notebook, str(tmp), cwd=str(Path(notebook).parent), progress_bar=False,
+                               parameters=parameters)
+    tmp.replace(out)
+    if html:
+        _to_html(out)
+    return out
 
 
 def _to_html(notebook: Path) -> Path:
