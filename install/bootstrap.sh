@@ -28,6 +28,29 @@ stamp_write() { mkdir -p "$stamps"; printf '%s\n' "$2" > "$stamps/$1.tmp" && mv 
 
 packages() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "${1:-$here/debian-packages.txt}"; }
 
+# Install a hashed lock ($2) into the environment of the interpreter $1 (and its bytecode). With
+# uv (install/uv/requirements.lock, kept in $venv/uv), which does it in a fraction of pip's time;
+# where uv cannot be installed (another platform), with pip, saying so. Both honour PIP_INDEX_URL.
+pip_install() {
+  local target=$1 lock=$2 uv=$venv/uv/bin/uv
+  if [ ! -x "$uv" ]; then
+    rm -rf "$venv/uv.tmp"
+    if "$python" -m venv "$venv/uv.tmp" && "$venv/uv.tmp/bin/pip" install -q --disable-pip-version-check \
+        --require-hashes --no-deps -r "$here/uv/requirements.lock"; then
+      rm -rf "$venv/uv" && mv "$venv/uv.tmp" "$venv/uv"
+    else
+      rm -rf "$venv/uv.tmp"
+      note "uv could not be installed from install/uv/requirements.lock (no network to PyPI, or no wheel for this platform): installing with pip"
+    fi
+  fi
+  if [ -x "$uv" ]; then
+    "$uv" pip install -q --python "$target" --require-hashes --no-deps --compile-bytecode \
+      ${PIP_INDEX_URL:+--index-url "$PIP_INDEX_URL"} -r "$lock"
+  else
+    "$(dirname "$target")/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$lock"
+  fi
+}
+
 # True when every package of the list ($1) is installed at its pinned version (one dpkg-query each).
 system_satisfied() {
   local spec name want have
@@ -187,7 +210,7 @@ python_env() {
   rm -f "$stamps/python"
   rm -rf "$venv/bin" "$venv/lib" "$venv/lib64" "$venv/include" "$venv/share" "$venv/pyvenv.cfg"
   "$python" -m venv "$venv" || die "could not create a virtual environment with $python -m venv (is python3-venv installed?)"
-  "$venv/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$here/requirements.lock" \
+  pip_install "$venv/bin/python" "$here/requirements.lock" \
     || die "pip install from install/requirements.lock failed: no network to PyPI? (check: $venv/bin/pip download --no-deps -d /tmp pip)"
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$repo" \
     || die "installing the biossd package itself (pip install -e .) failed"
@@ -282,7 +305,7 @@ multiqc_env() {
   note "creating MultiQC's environment in $dir from install/multiqc/requirements.lock"
   rm -f "$stamps/multiqc"; rm -rf "$dir.tmp"
   "$python" -m venv "$dir.tmp" || die "could not create a virtual environment with $python -m venv"
-  "$dir.tmp/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$here/multiqc/requirements.lock" \
+  pip_install "$dir.tmp/bin/python" "$here/multiqc/requirements.lock" \
     || die "pip install from install/multiqc/requirements.lock failed: no network to PyPI?"
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   # A venv's scripts name their interpreter by path: rewrite the moved one's.
