@@ -241,6 +241,11 @@ jvm_opens="--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/jav
 --add-opens=java.base/jdk.internal.misc=ALL-UNNAMED --add-opens=java.base/jdk.internal.vm=ALL-UNNAMED"
 
 # The launcher is rewritten whenever it is missing or differs (cheap): a rebuilt venv loses its bin/.
+# Nextflow only orchestrates: a JVM with the client compiler only and the serial collector starts
+# a run about 2 s sooner (a stub-run of two tools: 6.5 s -> 4.5 s) and keeps fewer compiler and
+# collector threads busy beside the measured tools. NXF_OPTS, given after them, overrides them.
+nextflow_jvm="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 write_launcher() {
   local lib=$1 launcher=$venv/bin/nextflow
   mkdir -p "$venv/bin"
@@ -250,7 +255,7 @@ write_launcher() {
 export NXF_OFFLINE=true
 export NXF_HOME="\${NXF_HOME:-$venv/nextflow/home}"
 # NXF_TEMP (as Nextflow's own launcher): the JVM's temporary files (compiled scripts) go there.
-exec java $jvm_opens \${NXF_TEMP:+-Djava.io.tmpdir=\$NXF_TEMP} \${NXF_OPTS:-} -cp "$lib/*" nextflow.cli.Launcher "\$@"
+exec java $jvm_opens $nextflow_jvm \${NXF_TEMP:+-Djava.io.tmpdir=\$NXF_TEMP} \${NXF_OPTS:-} -cp "$lib/*" nextflow.cli.Launcher "\$@"
 LAUNCHER
   chmod +x "$launcher.tmp" && mv "$launcher.tmp" "$launcher"
   "$launcher" -version >/dev/null 2>&1 || die "the Nextflow launcher $launcher does not run (is Java $java_min installed?)"
@@ -271,7 +276,7 @@ nextflow_env() {
     rm -rf "$lib" && mv "$lib.tmp" "$lib"
     write_launcher "$lib"
     stamp_write nextflow "$key"
-  elif [ ! -x "$venv/bin/nextflow" ] || ! grep -q -- "java.io.tmpdir=" "$venv/bin/nextflow"; then
+  elif [ ! -x "$venv/bin/nextflow" ] || ! grep -q -- "$nextflow_jvm" "$venv/bin/nextflow"; then
     write_launcher "$lib"
   fi
 }
