@@ -4,7 +4,7 @@
 # hash of its inputs only after it succeeded; a later call with the same inputs skips the step,
 # and a step that failed half-way is redone whole.
 #
-#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|docker|tex|all]   (all: all but tex)
+#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|multiqc|cffconvert|docker|tex|all]   (all: all but tex)
 #   install/bootstrap.sh pins [LIST]   the pinned packages of LIST as installed here (to refresh pins)
 #
 # Debian packages that shape a measurement are pinned (install/debian-packages.txt); the Maven
@@ -300,24 +300,26 @@ s3proxy_env() {
   stamp_write s3proxy "$s3proxy_version"
 }
 
-# MultiQC (the report nf-core pipelines end with), in an environment of its own so its
-# dependencies never move the analysis environment's pins: biossd's pipeline report writes
-# MultiQC custom content, and a test runs MultiQC over it. From install/multiqc/requirements.lock.
-multiqc_env() {
-  local dir=$venv/multiqc
-  local key; key=$(hash_of "$here/multiqc/requirements.lock" <(echo "$python"))
-  if stamp_ok multiqc "$key" && [ -x "$dir/bin/multiqc" ] && [ -L "$venv/bin/multiqc" ]; then return 0; fi
-  note "creating MultiQC's environment in $dir from install/multiqc/requirements.lock"
-  rm -f "$stamps/multiqc"; rm -rf "$dir.tmp"
+# A tool in an environment of its own ($venv/<name>, from install/<name>/requirements.lock), so its
+# dependencies never move the analysis environment's pins; its command linked into $venv/bin.
+#   MultiQC: the report nf-core pipelines end with (biossd's pipeline report writes MultiQC custom
+#     content, and a test runs MultiQC over it).
+#   cffconvert: checks CITATION.cff; it requires jsonschema<4, the analysis environment >=4.
+tool_env() {
+  local name=$1 exe=$2 dir=$venv/$1
+  local key; key=$(hash_of "$here/$name/requirements.lock" <(echo "$python"))
+  if stamp_ok "$name" "$key" && [ -x "$dir/bin/$exe" ] && [ -L "$venv/bin/$exe" ]; then return 0; fi
+  note "creating $exe's environment in $dir from install/$name/requirements.lock"
+  rm -f "$stamps/$name"; rm -rf "$dir.tmp"
   "$python" -m venv "$dir.tmp" || die "could not create a virtual environment with $python -m venv"
-  pip_install "$dir.tmp/bin/python" "$here/multiqc/requirements.lock" \
-    || die "pip install from install/multiqc/requirements.lock failed: no network to PyPI?"
+  pip_install "$dir.tmp/bin/python" "$here/$name/requirements.lock" \
+    || die "pip install from install/$name/requirements.lock failed: no network to PyPI?"
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   # A venv's scripts name their interpreter by path: rewrite the moved one's.
-  sed -i "1s|^#!.*|#!$dir/bin/python|" "$dir/bin/multiqc"
-  "$dir/bin/multiqc" --version >/dev/null || die "MultiQC was installed but does not run"
-  mkdir -p "$venv/bin" && ln -sfn "$dir/bin/multiqc" "$venv/bin/multiqc"
-  stamp_write multiqc "$key"
+  sed -i "1s|^#!.*|#!$dir/bin/python|" "$dir/bin/$exe"
+  "$dir/bin/$exe" --version >/dev/null || die "$exe was installed but does not run"
+  mkdir -p "$venv/bin" && ln -sfn "$dir/bin/$exe" "$venv/bin/$exe"
+  stamp_write "$name" "$key"
 }
 
 venv_is_ours  # before any step writes a stamp into it
@@ -327,10 +329,11 @@ case ${1:-all} in
   python) python_env ;;
   nextflow) nextflow_env ;;
   s3proxy) s3proxy_env ;;
-  multiqc) multiqc_env ;;
+  multiqc) tool_env multiqc multiqc ;;
+  cffconvert) tool_env cffconvert cffconvert ;;
   docker) docker_env ;;
   tex) tex ;;
   pins) pins "${2:-}" ;;
-  all) system; python_env; nextflow_env; s3proxy_env; multiqc_env; docker_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, multiqc, docker, tex, pins, all)" ;;
+  all) system; python_env; nextflow_env; s3proxy_env; tool_env multiqc multiqc; tool_env cffconvert cffconvert; docker_env ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, multiqc, cffconvert, docker, tex, pins, all)" ;;
 esac

@@ -14,8 +14,10 @@ def _lock() -> dict[str, str]:
 
 
 def _top_level() -> list[str]:
+    """The packages requirements.in names (a version bound, as ``jsonschema>=4.18``, left out)."""
     lines = (REPO / "install" / "requirements.in").read_text().splitlines()
-    return [l.split("#")[0].strip().lower() for l in lines if l.split("#")[0].strip()]
+    names = (re.split(r"[<>=!~;\[ ]", l.split("#")[0].strip(), maxsplit=1)[0] for l in lines)
+    return [name.lower() for name in names if name]
 
 
 def _conda() -> dict[str, str]:

@@ -99,9 +99,11 @@ def write(results: Path) -> Path:
     lang = crate.add(ContextEntity(crate, NEXTFLOW_LANG, properties={
         "@type": "ComputerLanguage", "name": "Nextflow", "url": "https://www.nextflow.io/",
         "version": str(provenance.get("nextflow_version") or "24.10.0")}))
+    from biossd.study.matrix import schema_parameters
+
     schema = json.loads((paths.STUDY_DIR / "nextflow_schema.json").read_text())
     formal = {}
-    for name, spec in sorted(schema["properties"].items()):
+    for name, spec in sorted(schema_parameters(schema).items()):
         kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
         formal[name] = crate.add_formal_parameter(
             name=name, additionalType=_SCHEMA_TYPES.get(next(k for k in kinds if k != "null"), "Text"),

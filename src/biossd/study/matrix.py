@@ -440,12 +440,22 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+def schema_parameters(schema: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every parameter of a Nextflow schema by name: the properties of each group under ``$defs``
+    (nf-core's layout: the groups joined by ``allOf``), and any at its top level."""
+    out: dict[str, dict[str, Any]] = {}
+    for group in (schema.get("$defs") or {}).values():
+        out.update(group.get("properties") or {})
+    out.update(schema.get("properties") or {})
+    return out
+
+
 def schema_text(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
     """``params`` with a number given for a parameter the schema takes only as text read as its
     text: Nextflow reads ``--scales 1`` or ``--budget 90`` from the command line as a number."""
     import json
 
-    known = json.loads(Path(schema_path).read_text())["properties"]
+    known = schema_parameters(json.loads(Path(schema_path).read_text()))
     out = dict(params)
     for name, value in params.items():
         types = known.get(name, {}).get("type") or []
@@ -464,12 +474,12 @@ def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) 
     import jsonschema
 
     schema = json.loads(Path(schema_path).read_text())
-    known = schema["properties"]
+    known = schema_parameters(schema)
     aliases = {_camel(k) for k in known} | {k.replace("_", "-") for k in known}
     given = {k: v for k, v in params.items() if k in known}
     problems = [f"Unknown parameter --{k}: not in {schema_path.name} (see the README or `nextflow run study "
                 "--help`)" for k in sorted(params) if k not in known and k not in aliases]
-    validator = jsonschema.Draft7Validator({k: v for k, v in schema.items() if not k.startswith("$")})
+    validator = jsonschema.Draft202012Validator(schema)
     for error in sorted(validator.iter_errors(given), key=lambda e: list(e.path)):
         name = ".".join(str(p) for p in error.path) or "(parameters)"
         rule = known.get(name, {})
