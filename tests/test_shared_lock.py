@@ -111,3 +111,14 @@ def test_a_member_reaps_a_dead_exclusive_holder_before_it_joins(rundir):
         assert hostlock.read_holder()[hostlock.GROUP_KEY] == "group-a"
     finally:
         _end(member)
+
+
+def test_a_leader_s_record_naming_its_members_is_not_taken_for_a_shared_group(rundir):
+    """A group leader's holder record lists its members by name (`members`): reaping it reaps the
+    leader, not each name as a holder."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    record = {"pid": int(dead.stdout), "start_ticks": 1, hostlock.GROUP_KEY: "experiment-x", "members": ["a", "b"]}
+    assert hostlock.reap(record) == []
+    hostlock.holder_path().write_text(json.dumps(record))
+    hostlock.move_aside(record)
+    assert [p.name for p in hostlock.stale_records()] == [f"{record['pid']}-1.json"]

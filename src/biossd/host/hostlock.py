@@ -53,7 +53,7 @@ COMMAND_KEY = "command"
 CONTAINER_KEY = "container"
 #: The holder record's list of a leaderless group's members (:mod:`biossd.host.sharedlock`), each
 #: entry a holder's record of its own (what :func:`reap` and ``cleanup`` read).
-MEMBERS_KEY = "members"
+MEMBERS_KEY = "shared_members"
 #: How long a dead holder's processes are given to be gone after SIGKILL.
 REAP_WAIT_S = 5.0
 
