@@ -126,3 +126,19 @@ def study_results(env, tmp_path_factory, root_required):
     assert ours == [], "the emulated HDD was not taken down"
     assert not os.path.ismount(launch / ".biossd-storage" / "hdd")
     return launch, outdir
+
+
+#: The made-up figures of a measured device record (:func:`measured_record`).
+SPEC_ROW = {"device": "vda", "seq_read_mbs": 500.0, "seq_write_mbs": 400.0, "rand_read_iops": 5000.0,
+            "rand_write_iops": 8000.0, "rand_read_iops_qd32": 50000.0, "rand_write_iops_qd32": 40000.0}
+
+
+def measured_record(facts: dict | None = None, **spec: object) -> dict:
+    """A device record as `biossd device characterize` writes one (its schema:
+    src/biossd/host/schemas/device.schema.json), of the device ``facts`` describe (default: a made-up
+    one), its figures made up (``spec`` replaces some of :data:`SPEC_ROW`)."""
+    row = {**SPEC_ROW, **spec}
+    facts = facts or {"path": "/scratch", "device": {"name": row["device"]}, "mount": {"fstype": "ext4"},
+                      "emulation": None}
+    return {**facts, "file_bytes": 1 << 28, "job_s": 1.0, "fio_version": "fio-3.33",
+            "results": {"direct_seq_read": {"mb_per_s": row["seq_read_mbs"]}}, "spec_row": row}

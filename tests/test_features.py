@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import measured_record
 
 from biossd.features import blockstats
 from biossd.features import extract as features
@@ -170,8 +171,8 @@ def test_the_row_carries_the_runs_facts_and_the_side_record_it_was_given(tmp_pat
                 host={"cpu_model": "X", "cpu_count": 2, "mem_total_bytes": 1 << 34, "kernel": "6.1"},
                 collectors={**body["collectors"], "perf": {"ran": False, "why": "no perf here"}})
     manifest.write_manifest(run, body)
-    (tmp_path / "h-ssd" / layout.DEVICE_RECORD).write_text(json.dumps({"spec_row": {
-        "device": "vda", "seq_read_mbs": 500.0, "seq_write_mbs": 400.0}}))
+    (tmp_path / "h-ssd" / layout.DEVICE_RECORD).write_text(json.dumps(measured_record(
+        device="vda", seq_read_mbs=500.0, seq_write_mbs=400.0)))
     alone = features.run_features(run)
     assert math.isnan(alone["device_seq_read_mbs"]) and alone["device_source"] == ""
     (tmp_path / "run1").mkdir()  # a staged run's own record (Nextflow's runs/run1/) is not a side's

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import measured_record
 
 from biossd.analysis import predict
 from biossd.cli import main
@@ -50,9 +51,9 @@ def test_hdd_target_serves_random_4k_at_its_spec_iops_and_a_stream_at_media_rate
 
 def test_flash_target_gains_from_queue_depth_up_to_its_saturated_iops(tmp_path):
     record = tmp_path / "device.json"
-    record.write_text(json.dumps({"spec_row": {"device": "nvme0n1", "seq_read_mbs": 2000, "seq_write_mbs": 1500,
-                                               "rand_read_iops": 10_000, "rand_write_iops": 20_000,
-                                               "rand_read_iops_qd32": 200_000, "rand_write_iops_qd32": 150_000}}))
+    record.write_text(json.dumps(measured_record(device="nvme0n1", seq_read_mbs=2000, seq_write_mbs=1500,
+                                                 rand_read_iops=10_000, rand_write_iops=20_000,
+                                                 rand_read_iops_qd32=200_000, rand_write_iops_qd32=150_000)))
     flash = devicemodels.load_target(record)
     qd1 = np.sum(flash.serve(stream(1000, sequential=False)).mean_ms) / 1000
     qd4 = np.sum(flash.serve(stream(1000, sequential=False, depth=4)).mean_ms) / 1000
@@ -76,7 +77,7 @@ def test_a_device_file_missing_a_field_is_refused_with_its_name(tmp_path):
     with pytest.raises(devicemodels.DeviceModelError, match="missing field 'write_iops_qd32'"):
         devicemodels.load_target(tmp_path / "my.yaml")
     (tmp_path / "r.json").write_text(json.dumps({"spec_row": {"seq_read_mbs": 1, "seq_write_mbs": 1}}))
-    with pytest.raises(devicemodels.DeviceModelError, match="spec_row.rand_read_iops"):
+    with pytest.raises(devicemodels.DeviceModelError, match="r.json: .*field spec_row: 'rand_read_iops' is a required"):
         devicemodels.load_target(tmp_path / "r.json")
     with pytest.raises(devicemodels.DeviceModelError, match="no device 'floppy'"):
         devicemodels.load_target("floppy")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_emulate import loop_filesystem
+from conftest import measured_record
 
 from biossd.core import files
 from biossd.core.owners import ProcessRef
@@ -199,7 +200,7 @@ def good_run(biossd, tmp_path_factory, root_required):
     run = base / "run"
     biossd("profile", "--mem", "64M", "--no-drop-caches", "--out", str(run), "--", "dd", "if=/dev/zero",
            f"of={base}/x", "bs=1M", "count=4", "oflag=direct", cwd=base)
-    (run / "device.json").write_text(json.dumps({"spec_row": {"seq_read_mbs": 100.0, "seq_write_mbs": 100.0}}))
+    (run / "device.json").write_text(json.dumps(measured_record(seq_read_mbs=100.0, seq_write_mbs=100.0)))
     body = manifest.read_manifest(run)
     body["files"] = [manifest.file_record(run, p) for p in sorted(run.iterdir())
                      if p.is_file() and p.name != manifest.MANIFEST_NAME]

@@ -1,6 +1,7 @@
 """Storage classes: bad input is refused before anything is brought up."""
 
 import pytest
+from conftest import measured_record
 
 from biossd.host.hdd import emulate
 from biossd.measure import storage
@@ -38,7 +39,7 @@ def _record_of(path, **changes):
     numbers made up: only the device's identity is checked on reuse)."""
     from biossd.host import characterize
 
-    record = {**characterize._facts(path), "results": {}, "spec_row": {"seq_read_mbs": 1.0, "seq_write_mbs": 1.0}}
+    record = measured_record(characterize._facts(path), seq_read_mbs=1.0, seq_write_mbs=1.0)
     for dotted, value in changes.items():
         part, key = dotted.split(".")
         record[part] = {**(record[part] or {}), key: value}

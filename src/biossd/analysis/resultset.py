@@ -19,6 +19,7 @@ import pandas as pd
 
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
+from biossd.host import devicerecord
 from biossd.measure import blocktrace, manifest
 from biossd.study import layout, sizer
 
@@ -114,7 +115,10 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
         table["root"] = str(root)
         tables.append(table)
         for record in sorted(root.glob(f"*/{layout.DEVICE_RECORD}")):
-            devices[record.parent.name] = _json(record)
+            try:
+                devices[record.parent.name] = devicerecord.read(record)
+            except devicerecord.DeviceRecordError as err:
+                raise ResultSetError(str(err)) from None
         info = root / PIPELINE_INFO
         for record in sorted(info.glob(HOST_FILE_GLOB)):
             hosts[record.stem.removeprefix("host-")] = _json(record)

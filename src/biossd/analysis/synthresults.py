@@ -29,6 +29,7 @@ import pandas as pd
 from biossd.core.units import parse_size
 from biossd.features import extract as features
 from biossd.features.quality import QUALITY_COLUMNS
+from biossd.host import devicerecord
 from biossd.measure import blocktrace, manifest
 from biossd.study import catalogue, layout
 
@@ -134,8 +135,7 @@ def write(out: Path, caps: Sequence[str] = PAPER_CAPS, scales: Sequence[int] = P
         spec = FAST_DEVICE if which == "fast" else SLOW_DEVICE
         side_dir = roots[which] / f"{host}-{storage}"
         side_dir.mkdir(parents=True, exist_ok=True)
-        manifest.atomic_write_text(side_dir / layout.DEVICE_RECORD, json.dumps(
-            {"storage_class": storage, "synthetic": True, "spec_row": spec}, indent=2) + "\n")
+        devicerecord.write(side_dir / layout.DEVICE_RECORD, {"storage_class": storage, "synthetic": True, "spec_row": spec})
         info = roots[which] / "pipeline_info"
         info.mkdir(parents=True, exist_ok=True)
         manifest.atomic_write_text(info / f"host-{host}.json", json.dumps(_host(which, kernel_slow), indent=2) + "\n")

@@ -52,14 +52,12 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 def cmd_device_characterize(args: argparse.Namespace) -> int:
     from biossd.core.units import parse_duration_s
-    from biossd.host import characterize
-    from biossd.measure import manifest
+    from biossd.host import characterize, devicerecord
 
     record = characterize.characterize(Path(args.path), parse_duration_s(args.budget))
-    text = json.dumps(record, indent=2) + "\n"
     if args.output:
-        manifest.atomic_write_text(Path(args.output), text)
-    print(text if not args.output else json.dumps(record["spec_row"]))
+        devicerecord.write(Path(args.output), record)
+    print(json.dumps(record, indent=2) if not args.output else json.dumps(record["spec_row"]))
     return 0
 
 

@@ -23,6 +23,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import write_frame
 from biossd.features import blockstats, quality
 from biossd.features.quality import QUALITY_COLUMNS
+from biossd.host import devicerecord
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
 from biossd.host.hdd import diskmodel
 from biossd.measure import blkbinary, blocktrace, counters, manifest
@@ -413,7 +414,7 @@ def device_record(run_dir: Path, body: dict[str, Any], side_record: Path | None 
     for candidate, source in ((Path(run_dir) / layout.DEVICE_RECORD, "run record"),
                               (side_record, "side record")):
         if candidate is not None and Path(candidate).is_file():
-            row = json.loads(Path(candidate).read_text())["spec_row"]
+            row = devicerecord.read(Path(candidate))["spec_row"]
             return DeviceRecord(row.get("device"), float(row["seq_read_mbs"]), float(row["seq_write_mbs"]), source)
     emulated = (body.get("emulated_storage") or {}).get("cwd")
     if emulated and emulated.get("emulated", emulated.get("profile") != "native"):  # a model, not the native disk

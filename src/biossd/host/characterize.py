@@ -211,14 +211,16 @@ def reuse(record_file: Path, path: Path) -> dict[str, Any]:
     where it came from and what the device was then (``reused``)."""
     from biossd.core.files import sha256_file
 
+    from biossd.host import devicerecord
+
     record_file = Path(record_file)
     try:
-        record = json.loads(record_file.read_text())
-    except (OSError, ValueError) as exc:
-        raise CharacterizeError(f"{record_file}: not a readable device record ({exc})") from None
-    if not isinstance(record, dict) or not {"spec_row", "results", "device"} <= record.keys():
-        raise CharacterizeError(f"{record_file}: not a `biossd device characterize` record "
-                                "(it has no spec_row, results or device)")
+        record = devicerecord.read(record_file)
+    except devicerecord.DeviceRecordError as err:
+        raise CharacterizeError(str(err)) from None
+    if record.get("stub") or record.get("synthetic"):
+        raise CharacterizeError(f"{record_file}: a {'stub-run' if record.get('stub') else 'synthetic'} device record, "
+                                "not a measurement: it cannot stand for a device (leave out --device_records)")
     now = _facts(path)
     keys = EMULATED_IDENTITY if now["emulation"] else NATIVE_IDENTITY
     differ = []

@@ -34,7 +34,6 @@ A file missing a field the model needs is refused with the field's name.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,10 +246,12 @@ def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
     profile; any other is a :class:`FlashTarget` of its measured figures."""
     path = Path(path)
     if body is None:
+        from biossd.host import devicerecord
+
         try:
-            body = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise DeviceModelError(f"{path}: cannot read the device record ({err})") from None
+            body = devicerecord.read(path)
+        except devicerecord.DeviceRecordError as err:
+            raise DeviceModelError(str(err)) from None
     emulation = body.get("emulation") or {}
     if emulation.get("emulated") and emulation.get("profile"):
         profile = diskmodel.load_profile(str(emulation["profile"]))

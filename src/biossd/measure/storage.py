@@ -21,6 +21,7 @@ from typing import Any
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
+from biossd.host import devicerecord
 from biossd.host.hdd import emulate
 from biossd.study import layout
 
@@ -160,8 +161,7 @@ def characterize_all(resolved: dict[str, Any], budget_s: float, out_dir: Path,
         else:
             record = characterize.characterize(where, budget_s, owner=owner)
         record["storage_class"] = name
-        written[name] = out_dir / f"{name}.json"
-        atomic_write_text(written[name], json.dumps(record, indent=2) + "\n")
+        written[name] = devicerecord.write(out_dir / f"{name}.json", record)
     return written
 
 
