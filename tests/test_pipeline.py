@@ -171,7 +171,7 @@ def test_prediction_is_validated_on_the_real_result_set(result_set):
 
 def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_path):
     """The supplement says plainly what was emulated; the crate lists the synthetic input with
-    the checksums its generator recorded, and every run."""
+    the checksums its generator recorded, and every run record (probes and chained steps too)."""
     pdf = biossd("paper", str(result_set), "--no-render", "--out", str(tmp_path / "paper"), timeout=600).stdout.strip()
     text = squeezed(pdf_text(Path(pdf)))
     for phrase in ("Emulated: testhost-hdd is an emulated Seagate Barracuda (profile seagate-barracuda-7200) via fuse-loop",
@@ -182,6 +182,10 @@ def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_pat
     record = json.loads((result_set / "inputs" / "bam_x1" / "synth.json").read_text())
     assert ids["#input-bam_x1-reads.bam"]["sha256"] == record["files"]["reads.bam"]["sha256"]
     assert sum(1 for i in ids if i.endswith("/") and "/runs/" in i) == 3 * len(CLASSES)
+    # Every run record a table or figure reads is in the crate: the probes' and chained steps' too.
+    records = {p.parent.relative_to(result_set).as_posix() + "/" for p in result_set.rglob(manifest.MANIFEST_NAME)}
+    assert any("/probes/" in r for r in records) and any("/chains/" in r for r in records), sorted(records)
+    assert records <= set(ids), sorted(records - set(ids))
 
 
 def test_unknown_profile_fails_with_nextflows_error(env, tmp_path):

@@ -140,8 +140,8 @@ def write(results: Path) -> Path:
                 "@type": "File", "name": source["name"], "sha256": source["sha256"],
                 "description": f"source of {dataset} ({'verified against its manifest' if source.get('verified') else 'unverified: its manifest pins no sha256'})"})))
 
-    # Outputs: the table, the device records, every run directory, the experiments' tables and
-    # task directories, pipeline_info, the report.
+    # Outputs: the table, the device records, every run directory (the table's, the probes' and
+    # the chained steps'), the experiments' tables and task directories, pipeline_info, the report.
     results = [_file(crate, root, layout.FEATURES_FILE, encodingFormat="text/csv")] if table_path.is_file() else []
     results += [_file(crate, root, p.relative_to(root).as_posix(), encodingFormat="application/json")
                 for p in sorted(root.glob(f"*/{layout.DEVICE_RECORD}"))]
@@ -149,6 +149,8 @@ def write(results: Path) -> Path:
         labels = manifest.read_manifest(run).get("labels", {})
         results.append(_directory(crate, root, run, manifest.MANIFEST_NAME,
                                   f"run {' '.join(str(labels.get(k)) for k in layout.RUN_PATH_LABELS)}"))
+    for run, name in _probe_and_chain_runs(root):
+        results.append(_directory(crate, root, run, manifest.MANIFEST_NAME, name))
     for name, points in tasks.items():
         results += _experiment_parts(crate, root, name, points)
     for sub in ("pipeline_info", layout.REPORT_DIR):
@@ -165,6 +167,22 @@ def write(results: Path) -> Path:
                          "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"
                                           if provenance.get("success", True) else "http://schema.org/FailedActionStatus"}})
     return _write_metadata(crate, root)
+
+
+def _probe_and_chain_runs(root: Path) -> list[tuple[Path, str]]:
+    """The run records a figure reads beside the features table's runs, with a name each: every
+    side's probe runs (``probes/<probe>/<tool>``: cachegrind, Fig. 10) and chained pipelines'
+    steps (``chains/<chain>/<rep>/<step>``, Fig. 3)."""
+    found = []
+    for side in sorted(p for p in root.iterdir() if p.is_dir()):
+        for record in sorted(side.glob(f"{layout.PROBES_DIR}/*/*/{manifest.MANIFEST_NAME}")):
+            run = record.parent
+            found.append((run, f"probe {run.parent.name} of {run.name} on {side.name}"))
+        for record in sorted(side.glob(f"{layout.CHAINS_DIR}/*/*/*/{manifest.MANIFEST_NAME}")):
+            run = record.parent
+            found.append((run, f"chained {run.parent.parent.name} step {run.name}, repeat {run.parent.name}, "
+                               f"on {side.name}"))
+    return found
 
 
 def _experiment_parts(crate: ROCrate, root: Path, name: str, points: list[Path]) -> list[Any]:
