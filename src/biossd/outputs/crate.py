@@ -207,7 +207,8 @@ def _directory(crate: ROCrate, root: Path, path: Path, record_name: str, name: s
     crate.add(File(crate, None, rel + record_name, properties={
         "name": record_name, "sha256": file_sha256(path / record_name), "encodingFormat": "application/json"}))
     return crate.add(Dataset(crate, None, rel, properties={
-        "name": name, "sha256": directory_sha256(path), "hasPart": [{"@id": rel + record_name}]}))
+        # One part: a single value, not a singleton array (RO-Crate 1.1's JSON-LD recommendation).
+        "name": name, "sha256": directory_sha256(path), "hasPart": {"@id": rel + record_name}}))
 
 
 def _write_metadata(crate: ROCrate, root: Path) -> Path:
