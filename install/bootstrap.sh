@@ -4,7 +4,7 @@
 # hash of its inputs only after it succeeded; a later call with the same inputs skips the step,
 # and a step that failed half-way is redone whole.
 #
-#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|multiqc|cffconvert|docker|tex|all]   (all: all but tex)
+#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|multiqc|cffconvert|nf-core|docker|tex|all]   (all: all but tex)
 #   install/bootstrap.sh pins [LIST]   the pinned packages of LIST as installed here (to refresh pins)
 #
 # Debian packages that shape a measurement are pinned (install/debian-packages.txt); the Maven
@@ -305,6 +305,7 @@ s3proxy_env() {
 #   MultiQC: the report nf-core pipelines end with (biossd's pipeline report writes MultiQC custom
 #     content, and a test runs MultiQC over it).
 #   cffconvert: checks CITATION.cff; it requires jsonschema<4, the analysis environment >=4.
+#   nf-core: `nf-core pipelines schema lint` checks the study's parameter schema.
 tool_env() {
   local name=$1 exe=$2 dir=$venv/$1
   local key; key=$(hash_of "$here/$name/requirements.lock" <(echo "$python"))
@@ -317,7 +318,7 @@ tool_env() {
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   # A venv's scripts name their interpreter by path: rewrite the moved one's.
   sed -i "1s|^#!.*|#!$dir/bin/python|" "$dir/bin/$exe"
-  "$dir/bin/$exe" --version >/dev/null || die "$exe was installed but does not run"
+  NFCORE_NO_VERSION_CHECK=1 "$dir/bin/$exe" --version >/dev/null 2>&1 || die "$exe was installed but does not run"
   mkdir -p "$venv/bin" && ln -sfn "$dir/bin/$exe" "$venv/bin/$exe"
   stamp_write "$name" "$key"
 }
@@ -331,9 +332,10 @@ case ${1:-all} in
   s3proxy) s3proxy_env ;;
   multiqc) tool_env multiqc multiqc ;;
   cffconvert) tool_env cffconvert cffconvert ;;
+  nf-core) tool_env nf-core nf-core ;;
   docker) docker_env ;;
   tex) tex ;;
   pins) pins "${2:-}" ;;
-  all) system; python_env; nextflow_env; s3proxy_env; tool_env multiqc multiqc; tool_env cffconvert cffconvert; docker_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, multiqc, cffconvert, docker, tex, pins, all)" ;;
+  all) system; python_env; nextflow_env; s3proxy_env; tool_env multiqc multiqc; tool_env cffconvert cffconvert; tool_env nf-core nf-core; docker_env ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, multiqc, cffconvert, nf-core, docker, tex, pins, all)" ;;
 esac

@@ -53,3 +53,24 @@ def test_every_default_is_the_one_nextflow_config_gives(env, tmp_path, repo):
         if spec.get("format") == "directory-path" and isinstance(default, str) and value != default:
             default = str(tmp_path / default)
         assert value == default, f"--{name}: nextflow.config gives {value!r}, the schema {default!r}"
+
+
+#: What `nf-core pipelines schema lint` says beyond "valid", each explained in docs/hosts.md.
+LINT_WARNINGS = ("Default parameter '{}' is empty, null, or False", "Schema `$id` should be")
+
+
+@pytest.mark.integration
+def test_nf_core_s_schema_linter_finds_it_valid_and_says_only_what_the_docs_explain(env, repo):
+    proc = subprocess.run(["nf-core", "pipelines", "schema", "lint", "nextflow_schema.json"], cwd=repo / "study",
+                          env={**env, "NFCORE_NO_VERSION_CHECK": "1", "COLUMNS": "400"},
+                          capture_output=True, text=True, timeout=300)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said
+    known = matrix.schema_parameters(SCHEMA)
+    assert f"[✓] Pipeline schema looks valid (found {len(known)} params)" in said, said
+    assert "[✓] Default parameters match schema validation" in said, said
+    false_defaults = [name for name, spec in known.items() if spec.get("default") is False]
+    expected = [LINT_WARNINGS[0].format(name) for name in false_defaults] + [LINT_WARNINGS[1]]
+    warnings = [line for line in said.splitlines() if line.startswith("WARNING")]
+    unexplained = [w for w in warnings if not any(e in w for e in expected)]
+    assert unexplained == [], unexplained
