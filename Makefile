@@ -32,7 +32,7 @@ help:
 	@echo "make run    install everything, run 'nextflow run study -profile $(PROFILE) -resume', render figures (FRESH=1: start over)"
 	@echo "make test   install everything, run the whole test suite"
 	@echo "make check  the fast loop: the unit tests (no root, no tools, no TeX; the Python environment only)"
-	@echo "make experiments [EXPERIMENT=sort_memory]   the related experiments of seeds 001-004 on this machine"
+	@echo "make experiments [EXPERIMENT=sort_memory]   the four related experiments on this machine"
 	@echo "make slurm-up / slurm-down   a one-node SLURM cluster on this host (partitions fast, slow)"
 	@echo "make figures RESULTS='dir [dir...]'   re-run the notebooks over one or more result sets"
 	@echo "make paper RESULTS='dir [dir...]'     build paper/build/supplement.pdf (installs TeX Live)"
@@ -49,7 +49,7 @@ run: install tools
 	  --publish_mode $(call publish_mode,$(RESULTS)) $(NXF_ARGS)
 	@$(MAKE) --no-print-directory summary RESULTS=$(RESULTS)
 
-# The related experiments of seeds 001-004 (study/experiments/), at their test size, on this machine.
+# The four related experiments (study/experiments/), at their test size, on this machine.
 EXPERIMENT ?= all
 EXPERIMENTS_RESULTS ?= results-experiments
 experiments: install tools

@@ -8,14 +8,14 @@
  *
  *   nextflow run study -profile test              # whole study, small inputs, this machine
  *   nextflow run study -profile ssd --outdir R    # on a host whose scratch disk is an SSD
- *   nextflow run study -profile test --experiment sort_memory   # a related experiment (seeds 001-004)
+ *   nextflow run study -profile test --experiment sort_memory   # one of the four related experiments
  */
 nextflow.enable.dsl = 2
 
 include { BIOSSD; thisSession } from '../nextflow/workflows/biossd'
 include { EXPERIMENTS } from '../nextflow/workflows/experiments'
 
-// --experiment NAME[,NAME] (or all) runs the related experiments of seeds 001–004 instead of the
+// --experiment NAME[,NAME] (or all) runs the four related experiments instead of the
 // study (study/experiments/, at --experiment_size).
 workflow {
     // --publish_mode link hard-links each run directory into --outdir (nothing is written while

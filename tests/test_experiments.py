@@ -61,7 +61,7 @@ def test_an_unknown_experiment_or_size_is_refused_with_the_choices(tmp_path):
         experiments.plan("bogus", "tiny", ["ssd"], "h")
     with pytest.raises(experiments.ExperimentError, match="--experiment_size 'huge'"):
         experiments.plan("kmer_io", "huge", ["ssd"], "h")
-    (tmp_path / "kmer_io.yaml").write_text("id: kmer_io\nseed: '003'\nsource: a study\n")
+    (tmp_path / "kmer_io.yaml").write_text("id: kmer_io\norder: 3\nsource: a study\n")
     with pytest.raises(experiments.ExperimentError, match="kmer_io.yaml: field 'title' is missing"):
         experiments.load_spec("kmer_io", tmp_path)
     plan = experiments.plan_from_params({"experiment": "bogus", "storage_classes": "ssd"})

@@ -1,5 +1,5 @@
 /*
- * The related experiments of seeds 001–004 (--experiment NAME[,NAME] or all): the same
+ * The four related experiments (--experiment NAME[,NAME] or all): the same
  * storage classes as the study (STORAGE_UP, CHARACTERIZE), then every task of
  * `biossd experiment plan` (src/biossd/experiments/, study/experiments/<id>.yaml at
  * --experiment_size), then each experiment's table and notebook.

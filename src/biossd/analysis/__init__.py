@@ -1,4 +1,4 @@
-"""Analysis of result sets (seed 000 §2.2, §3.2): reading them (:mod:`.resultset`), speedups
+"""Analysis of result sets (Lee, Min and Yoon 2015, §2.2, §3.2): reading them (:mod:`.resultset`), speedups
 (:mod:`.speedup`), I/O patterns by clustering (:mod:`.patterns`) and the answer to the paper's
 question (:mod:`.verdict`). Reads a result set's run table (``features.csv``).
 
@@ -98,7 +98,7 @@ class Analysis:
 
     @cached_property
     def paper_device_predictions(self) -> pd.DataFrame:
-        """The fast side's baseline runs predicted on each of the paper's devices (seed 000,
+        """The fast side's baseline runs predicted on each of the paper's devices (Lee, Min and Yoon 2015,
         Tables 3 and 4), for Fig. 2(b)."""
         rows = speedup.side_rows(self.baseline_runs, self.features_side)
         return predict.predict_result_set(self.rs, devicemodels.paper_targets(scale=self.disk_scale),

@@ -1,4 +1,4 @@
-"""I/O patterns by clustering (seed 000 §3.2, Fig. 5): each tool is a vector of its eight
+"""I/O patterns by clustering (Lee, Min and Yoon 2015, §3.2, Fig. 5): each tool is a vector of its eight
 storage features at its baseline configuration, normalized to [0, 1] (§5.1, :mod:`biossd.features.normalize`);
 agglomerative clustering with average linkage and Euclidean distance; the dendrogram cut into
 two groups and into five patterns.

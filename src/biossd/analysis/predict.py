@@ -92,7 +92,7 @@ MODEL_SUMMARY = (
     "(no command queueing); the paper's SSDs, known by their vendors' depth-32 IOPS only, take the geometric "
     "middle of the possible depth-1 IOPS, and the interval spans both ends.")
 MS_PER_S = 1000.0
-#: The devices of the paper's Fig. 2 (seed 000, its caption): (a) is the Intel 520 against the
+#: The devices of the paper's Fig. 2 (Lee, Min and Yoon 2015, its caption): (a) is the Intel 520 against the
 #: Seagate Barracuda, (b) the other five SSDs of Table 3 against the same HDD.
 PAPER_FIG2_SSD = "Intel 520"
 PAPER_FIG2_HDD = "Seagate Barracuda"
@@ -394,7 +394,7 @@ SPEEDUP_COLUMNS = ["tool", "measured_speedup", "measured_is_lower_bound", "predi
 def predicted_speedups(a, validation: pd.DataFrame) -> pd.DataFrame:
     """Per tool: the measured baseline speedup (slow / fast, Table 1's) and the one predicted
     from the fast side's runs alone (predicted slow runtime / measured fast runtime), with its
-    interval, both groups at the analysis's threshold, and the paper's group (seed 000, Table 1;
+    interval, both groups at the analysis's threshold, and the paper's group (Lee, Min and Yoon 2015, Table 1;
     empty for a tool it did not profile)."""
     fast, slow = a.pair
     pred = validation[validation["source_side"] == fast].set_index("tool")

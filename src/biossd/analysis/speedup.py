@@ -1,4 +1,4 @@
-"""Speedup of a fast side over a slow one (seed 000 §2.2, Table 1, Figs. 2, 3, 8, 9).
+"""Speedup of a fast side over a slow one (Lee, Min and Yoon 2015, §2.2, Table 1, Figs. 2, 3, 8, 9).
 
 Speedup is the slow side's runtime over the fast side's, each the mean over the repeats that
 ended ``ok`` (§5.1: "We repeated all the time measurements three times and used the average

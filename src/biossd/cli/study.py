@@ -274,7 +274,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", help="the study's --outdir (its pipeline_info/trace-*.txt, one per session)")
     p.set_defaults(func=cmd_study_harness)
 
-    exp_p = sub.add_parser("experiment", help="the related experiments of seeds 001-004").add_subparsers(
+    exp_p = sub.add_parser("experiment", help="the four related experiments").add_subparsers(
         dest="exp_cmd", required=True)
     p = exp_p.add_parser("plan", help="the tasks of one or more experiments at a size (JSON)")
     p.add_argument("--experiment", help="NAME[,NAME] or all")

@@ -1,4 +1,4 @@
-"""The related experiments of seeds 001–004, run the way the study runs seed 000.
+"""The four related experiments, run the way the study re-runs Lee, Min and Yoon 2015.
 
 Each experiment is *what* in ``study/experiments/<id>.yaml`` (its question, the seed's finding,
 its tools and substitutes, and its sweep at three sizes: ``tiny`` for the test suite, ``test``

@@ -1,4 +1,4 @@
-"""Seed 003: k-mer counting's I/O (``study/experiments/kmer_io.yaml``).
+"""McDonald and Brown's khmer chapter (2013): k-mer counting's I/O (``study/experiments/kmer_io.yaml``).
 
 khmer's ``load-into-counting`` counts the k-mers of a FASTQ file (plain, gzip or bzip2) into a
 count table of a chosen size, with 1 or more threads, under a fixed memory cap. A table smaller

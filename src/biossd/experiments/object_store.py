@@ -1,4 +1,5 @@
-"""Seed 002: an assembler's input on object storage vs local disk (``study/experiments/object_store.yaml``).
+"""Classmethod's Trinity-on-S3 test (2024): an assembler's input on object storage vs local disk
+(``study/experiments/object_store.yaml``).
 
 MEGAHIT (the substitute for Trinity, not in Debian bookworm) assembles synthetic RNA-seq reads
 read either from local disk (the class's scratch) or from an S3 bucket mounted with s3fs, served

@@ -1,4 +1,5 @@
-"""Seed 004: one device shared by concurrent instances (``study/experiments/shared_device.yaml``).
+"""The SMUFIN NVMe-over-Fabrics study: one device shared by concurrent instances
+(``study/experiments/shared_device.yaml``).
 
 N instances of an I/O-heavy tool (samtools sort with a small ``-m``, spilling and merging
 temporary files; the substitute for SMUFIN) run *at once*, placed by an allocation on two

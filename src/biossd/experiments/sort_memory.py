@@ -1,4 +1,4 @@
-"""Seed 001: sort memory against temporary files (``study/experiments/sort_memory.yaml``).
+"""DNAnexus's samtools rocksort (2014): sort memory against temporary files (``study/experiments/sort_memory.yaml``).
 
 A BAM is sorted under a fixed memory cap with the sorter's memory option swept (``samtools sort
 -m``, ``sambamba sort -m``): the less memory, the more temporary files the split phase writes and
@@ -9,7 +9,7 @@ directory (:mod:`biossd.measure.filewatch`) times the phases:
   file (the last spilled chunk written);
 * the **merge phase** is the rest of the run: reading every temporary file at once and writing
   the sorted output. Its block-trace features (Riops, Wiops, CAR: the share of requests
-  contiguous with the previous one, seed 000 §3.3) come from the run's raw trace over that
+  contiguous with the previous one, Lee, Min and Yoon 2015, §3.3) come from the run's raw trace over that
   window. A sort that spills nothing has no merge phase.
 """
 

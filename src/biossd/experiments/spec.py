@@ -17,13 +17,13 @@ EXPERIMENTS_DIR = paths.EXPERIMENTS_DIR
 
 
 def _discover(directory: Path) -> tuple[str, ...]:
-    """The experiments defined in ``directory`` (one ``<id>.yaml`` each), in their seeds' order:
-    adding a definition adds the experiment everywhere its name is listed."""
+    """The experiments defined in ``directory`` (one ``<id>.yaml`` each), in their definitions'
+    ``order``: adding a definition adds the experiment everywhere its name is listed."""
     found = []
     for path in sorted(Path(directory).glob("*.yaml")):
         spec = yamlfile.read_mapping(path, "experiment definition", ExperimentError)
-        found.append((str(spec.get("seed", "")), path.stem))
-    return tuple(name for _seed, name in sorted(found))
+        found.append((int(spec.get("order", 0)), path.stem))
+    return tuple(name for _order, name in sorted(found))
 
 
 #: Every experiment's sizes: tiny for the test suite, test for one machine, full for a host pair.
@@ -61,7 +61,7 @@ def load_spec(name: str, directory: Path = EXPERIMENTS_DIR) -> dict[str, Any]:
     if not path.is_file():
         raise ExperimentError(f"{path}: no such experiment definition; the experiments are {', '.join(NAMES)}")
     spec = yamlfile.read_mapping(path, "experiment definition", ExperimentError)
-    for key in ("id", "seed", "source", "title", "question", "seed_finding", "tools", "artefacts", "input", "sizes"):
+    for key in ("id", "order", "source", "title", "question", "source_finding", "tools", "artefacts", "input", "sizes"):
         if key not in spec:
             raise ExperimentError(f"{path}: field {key!r} is missing")
     if spec["id"] != name:
@@ -120,7 +120,7 @@ def describe(spec: Mapping[str, Any]) -> str:
     question and that study's finding, its tools with each substitute named as such, and what is
     not available here."""
     lines = [f"{spec['title']}, after {spec['source']}.", f"Question: {' '.join(spec['question'].split())}",
-             f"That study found: {' '.join(spec['seed_finding'].split())}", "Tools:"]
+             f"That study found: {' '.join(spec['source_finding'].split())}", "Tools:"]
     for tool, info in spec["tools"].items():
         sub = f" — SUBSTITUTE for {info['substitute_of']}" if info.get("substitute_of") else ""
         version = info.get("version") or (catalogue.get(info["catalogue"]).data.get("version") if info.get("catalogue")

@@ -62,7 +62,7 @@ REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes", "resident_p
 #: (:func:`biossd.measure.blocktrace.swap_issuers`).
 TEXT_COLUMNS = ("swap_read_top_comm",)
 
-#: Host facts that make two sides' runtimes incomparable when they differ (seed 000 §5.1 kept
+#: Host facts that make two sides' runtimes incomparable when they differ (Lee, Min and Yoon 2015, §5.1 kept
 #: one machine and swapped only the drive).
 HOST_FACT_COLUMNS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
 

@@ -1,5 +1,5 @@
 """Normalising features across a set of runs to [0, 1], as the paper did before clustering and
-plotting (seed 000, §5.1: "When the range of measurements was large, we took the logarithm. We
+plotting (Lee, Min and Yoon 2015, §5.1: "When the range of measurements was large, we took the logarithm. We
 then normalized each of the measurements so that values were ranged in [0,1].").
 
 The paper does not say what "large" is. biossd takes the logarithm (base 10) of a column when

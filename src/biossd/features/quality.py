@@ -1,4 +1,4 @@
-"""Quality of a short-read aligner's output against the synthetic truth (seed 000 §2.1,
+"""Quality of a short-read aligner's output against the synthetic truth (Lee, Min and Yoon 2015, §2.1,
 Fig. 1(b): "Quality measured in sensitivity, accuracy, precision, and F-measure").
 
 The ``reads`` input kind (:func:`biossd.study.inputs.synthgen.reads`) records where each read came from

@@ -1,6 +1,6 @@
 """Memory caps for profiled runs: cgroup v1, cgroup v2, an external cap, or none.
 
-The paper ran each program on a machine with 1 GB (4 GB for GATK) of RAM (seed 000, §5.1).
+The paper ran each program on a machine with 1 GB (4 GB for GATK) of RAM (Lee, Min and Yoon 2015, §5.1).
 biossd reproduces that with a cgroup memory limit on *RAM only*: swap stays allowed, so an
 over-sized program pages as it would on a small machine instead of being killed at the cap.
 

@@ -1,4 +1,4 @@
-"""Measure a device the way the paper's spec tables describe one (seed 000, Tables 3 and 4).
+"""Measure a device the way the paper's spec tables describe one (Lee, Min and Yoon 2015, Tables 3 and 4).
 
 ``biossd device characterize PATH`` runs fio on the filesystem holding PATH. It measures
 sequential read and write throughput (1 MiB blocks) and random 4 KiB read and write IOPS at queue

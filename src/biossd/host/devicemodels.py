@@ -16,7 +16,7 @@ would be busy with each request. Two kinds:
 Where targets come from (:func:`load_target`):
 
 * ``paper:<name>`` (or just the name) — a row of the paper's spec tables,
-  ``study/reference/paper_devices.csv`` (seed 000, Tables 3 and 4): its six SSDs and three HDDs.
+  ``study/reference/paper_devices.csv`` (Lee, Min and Yoon 2015, Tables 3 and 4): its six SSDs and three HDDs.
   An HDD row uses its profile under ``study/devices/`` (which adds the track-to-track seek the
   paper does not give). The paper's SSD IOPS are the vendors' figures, quoted at queue depth 32;
   their depth-1 IOPS are unknown, so the model takes the geometric middle of what is possible,
@@ -200,7 +200,7 @@ def _key(name: str) -> str:
 
 
 def paper_target(name: str) -> Target:
-    """One of the paper's nine devices (seed 000, Tables 3 and 4) by name (case, spaces and
+    """One of the paper's nine devices (Lee, Min and Yoon 2015, Tables 3 and 4) by name (case, spaces and
     dashes ignored)."""
     rows = {_key(k): row for k, row in paper_devices().items()}
     row = rows.get(_key(name))

@@ -83,7 +83,7 @@ def whole_disk(name: str) -> str:
 
 
 def device_facts(name: str) -> dict[str, object]:
-    """What the paper's spec tables say of a disk (seed 000, §5.1), as the kernel reports it:
+    """What the paper's spec tables say of a disk (Lee, Min and Yoon 2015, §5.1), as the kernel reports it:
     model, rotational flag, I/O scheduler, queue depth and sizes."""
     disk = whole_disk(name)
     base = SYS_BLOCK / disk

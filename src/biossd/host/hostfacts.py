@@ -1,4 +1,4 @@
-"""Facts about the host a run happened on, recorded in every run manifest (seed 000, §5.1
+"""Facts about the host a run happened on, recorded in every run manifest (Lee, Min and Yoon 2015, §5.1
 reports CPU, RAM and OS; biossd records them for every run so hosts can be compared)."""
 
 from __future__ import annotations

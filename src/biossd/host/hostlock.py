@@ -1,6 +1,6 @@
 """One measured run per host at a time: the host lock.
 
-The paper ran one program at a time on a machine (seed 000, §5.1), and a measurement needs
+The paper ran one program at a time on a machine (Lee, Min and Yoon 2015, §5.1), and a measurement needs
 that: two profiled runs at once would both give their swap areas the top priority, drop each
 other's page cache and appear in each other's block traces. Every measuring command
 (``biossd profile``, ``biossd device characterize``) therefore holds an exclusive ``flock`` on
@@ -366,7 +366,7 @@ class HostLock:
         self.fd = None
 
 
-#: The holder record's key naming a declared concurrent group (seed 004's shared device).
+#: The holder record's key naming a declared concurrent group (the SMUFIN NVMe-over-Fabrics study's shared device).
 GROUP_KEY = "concurrent_group"
 #: Beside the host lock: every member of a concurrent group holds it shared while it runs, and
 #: every new holder takes it exclusive once (then lets go), so no run measures while a dead

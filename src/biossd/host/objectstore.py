@@ -1,5 +1,5 @@
 """A real S3-compatible object store on this machine, and a FUSE mount of one of its buckets
-(seed 002: an assembler's input on object storage).
+(Classmethod's Trinity-on-S3 test (2024): an assembler's input on object storage).
 
 * The server is S3Proxy (``org.gaul:s3proxy``, the jar with its dependencies, from Maven
   Central; ``install/bootstrap.sh`` puts it in the environment) with its *file-system* backend:

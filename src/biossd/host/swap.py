@@ -1,6 +1,6 @@
 """Swap on a loop device backed by a file, for the length of one profiled run.
 
-The paper's 1 GB and 4 GB machines paged when a program outgrew RAM (seed 000, §5.1, the
+The paper's 1 GB and 4 GB machines paged when a program outgrew RAM (Lee, Min and Yoon 2015, §5.1, the
 ``Pfault`` feature). A cgroup cap limits RAM only, so with swap available an over-sized
 program pages instead of being killed. This module makes that swap: a file
 ``DIR/biossd-swap-<pid>-<hex>.img`` (``DIR`` on the storage under test), attached to a loop

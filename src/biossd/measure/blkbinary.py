@@ -278,7 +278,7 @@ def _key(device: np.ndarray, sector: np.ndarray, rank: np.ndarray) -> np.ndarray
     return key
 
 
-# -- writing (synthetic traces for tests and benchmarks) -------------------------------------------
+# -- writing (synthetic traces for tests and benchmarks) ---------------------------------------------------------------
 def make_records(time_ns: Sequence[int] | np.ndarray, action: Sequence[int] | np.ndarray,
                  sector: Sequence[int] | np.ndarray, nbytes: Sequence[int] | np.ndarray,
                  device: int, pid: int = 1, cpu: int = 0) -> np.ndarray:

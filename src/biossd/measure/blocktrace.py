@@ -1,4 +1,4 @@
-"""Block-request traces of the traced devices, in one canonical table (seed 000, §5.1).
+"""Block-request traces of the traced devices, in one canonical table (Lee, Min and Yoon 2015, §5.1).
 
 The paper ran blktrace and derived its I/O features from the requests it saw. biossd uses
 blktrace where the kernel allows it and otherwise the ``block_rq_issue``/``block_rq_complete``
@@ -164,7 +164,7 @@ class Event:
     error: int | None = None
 
 
-# -- parsing -----------------------------------------------------------------------------------
+# -- parsing -----------------------------------------------------------------------------------------------------------
 _TRACEFS_LINE = re.compile(
     r"^\s*(?P<task>.*)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
     r"(?P<ts>\d+\.\d+): (?P<event>block_\w+): (?P<payload>.*)$"
@@ -275,7 +275,7 @@ def parse_blkparse_line(line: str) -> Event | None:
     return event
 
 
-# -- pairing and writing -----------------------------------------------------------------------
+# -- pairing and writing -----------------------------------------------------------------------------------------------
 #: The key under which a device's flushes are paired (they have no sector of their own).
 FLUSH_KEY = -1
 def request_key(event: Event) -> tuple[tuple[int, int], int]:
@@ -722,7 +722,7 @@ def read_blocktrace(path: Path):
     return table.to_pandas().sort_values("issue_s", kind="stable").reset_index(drop=True)
 
 
-# -- collectors ----------------------------------------------------------------------------------
+# -- collectors --------------------------------------------------------------------------------------------------------
 class BlockTraceUnavailable(BiossdError, RuntimeError):
     pass
 

@@ -1,4 +1,4 @@
-"""A chained pipeline run in one process (seed 000 §2.3, Fig. 3).
+"""A chained pipeline run in one process (Lee, Min and Yoon 2015, §2.3, Fig. 3).
 
 The chain's steps run one after another in one scratch on the storage class's device, each
 step's output the next step's input (:mod:`biossd.study.chain`). Here:

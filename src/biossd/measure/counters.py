@@ -1,4 +1,4 @@
-"""CPU and memory counters of the profiled process tree (seed 000, §5.1: the paper used VTune).
+"""CPU and memory counters of the profiled process tree (Lee, Min and Yoon 2015, §5.1: the paper used VTune).
 
 ``perf stat`` counts hardware events (cycles, instructions, cache and TLB misses) where the CPU
 exposes a PMU, and software events where it does not (VMs such as this project's CI). perf is

@@ -2,8 +2,9 @@
 created, opened, read and closed (``inotify(7)``, through libc; no extra package).
 
 The related experiments (:mod:`biossd.experiments`) time a run's phases with it: samtools sort's
-split phase ends with the last temporary file it creates (seed 001), an assembler's read phase
-lasts from the first open of its input to the last read of it (seed 002). inotify sees every
+split phase ends with the last temporary file it creates (DNAnexus's samtools rocksort, 2014),
+an assembler's read phase lasts from the first open of its input to the last read of it
+(Classmethod's Trinity-on-S3 test, 2024). inotify sees every
 access made through the kernel's VFS, on a local file system and on a FUSE mount (s3fs) alike;
 the events carry no pid, so a watched directory must hold only the run's files.
 

@@ -1,4 +1,4 @@
-"""The command's own peak resident set, from GNU ``time`` (seed 000, §5.1: the paper ran each
+"""The command's own peak resident set, from GNU ``time`` (Lee, Min and Yoon 2015, §5.1: the paper ran each
 program under ``time -eUSKFW``; its ``M`` is the peak RSS).
 
 Why not ``wait4``'s ``ru_maxrss``: Linux keeps a process's peak RSS across ``exec`` — the new

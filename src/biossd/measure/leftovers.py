@@ -51,8 +51,8 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     for state_dir in objectstore.find_leftovers():
         found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
                       lambda d=state_dir: objectstore.remove_leftover(d)))
-    # Innermost first: a disk emulated inside another one's mount (seed 004's instances) must be
-    # down before the disk holding its image can be.
+    # Innermost first: a disk emulated inside another one's mount (the shared-device experiment's
+    # instances) must be down before the disk holding its image can be.
     leftover_disks = [(d, emulate.status_of(d)) for d in emulate.all_states() if not emulate.in_use(d)]
     leftover_disks.sort(key=lambda pair: -len(Path(str(pair[1].get("mount", ""))).parts))
     for state_dir, status in leftover_disks:

@@ -1,4 +1,4 @@
-"""Run one command under a memory cap and keep its raw measurements (seed 000, §5.1).
+"""Run one command under a memory cap and keep its raw measurements (Lee, Min and Yoon 2015, §5.1).
 
 The paper measured each program with ``time -eUSKFW``, SAR, blktrace and VTune. This module
 runs the command, applies the memory cap (:mod:`biossd.host.cgroups`), optionally gives it swap on a
@@ -131,7 +131,7 @@ class ProfileRequest:
     owner: ProcessRef | None = None
     #: Notes on waiting for the host lock go here (default: stderr).
     notify: Any = None
-    #: A declared concurrent group's token (seed 004): the run takes no host lock of its own but
+    #: A declared concurrent group's token (the shared-device experiment): the run takes no host lock of its own but
     #: runs only while the group's leader holds it (:class:`biossd.host.hostlock.GroupMember`).
     group: str | None = None
     #: A leaderless group's token: the run holds the host lock shared with the group's other
@@ -702,7 +702,7 @@ def flush_filesystem(path: Path) -> float | None:
     """``syncfs`` the file system holding ``path`` (the run's scratch) and return how long it
     took: the tool's dirty data reaches the device inside the traced window (the block trace
     stops after this), but not inside ``wall_s``. Without it, a tool whose writes sit in the page
-    cache when it exits would show no writes at all (seed 000 §5.2's Wiops, Wsize). ``None``
+    cache when it exits would show no writes at all (Lee, Min and Yoon 2015, §5.2's Wiops, Wsize). ``None``
     when the call is not available."""
     libc = ctypes.CDLL(None, use_errno=True)
     if not hasattr(libc, "syncfs"):

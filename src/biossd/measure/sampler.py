@@ -1,4 +1,4 @@
-"""A 1 Hz sampler of system counters, like SAR (seed 000, §5.1), written incrementally as CSV.
+"""A 1 Hz sampler of system counters, like SAR (Lee, Min and Yoon 2015, §5.1), written incrementally as CSV.
 
 Each row is one sample; every counter is the kernel's cumulative value at that instant, so
 rates are differences of consecutive rows over ``t_s``. Columns:

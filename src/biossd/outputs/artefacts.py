@@ -27,7 +27,7 @@ SUPPLEMENT_PREFIX = "S"
 @dataclass(frozen=True)
 class Artefact:
     """One table or figure: ``stem`` names its files (``figures/<stem>.png|pdf`` or
-    ``tables/<stem>.csv|tex`` under the report), ``number`` is the paper's (seed 000), and
+    ``tables/<stem>.csv|tex`` under the report), ``number`` is the paper's (Lee, Min and Yoon 2015), and
     ``function(a, **params)`` returns the figure or the table (``None``: nothing to write)."""
 
     stem: str
@@ -159,7 +159,7 @@ def open_analysis(results_dirs: list[str], report_dir: str | None, fast: str, sl
     return a, out
 
 
-# -- the related experiments (seeds 001-004, biossd.experiments) ------------------------------------
+# -- the related experiments (the four related studies, biossd.experiments) --------------------------------------------
 def _experiment_figure(name: str) -> Callable[[pd.DataFrame], Any]:
     from biossd.outputs import experiment_figures
 

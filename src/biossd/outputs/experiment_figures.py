@@ -1,4 +1,4 @@
-"""The related experiments' figures (seeds 001–004, :mod:`biossd.experiments`): one function per
+"""The related experiments' figures (the four related studies, :mod:`biossd.experiments`): one function per
 experiment, drawn from its table (:func:`biossd.experiments.load_table`), returning a matplotlib
 figure. Storage classes keep the study's colours (the fast class blue, the slow one red); a
 substitute tool is named as such in the legend; runs that did not end ``ok`` are drawn hollow
@@ -58,7 +58,7 @@ def _finish(fig: plt.Figure, title: str, note: str | None = None) -> plt.Figure:
     return fig
 
 
-# -- seed 001 ------------------------------------------------------------------------------------
+# -- DNAnexus's samtools rocksort (2014) -------------------------------------------------------------------------------
 def figs2_sort_memory(table: pd.DataFrame) -> plt.Figure:
     """(a) runtime against the sort's memory option, (b) the temporary files it spilled, (c) the
     merge phase's time against the number of files it merges and (d) the merge phase's read
@@ -113,7 +113,7 @@ def figs2_sort_memory(table: pd.DataFrame) -> plt.Figure:
     return _finish(fig, title, note)
 
 
-# -- seed 002 ------------------------------------------------------------------------------------
+# -- Classmethod's Trinity-on-S3 test (2024) ---------------------------------------------------------------------------
 def figs3_object_store(table: pd.DataFrame) -> plt.Figure:
     """Each (class, input location)'s mean runtime split into the read phase and the rest, with the
     read throughput over each bar."""
@@ -150,7 +150,7 @@ def figs3_object_store(table: pd.DataFrame) -> plt.Figure:
     return _finish(fig, title, note)
 
 
-# -- seed 003 ------------------------------------------------------------------------------------
+# -- McDonald and Brown's khmer chapter (2013) -------------------------------------------------------------------------
 def figs4_kmer_io(table: pd.DataFrame) -> plt.Figure:
     """(a) reads per second by compression × class × threads for the tables that fit the cap, (b)
     the major-fault rate (pages read back from swap) against the table's size over the cap."""
@@ -207,7 +207,7 @@ def figs4_kmer_io(table: pd.DataFrame) -> plt.Figure:
                                "device. A table above the cap pages on almost every k-mer.")
 
 
-# -- seed 004 ------------------------------------------------------------------------------------
+# -- the SMUFIN NVMe-over-Fabrics study --------------------------------------------------------------------------------
 def figs5_shared_device(table: pd.DataFrame) -> plt.Figure:
     """(a) each instance's runtime per (instances, allocation), (b) the devices' aggregate bandwidth
     over the group's span, (c) each instance's sequential-write ratio."""

@@ -59,7 +59,7 @@ TRACE_TIME_TICKS = 4
 TRACE_MIN_BAR_FRACTION = 0.01
 
 
-# -- shared pieces -----------------------------------------------------------------------------
+# -- shared pieces -----------------------------------------------------------------------------------------------------
 def _notes(fig: plt.Figure, a: Analysis) -> None:
     """What differs between the pair's sides besides the drive, at the top of the figure."""
     if a.differences:
@@ -105,7 +105,7 @@ def _missing_reason(table: pd.DataFrame, feature: str) -> str:
     return "no runs"
 
 
-# -- Fig. 1 ------------------------------------------------------------------------------------
+# -- Fig. 1 ------------------------------------------------------------------------------------------------------------
 def fig01_aligners(a: Analysis) -> plt.Figure:
     """Fig. 1: (a) runtime of Maq, BWA and Bowtie 2 on both sides (baseline); (b) their quality
     against the synthetic truth, where the runs measured it."""
@@ -137,7 +137,7 @@ def fig01_aligners(a: Analysis) -> plt.Figure:
     return _finish(fig, a, "Short-read aligners (Lee, Min and Yoon 2015, Fig. 1)")
 
 
-# -- Fig. 2 ------------------------------------------------------------------------------------
+# -- Fig. 2 ------------------------------------------------------------------------------------------------------------
 #: Speedup axes: plain multiples, on a log scale.
 SPEEDUP_TICKS = (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200)
 FINE_SPEEDUP_TICKS = (0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.5, 2, 2.5, 3)
@@ -235,7 +235,7 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
                    f"{agreement} (Lee, Min and Yoon 2015, Fig. 2)")
 
 
-# -- Fig. 3 ------------------------------------------------------------------------------------
+# -- Fig. 3 ------------------------------------------------------------------------------------------------------------
 def pipeline_steps(entry: catalogue.Entry, ran: set[str]) -> list[tuple[str, str]]:
     """A pipeline's steps as (step, tool run for it): the substitute where the paper's tool was
     not run but its substitute was."""
@@ -343,7 +343,7 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
     return _finish(fig, a, "Pipelines, runtime per step (Lee, Min and Yoon 2015, Fig. 3)")
 
 
-# -- Fig. 4 ------------------------------------------------------------------------------------
+# -- Fig. 4 ------------------------------------------------------------------------------------------------------------
 def fig04_storage_features(a: Analysis) -> plt.Figure:
     """Fig. 4: the eight storage features per tool (baseline, feature side), one panel per
     group of features as in the paper; a feature with no measurement says so in its panel."""
@@ -362,7 +362,7 @@ def fig04_storage_features(a: Analysis) -> plt.Figure:
     return _finish(fig, None, f"Storage features on {a.features_side} (Lee, Min and Yoon 2015, Fig. 4)")
 
 
-# -- Fig. 5 ------------------------------------------------------------------------------------
+# -- Fig. 5 ------------------------------------------------------------------------------------------------------------
 def fig05_patterns(a: Analysis) -> plt.Figure:
     """Fig. 5: (a) the dendrogram (average linkage, Euclidean, normalized features) with the
     merge distances and the two cuts; (b) a radar chart of each pattern's mean features; (c) the
@@ -424,7 +424,7 @@ def fig05_patterns(a: Analysis) -> plt.Figure:
     return _finish(fig, a, title)
 
 
-# -- Fig. 6 ------------------------------------------------------------------------------------
+# -- Fig. 6 ------------------------------------------------------------------------------------------------------------
 def fig06_traces(a: Analysis) -> plt.Figure:
     """Fig. 6: a read and a write trace per pattern — each request a vertical bar at its issue
     time from its start sector, as long as its size — from the block trace of the pattern's
@@ -463,7 +463,7 @@ def fig06_traces(a: Analysis) -> plt.Figure:
                  f"{TRACE_MIN_BAR_FRACTION:.0%} of the LBA axis long")
 
 
-# -- Fig. 7 ------------------------------------------------------------------------------------
+# -- Fig. 7 ------------------------------------------------------------------------------------------------------------
 def fig07_randomness(a: Analysis) -> plt.Figure:
     """Fig. 7: CAR against Rsize (a) and Wsize (b), normalized; circle area proportional to the
     tool's speedup; colour by pattern."""
@@ -493,7 +493,7 @@ def fig07_randomness(a: Analysis) -> plt.Figure:
     return _finish(fig, a, "Randomness and speedup; circle area ~ speedup (Lee, Min and Yoon 2015, Fig. 7)")
 
 
-# -- Fig. 8 ------------------------------------------------------------------------------------
+# -- Fig. 8 ------------------------------------------------------------------------------------------------------------
 def fig08_input_size(a: Analysis, focus_tool: str = "ampliconnoise") -> plt.Figure:
     """Fig. 8: (a) ``focus_tool``'s runtime against the input replication factor on both sides,
     with its break-even scale; (b) every tool's speedup against scale, at its smallest cap."""
@@ -568,7 +568,7 @@ def _cap_order(a: Analysis) -> dict[str, float]:
     return runs.groupby("mem")["mem_bytes"].first().fillna(np.inf).to_dict()
 
 
-# -- Fig. 9 ------------------------------------------------------------------------------------
+# -- Fig. 9 ------------------------------------------------------------------------------------------------------------
 def _memory_over_input(a: Analysis, table: pd.DataFrame) -> pd.Series:
     """Each configuration's memory over its tool's input, as the paper's Fig. 9 read it (its 4,
     16 and 32 GB of RAM over 20 GB of input: 0.2, 0.8 and 1.6): the whole cap — floor and data
@@ -634,7 +634,7 @@ def fig09_memory(a: Analysis, prefix: str = "gatk_") -> plt.Figure:
     return _finish(fig, a, "Main memory size and SSD effectiveness (Lee, Min and Yoon 2015, Fig. 9)")
 
 
-# -- Fig. 10 -----------------------------------------------------------------------------------
+# -- Fig. 10 -----------------------------------------------------------------------------------------------------------
 def _cachegrind_columns(a: Analysis, tools: Sequence[str]) -> tuple[pd.DataFrame, str]:
     """Simulated miss ratios of the study's cachegrind probes (one short run per tool on a
     reduced input), per tool, and a note naming them as simulated and the probes without a result."""
@@ -694,7 +694,7 @@ def fig10_cpu_memory(a: Analysis) -> plt.Figure:
     return _finish(fig, a, "CPU and memory features (Lee, Min and Yoon 2015, Fig. 10)")
 
 
-# -- Prediction ---------------------------------------------------------------------
+# -- Prediction --------------------------------------------------------------------------------------------------------
 #: Relative errors drawn as bands around y = x in the validation figure.
 ERROR_BANDS = (predict.TARGET_MEDIAN_ERROR, predict.TARGET_MAX_ERROR)
 SSD_CMAP = "viridis"

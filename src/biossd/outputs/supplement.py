@@ -1,7 +1,7 @@
 """The citable supplement: ``paper/supplement.tex`` around text generated from a
 result set — the methods (hosts, devices and what was emulated, tool versions and substitutes,
 the tools not run, memory caps, scales, repeats, the measuring mechanisms) and one captioned
-section per table and figure of seed 000 — built with latexmk into ``paper/build/supplement.pdf``.
+section per table and figure of Lee, Min and Yoon 2015 — built with latexmk into ``paper/build/supplement.pdf``.
 
 Nothing in the methods is typed by hand: every fact comes from the result set's records
 (``pipeline_info/``, each side's ``device.json``, the run table) or from the catalogue.
@@ -31,7 +31,7 @@ GENERATED_DIR = "generated"
 LATEXMK_TIMEOUT_S = 600
 GIB = 1 << 30
 
-#: Every artefact of seed 000, in the paper's order: (kind, number, file stem, caption). The
+#: Every artefact of Lee, Min and Yoon 2015, in the paper's order: (kind, number, file stem, caption). The
 #: file stems are those the notebooks write (biossd.outputs.report / notebooks/).
 class SupplementError(BiossdError, RuntimeError):
     pass
@@ -344,7 +344,7 @@ def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: 
         spec = experiments.load_spec(name)
         text = [f"\\subsection{{{esc(spec['title'])}}}",
                 esc(f"After {spec['source']}. ") + esc(" ".join(spec["question"].split())) + " "
-                + esc("That study found: " + " ".join(spec["seed_finding"].split())),
+                + esc("That study found: " + " ".join(spec["source_finding"].split())),
                 "", "\\paragraph{Tools.}"]
         tools = []
         for tool, info in spec["tools"].items():

@@ -40,7 +40,7 @@ def reference(name: str) -> pd.DataFrame:
     return pd.read_csv(REFERENCE_DIR / f"paper_{name}.csv")
 
 
-# -- writing -----------------------------------------------------------------------------------
+# -- writing -----------------------------------------------------------------------------------------------------------
 def format_number(value: float) -> str:
     """``1.23456`` → ``1.235``, ``14170.3`` → ``14170``: the tables' one number format."""
     if abs(value) >= WHOLE_FROM:
@@ -92,7 +92,7 @@ def write(table: pd.DataFrame, stem: Path) -> list[Path]:
     return paths
 
 
-# -- the tables --------------------------------------------------------------------------------
+# -- the tables --------------------------------------------------------------------------------------------------------
 def table1_tools(a: Analysis) -> pd.DataFrame:
     """Table 1: every tool of the catalogue — task, the paper's group and speedup, and this
     result set's baseline speedup with its 95% bootstrap interval and group (G+ at

@@ -1,4 +1,4 @@
-"""Chained pipelines (seed 000 §2.3, Fig. 3): a pipeline's steps run one after another in one
+"""Chained pipelines (Lee, Min and Yoon 2015, §2.3, Fig. 3): a pipeline's steps run one after another in one
 scratch directory on the storage class's device, each step's output being the next step's
 input, and each step profiled as a run of its own.
 

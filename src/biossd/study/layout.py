@@ -26,7 +26,7 @@ RUN_DEPTH = 5
 RUNS_DIR = "runs"
 PROBES_DIR = "probes"
 CHAINS_DIR = "chains"
-#: The related experiments (seeds 001–004, :mod:`biossd.experiments`): each side's tasks, and the
+#: The related experiments (the four related studies, :mod:`biossd.experiments`): each side's tasks, and the
 #: result folder's tables ``experiments/<id>.csv``.
 EXPERIMENTS_DIR = "experiments"
 EXPERIMENT_PATH_KEYS = ("host", "storage", "experiment", "point", "rep")

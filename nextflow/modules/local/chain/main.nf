@@ -1,5 +1,5 @@
 /*
- * CHAIN — one chained pipeline (seed 000 Fig. 3) on one storage class, in one process
+ * CHAIN — one chained pipeline (Lee, Min and Yoon 2015, Fig. 3) on one storage class, in one process
  * (`biossd chain run`, src/biossd/measure/chainrun.py): its steps run one after another in one
  * marked scratch on the class's device, each step's output the next step's input, each step
  * staged under the host lock and profiled under its tool's cap, with the same swap, time limit

@@ -1,5 +1,5 @@
 /*
- * EXPERIMENT — one task of a related experiment (seeds 001–004, src/biossd/experiments/): one
+ * EXPERIMENT — one task of a related experiment (src/biossd/experiments/): one
  * point of its sweep, on one storage class, one repeat. `biossd experiment run` copies the
  * input (SYNTH_INPUT's, shared by the tasks that read it) into scratch on the class's device,
  * runs the point's profiled runs (and what the point needs around them: an object server and its

@@ -40,7 +40,7 @@ _STR, _NUM, _LIST, _MAP, _NONE = (str,), (int, float), (list,), (dict,), (type(N
 SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "id": (_STR, KINDS, "the file's name without .yaml"),
     "kind": (_STR, (), "tool (default) or pipeline"),
-    "paper_name": (_STR, KINDS, "the name in seed 000 (Table 1, Fig. 3)"),
+    "paper_name": (_STR, KINDS, "the name in Lee, Min and Yoon 2015 (Table 1, Fig. 3)"),
     "paper_group": (_STR + _NONE, ("tool",), "G+ or G0 (null for a substitute)"),
     "paper_speedup": (_NUM + _NONE, KINDS, "the paper's SSD/HDD speedup (null for a substitute)"),
     "substitute_of": (_STR + _NONE, ("tool",), "the id of the paper's tool this replaces, or null"),

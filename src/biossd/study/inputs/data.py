@@ -1,7 +1,7 @@
 """Synthetic inputs of controlled size with a fixed seed (same seed and size → same bytes).
 
-Seed 000's inputs (Table 5) are public data sets of many gigabytes; offline machines, CI and the
-test profile use synthetic stand-ins generated here instead. Each kind writes its files and a
+The paper's inputs (Lee, Min and Yoon 2015, Table 5) are public data sets of many gigabytes;
+offline machines, CI and the test profile use synthetic stand-ins generated here instead. Each kind writes its files and a
 ``synth.json`` record (kind, seed, requested size, record count, sha256 of every file).
 """
 
