@@ -1,4 +1,4 @@
-"""The related experiments of seeds 001-004: their definitions and plans, the pieces
+"""The four related experiments: their definitions and plans, the pieces
 they are built from (inotify phases, the object store and its FUSE mount, a declared concurrent
 group under the host lock), and each experiment run for real at its tiny size through the
 workflow, with its table, notebook, figures and the supplement's section."""

@@ -148,7 +148,7 @@ def test_a_workflow_s_staging_copies_only_while_no_run_measures(biossd, env, tmp
 
 
 def test_a_group_member_stops_when_its_leader_is_killed(env, tmp_path, root_required):
-    """A concurrent group's member (`biossd profile --group --die-with-parent`, as seed 004's
+    """A concurrent group's member (`biossd profile --group --die-with-parent`, as the shared-device experiment's
     leader starts them) gets SIGTERM from the kernel when its leader dies, even by SIGKILL, and
     stops its tool at once instead of measuring on without the lock."""
     exe = shutil.which("biossd", path=env["PATH"])

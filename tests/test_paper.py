@@ -1,5 +1,5 @@
 """paper/: the supplement builds from a result set with every figure and table of
-seed 000 captioned in it; CITATION.cff validates; the RO-Crate of a result set is valid JSON-LD
+Lee, Min and Yoon 2015 captioned in it; CITATION.cff validates; the RO-Crate of a result set is valid JSON-LD
 and lists every run directory with its checksum."""
 
 from __future__ import annotations
