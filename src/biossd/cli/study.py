@@ -220,7 +220,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
     for name in experiments.NAMES:
         spec = experiments.load_spec(name)
         subs = ", ".join(f"{t} for {s}" for t, s in experiments.substitutes(spec).items()) or "none"
-        print(f"{name}\tseed {spec['seed']}\t{spec['title']}\tsubstitutes: {subs}")
+        print(f"{name}\t{spec['title']}\tafter {spec['source']}\tsubstitutes: {subs}")
     return 0
 
 

@@ -237,5 +237,5 @@ def open_experiment(name: str, results_dirs: list[str], report_dir: str | None) 
     table = experiments.load_table([Path(d) for d in results_dirs], name)
     spec = experiments.load_spec(name)
     out = report.report_dirs(Path(report_dir) if report_dir else Path(results_dirs[0]) / layout.REPORT_DIR)
-    print(f"{name} (seed {spec['seed']}): {len(table)} runs in {', '.join(map(str, results_dirs))}")
+    print(f"{name} (after {spec['source']}): {len(table)} runs in {', '.join(map(str, results_dirs))}")
     return table, spec, out
