@@ -10,6 +10,7 @@ not follow it is refused, naming the file and the field.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,13 +25,18 @@ class DeviceRecordError(BiossdError, ValueError):
     """A device record that does not follow its schema; the message names the file and the field."""
 
 
-def problems(record: Any) -> list[str]:
-    """What in ``record`` breaks the schema, each naming its field (``spec_row.seq_read_mbs``)."""
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    """The schema's validator, made once per process (the features read a record per run)."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+
+
+def problems(record: Any) -> list[str]:
+    """What in ``record`` breaks the schema, each naming its field (``spec_row.seq_read_mbs``)."""
     out = []
-    for error in sorted(validator.iter_errors(record), key=lambda e: list(map(str, e.absolute_path))):
+    for error in sorted(_validator().iter_errors(record), key=lambda e: list(map(str, e.absolute_path))):
         field = ".".join(str(p) for p in error.absolute_path) or "(the record)"
         out.append(f"field {field}: {error.message}")
     return out
