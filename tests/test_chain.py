@@ -27,6 +27,7 @@ def test_every_pipeline_has_a_chain_that_names_each_paper_step(pipeline):
         assert any(step in label or subs.get(step, step) in label for label in labels.values()) or not_run[step]
 
 
+@pytest.mark.integration
 def test_the_transcriptome_chain_runs_each_step_on_the_last_ones_output(tmp_path):
     """Lighter's corrected reads -> HISAT2 -> samtools sort -> StringTie, in one scratch, on a
     small input: every step's argv names the previous step's output, and the last one writes

@@ -9,6 +9,7 @@ import pytest
 from biossd.measure import gnutime
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("script", "exit_code"), [("exit 0", 0), ("exit 3", 3), ("kill -9 $$", -9),
                                                    ("kill -TERM $$", -15)])
 def test_the_report_says_how_the_command_ended(tmp_path, script, exit_code):

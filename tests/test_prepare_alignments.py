@@ -111,6 +111,7 @@ def test_reads_become_an_unsorted_bam_that_samtools_sort_reads(biossd, tmp_path)
     assert run["outcome"] == "ok" and run["exit_code"] == 0
 
 
+@pytest.mark.integration
 def test_one_contig_of_a_sample_is_what_gatk_reads(biossd, tmp_path):
     """gatk_region: the reads, genome and known sites of one contig only (GATK refuses contigs its
     dictionary lacks), the reads subsampled, replicated, sorted and indexed; BaseRecalibrator
