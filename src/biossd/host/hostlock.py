@@ -291,25 +291,8 @@ class HostLock:
         directory = ensure_runtime_dir()
         self.fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         t0 = time.monotonic()
-        announced = False
         try:
-            while True:
-                try:
-                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    holder = read_holder()
-                    if not self.wait:
-                        raise HostBusy(f"another measured run holds the host lock {lock_path()}: "
-                                       f"{describe(holder)}; wait for it, or run without --no-wait "
-                                       "to wait") from None
-                    if not announced:
-                        self.notify(f"biossd: waiting for the host lock {lock_path()}, held by {describe(holder)}")
-                        announced = True
-                    signum = self.interrupted()
-                    if signum:
-                        raise WaitInterrupted(signum) from None
-                    time.sleep(POLL_S)
+            announced = self.wait_for(self._try_exclusive)
         except BaseException:
             os.close(self.fd)
             self.fd = None
@@ -329,6 +312,33 @@ class HostLock:
         move_aside(old)
         self._write()
         return self
+
+    def _try_exclusive(self) -> str | None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            return describe(read_holder())
+
+    def wait_for(self, attempt: Callable[[], str | None]) -> bool:
+        """Call ``attempt`` (``None`` once it has the lock, else who holds it) until it has it:
+        refused at once without ``wait`` (:class:`HostBusy`), the wait announced once, a signal
+        ending it (:class:`WaitInterrupted`). Whether the wait was announced."""
+        announced = False
+        while True:
+            holder = attempt()
+            if holder is None:
+                return announced
+            if not self.wait:
+                raise HostBusy(f"another measured run holds the host lock {lock_path()}: {holder}; wait for it, "
+                               "or run without --no-wait to wait")
+            if not announced:
+                self.notify(f"biossd: waiting for the host lock {lock_path()}, held by {holder}")
+                announced = True
+            signum = self.interrupted()
+            if signum:
+                raise WaitInterrupted(signum)
+            time.sleep(POLL_S)
 
     def _await_members(self, announced: bool) -> None:
         """Wait until no member of an earlier group runs (a dead leader's members tearing down)."""

@@ -98,6 +98,7 @@ class SharedHold:
                  interrupted: Callable[[], int | None] = lambda: None,
                  notify: Callable[[str], None] | None = None, **details: Any) -> None:
         self.token = token
+        # The lock's settings and its way of waiting; its own flock is never taken.
         self.lock = hostlock.HostLock(what, wait=wait, owner=owner, interrupted=interrupted, notify=notify, **details)
         self.fd: int | None = None
         self.waited_s = 0.0
@@ -115,22 +116,8 @@ class SharedHold:
         path = hostlock.ensure_runtime_dir() / hostlock.LOCK_NAME
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         t0 = time.monotonic()
-        announced = False
         try:
-            while True:
-                busy = self._try_join()
-                if busy is None:
-                    break
-                if not self.lock.wait:
-                    raise hostlock.HostBusy(f"the host lock {hostlock.lock_path()} is held by {busy}: wait for it, "
-                                            "or run without --no-wait to wait")
-                if not announced:
-                    self.lock.notify(f"biossd: waiting for the host lock {hostlock.lock_path()}, held by {busy}")
-                    announced = True
-                signum = self.lock.interrupted()
-                if signum:
-                    raise hostlock.WaitInterrupted(signum)
-                time.sleep(hostlock.POLL_S)
+            self.lock.wait_for(self._try_join)
         except BaseException:
             os.close(self.fd)
             self.fd = None
