@@ -77,6 +77,7 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
 def _marked(path: Path, kind: str) -> bool:
     """Whether ``path`` still carries biossd's mark for its kind (nothing else is ever deleted):
     a swap file by its name and no loop device over it, a partial directory by its marker."""
+    from biossd.core import partial
     from biossd.host import swap
     from biossd.measure import rundir
 
@@ -88,6 +89,8 @@ def _marked(path: Path, kind: str) -> bool:
         return path.is_dir() and rundir.OLD_INFIX in path.name and (path / rundir.MARKER).is_file()
     if kind == "scratch":
         return path.is_dir() and (path / rundir.SCRATCH_MARKER).is_file()
+    if kind == partial.KIND:
+        return partial.is_marked(path)
     return path.is_dir() and (path / rundir.EXPERIMENT_MARKER).is_file()
 
 

@@ -27,7 +27,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from biossd.core import partial as partial_dir
 from biossd.core.errors import BiossdError
+from biossd.core.files import remove_tree
+from biossd.core.partial import atomic_dir
 from biossd.study.catalogue import Entry
 
 SYNTH_RECORD = "synth.json"
@@ -130,9 +133,7 @@ def prepare(entry: Entry, input_dir: Path, out: Path) -> dict[str, Any]:
     if out.exists() or out.is_symlink():
         raise StageError(f"{out} exists; `biossd catalogue prepare` writes a new directory and replaces nothing")
     check_input(input_dir)
-    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    partial.mkdir(parents=True)
-    try:
+    with atomic_dir(out) as partial:
         for path in sorted(input_dir.iterdir()):
             if path.is_file() and path.name != SYNTH_RECORD:
                 (partial / path.name).symlink_to(path.resolve())
@@ -140,10 +141,6 @@ def prepare(entry: Entry, input_dir: Path, out: Path) -> dict[str, Any]:
         record = {"tool": entry.id, "input": str(input_dir), "input_bytes": input_bytes(input_dir),
                   "prepare": block.get("prepare", [])}
         (partial / PREPARED_RECORD).write_text(json.dumps(record, indent=1) + "\n")
-        partial.rename(out)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
     return record
 
 
@@ -194,10 +191,11 @@ def copy_prepared(prepared: Path, scratch: Path) -> None:
 
 
 def _file_stats(root: Path) -> dict[str, list[int]]:
-    """Each file under ``root`` (but the shared record) by relative path: size and mtime (ns)."""
+    """Each file under ``root`` (but the shared record, and a partial directory's mark) by relative
+    path: size and mtime (ns)."""
     out = {}
     for path in sorted(Path(root).rglob("*")):
-        if path.is_file() and path.name != SHARED_RECORD:
+        if path.is_file() and path.name not in (SHARED_RECORD, partial_dir.MARKER):
             st = path.stat()
             out[str(path.relative_to(root))] = [st.st_size, st.st_mtime_ns]
     return out
@@ -221,7 +219,7 @@ def shared_copy(prepared: Path, shared_root: Path) -> Path:
     if shared.exists():
         if not record_path.is_file():  # every copy is renamed into place with its record
             raise StageError(f"{shared} is not a shared copy biossd made (no {SHARED_RECORD}); not touching it")
-        shutil.rmtree(shared)
+        remove_tree(shared)
     shared.parent.mkdir(parents=True, exist_ok=True)
     _evict_shared(shared.parent, _tree_bytes(Path(prepared)))
     try:
@@ -250,23 +248,15 @@ def _evict_shared(shared_dir: Path, adding_bytes: int | None) -> None:
             disk = os.statvfs(shared_dir)
             if disk.f_bavail * disk.f_frsize - adding_bytes >= SHARED_MIN_FREE_FRACTION * disk.f_blocks * disk.f_frsize:
                 return
-        shutil.rmtree(copy)
+        remove_tree(copy)
 
 
 def _make_shared(prepared: Path, shared: Path) -> None:
     """Copy ``prepared`` to ``shared`` through a partial directory renamed when complete."""
-    partial = shared.with_name(f".{shared.name}.partial-{os.getpid()}")
-    if partial.exists():
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
-    try:
+    with atomic_dir(shared) as partial:
         copy_prepared(prepared, partial)
         record = {"prepared": str(prepared.resolve()), "files": _file_stats(partial)}
         (partial / SHARED_RECORD).write_text(json.dumps(record, indent=1) + "\n")
-        os.rename(partial, shared)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
 
 
 def link_tree(shared: Path, scratch: Path) -> None:

@@ -41,12 +41,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Sequence
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
+from biossd.core.partial import atomic_dir
 from biossd.core.paths import DEFAULT_VENV, REPO_ROOT
 from biossd.study.catalogue import Entry
 
@@ -194,19 +194,9 @@ def build(entry: Entry, engine: str = "charliecloud") -> Path:
                              "move it away or set BIOSSD_CONTAINER_DIR elsewhere")
     # Unpacked under a name of its own, then swapped in: an interrupted build leaves the old
     # image whole, and only directories biossd made (its marker, or its fresh name) are removed.
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.biossd-unpack-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
+    with atomic_dir(target, replace=True) as tmp:
         unpack(image_ref(entry), tmp)
         (tmp / IMAGE_ID_FILE).write_text(f"{image_id}\n")
-        if target.exists():
-            old = target.with_name(f".{target.name}.biossd-old-{uuid.uuid4().hex[:8]}")
-            target.rename(old)
-            shutil.rmtree(old)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
@@ -266,7 +256,7 @@ def unpack(ref: str, target: Path) -> None:
     """Copy image ``ref``'s root file system to ``target`` as a Charliecloud image directory."""
     mount = _podman("image", "mount", ref, what=f"mount {ref}")
     try:
-        target.mkdir(parents=True)
+        target.mkdir(parents=True, exist_ok=True)
         run_checked(["cp", "-a", f"{mount}/.", str(target)], ContainerError, f"copy {ref}")
     finally:
         subprocess.run(["podman", "image", "unmount", ref], capture_output=True)

@@ -16,13 +16,13 @@ import hashlib
 import os
 import shutil
 import subprocess
-import uuid
 import zipfile
 from pathlib import Path
 from typing import Iterable
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
+from biossd.core.partial import atomic_dir
 from biossd.core.paths import DEFAULT_VENV, INSTALL_DIR
 from biossd.study.catalogue import Entry
 
@@ -127,18 +127,10 @@ def install_gatk() -> bool:
     if not any(lib.glob("gatk-4.*.jar")):
         if shutil.which("mvn") is None:
             raise InstallError("Maven (mvn) is needed to resolve GATK; `make install` installs it")
-        tmp = lib.with_name("lib.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        run_checked(["mvn", "-q", "-B", "-f", str(GATK_POM), "dependency:copy-dependencies",
-                     f"-DoutputDirectory={tmp}"], InstallError, "resolve GATK from Maven Central")
-        try:
+        with atomic_dir(lib, replace=True) as tmp:  # a lib without GATK's jar: an earlier, cut-short install
+            run_checked(["mvn", "-q", "-B", "-f", str(GATK_POM), "dependency:copy-dependencies",
+                         f"-DoutputDirectory={tmp}"], InstallError, "resolve GATK from Maven Central")
             check_sha256sums(tmp, GATK_SHA256SUMS)
-        except InstallError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        shutil.rmtree(lib, ignore_errors=True)
-        tmp.rename(lib)
         changed = True
     text = f"#!/bin/sh\nGATK_LIB={lib} exec {GATK_LAUNCHER} \"$@\"\n"
     if not launcher.exists() or launcher.read_text() != text:
@@ -163,9 +155,8 @@ def install_pypi_build(entry: Entry) -> bool:
         for tool in ("gcc",):
             if shutil.which(tool) is None:
                 raise InstallError(f"{entry.id}: building {spec['program']} needs {tool}; `make install` installs it")
-        tmp = dest.with_name(f".{dest.name}.biossd-build-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        tmp.mkdir(parents=True)
-        try:
+        # an existing dest without its program: an incomplete earlier build, replaced
+        with atomic_dir(dest, replace=True) as tmp:
             run_checked([str(venv_dir() / "bin" / "python"), "-m", "pip", "download", "-q", "--no-deps",
                          "--only-binary", ":all:", f"{package}=={version}", "-d", str(tmp / "wheel")],
                         InstallError, f"download the {package} {version} wheel from PyPI")
@@ -186,11 +177,6 @@ def install_pypi_build(entry: Entry) -> bool:
                          *[f"-I{d}" for d in includes], f"-L{libs[0].parent}", f"-l:{libs[0].name}",
                          f"-Wl,-rpath,{dest / libs[0].parent.relative_to(tmp)}",
                          "-lz", "-lpthread", "-lm"], InstallError, f"compile {spec['program']} from {spec['source']}")
-            shutil.rmtree(dest, ignore_errors=True)  # an incomplete earlier build (no program in it)
-            tmp.rename(dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         changed = True
     if link.is_symlink() or not link.exists():
         if not link.is_symlink() or os.readlink(link) != str(program):

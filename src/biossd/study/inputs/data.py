@@ -19,10 +19,10 @@ import numpy as np
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, sha256_file
+from biossd.core.partial import atomic_dir
 from biossd.study.inputs import synthgen
-from biossd.study.inputs.kinds import DESCRIPTIONS, INPUT_RECORDS, PREPARED_RECORD, SYNTH_RECORD
+from biossd.study.inputs.kinds import DESCRIPTIONS, INPUT_RECORDS, SYNTH_RECORD
 
-PARTIAL_INFIX = ".biossd-synth-partial-"
 READ_LENGTH_BP = 100
 MAPQ = 60
 #: GC fraction of the synthetic genome (human genome average, ~41%).
@@ -180,10 +180,7 @@ def write_input(out_dir: Path, make: Callable[[Path], dict[str, Any]], record_na
     out_dir = Path(out_dir)
     replaced = _replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    partial = out_dir.parent / f".{out_dir.name}{PARTIAL_INFIX}{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)  # this pid's own, from a failure before
-    partial.mkdir()
-    try:
+    with atomic_dir(out_dir, publish=False) as partial:
         record = make(partial)
         names = list(record["files"])
         record["files"] = {name: {"size_bytes": (partial / name).stat().st_size, "sha256": sha256_file(partial / name)}
@@ -196,8 +193,6 @@ def write_input(out_dir: Path, make: Callable[[Path], dict[str, Any]], record_na
         for name in names:
             os.replace(partial / name, out_dir / name)
         atomic_write_text(out_dir / record_name, json.dumps(record, indent=2, sort_keys=True) + "\n")
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
     return record
 
 
