@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd.measure import profile
+from biossd.measure import measurement
 
 DD_BLOCK = "4k"
 _RUN_ONE = """
@@ -43,7 +43,7 @@ def dd_argv(target: Path, mib: int) -> list[str]:
 
 
 def bare(argv: list[str]) -> float:
-    profile.drop_page_cache()
+    measurement.drop_page_cache()
     t0 = time.monotonic()
     subprocess.run(argv, check=True)
     return time.monotonic() - t0

@@ -87,7 +87,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--memory-events", help="also stream a trace this large in a child and report peak RSS")
     args = ap.parse_args()
-    count = lambda text: int(float(text.rstrip("KMkm")) * {"k": 1e3, "m": 1e6}.get(text[-1].lower(), 1))
+    def count(text: str) -> int:
+        return int(float(text.rstrip("KMkm")) * {"k": 1e3, "m": 1e6}.get(text[-1].lower(), 1))
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         work = Path(tmp)
         stem = work / "trace"

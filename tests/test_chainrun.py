@@ -44,8 +44,8 @@ class FakeProfiler:
 
     def __call__(self, request):
         self.requests.append(request)
-        self.cwds.append(Path.cwd())
-        assert (Path.cwd() / rundir.SCRATCH_MARKER).is_file(), "the step runs in the marked scratch"
+        self.cwds.append(request.cwd)
+        assert (request.cwd / rundir.SCRATCH_MARKER).is_file(), "the step works in the marked scratch"
         outcome = self.outcomes.pop(0)
         return (None, 15) if outcome is None else ({"outcome": outcome}, None)
 
@@ -72,7 +72,7 @@ def _run(tmp_path, outcomes, staged_calls, settings=None):
     result = chainrun.run(ch, chainrun.planned_steps(ch, plan_steps(settings=settings)), tmp_path / "in",
                           tmp_path / "scratch", tmp_path / "steps", base, profiler,
                           version_of=lambda entry, engine: f"v-{entry.id}")
-    assert Path.cwd() == here, "the working directory is given back"
+    assert Path.cwd() == here, "the profiler's own directory is never changed"
     assert not list(tmp_path.glob("scratch*")), "the scratch is removed however the chain ends"
     return result, profiler
 

@@ -16,8 +16,9 @@ import pytest
 from biossd.core.owners import owned_name
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers as cgroup_leftovers
-from biossd.measure import blocktrace, manifest
-from biossd.measure.blocktrace import SECTOR_BYTES, read_blocktrace
+from biossd.measure import manifest, tracereader
+from biossd.host.devices import SECTOR_BYTES
+from biossd.measure.tracereader import read_blocktrace
 
 pytestmark = pytest.mark.integration
 PROGRAMS = Path(__file__).parent / "programs"
@@ -351,8 +352,8 @@ def test_a_run_s_fsync_calls_are_traced_and_the_flushes_they_waited_for_count_as
     trace = read_blocktrace(run / "blocktrace.tsv.gz")
     flushes = trace[trace.op == "F"]
     assert len(flushes) >= 3 and flushes.complete_s.notna().all(), flushes
-    requests = blocktrace.run_requests(run, body)
-    in_a_call = blocktrace.inside(requests["issue_s"], record["windows_s"]) & (requests["op"] == "F")
+    requests = tracereader.run_requests(run, body)
+    in_a_call = tracereader.inside(requests["issue_s"], record["windows_s"]) & (requests["op"] == "F")
     assert in_a_call.sum() >= 3 and requests["waited"][in_a_call].all()
     assert (requests["complete_s"][in_a_call] <= max(b for _, b in record["windows_s"]) + 1e-6).all()
     unsynced, _ = _sync_record(tmp_path, device, point / "unsynced", "none")

@@ -13,7 +13,7 @@ from biossd.analysis import predict
 from biossd.cli import main
 from biossd.host import devicemodels
 from biossd.host.hdd import diskmodel
-from biossd.measure import blocktrace, manifest
+from biossd.measure import manifest, tracefile
 
 KIB = 1024
 
@@ -93,7 +93,7 @@ def make_run(run_dir, requests, *, wall_s, cpu_s, trace=True):
         rwbs = [r[5] if len(r) > 5 else r[2] for r in requests]
         issue, complete, op, sector, nbytes = (np.array(c) for c in zip(*(r[:5] for r in requests)))
         n = len(issue)
-        blocktrace.write_trace(run_dir / blocktrace.BLOCKTRACE_FILE, {
+        tracefile.write_trace(run_dir / tracefile.BLOCKTRACE_FILE, {
             "issue_s": 10.0 + issue, "complete_s": 10.0 + complete, "device": ["loop0"] * n, "op": op, "rwbs": rwbs,
             "sector": sector.astype(np.int64), "bytes": nbytes.astype(np.int64), "pid": np.ones(n, np.int32),
             "comm": ["t"] * n, "error": np.zeros(n, np.int32)})

@@ -14,8 +14,8 @@ import pytest
 from biossd.features import extract as features
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers
-from biossd.measure import manifest
-from biossd.measure.blocktrace import read_blocktrace
+from biossd.measure import collectors, manifest
+from biossd.measure.tracereader import read_blocktrace
 from biossd.measure.counters import parse_perf_csv
 
 pytestmark = pytest.mark.integration
@@ -355,4 +355,53 @@ def test_perf_pmu_runs_perf_only_where_the_host_has_a_pmu(tmp_path, monkeypatch,
     if pmu:
         assert record["ran"] is True, record
     else:
-        assert record["ran"] is False and record["why"] == profile.NO_PMU_WHY
+        assert record["ran"] is False and record["why"] == collectors.NO_PMU_WHY
+
+
+def test_the_command_works_in_the_request_s_directory_and_the_profiler_s_stays_put(tmp_path):
+    """``ProfileRequest.cwd``: the command's relative writes and a relative program path are the
+    working directory's, the manifest records it, and the profiler's own directory is unchanged
+    (nothing sets it: the process's directory is not how a run says where it works)."""
+    from biossd.measure import profile
+    from biossd.measure.request import ProfileRequest
+
+    work = tmp_path / "scratch"
+    work.mkdir()
+    (work / "tool.sh").write_text("#!/bin/sh\npwd > here.txt\n")
+    (work / "tool.sh").chmod(0o755)
+    before = os.getcwd()
+    profile.run(ProfileRequest(argv=["./tool.sh"], out_dir=tmp_path / "run", mem_bytes=None, cwd=work,
+                               blocktrace="off", perf="off", drop_caches=False))
+    body = manifest.read_manifest(tmp_path / "run")
+    assert body["outcome"] == "ok" and body["cwd"] == str(work) and os.getcwd() == before
+    assert (work / "here.txt").read_text().strip() == str(work)
+    assert body["mounts"]["cwd"]["mount_point"] == body["mounts"]["out"]["mount_point"]
+    missing = profile.run(ProfileRequest(argv=["./tool.sh"], out_dir=tmp_path / "elsewhere", mem_bytes=None,
+                                         cwd=tmp_path, blocktrace="off", perf="off", drop_caches=False))
+    assert (missing["outcome"], missing["exit_code"]) == ("failed", 127), "a relative program is the working directory's"
+    with pytest.raises(profile.ProfileError, match="not a directory"):
+        profile.run(ProfileRequest(argv=["true"], out_dir=tmp_path / "r3", mem_bytes=None, cwd=tmp_path / "gone"))
+
+
+def test_a_signal_during_the_run_interrupts_it_unless_slurm_s_time_limit_sent_it(monkeypatch):
+    """The run's state: SIGTERM from SLURM at its time limit kills the command and is recorded as a
+    timeout; any other signal is the run's interruption, passed on to the command."""
+    from biossd.host.slurm import scheduler
+    from biossd.measure import measurement, processes
+    from biossd.measure.request import Interrupted
+
+    sent = []
+    monkeypatch.setattr(processes, "signal_command", lambda pid, signum, timer: sent.append((pid, signum)))
+    child = type("Child", (), {"pid": 4242, "returncode": None})()
+    for at_limit, expected in ((True, signal.SIGKILL), (False, signal.SIGTERM)):
+        monkeypatch.setattr(scheduler, "time_limit_reached", lambda at_limit=at_limit: at_limit)
+        state = measurement.RunState(gnu_time=None)
+        state.check()  # nothing came yet
+        state.child = child
+        state.on_signal(signal.SIGTERM, None)
+        assert sent[-1] == (4242, expected) and state.scheduler_timeout is at_limit
+        if at_limit:
+            state.check()
+        else:
+            with pytest.raises(Interrupted):
+                state.check()

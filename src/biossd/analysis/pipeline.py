@@ -259,8 +259,8 @@ def overlaps(tasks: pd.DataFrame) -> pd.DataFrame:
     (``process (tag)``, ``;``-joined), the seconds another task ran beside it, and its kept
     kernel-thread requests (write-back, the journal) — and how many of those were issued while
     another task ran: requests no run can tell apart, kept in each run that overlapped them and
-    shown here as unattributed (:func:`biossd.measure.blocktrace.kernel_thread_issue_s`)."""
-    from biossd.measure import blocktrace
+    shown here as unattributed (:func:`biossd.measure.tracereader.kernel_thread_issue_s`)."""
+    from biossd.measure import tracereader
 
     start, end = tasks["command_start_epoch_s"].to_numpy(float), tasks["command_end_epoch_s"].to_numpy(float)
     order = np.argsort(start, kind="stable")
@@ -286,7 +286,7 @@ def overlaps(tasks: pd.DataFrame) -> pd.DataFrame:
         try:
             body = manifest.read_manifest(run_dir)
             t0 = pd.Timestamp(body["started_at"]).timestamp()
-            kernel = t0 + blocktrace.kernel_thread_issue_s(run_dir, body)
+            kernel = t0 + tracereader.kernel_thread_issue_s(run_dir, body)
         except (manifest.ManifestError, OSError, KeyError, ValueError):
             kernel = np.array([])
         shared = sum(int(np.sum((kernel >= a) & (kernel <= b))) for a, b in merged)

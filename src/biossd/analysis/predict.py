@@ -69,7 +69,7 @@ from biossd.core.files import atomic_write_text, write_frame
 from biossd.features import extract as features
 from biossd.host import devicemodels
 from biossd.host.devices import SECTOR_BYTES
-from biossd.measure import blocktrace, manifest
+from biossd.measure import manifest, tracefile, tracereader
 from biossd.study import catalogue
 
 #: The model and its assumptions in words, for the supplement (the module's text states it).
@@ -82,11 +82,13 @@ MODEL_SUMMARY = (
     "larger of its transfer time and 1/IOPS at its queue depth, between the device's depth-1 and depth-32 IOPS. "
     "With B' the target's busy time and O the compute that overlapped the I/O (CPU time over the cores the run "
     "kept busy, less the time off the device), the predicted runtime is (W - B) + max(B', O). B and B' count "
-    "the requests the run waited for, its reads, synchronous writes and the cache flushes issued inside its fsync calls; a write without the kernel's synchronous "
+    "the requests the run waited for, its reads, synchronous writes and the cache flushes issued inside its fsync "
+    "calls; a write without the kernel's synchronous "
     "flag is background writeback, served in its place in the stream but not waited for. The replay is "
     "blind to what a device of another speed changes upstream of it: what the page cache absorbs, when the kernel "
     "writes back, how requests merge and how far it reads ahead; and it sees a request from its issue to the device, so a "
-    "wait before that (a cgroup I/O throttle, a network file system) counts as time off the device. The trace of a shared device (a run on the root disk) holds other processes' "
+    "wait before that (a cgroup I/O throttle, a network file system) counts as time off the device. The trace of a "
+    "shared device (a run on the root disk) holds other processes' "
     "requests, which the replay serves too; such predictions say so. A hard disk "
     "serves requests in issue order "
     "(no command queueing); the paper's SSDs, known by their vendors' depth-32 IOPS only, take the geometric "
@@ -119,7 +121,7 @@ class RunStream:
     busy_s: float
     note: str = ""
     #: Per request, whether the run waited for it (``None``: every one); background writeback
-    #: is served by the target but not waited for (:func:`biossd.measure.blocktrace.waited_for`).
+    #: is served by the target but not waited for (:func:`biossd.measure.tracereader.waited_for`).
     waited: np.ndarray | None = None
     #: Per request, when it was issued, in seconds after the command started (``None``: unknown),
     #: and when the command started on the host's clock (epoch seconds): what interleaves the
@@ -188,7 +190,7 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
     if body.get("outcome") != "ok":
         raise NoTrace(f"the run ended {body.get('outcome')}: no complete runtime to scale")
     info = (body.get("collectors") or {}).get("blocktrace") or {}
-    path = blocktrace.trace_path(run_dir)
+    path = tracefile.trace_path(run_dir)
     if not info.get("ran") or not path.is_file():
         raise NoTrace(f"no block trace ({info.get('why') or 'not recorded'})")
     rusage = (body.get("collectors") or {}).get("rusage") or {}
@@ -200,7 +202,7 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
         raise NoTrace("the manifest does not say when the command started")
     runtime_s = float(acct["wall_s"])
     issued: list[np.ndarray] = []
-    stream, busy, waited = stream_of(blocktrace.run_requests(run_dir, body), t0, t0 + runtime_s, issued)
+    stream, busy, waited = stream_of(tracereader.run_requests(run_dir, body), t0, t0 + runtime_s, issued)
     own_device = bool((body.get("emulated_storage") or {}).get("cwd"))
     started = body.get("started_at")
     epoch = (pd.Timestamp(started).timestamp() + float(t0)) if started else None

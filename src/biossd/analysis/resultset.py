@@ -20,7 +20,7 @@ import pandas as pd
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.host import devicerecord
-from biossd.measure import blocktrace, manifest
+from biossd.measure import manifest, tracefile, tracereader
 from biossd.study import layout, sizer
 
 PIPELINE_INFO = "pipeline_info"
@@ -247,13 +247,13 @@ def run_sessions_text(table: pd.DataFrame) -> str:
 
 
 def first_trace(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame | None:
-    """The raw block trace (:func:`biossd.measure.blocktrace.read_blocktrace`) of the first of
+    """The raw block trace (:func:`biossd.measure.tracereader.read_blocktrace`) of the first of
     ``rows`` (runs of the run table) whose directory holds one; ``None`` when none does. The one
     place the analysis reads a raw trace (Fig. 6)."""
     for _, row in rows.iterrows():
-        path = blocktrace.trace_path(rs.run_dir(row))
+        path = tracefile.trace_path(rs.run_dir(row))
         if path.is_file():
-            return blocktrace.read_blocktrace(path)
+            return tracereader.read_blocktrace(path)
     return None
 
 

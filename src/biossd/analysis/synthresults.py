@@ -30,7 +30,7 @@ from biossd.core.units import parse_size
 from biossd.features import extract as features
 from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
-from biossd.measure import blocktrace, manifest
+from biossd.measure import manifest, tracefile
 from biossd.study import catalogue, layout
 
 #: Normalized feature centres (Butil, Riops, Wiops, Pfault, CAR, Rsize, Wsize, WBlen) after the
@@ -205,8 +205,8 @@ def _write_run(run: Path, labels: dict[str, Any], row: dict[str, Any], which: st
     run.mkdir(parents=True, exist_ok=True)
     files = []
     if trace:
-        path = run / blocktrace.BLOCKTRACE_FILE
-        blocktrace.write_trace(path, _trace(row, pattern, rng, "sda" if which == "fast" else "sdb"))
+        path = run / tracefile.BLOCKTRACE_FILE
+        tracefile.write_trace(path, _trace(row, pattern, rng, "sda" if which == "fast" else "sdb"))
         files.append(manifest.file_record(run, path))
     manifest.write_manifest(run, {
         "synthetic": True, "labels": {k: str(v) for k, v in labels.items()}, "outcome": row["outcome"],

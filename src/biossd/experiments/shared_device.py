@@ -50,7 +50,7 @@ from biossd.experiments.task import Task, Teardown
 from biossd.host import hostlock
 from biossd.host.devices import SECTOR_BYTES
 from biossd.host.hdd import emulate
-from biossd.measure import blocktrace, profile
+from biossd.measure import measurement, tracefile, tracereader
 from biossd.measure.sampler import read_diskstats
 
 ALLOCATIONS = ("one", "two", "dedicated")
@@ -138,7 +138,7 @@ def _run_group(ctx: Task, names: list[str], where: list[str], dirs: list[Path],
     with hostlock.HostLock(f"biossd experiment shared_device (group of {len(names)})", owner=ctx.owner,
                            **{hostlock.GROUP_KEY: token}, members=names, out=str(ctx.out),
                            experiment_partial=str(ctx.out)):
-        drop = profile.drop_page_cache()
+        drop = measurement.drop_page_cache()
         before = read_diskstats(list(loops.values()))
         t0 = time.monotonic()
         try:
@@ -200,7 +200,7 @@ def _stop(members: list[subprocess.Popen[bytes]]) -> None:
 def seq_write_ratio(run_dir: Path) -> float:
     """The share of a run's write requests that start where its previous write ended (from its
     block trace, in issue order); NaN without writes."""
-    requests = blocktrace.request_arrays(blocktrace.trace_path(run_dir))
+    requests = tracereader.request_arrays(tracefile.trace_path(run_dir))
     writes = requests["op"] == "W"
     if np.count_nonzero(writes) < 2:
         return float("nan")

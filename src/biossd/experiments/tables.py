@@ -171,7 +171,7 @@ def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -
     run's end and its flush), rates per second of the window. NaN for all when the run has no
     block trace."""
     from biossd.features import blockstats
-    from biossd.measure import blocktrace
+    from biossd.measure import tracereader
 
     body = manifest.read_manifest(run_dir)
     if not body["collectors"].get("blocktrace", {}).get("ran") or body.get("command_started_s") is None:
@@ -180,7 +180,7 @@ def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -
     start_s, end_s = started + start_s, (None if end_s is None else started + end_s)
     t_end = started + body["wall_s"] + (body.get("flush_s") or 0.0)
     end_s = t_end if end_s is None else end_s
-    requests = blocktrace.run_requests(run_dir, body)
+    requests = tracereader.run_requests(run_dir, body)
     tally = blockstats.tally_requests(requests, start_s, max(start_s, end_s))
     device = extract.device_record(run_dir, body)
     return extract.block_features(tally, 1.0, device.bandwidth_bps, runtime_s=max(end_s - start_s, 0.0) or None)

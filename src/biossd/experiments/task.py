@@ -6,11 +6,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.owners import ProcessRef
@@ -95,20 +94,9 @@ class Task:
 
     def profile(self, argv: Sequence[str], name: str, tool: str, cwd: Path, **options: Any) -> dict[str, Any]:
         """Run one profiled command in ``cwd`` (whose device is the one traced); its manifest."""
-        with _cwd(cwd):
-            record = profile.run(self.request(argv, name, tool, **options))
+        record = profile.run(self.request(argv, name, tool, cwd=Path(cwd), **options))
         self.runs.append(name)
         return record
-
-
-@contextlib.contextmanager
-def _cwd(path: Path) -> Iterator[None]:
-    before = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 class Teardown(contextlib.ExitStack):

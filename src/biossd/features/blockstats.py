@@ -138,7 +138,7 @@ class BlockTally:
 
 
 def tally_requests(requests: dict[str, Any], t0_s: float, t1_s: float) -> BlockTally:
-    """Totals from the canonical file's rows (:func:`biossd.measure.blocktrace.request_arrays`)."""
+    """Totals from the canonical file's rows (:func:`biossd.measure.tracereader.request_arrays`)."""
     tally = BlockTally(t0_s, t1_s)
     is_read, is_write = requests["op"] == "R", requests["op"] == "W"
     tally.add_issues(requests["issue_s"], requests["device"], requests["sector"], requests["bytes"],

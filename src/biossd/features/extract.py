@@ -26,7 +26,7 @@ from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
 from biossd.host.hdd import diskmodel
-from biossd.measure import blkbinary, blocktrace, counters, manifest
+from biossd.measure import blkbinary, counters, manifest, tracefile, tracereader
 from biossd.study import layout
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ KILLED_OUTCOMES = ("timeout", "oom")
 REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes", "resident_peak_kib", "swap_read_requests",
                   "swap_write_requests", "swap_read_top_share", "read_service_s", "write_service_s")
 #: Beside them, who paged: the command that issued most of the run's swap-in reads
-#: (:func:`biossd.measure.blocktrace.swap_issuers`).
+#: (:func:`biossd.measure.tracereader.swap_issuers`).
 TEXT_COLUMNS = ("swap_read_top_comm",)
 
 #: Host facts that make two sides' runtimes incomparable when they differ (Lee, Min and Yoon 2015, §5.1 kept
@@ -208,7 +208,7 @@ def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
     window; ``seconds_per_unit`` converts the tally's time unit (1 for seconds, 1e-9 for ns).
     Reads and writes are the requests' data direction; discards and flush-only requests count
     in neither. Rates (Riops, Wiops, Butil) are per second of ``runtime_s`` — the run's
-    runtime, when the window also holds the flush after it (:func:`biossd.measure.profile.flush_filesystem`)
+    runtime, when the window also holds the flush after it (:func:`biossd.measure.accounting.flush_filesystem`)
     — and per second of the window when it is not given; WBlen is averaged over the window."""
     span = tally.t1 - tally.t0
     runtime_s = span * seconds_per_unit if runtime_s is None else runtime_s
@@ -448,21 +448,21 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
     if body.get("command_started_s") is None:
         missing.update({f: "the manifest does not say when the command started" for f in BLOCK_TRACE_FEATURES})
         return out
-    trace_path = blocktrace.trace_path(run_dir)
+    trace_path = tracefile.trace_path(run_dir)
     try:
-        requests = blocktrace.run_requests(run_dir, body)
+        requests = tracereader.run_requests(run_dir, body)
     except (OSError, pa.ArrowException, BiossdError) as err:
         raise FeatureError(f"{trace_path}: cannot read the block trace ({err}); re-run the "
                            "profile or pass --keep-going to skip this run") from None
     t0 = body["command_started_s"]
     bandwidth = device.bandwidth_bps
-    # The window ends after the scratch was flushed (profile.flush_filesystem): the run's dirty
+    # The window ends after the scratch was flushed (accounting.flush_filesystem): the run's dirty
     # data is the run's I/O, though its time is not in the runtime the rates divide by.
     t1 = t0 + body["wall_s"] + (body.get("flush_s") or 0.0)
     tally = blockstats.tally_requests(requests, t0, t1)
     out.update(block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
     out["read_service_s"], out["write_service_s"] = blockstats.service_split(requests, t0, t1)
-    paged = blocktrace.swap_issuers(run_dir, body)
+    paged = tracereader.swap_issuers(run_dir, body)
     out["swap_read_requests"], out["swap_write_requests"] = float(paged["reads"]), float(paged["writes"])
     if paged["read_comms"]:
         comm, count = next(iter(paged["read_comms"].items()))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -122,16 +121,12 @@ def run(ch: chain.Chain, steps: Sequence[PlannedStep], input_dir: Path, scratch:
             with staging_lock(f"biossd chain run {ch.pipeline} step {step.name} (into {where})"):
                 argv = chain.stage_step(ch, step.index, input_dir, where, step.mem_bytes, container,
                                         dict(step.settings), create_scratch=False, cidfile=cidfile)
+            # Each step works in the scratch: its relative writes land on the device under study.
             request = dataclasses.replace(
-                base, argv=argv, out_dir=out_dir / step.name, mem_bytes=step.mem_bytes,
+                base, argv=argv, out_dir=out_dir / step.name, mem_bytes=step.mem_bytes, cwd=where,
                 labels=_step_labels(base.labels, step, version, where), tool_version=version,
                 container_id_file=cidfile, phases_before_s={"stage": round(time.monotonic() - staged_at, 4)})
-            here = Path.cwd()
-            os.chdir(where)  # the tool's working directory: its relative writes land on the device
-            try:
-                body, signum = profiler(request)
-            finally:
-                os.chdir(here)
+            body, signum = profiler(request)
             result.steps.append(StepRun(step, request.out_dir, version, None if body is None else body["outcome"]))
             if signum is not None:
                 result.signum = signum

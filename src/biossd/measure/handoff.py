@@ -41,8 +41,7 @@ import struct
 import sys
 from typing import Any, Callable
 
-from biossd.core import runtime
-from biossd.core.signals import HELD
+from biossd.core import runtime, signals
 
 #: A session's leader socket, in biossd's runtime directory, named for its Nextflow process.
 SOCKET_NAME = "pipeline-{owner_pid}.sock"
@@ -121,13 +120,12 @@ def hand_off(argv: list[str]) -> int | None:
         received.append(signum)
         _send_quietly(sock, f"signal {signum}\n".encode())
 
-    previous = {signum: signal.signal(signum, forward) for signum in HELD}
+    previous = signals.for_the_process(forward)
     replies = sock.makefile("rb")
     started = replies.readline()
     if not started.startswith(b"started "):
         sock.close()  # declined, or the leader ended before it forked: the task is this process's
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        signals.restore(previous)
         for signum in dict.fromkeys(received):  # what came meanwhile is this process's again
             signal.raise_signal(signum)
         return None
@@ -295,10 +293,10 @@ def _work(conn: socket.socket, fds: list[int], request: dict[str, Any], run: Cal
         import threading
 
         _worker = True
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signals.default_child_handler()
         for target, fd in zip(STDIO, fds):
             os.dup2(fd, target)
-        os.chdir(request["cwd"])
+        os.chdir(request["cwd"])  # noqa: TID251 -- the worker becomes the task's process, in its directory
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in request["env"].items()})
         os.umask(request["umask"])
@@ -325,8 +323,7 @@ def _work(conn: socket.socket, fds: list[int], request: dict[str, Any], run: Cal
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        for signum in HELD:  # the task has ended: nothing may cut its status short
-            signal.signal(signum, signal.SIG_IGN)
+        signals.ignored_until_exit()  # the task has ended: nothing may cut its status short
         finished.set()
         conn.sendall(f"exit {int(status)}\n".encode())
     except BaseException:  # a worker never returns into the leader's loop
