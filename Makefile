@@ -80,10 +80,12 @@ summary:
 test: install tools tex
 	python -m pytest $(PYTEST_ARGS)
 
-# The fast loop while changing code: every test not marked `integration` (those need root, the
-# tools, Nextflow or TeX). It installs only the Python environment; `make test` stays the gate.
+# The fast loop while changing code: the house's lint (ruff, pyproject's [tool.ruff]), then every
+# test not marked `integration` (those need root, the tools, Nextflow or TeX). It installs only the
+# Python environment; `make test` stays the gate.
 check:
 	@install/bootstrap.sh python
+	ruff check --no-cache src tests benchmarks
 	python -m pytest -q -m "not integration" -p no:cacheprovider $(PYTEST_ARGS)
 
 # TeX Live and pdftotext, for the supplement and its test (not needed by `make run`).

@@ -31,12 +31,13 @@ def contracts() -> list[dict]:
 def test_every_stage_imports_only_the_stages_before_it_and_no_package_has_a_cycle():
     done = lint_imports(REPO / "src")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 kept, 0 broken" in done.stdout
+    assert "3 kept, 0 broken" in done.stdout
 
 
-def test_an_upward_import_or_a_cycle_breaks_a_contract(tmp_path):
+def test_an_upward_import_a_cycle_or_a_heavy_library_in_the_profiler_breaks_a_contract(tmp_path):
     """The contracts can fail: a copy of the package with one upward import (the host importing
-    the features) and one cycle inside a package (units <-> files) is refused, naming both."""
+    the features), one cycle inside a package (units <-> files) and a lazy NumPy import in the
+    trace file's writer (which every profiled run loads) is refused, naming each."""
     src = tmp_path / "src"
     shutil.copytree(REPO / "src" / "biossd", src / "biossd", ignore=shutil.ignore_patterns("__pycache__"))
     with open(src / "biossd" / "host" / "devices.py", "a") as handle:
@@ -45,10 +46,41 @@ def test_an_upward_import_or_a_cycle_breaks_a_contract(tmp_path):
         handle.write("\nfrom biossd.core import units  # noqa: E402,F401\n")
     with open(src / "biossd" / "core" / "units.py", "a") as handle:
         handle.write("\nfrom biossd.core import files  # noqa: E402,F401\n")
+    with open(src / "biossd" / "measure" / "tracefile.py", "a") as handle:
+        handle.write("\ndef _later():\n    import numpy  # noqa: F401\n")
     done = lint_imports(src)
     assert done.returncode != 0
-    assert "0 kept, 2 broken" in done.stdout, done.stdout
+    assert "0 kept, 3 broken" in done.stdout, done.stdout
     assert "biossd.host.devices -> biossd.features.blockstats" in done.stdout
+    assert "biossd.measure.tracefile is not allowed to import numpy" in done.stdout
+
+
+RUFF = Path(sys.executable).with_name("ruff")
+
+
+def ruff_check(*paths: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(RUFF), "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), *map(str, paths)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_the_house_lint_is_clean():
+    """``ruff check`` with the house's rules (pyproject's ``[tool.ruff]``: pyflakes, the house line,
+    the banned APIs) finds nothing in the library, the tests or the benchmarks."""
+    done = ruff_check(REPO / "src", REPO / "tests", REPO / "benchmarks")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_banned_api_is_refused_with_the_house_way():
+    """The banned APIs fail the lint, each naming the house's way, in a module of the library (given
+    on stdin under a library module's name: nothing is written into the checkout)."""
+    code = ("import os\nimport shutil\nimport signal\n\n\ndef f(p):\n    shutil.rmtree(p)\n"
+            "    os.chdir(p)\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n")
+    done = subprocess.run([str(RUFF), "check", "--no-cache", "--config", str(REPO / "pyproject.toml"),
+                           "--stdin-filename", str(REPO / "src" / "biossd" / "core" / "probe.py"), "-"],
+                          input=code, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    for house_way in ("biossd.core.files.remove_tree", "ProfileRequest.cwd", "biossd.core.signals"):
+        assert house_way in done.stdout, done.stdout
 
 
 def test_the_readme_names_the_packages_in_the_contract_s_order():

@@ -139,6 +139,6 @@ def test_a_missing_recipe_file_is_named(tmp_path):
 def test_the_catalogue_package_re_exports_its_entries_api():
     from biossd.study.catalogue import entries
 
-    public = [n for n in dir(entries) if not n.startswith("_") and (n.isupper() or getattr(getattr(entries, n), "__module__", None)
-                                                                     == entries.__name__)]
+    public = [n for n in dir(entries) if not n.startswith("_")
+              and (n.isupper() or getattr(getattr(entries, n), "__module__", None) == entries.__name__)]
     assert public and all(getattr(catalogue, n) is getattr(entries, n) for n in public), public

@@ -89,7 +89,7 @@ def test_a_profiled_run_s_process_imports_no_heavy_library():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     # The probe can fail: a reader of the trace imports them.
-    failing = probe.replace("catalogue.get('samtools_sort')\n", "blocktrace.read_table\nimport biossd.features.extract\n")
+    failing = probe.replace("catalogue.get('samtools_sort')\n", "tracereader.read_table\nimport biossd.features.extract\n")
     out = subprocess.run([sys.executable, "-c", failing], capture_output=True, text=True, check=True).stdout
     assert "numpy" in out
 

@@ -41,7 +41,8 @@ def test_a_profiled_docker_run_keeps_its_container_for_the_profiler(tmp_path):
 
 
 def test_build_commands_use_the_entrys_recipes():
-    assert containers.build_command(ENTRY, "docker")[-3:-1] == ["-f", str(catalogue.REPO_ROOT / "containers/samtools_sort/Dockerfile")]
+    dockerfile = catalogue.REPO_ROOT / "containers/samtools_sort/Dockerfile"
+    assert containers.build_command(ENTRY, "docker")[-3:-1] == ["-f", str(dockerfile)]
     assert containers.build_command(ENTRY, "apptainer")[-1].endswith("containers/samtools_sort/apptainer.def")
 
 

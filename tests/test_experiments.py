@@ -329,13 +329,13 @@ def experiment_results(env, tmp_path_factory, root_required, study_results):
 @pytest.mark.integration
 def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results):
     plan = experiments.plan("all", "tiny", ["hdd"], STUDY_HOST)
-    for task in plan["tasks"]:
-        record = json.loads((experiment_results / task["publish"] / experiments.POINT_RECORD).read_text())
-        assert record["task"]["point"] == task["point"] and record["runs"], task["publish"]
+    for planned in plan["tasks"]:
+        record = json.loads((experiment_results / planned["publish"] / experiments.POINT_RECORD).read_text())
+        assert record["task"]["point"] == planned["point"] and record["runs"], planned["publish"]
         for run in record["runs"]:
-            body = manifest.read_manifest(experiment_results / task["publish"] / run)
-            assert body["outcome"] in manifest.OUTCOMES and body["labels"]["experiment"] == task["experiment"]
-            assert body["collectors"]["blocktrace"]["ran"], (task["publish"], run)
+            body = manifest.read_manifest(experiment_results / planned["publish"] / run)
+            assert body["outcome"] in manifest.OUTCOMES and body["labels"]["experiment"] == planned["experiment"]
+            assert body["collectors"]["blocktrace"]["ran"], (planned["publish"], run)
     for name in experiments.NAMES:
         table = pd.read_csv(experiments.table_path(experiment_results, name))
         expected = sum(t["values"].get("instances", 1) for t in plan["tasks"] if t["experiment"] == name)
@@ -397,7 +397,8 @@ def test_the_experiments_report_is_deterministic_and_in_the_supplement(experimen
     for f in files:
         assert (tmp_path / f).read_bytes() == (report / f).read_bytes(), f"{f} differs between two renders"
     tex = supplement.experiments_tex([experiment_results], report)
-    for phrase in ("Sort memory and temporary files", "After DNAnexus, samtools rocksort", "sambamba sort (a substitute for rocksort)",
+    for phrase in ("Sort memory and temporary files", "After DNAnexus, samtools rocksort",
+                   "sambamba sort (a substitute for rocksort)",
                    "MEGAHIT (a substitute for Trinity)", "Fig. S5 (biossd)", "report/figures/figs2_sort_memory.pdf",
                    "report/tables/tables4_kmer_io.tex", "tc netem"):
         assert phrase in tex, phrase

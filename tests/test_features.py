@@ -134,7 +134,8 @@ def test_both_feeders_give_the_same_totals():
     records = blkbinary.synthetic(3000, "mixed", seed=9, merge_share=0.2, depth=4, cpus=2)
     req = blkbinary.to_requests(records)
     t0, t1 = float(records["time"].min()), float(records["time"].max())
-    rows = {"issue_s": req["issue_ns"].astype(float), "complete_s": np.where(req["complete_ns"] < 0, np.nan, req["complete_ns"]).astype(float),
+    rows = {"issue_s": req["issue_ns"].astype(float),
+            "complete_s": np.where(req["complete_ns"] < 0, np.nan, req["complete_ns"]).astype(float),
             "device": req["device"], "op": np.where(req["is_write"], "W", "R"), "sector": req["sector"], "bytes": req["bytes"]}
     a = blockstats.tally_requests(rows, t0, t1)
     b = blockstats.tally_records(np.array_split(records, 5), t0, t1)

@@ -17,7 +17,8 @@ MIB = 1 << 20
 #: A process that gives no rule a reason: short of every threshold.
 QUIET = {"tasks": 2, "runtime_s": 10.0, "cpu_share": 0.5, "paging_s": 0.0, "paging_share": 0.0, "swap_ins": 0.0,
          "swap_outs": 0.0, "peak_memory_bytes": 100.0 * MIB, "memory_limit_bytes": 200.0 * MIB, "flush_s": 0.1,
-         "flush_share": 0.01, "throttled_s": 0.0, "throttle_pauses": 0.0, "throttle_share": 0.0, "read_service_share": 0.5, "Rsize": 64.0, "CAR": 0.9, "oom_attempts": 0,
+         "flush_share": 0.01, "throttled_s": 0.0, "throttle_pauses": 0.0, "throttle_share": 0.0, "read_service_share": 0.5,
+         "Rsize": 64.0, "CAR": 0.9, "oom_attempts": 0,
          "oom_limit_bytes": math.nan, "best_target": "volume:nvme-pcie4", "best_speedup": 1.05,
          "best_speedup_low": 1.02, "best_speedup_high": 1.08, "saving_s": 0.5, "pipeline_saving_s": 0.5}
 

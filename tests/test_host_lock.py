@@ -67,7 +67,8 @@ def test_a_killed_profiler_s_tool_is_gone_before_the_next_run_measures(env, tmp_
                             env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr
     body = manifest.read_manifest(tmp_path / "second")
-    assert body["outcome"] == "ok", ("the first run's tool was still running when the second run started", body["host_lock"], (tmp_path / "second" / "stderr.log").read_text())
+    assert body["outcome"] == "ok", ("the first run's tool was still running when the second run started",
+                                     body["host_lock"], (tmp_path / "second" / "stderr.log").read_text())
     reaped = " ".join(body["host_lock"]["reaped_stale_holder"])
     assert "died holding the host lock" in reaped and "killed" in reaped, json.dumps(body["host_lock"])
     assert start_ticks(tool) != tool_start

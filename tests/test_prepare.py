@@ -17,7 +17,7 @@ import yaml
 
 from biossd.measure import manifest
 from biossd.study import matrix
-from biossd.study.inputs import data, datasets, formats, recipes, sources
+from biossd.study.inputs import data, datasets, formats, kinds, recipes, sources
 
 READS_SIZE = 96 << 10
 
@@ -100,7 +100,7 @@ def test_fetch_then_prepare_makes_an_input_with_its_provenance(biossd, published
     out = tmp_path / "input"
     proc = biossd("data", "prepare", "lib", "--data", str(fetched / "lib"), "--size", str(READS_SIZE), "--seed", "3",
                   "-o", str(out), "--manifests", str(published["manifests"]))
-    record = json.loads((out / data.PREPARED_RECORD).read_text())
+    record = json.loads((out / kinds.PREPARED_RECORD).read_text())
     assert json.loads(proc.stdout) == record
     assert sorted(p.name for p in out.iterdir()) == ["genome.fa", "prepared.json", "reads_1.fq", "reads_2.fq"]
     assert record["dataset"] == "lib" and record["recipe"] == "fastq_pairs" and record["kind"] == "reads"
@@ -126,7 +126,7 @@ def test_the_same_seed_gives_the_same_input_and_scale_replicates_it(published, f
 
     a, b, c = prep("a", "lib", 5), prep("b", "lib", 5), prep("c", "lib", 6)
     assert a["files"] == b["files"] and a["files"]["reads_1.fq"] != c["files"]["reads_1.fq"]
-    twice = prep("twice", "lib", 5, scale=2)
+    prep("twice", "lib", 5, scale=2)
     names = _fastq_names(tmp_path / "twice/reads_1.fq")
     assert len(names) == 2 * a["records"] == len(set(names)) and names[a["records"]].startswith("@x1_")
     small, grown = prep("db1", "db", 1, 1, 16 << 10), prep("db2", "db", 1, 2, 16 << 10)

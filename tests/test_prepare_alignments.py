@@ -15,7 +15,7 @@ import pytest
 from test_prepare import pinned, publish, serve, write_manifest
 
 from biossd.measure import manifest
-from biossd.study.inputs import alignments, data, datasets, recipes
+from biossd.study.inputs import alignments, data, datasets, kinds, recipes
 
 SIZE = 64 << 10
 _COMPLEMENT = str.maketrans("ACGT", "TGCA")
@@ -71,7 +71,7 @@ def test_a_sam_data_set_becomes_reads_the_study_realigns(biossd, rnaseq_alignmen
     out = tmp_path / "input"
     biossd("data", "prepare", "mm", "--data", str(rnaseq_alignments["data"]), "--size", str(SIZE), "--seed", "4",
            "--scale", "2", "-o", str(out), "--manifests", str(rnaseq_alignments["manifests"]))
-    record = json.loads((out / data.PREPARED_RECORD).read_text())
+    record = json.loads((out / kinds.PREPARED_RECORD).read_text())
     assert record["recipe"] == "sam_rnaseq" and record["kind"] == "rnaseq"
     assert [s["name"] for s in record["sources"]] == ["ES.aligned.sam.gz", "mm.gtf", "mm.fa"]
     assert sorted(record["files"]) == ["genes.gtf", "genome.fa", "reads.fq"]

@@ -21,7 +21,8 @@ def test_parsers_read_the_kernel_formats(tmp_path):
     assert disk["disk_vda_reads"] == 1 and disk["disk_vda_write_sectors"] == 7
     assert disk["disk_vda_weighted_io_ms"] == 11 and not any("loop0" in k for k in disk)
     (tmp_path / "psi").mkdir()
-    (tmp_path / "psi" / "io").write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n")
+    (tmp_path / "psi" / "io").write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"
+                                         "full avg10=0.00 avg60=0.00 avg300=0.00 total=3\n")
     assert sampler.read_psi(tmp_path / "psi") == {"psi_io_some_total_us": 7, "psi_io_full_total_us": 3}
     (tmp_path / "stat").write_text("cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 1 1 1 1 1 1 1\n")
     assert sampler.read_cpu(tmp_path / "stat")["cpu_iowait_ticks"] == 5

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from biossd.core import runtime
-from biossd.host import hostlock, sharedlock
+from biossd.host import hostlock
 
 MEMBER = textwrap.dedent("""
     import sys

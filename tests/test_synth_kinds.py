@@ -66,7 +66,8 @@ def test_vcf_refs_are_the_genome_bases(biossd, tmp_path):
     rows = [l.split("\t") for l in (out / "known_sites.vcf").read_text().splitlines() if not l.startswith("#")]
     sample = rows[:: max(1, len(rows) // 50)]
     regions = [f"{r[0]}:{r[1]}-{r[1]}" for r in sample]
-    fa = subprocess.run(["samtools", "faidx", str(out / "genome.fa"), *regions], check=True, capture_output=True, text=True).stdout
+    fa = subprocess.run(["samtools", "faidx", str(out / "genome.fa"), *regions], check=True, capture_output=True,
+                        text=True).stdout
     bases = [l for l in fa.splitlines() if not l.startswith(">")]
     assert bases == [r[3] for r in sample] and all(r[3] != r[4] for r in rows)
 

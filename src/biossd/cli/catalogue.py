@@ -4,13 +4,14 @@ chained pipeline's steps, a run's quality score."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import os
 import signal
 import sys
 import time
 from pathlib import Path
 
+from biossd.core import signals
 from biossd.cli import options
 from biossd.cli.options import UsageError
 
@@ -96,7 +97,7 @@ def cmd_chain_run(args: argparse.Namespace) -> int:
                                                        for tool, version in result.versions().items()))
     if result.signum is not None:
         return profile.signal_exit_code(result.signum)
-    options.result_kept()
+    signals.ignored_until_exit()
     ran = ", ".join(f"{r.step.name} {r.outcome}" for r in result.steps)
     print(f"biossd chain run: {ch.pipeline}: {ran} -> {args.out}", file=sys.stderr)
     return 0
@@ -229,19 +230,17 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
             argv = staging.stage(entry, Path(args.input), scratch, mem, args.container, settings,
                                  create_scratch=False, shared_root=shared_root, cidfile=cidfile)
         request = options.profile_request(args, argv, None if args.uncapped else mem, out)
-        request.container_id_file = cidfile
-        request.phases_before_s.update(start=round(started_s or 0.0, 4), stage=round(time.monotonic() - staged_at, 4))
-        request.labels.setdefault("scratch", str(scratch))
-        here = Path.cwd()
-        os.chdir(scratch)  # the tool's working directory: its relative writes land on the device
-        try:
-            _, signum = options.run_profiler(request, "biossd catalogue run")
-        finally:
-            os.chdir(here)
+        # The tool works in the scratch: its relative writes land on the device under study.
+        request = dataclasses.replace(
+            request, cwd=scratch, container_id_file=cidfile,
+            phases_before_s={**request.phases_before_s, "start": round(started_s or 0.0, 4),
+                             "stage": round(time.monotonic() - staged_at, 4)},
+            labels={**request.labels, "scratch": request.labels.get("scratch", str(scratch))})
+        _, signum = options.run_profiler(request, "biossd catalogue run")
         if signum is not None:
             return profile.signal_exit_code(signum)
         print(f"biossd catalogue run: quality: {_quality(entry.id, scratch, out)}", file=sys.stderr)
-    options.result_kept()
+    signals.ignored_until_exit()
     return 0
 
 

@@ -16,10 +16,9 @@ def _terminate_as_interrupt(signum: int, _frame: object) -> None:
 # Ctrl-C, so every command's clean-up (finally, context managers) runs and it exits 128+signal;
 # commands that measure install their own handlers. (A signal in the interpreter's own start,
 # before these lines, kills it by the signal, which a shell reports as the same 128+signal.)
-from biossd.core.signals import HELD  # noqa: E402
+from biossd.core.signals import for_the_process  # noqa: E402
 
-for _signum in HELD:
-    signal.signal(_signum, _terminate_as_interrupt)
+for_the_process(_terminate_as_interrupt)
 
 
 def _signum_of(intr: KeyboardInterrupt) -> int:
@@ -81,8 +80,7 @@ def run_handed_off(argv: list[str]) -> int:
     biossd's signal handlers, as in a process of its own (the worker is a fork of the leader,
     which had its own), then :func:`main`; the handlers reach the leader through the parser's
     defaults (``args.run_handed_off``)."""
-    for signum in HELD:
-        signal.signal(signum, _terminate_as_interrupt)
+    for_the_process(_terminate_as_interrupt)
     try:
         return main(argv)
     except KeyboardInterrupt as intr:

@@ -137,15 +137,6 @@ def run_profiler(request, name: str) -> tuple[dict[str, Any] | None, int | None]
     return body, None
 
 
-def result_kept() -> None:
-    """The run is complete: a signal from now until exit (Python restores the default handlers
-    while it shuts down, where SIGINT would kill it) does not turn a result into a failure."""
-    from biossd.core.signals import HELD
-
-    for signum in HELD:
-        signal.signal(signum, signal.SIG_IGN)
-
-
 def size_of(text: str, option: str) -> int:
     """A size given to ``option``; a malformed one is refused naming the option."""
     from biossd.core.units import parse_size

@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from biossd.core import signals
 from biossd.cli import options
 from biossd.cli.options import UsageError
 
@@ -71,7 +72,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     body, signum = options.run_profiler(request, "biossd pipeline task")
     if signum is not None:
         return profile.signal_exit_code(signum)
-    options.result_kept()
+    signals.ignored_until_exit()
     for name, stream in (("stdout.log", sys.stdout.buffer), ("stderr.log", sys.stderr.buffer)):
         with contextlib.suppress(OSError):
             stream.write((out / name).read_bytes())
@@ -139,7 +140,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mark", help="the session's leader mark, removed when the leader ends")
     options.add_owner_options(p, "the session", " (the Nextflow process: the lock is let go when it ends)")
     p.set_defaults(func=cmd_pipeline_lead)
-    p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices, and findings: what to change")
+    p = pipe_sub.add_parser("report", help="per process: features, I/O pattern, predicted speedup on target devices, "
+                                           "and findings: what to change")
     p.add_argument("outdir", help="the --biossd_outdir of a profiled pipeline run")
     p.add_argument("--study", help="a study result set: its pattern centroids instead of the paper's")
     p.add_argument("--target", action="append", default=[], metavar="DEVICE",

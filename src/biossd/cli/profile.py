@@ -7,6 +7,7 @@ import argparse
 import signal
 from pathlib import Path
 
+from biossd.core import signals
 from biossd.cli import options
 
 
@@ -20,7 +21,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     _, signum = options.run_profiler(request, "biossd profile")
     if signum is not None:
         return profile.signal_exit_code(signum)
-    options.result_kept()
+    signals.ignored_until_exit()
     return 0
 
 

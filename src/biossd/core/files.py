@@ -134,11 +134,19 @@ def is_mount_point(path: Path | str) -> bool:
 MARK_PREFIX = ".biossd-"
 
 
-def remove_tree(path: Path) -> None:
+def remove_tree(path: Path, ignore_errors: bool = False) -> None:
     """Delete the directory ``path`` and what it holds, never crossing into a live mount: with a
     file system still mounted at or below it (an emulated disk, an s3fs bucket), nothing is
     deleted and :class:`OSError` (EBUSY) names the mount, to be taken down first. The directory's
-    marks (:data:`MARK_PREFIX`) are deleted after everything else."""
+    marks (:data:`MARK_PREFIX`) are deleted after everything else. ``ignore_errors``: a failure
+    (that refusal included) leaves what could not be deleted, silently — for a state directory
+    whose loss is not worth an error at the end of a teardown."""
+    if ignore_errors:
+        try:
+            remove_tree(path)
+        except OSError:
+            pass
+        return
     import errno
     import shutil
 

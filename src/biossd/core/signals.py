@@ -71,3 +71,28 @@ def signals_raise(make_exception: Callable[[int], BaseException]) -> Iterator[No
 
     with signals_call(on_signal):
         yield
+
+
+def for_the_process(handler: Callable[[int, object], None] | int) -> dict[int, object]:
+    """``handler`` receives the :data:`HELD` signals from now on, for the rest of the process (not
+    a block): biossd's start, a forked worker that becomes a task, a task whose result is kept.
+    Returns the handlers it replaced, for :func:`restore`."""
+    return {sig: signal.signal(sig, handler) for sig in HELD}
+
+
+def restore(previous: dict[int, object]) -> None:
+    """Put back the handlers :func:`for_the_process` replaced."""
+    for sig, old in previous.items():
+        signal.signal(sig, old)
+
+
+def ignored_until_exit() -> None:
+    """The run is complete: a signal from now until the process exits (Python restores the default
+    handlers while it shuts down, where SIGINT would kill it) does not turn a result into a failure."""
+    for_the_process(signal.SIG_IGN)
+
+
+def default_child_handler() -> None:
+    """SIGCHLD back to its default: a worker forked from a process that reaps its children itself
+    (a pipeline session's leader) waits for its own."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)

@@ -266,7 +266,8 @@ def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
               "read_iops_qd32": row.get("rand_read_iops_qd32"), "write_iops_qd32": row.get("rand_write_iops_qd32")}
     for field in FLASH_QD1_FIELDS:
         if fields[field] in (None, ""):
-            raise DeviceModelError(f"{path}: missing field 'spec_row.{'rand_read_iops' if 'read' in field else 'rand_write_iops'}'")
+            name = "rand_read_iops" if "read" in field else "rand_write_iops"
+            raise DeviceModelError(f"{path}: missing field 'spec_row.{name}'")
     name = str(row.get("device") or path.stem)
     return flash_target(name, fields, f"{path} (spec_row)", f"fio record {path.name}", kind="measured")
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from biossd.core import servicestate
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text
+from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held
 from biossd.host import cgroups
@@ -256,7 +256,7 @@ def down(state_dir: Path = STATE_DIR) -> list[str]:
             done += _remove_cgroups([Path(p) for p in state.get("cgroups", [])])
         else:
             done.append(f"left the user's Docker engine at {state['docker_host']} as it was")
-        shutil.rmtree(state_dir, ignore_errors=True)
+        remove_tree(state_dir, ignore_errors=True)
         done.append(f"removed {state_dir}")
     return done
 

@@ -146,11 +146,12 @@ def stale_records() -> list[Path]:
 def reap(old: dict[str, Any] | None) -> list[str]:
     """Kill what a holder that died with the lock left running, before anything else is measured:
     the processes carrying its run's tag in their environment (:data:`biossd.core.owners.RUN_TAG_VAR`:
-    a detached grandchild too, with or without a cgroup), the processes of its command's session (started at or after the recorded leader; none when the
-    leader's pid now belongs to another process), its Docker container (the record names the
-    container id file), the cgroups it made (named after its pid, :mod:`biossd.host.cgroups`;
-    removing one kills what is in it, a ``setsid`` grandchild too), and the swap areas and trace
-    instances of dead runs. A holder still alive is never touched. Returns what was done."""
+    a detached grandchild too, with or without a cgroup), the processes of its command's session
+    (started at or after the recorded leader; none when the leader's pid now belongs to another
+    process), its Docker container (the record names the container id file), the cgroups it made
+    (named after its pid, :mod:`biossd.host.cgroups`; removing one kills what is in it, a ``setsid``
+    grandchild too), and the swap areas and trace instances of dead runs. A holder still alive is
+    never touched. Returns what was done."""
     import signal
 
     from biossd.host import cgroups

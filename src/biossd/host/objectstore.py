@@ -42,7 +42,7 @@ from typing import Any
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text, is_mount_point
+from biossd.core.files import atomic_write_text, is_mount_point, remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held
 
@@ -254,7 +254,7 @@ class ObjectStore:
         with signals_held():
             _remove(self.state, self.server)
             if not (self.state.get("mount") and is_mount_point(self.state["mount"])):
-                shutil.rmtree(self.state_dir, ignore_errors=True)
+                remove_tree(self.state_dir, ignore_errors=True)
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -356,4 +356,4 @@ def remove_leftover(state_dir: Path) -> None:
     except (OSError, ValueError):
         state = {}
     _remove(state)
-    shutil.rmtree(state_dir, ignore_errors=True)
+    remove_tree(state_dir, ignore_errors=True)

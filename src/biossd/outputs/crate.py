@@ -138,7 +138,9 @@ def write(results: Path) -> Path:
         for source in body.get("sources") or []:
             objects.append(crate.add(ContextEntity(crate, source["url"], properties={
                 "@type": "File", "name": source["name"], "sha256": source["sha256"],
-                "description": f"source of {dataset} ({'verified against its manifest' if source.get('verified') else 'unverified: its manifest pins no sha256'})"})))
+                "description": f"source of {dataset} ("
+                               + ("verified against its manifest" if source.get("verified")
+                                  else "unverified: its manifest pins no sha256") + ")"})))
 
     # Outputs: the table, the device records, every run directory (the table's, the probes' and
     # the chained steps'), the experiments' tables and task directories, pipeline_info, the report.

@@ -778,7 +778,8 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
                          (rows["predicted_high_s"] - rows["predicted_target_s"]).clip(lower=0)])
         bound = rows["target_is_lower_bound"].astype(bool).to_numpy()
         ax1.errorbar(rows["measured_target_s"][~bound], rows["predicted_target_s"][~bound], yerr=err[:, ~bound],
-                     fmt="o", ms=4, color=colour, lw=0.7, capsize=2, label=f"{direction} (measured on {rows['target_side'].iloc[0]})")
+                     fmt="o", ms=4, color=colour, lw=0.7, capsize=2,
+                     label=f"{direction} (measured on {rows['target_side'].iloc[0]})")
         if bound.any():
             ax1.plot(rows["measured_target_s"][bound], rows["predicted_target_s"][bound], ">", ms=6, color=colour,
                      label=f"{direction}: measured only a lower bound")

@@ -95,7 +95,8 @@ def readme(rep, path: Path) -> Path:
              f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} "
              "standard deviations) and, for a flash "
              "device known by its vendor's depth-32 IOPS only, both ends of its possible depth-1 IOPS. "
-             f"A process whose tasks ran less than {findings.MIN_JUDGED_RUNTIME_S:g} s is mostly process start-up and scheduling: its "
+             f"A process whose tasks ran less than {findings.MIN_JUDGED_RUNTIME_S:g} s is mostly process start-up and "
+             "scheduling: its "
              "prediction is printed, not to be leaned on.", "",
              "## Patterns", ""] + [f"- {s}" for s in sources or ["none"]]
     lines += ["", "## Skipped runs", ""] + ([f"- `{d}`: {why}" for d, why in rep.skipped] or ["none"])
@@ -190,7 +191,8 @@ def multiqc_content(rep, out_dir: Path) -> list[Path]:
           "findings": {"title": "Findings"}}, processes),
         (MQC_FINDINGS, "biossd: findings",
          f"What to change, per process: each coded finding with its evidence-based text and advice (rules: {docs}).",
-         "Process and finding", {"severity": {"title": "Severity"}, "finding": {"title": "Finding"}, "advice": {"title": "What to do"}},
+         "Process and finding",
+         {"severity": {"title": "Severity"}, "finding": {"title": "Finding"}, "advice": {"title": "What to do"}},
          found or {"(none)": {"severity": "", "finding": "no rule fired", "advice": ""}}),
     ]
     written = []

@@ -1,6 +1,7 @@
 """The report of a result set: papermill runs every notebook in ``notebooks/`` over one or more
 result folders that hold the study's runs, and each notebook of ``notebooks/experiments/`` over
-those that hold that experiment's (:func:`notebooks_for`), and writes ``report/`` — ``figures/figNN_<slug>.pdf|png`` (:mod:`biossd.outputs.figures`),
+those that hold that experiment's (:func:`notebooks_for`), and writes ``report/`` —
+``figures/figNN_<slug>.pdf|png`` (:mod:`biossd.outputs.figures`),
 ``tables/tableN_<slug>.csv|tex`` (:mod:`biossd.outputs.tables`) and ``notebooks/`` (each executed
 notebook, as ``.ipynb`` and ``.html``).
 

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from biossd import analysis
+from biossd.core.files import remove_tree
 from biossd.analysis import resultset, speedup
 from biossd.core import paths
 from biossd.core.errors import BiossdError
@@ -375,7 +376,7 @@ def _replace_report_copy(report_dir: Path, dest: Path) -> None:
         raise SupplementError(f"{dest} exists and is not a report copy biossd made (no {REPORT_COPY_MARKER}); "
                               "choose another --out or move it away")
     if dest.exists():
-        shutil.rmtree(dest)
+        remove_tree(dest)
     dest.mkdir(parents=True)
     (dest / REPORT_COPY_MARKER).write_text("copied by biossd paper from the report\n")
     for sub in ("figures", "tables"):

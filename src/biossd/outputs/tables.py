@@ -224,7 +224,8 @@ def table5_inputs(a: Analysis) -> pd.DataFrame:
                      "input": f"synthetic {kind}", "baseline_size": size,
                      "input_bytes": float(read.mean()) if read.notna().any() else np.nan,
                      "seed": params.get("seed", ""), "scales": ",".join(str(s) for s in sorted(group["scale"].unique())),
-                     "caps": ",".join(sorted(group["mem"].unique(), key=lambda m: group.loc[group["mem"] == m, "mem_bytes"].iloc[0])),
+                     "caps": ",".join(sorted(group["mem"].unique(),
+                                             key=lambda m: group.loc[group["mem"] == m, "mem_bytes"].iloc[0])),
                      "runs": len(group)})
     return pd.DataFrame(rows)
 

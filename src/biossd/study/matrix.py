@@ -493,7 +493,8 @@ def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) 
             why = f"is {'below the minimum' if error.validator == 'minimum' else 'above the maximum'} {rule[error.validator]}"
         else:
             why = error.message
-        problems.append(f"Parameter --{name} = {error.instance!r} {why} ({rule.get('description', '').split('. ')[0].rstrip('.')})")
+        said = rule.get("description", "").split(". ")[0].rstrip(".")
+        problems.append(f"Parameter --{name} = {error.instance!r} {why} ({said})")
     return problems
 
 
@@ -807,9 +808,9 @@ def _sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str
     derived = rec["parameters"] if factor == 1 else sizer.parameters(rec, memory_factor=factor,
                                                                        min_cap_bytes=MIN_CAP_BYTES)
     sized = {name: v for name, v in derived.items() if v is not None}
-    return sized, {"memory_factor": factor, "path": str(value), "sha256": sizer.digest(Path(str(value))), "host": rec["host"].get("hostname"),
-                   "created": rec.get("created"), "run_budget_s": rec["budget"]["run_s"], "tools": rec["tools"],
-                   "parameters": sorted(sized)}
+    return sized, {"memory_factor": factor, "path": str(value), "sha256": sizer.digest(Path(str(value))),
+                   "host": rec["host"].get("hostname"), "created": rec.get("created"),
+                   "run_budget_s": rec["budget"]["run_s"], "tools": rec["tools"], "parameters": sorted(sized)}
 
 
 def _input_over_cap(sizes_of: Mapping[str, str], caps: Mapping[str, list[str]]) -> dict[str, float]:

@@ -34,14 +34,13 @@ import datetime as dt
 import hashlib
 import json
 import math
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text
+from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.units import format_size, parse_size
 from biossd.study import sizing
 
@@ -127,7 +126,7 @@ class Runner:
             accounting = out / "rusage.json"  # the process tree's block reads and writes
             usage = json.loads(accounting.read_text()) if accounting.is_file() else {}
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            remove_tree(work, ignore_errors=True)
         resident = body["memory_cap"].get("resident") or {}
         record = {"step": step, "tool": tool, "size_bytes": size, "cap_bytes": cap, "settings": settings,
                   "outcome": body["outcome"], "wall_s": body["wall_s"], "resident_peak_bytes": resident.get("peak_bytes"),
@@ -324,7 +323,7 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
 
     chose = record["chose"]
     inputs, floors = chose["inputs"], chose["floors"]
-    m, m_gatk = chose["data_memory"], chose["data_memory_gatk"]
+    m = chose["data_memory"]
     m_k = sizing.round_kib(m * memory_factor) if memory_factor != 1 else m
     caps = {}
     for tool in sorted(inputs):

@@ -60,7 +60,7 @@ from typing import Any
 
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text, is_mount_point
+from biossd.core.files import atomic_write_text, is_mount_point, remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import swap as swaps
@@ -512,7 +512,7 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
             _save(state_dir, state)
         raise EmulateError(f"the emulated HDD at {mount} is not fully down: " + "; ".join(errors)
                            + " — end what still uses it, then run `biossd cleanup`")
-    shutil.rmtree(state_dir, ignore_errors=True)
+    remove_tree(state_dir, ignore_errors=True)
     return done
 
 

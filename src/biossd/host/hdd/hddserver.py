@@ -6,9 +6,9 @@ Run as ``python -m biossd.host.hdd.hddserver --profile NAME --size BYTES --backi
 [--scale D]``.
 The data lives in ``--backing`` (a sparse file on the native disk). Service times are applied
 only once ``on`` is written to the mount's ``control`` file, so ``mkfs`` runs at native speed
-(``off`` turns them off again); reading ``stats`` gives request counts as JSON. The server opens the file with FUSE ``direct_io``, so no page cache sits between the loop
-device and the model, and it runs outside any memory cap, so swap traffic through it cannot
-deadlock a capped program.
+(``off`` turns them off again); reading ``stats`` gives request counts as JSON. The server opens
+the file with FUSE ``direct_io``, so no page cache sits between the loop device and the model, and
+it runs outside any memory cap, so swap traffic through it cannot deadlock a capped program.
 
 Timing: requests are served one at a time, in the order they were queued (one actuator, one
 thread). A request is taken to have arrived

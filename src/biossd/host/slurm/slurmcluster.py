@@ -32,7 +32,7 @@ from typing import Any
 
 from biossd.core import servicestate
 from biossd.core.errors import BiossdError
-from biossd.core.files import atomic_write_text
+from biossd.core.files import atomic_write_text, remove_tree
 from biossd.core.owners import ProcessRef, start_ticks
 from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import cgroups
@@ -209,7 +209,7 @@ def _roll_back(state_dir: Path, state: dict[str, Any]) -> None:
     for _name, pid in _daemons_of(state_dir):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    shutil.rmtree(state_dir, ignore_errors=True)
+    remove_tree(state_dir, ignore_errors=True)
 
 
 def _bring_up(state: dict[str, Any]) -> None:
@@ -333,7 +333,7 @@ def down(state_dir: Path = STATE_DIR) -> list[str]:
         for path in state.get("made_cgroups", []):
             if cgroups.remove_tree(Path(path)):
                 done.append(f"removed {path}")
-        shutil.rmtree(state_dir, ignore_errors=True)
+        remove_tree(state_dir, ignore_errors=True)
         done.append(f"removed {state_dir}")
     return done
 

@@ -264,7 +264,8 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
         if not quality.get("truth"):
             raise _fail(path, "quality.truth", "is missing: the input's truth file")
     if data["input"] not in input_kinds.DESCRIPTIONS:
-        raise _fail(path, "input", f"is {data['input']!r}, not a synthetic input kind ({', '.join(sorted(input_kinds.DESCRIPTIONS))})")
+        kinds = ", ".join(sorted(input_kinds.DESCRIPTIONS))
+        raise _fail(path, "input", f"is {data['input']!r}, not a synthetic input kind ({kinds})")
     smoke = data["smoke"]
     if smoke is not None:
         if not smoke.get("commands") or not all(isinstance(c, list) and c for c in smoke["commands"]):

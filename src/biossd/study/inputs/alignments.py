@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from biossd.core.files import remove_tree
 from biossd.study.inputs.formats import RecipeError, fasta_records, kept, open_text, wrapped, write_genome
 
 #: The first bytes of a BAM file once its first BGZF block is inflated (SAM specification §4.2).
@@ -213,7 +214,7 @@ def align_bam(src: dict[str, Path], out: Path, size_bytes: int, seed: int, scale
             raise RecipeError(f"`{' '.join(argv[:2])}` failed on {src['reads'] if stdout else src['reference']}: "
                               f"{proc.stderr.strip()[-500:]}")
     made = bam_subsample(work / "aligned.sam", out / "reads.bam", size_bytes, seed, scale)
-    shutil.rmtree(work)
+    remove_tree(work)
     return {"files": ["reads.bam"], "tools": versions, **made}
 
 
@@ -346,7 +347,7 @@ def gatk_region(src: dict[str, Path], out: Path, size_bytes: int, seed: int, sca
         if proc.returncode != 0:
             raise RecipeError(f"`{' '.join(argv[:2])}` failed: {proc.stderr.strip()}")
     _known_sites(src["known_sites"], contig, out / "known_sites.vcf")
-    shutil.rmtree(work)
+    remove_tree(work)
     return {"files": ["genome.fa", "genome.fa.fai", "genome.dict", "reads.bam", "reads.bam.bai", "known_sites.vcf"],
             "records": records * scale, "source_records": source_records, "tools": versions}
 

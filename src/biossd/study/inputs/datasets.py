@@ -322,7 +322,7 @@ def prepare(dataset_id: str, data_dir: Path, out_dir: Path, size_bytes: int, see
     (``prepared.json``): the data set, the recipe and its arguments, the seed, each source file
     with its URL and sha256 (checked again here against what the fetch verified), and the sha256
     of every file made."""
-    from biossd.study.inputs import data, recipes
+    from biossd.study.inputs import data, kinds, recipes
 
     if scale < 1:
         raise DatasetError(f"--scale must be a whole number >= 1, got {scale}")
@@ -356,7 +356,7 @@ def prepare(dataset_id: str, data_dir: Path, out_dir: Path, size_bytes: int, see
                 "scale": scale, "records": made["records"], "source_records": made["source_records"],
                 "sources": sources, "tools": made.get("tools", {}), "files": made["files"]}
 
-    return data.write_input(Path(out_dir), make, data.PREPARED_RECORD)
+    return data.write_input(Path(out_dir), make, kinds.PREPARED_RECORD)
 
 
 def _sha256(path: Path) -> str:

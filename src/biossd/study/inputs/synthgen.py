@@ -356,7 +356,8 @@ def rnaseq(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, o
         gid = f"gene{len(genes):04d}"
         genes.append((gid, exons))
         for e, (a, b) in enumerate(exons):
-            gtf.append(f"chr1\tbiossd\texon\t{a + 1}\t{b}\t.\t+\t.\tgene_id \"{gid}\"; transcript_id \"{gid}.1\"; exon_number \"{e + 1}\";")
+            gtf.append(f"chr1\tbiossd\texon\t{a + 1}\t{b}\t.\t+\t.\t"
+                       f"gene_id \"{gid}\"; transcript_id \"{gid}.1\"; exon_number \"{e + 1}\";")
         pos += int(rng.integers(2_000, 8_000))
     write_fasta(out_dir / "genome.fa", [("chr1", contig)])
     (out_dir / "genes.gtf").write_text("\n".join(gtf) + "\n")
