@@ -16,13 +16,20 @@ REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
 
+#: The fixtures that say a test needs what `make check` does not give: root, or a tool that
+#: `make test` installs (the catalogue's programs, GNU time, GATK, Nextflow).
+INTEGRATION_FIXTURES = ("root_required", "tool_required")
+
+
 def pytest_collection_modifyitems(config, items):
-    """`make check` runs what is not marked `integration` without root: a test that asks for
-    root and is not marked would fail there, so it is refused here, by name."""
+    """`make check` runs what is not marked `integration`, without root and without the tools: a
+    test that asks for either and is not marked would fail there, so it is refused here, by name."""
     unmarked = [item.nodeid for item in items
-                if "root_required" in getattr(item, "fixturenames", ()) and item.get_closest_marker("integration") is None]
+                if set(INTEGRATION_FIXTURES) & set(getattr(item, "fixturenames", ()))
+                and item.get_closest_marker("integration") is None]
     if unmarked:
-        raise pytest.UsageError("tests that need root must be marked @pytest.mark.integration: " + ", ".join(unmarked))
+        raise pytest.UsageError("tests that need root or a tool must be marked @pytest.mark.integration: "
+                                + ", ".join(unmarked))
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +76,17 @@ def biossd(env):
 @pytest.fixture(scope="session")
 def root_required():
     assert os.geteuid() == 0, "integration tests of cgroups and caches need root"
+
+
+@pytest.fixture(scope="session")
+def tool_required(env):
+    """``tool_required("samtools", ...)``: each program is on the study's PATH (the venv's bin
+    first), or the test fails naming it and the command that installs it."""
+    def need(*names: str) -> None:
+        missing = [name for name in names if shutil.which(name, path=env["PATH"]) is None]
+        assert not missing, f"{', '.join(missing)} not installed here: run `make tools` (or `make test`)"
+
+    return need
 
 
 def own_cgroups() -> list[Path]:

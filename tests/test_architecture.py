@@ -126,3 +126,19 @@ def test_a_module_no_test_names_is_found(tmp_path):
     (tmp_path / "tests" / "test_other.py").write_text("from pkg import covered\n")
     (tmp_path / "tests" / "test_named.py").write_text("")
     assert modules_without_a_test(tmp_path / "src", tmp_path / "tests") == ["pkg.orphan"]
+
+
+def test_a_test_that_needs_root_or_a_tool_and_is_not_marked_is_refused(tmp_path):
+    """`make check` runs the unmarked tests without root or tools: the conftest refuses, by name,
+    an unmarked test that asks for either (a copy of the real conftest over a throwaway test)."""
+    shutil.copy(REPO / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_probe.py").write_text(
+        "import pytest\n\n\ndef test_unmarked(tool_required):\n    tool_required('samtools')\n\n\n"
+        "@pytest.mark.integration\ndef test_marked(tool_required, root_required):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "must be marked @pytest.mark.integration" in said and "test_unmarked" in said
+    assert "test_marked" not in said.split("must be marked", 1)[1], said

@@ -28,10 +28,11 @@ def test_every_pipeline_has_a_chain_that_names_each_paper_step(pipeline):
 
 
 @pytest.mark.integration
-def test_the_transcriptome_chain_runs_each_step_on_the_last_ones_output(tmp_path):
+def test_the_transcriptome_chain_runs_each_step_on_the_last_ones_output(tmp_path, tool_required):
     """Lighter's corrected reads -> HISAT2 -> samtools sort -> StringTie, in one scratch, on a
     small input: every step's argv names the previous step's output, and the last one writes
     transcripts."""
+    tool_required("lighter", "hisat2", "samtools", "stringtie")
     data.synth("rnaseq", tmp_path / "in", 256 << 10, 3)
     c = chain.of(catalogue.get("pipeline_transcriptome"))
     scratch = tmp_path / "scratch"

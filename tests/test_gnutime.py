@@ -12,7 +12,8 @@ from biossd.measure import gnutime
 @pytest.mark.integration
 @pytest.mark.parametrize(("script", "exit_code"), [("exit 0", 0), ("exit 3", 3), ("kill -9 $$", -9),
                                                    ("kill -TERM $$", -15)])
-def test_the_report_says_how_the_command_ended(tmp_path, script, exit_code):
+def test_the_report_says_how_the_command_ended(tmp_path, script, exit_code, tool_required):
+    tool_required("time")
     path, why = gnutime.find()
     assert path is not None, why
     report_file = tmp_path / gnutime.REPORT_FILE

@@ -112,10 +112,11 @@ def test_reads_become_an_unsorted_bam_that_samtools_sort_reads(biossd, tmp_path)
 
 
 @pytest.mark.integration
-def test_one_contig_of_a_sample_is_what_gatk_reads(biossd, tmp_path):
+def test_one_contig_of_a_sample_is_what_gatk_reads(biossd, tmp_path, tool_required):
     """gatk_region: the reads, genome and known sites of one contig only (GATK refuses contigs its
     dictionary lacks), the reads subsampled, replicated, sorted and indexed; BaseRecalibrator
     recalibrates every read of it."""
+    tool_required("gatk", "samtools")
     data.synth("vcf", tmp_path / "sample", 2 << 20, seed=23)
     src = {"alignments": tmp_path / "sample/reads.bam", "genome": tmp_path / "sample/genome.fa",
            "known_sites": tmp_path / "sample/known_sites.vcf"}
