@@ -96,10 +96,6 @@ class ResultSet:
         return sorted(self.runs["side"].unique())
 
 
-def side_key(host: object, storage: object) -> str:
-    return f"{host}-{storage}"
-
-
 def load(roots: Iterable[Path | str]) -> ResultSet:
     """Read every result folder in ``roots``. A folder without ``features.csv`` is an error that
     names it; the same run labels in two folders are too (they would be counted twice)."""

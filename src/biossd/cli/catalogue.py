@@ -49,28 +49,6 @@ def cmd_catalogue_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_chain_steps(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, chain
-
-    steps = chain.of(catalogue.get(args.pipeline)).steps
-    for step in steps:
-        print(step.index, step.name, step.tool)
-    return 0
-
-
-def cmd_chain_stage(args: argparse.Namespace) -> int:
-    from biossd.study import catalogue, chain
-
-    ch = chain.of(catalogue.get(args.pipeline))
-    tool = ch.steps[args.step - 1].tool if 1 <= args.step <= len(ch.steps) else args.pipeline
-    with options.held_host_lock(args, f"biossd chain stage {args.pipeline} step {args.step} (into {args.scratch})"):
-        argv = chain.stage_step(ch, args.step, Path(args.input) if args.input else None, Path(args.scratch),
-                                options.mem_bytes(args.mem), args.container, options.settings(tool, args.set),
-                                create_scratch=not args.existing_scratch)
-    options.print_argv(argv, args.print0)
-    return 0
-
-
 def cmd_chain_run(args: argparse.Namespace) -> int:
     """A chained pipeline in one process (:mod:`biossd.measure.chainrun`): its scratch made, marked
     and removed here, each step staged (under the host lock) and profiled in it."""
@@ -248,23 +226,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     """This room's commands and their options."""
     chain_p = sub.add_parser("chain", help="a pipeline's steps run chained (Fig. 3)").add_subparsers(
         dest="chain_cmd", required=True)
-    p = chain_p.add_parser("steps", help="the chain's steps: index, step name, tool")
-    p.add_argument("pipeline")
-    p.set_defaults(func=cmd_chain_steps)
-    p = chain_p.add_parser("stage", help="prepare one step in the chain's scratch and print its argv")
-    p.add_argument("pipeline")
-    p.add_argument("--step", type=int, required=True, help="1-based; step 1 copies --input into scratch first")
-    p.add_argument("--input", help="directory of the chain's input kind (step 1)")
-    p.add_argument("--scratch", required=True, help="the chain's scratch directory, on the device under study")
-    p.add_argument("--existing-scratch", action="store_true",
-                   help="the scratch must exist (a workflow made and marked it); never make it here")
-    p.add_argument("--mem", help="the step's memory cap (a container engine enforces it)")
-    options.add_set_option(p)
-    p.add_argument("--container", choices=options.ENGINES, help="run the step's tool in its container")
-    p.add_argument("--print0", action="store_true", help="NUL-separated argv (for `mapfile -d ''`)")
-    options.add_hold_host_lock_option(p, "stage")
-    options.add_owner_options(p, "this staging")
-    p.set_defaults(func=cmd_chain_stage)
     p = chain_p.add_parser("run", help="a chained pipeline in one process: its steps staged one after another "
                                        "in one marked scratch, each profiled; the scratch removed")
     p.add_argument("pipeline")

@@ -69,10 +69,6 @@ def kernel_dev_t(major: int, minor: int) -> int:
     return (major << KERNEL_MINOR_BITS) | minor
 
 
-def split_kernel_dev_t(dev: int) -> tuple[int, int]:
-    return dev >> KERNEL_MINOR_BITS, dev & ((1 << KERNEL_MINOR_BITS) - 1)
-
-
 def _mountinfo() -> list[tuple[Path, str]]:
     """(mount point, filesystem type) of every mount this process sees."""
     from biossd.core.files import mount_table
