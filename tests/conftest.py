@@ -124,7 +124,7 @@ STUDY_HOST = "testhost"
 @pytest.fixture(scope="session")
 def study_results(env, tmp_path_factory, root_required):
     """`nextflow run study -profile test` with a chained pipeline, its scratch in a hostile path:
-    the suite's one real result set (test_pipeline.py checks it). Other workflow tests reuse its
+    the suite's one real result set (test_study_workflow.py checks it). Other workflow tests reuse its
     device records (--device_records) instead of measuring the same devices again. Returns
     (launch directory, result folder)."""
     from biossd.host.cgroups import find_leftovers

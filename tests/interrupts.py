@@ -102,7 +102,7 @@ PROFILE_EDGES = (
 EMULATE_EDGES = (
     Edge("state directory", lambda work: set(map(str, emulate.all_states()))),
     Edge("backing file", lambda work: _names(work, emulate.BACKING_PREFIX)),
-    Edge("disk server", lambda work: _processes("biossd.host.hdd.hddserver")),
+    Edge("disk server", lambda work: _processes("biossd.host.hdd.server")),
     Edge("FUSE mount", lambda work: _mounts(str(emulate.STATE_ROOT))),
     Edge("loop device", _loops_over),
     Edge("file system mounted", lambda work: _mounts(str(work / "hdd"))),

@@ -260,7 +260,7 @@ def test_an_nf_core_style_pipeline_in_docker_is_profiled_task_by_task_from_the_h
     requests — and the report names every process; no container is left."""
     from conftest import REPO
 
-    from biossd.analysis import pipeline
+    from biossd.analysis import own_pipeline
 
     for sample, seed in (("s1", 1), ("s2", 2)):
         biossd("data", "synth", "bam", "--size", "8M", "--seed", str(seed), "-o", str(tmp_path / sample))
@@ -275,7 +275,7 @@ def test_an_nf_core_style_pipeline_in_docker_is_profiled_task_by_task_from_the_h
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert sorted(p.name for p in (tmp_path / "out" / "bam").iterdir()) == [
         "s1.sorted.bam", "s1.sorted.bam.bai", "s2.sorted.bam", "s2.sorted.bam.bai"]
-    runs, skipped = pipeline.load_runs(outdir)
+    runs, skipped = own_pipeline.load_runs(outdir)
     assert skipped == [] and len(runs) == 4
     for path, process in zip(runs["run_path"], runs["process"]):
         body = manifest.read_manifest(Path(path))
@@ -293,7 +293,7 @@ def test_an_nf_core_style_pipeline_in_docker_is_profiled_task_by_task_from_the_h
             assert foreign["attributed_by"] or "was not seen running" in foreign["why"]
     said = biossd("pipeline", "report", str(outdir)).stdout
     assert "SAMTOOLS_SORT" in said and "SAMTOOLS_INDEX" in said
-    sorts = pipeline.report(outdir, []).tasks.query("process == 'SAMTOOLS_SORT'")
+    sorts = own_pipeline.report(outdir, []).tasks.query("process == 'SAMTOOLS_SORT'")
     assert sorts["overlap_s"].gt(0).all(), "the two samples' sorts ran side by side"
     left = subprocess.run(["docker", "ps", "-aq"], env=engine["env"], capture_output=True, text=True).stdout.split()
     assert left == [], f"containers left: {left}"

@@ -33,7 +33,7 @@ SCALE = load_profile(PROFILE).capacity_bytes / SIZE_BYTES
 def _host():
     return (swap.active_swaps(), subprocess.run(["losetup", "-l", "-n"], capture_output=True, text=True).stdout,
             Path("/proc/self/mountinfo").read_text().count("biossd"), emulate.all_states(),
-            subprocess.run(["pgrep", "-f", "biossd.host.hdd.hddserver"], capture_output=True, text=True).stdout)
+            subprocess.run(["pgrep", "-f", "biossd.host.hdd.server"], capture_output=True, text=True).stdout)
 
 
 @pytest.fixture(scope="module")

@@ -13,14 +13,14 @@ import time
 
 import pytest
 
-from biossd.measure import handoff, pipelinetask
+from biossd.measure import handoff, own_pipeline_task
 
 #: How long a test waits for a task's process, serving it meanwhile.
 WAIT_S = 20.0
 
 
 def task_argv(owner_pid: int, **extra) -> list[str]:
-    word = pipelinetask.encode({"process": "P", "concurrency": "side-by-side", "owner_pid": owner_pid, **extra})
+    word = own_pipeline_task.encode({"process": "P", "concurrency": "side-by-side", "owner_pid": owner_pid, **extra})
     return ["pipeline", "task", "--task", word, "--", "/bin/true"]
 
 

@@ -102,26 +102,26 @@ def test_a_service_policy_a_killed_install_left_is_removed_and_no_other(tmp_path
 
 
 def test_maven_jars_are_checked_against_their_pinned_sums(tmp_path):
-    from biossd.study.catalogue import toolinstall
+    from biossd.study.catalogue import install
 
     (tmp_path / "a.jar").write_bytes(b"a")
     sums = tmp_path / "sums.txt"
     sums.write_text("ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  a.jar\n")
-    toolinstall.check_sha256sums(tmp_path, sums)
+    install.check_sha256sums(tmp_path, sums)
     (tmp_path / "a.jar").write_bytes(b"b")
-    with pytest.raises(toolinstall.InstallError, match="a.jar: its SHA-256"):
-        toolinstall.check_sha256sums(tmp_path, sums)
+    with pytest.raises(install.InstallError, match="a.jar: its SHA-256"):
+        install.check_sha256sums(tmp_path, sums)
     (tmp_path / "b.jar").write_bytes(b"b")
-    with pytest.raises(toolinstall.InstallError, match="other jars"):
-        toolinstall.check_sha256sums(tmp_path, sums)
+    with pytest.raises(install.InstallError, match="other jars"):
+        install.check_sha256sums(tmp_path, sums)
     for name in ("gatk", "nextflow", "s3proxy"):
         assert (REPO / "install" / name / "sha256sums.txt").read_text().strip(), name
 
 
 def test_a_component_s_sources_file_names_the_host_s_own_release(tmp_path):
-    from biossd.study.catalogue import toolinstall
+    from biossd.study.catalogue import install
 
     release = tmp_path / "os-release"
     release.write_text('NAME="Debian GNU/Linux"\nVERSION_CODENAME=trixie\n')
-    assert toolinstall.debian_suite(release) == "trixie"
-    assert toolinstall.debian_suite(tmp_path / "none") == toolinstall.DEFAULT_DEBIAN_SUITE
+    assert install.debian_suite(release) == "trixie"
+    assert install.debian_suite(tmp_path / "none") == install.DEFAULT_DEBIAN_SUITE

@@ -14,7 +14,7 @@ SEED = 14  # profile points spread over 0.8-2.0 s, all three signals
 
 def test_random_kill_points_leave_nothing(env, tmp_path, root_required):
     """The commands that change the host, killed at random. The pipeline's points (Nextflow
-    killed, then -resume) are the benchmark's: here test_pipeline's interrupted study and the
+    killed, then -resume) are the benchmark's: here test_study_workflow's interrupted study and the
     owner-death tests of test_reliability stand for them, within the suite's time."""
     lines: list[str] = []
     points = run_points(SEED, tmp_path, env, n_profile=4, n_emulate=4, n_pipeline=0, report=lines.append,

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from biossd.analysis import pipeline
+from biossd.analysis import own_pipeline
 from biossd.core.owners import ProcessRef
-from biossd.measure import manifest, pipelinetask
+from biossd.measure import manifest, own_pipeline_task
 
 pytestmark = pytest.mark.integration
 
@@ -102,9 +102,9 @@ def profiled(env, inputs, classes, tmp_path_factory):
 ])
 def test_every_task_is_profiled_and_every_process_reported(profiled, biossd, name, processes):
     outdir = profiled[(name, "native")]
-    trace = pipeline.load_trace(outdir)
+    trace = own_pipeline.load_trace(outdir)
     assert set(trace["process"]) == processes
-    runs, skipped = pipeline.load_runs(outdir)
+    runs, skipped = own_pipeline.load_runs(outdir)
     assert skipped == []
     assert len(runs) == len(trace), "one run per task attempt"
     for run in runs.itertuples():
@@ -113,19 +113,19 @@ def test_every_task_is_profiled_and_every_process_reported(profiled, biossd, nam
     said = biossd("pipeline", "report", str(outdir)).stdout
     for process in processes:
         assert process in said
-    table = pd.read_csv(outdir / pipeline.REPORT_DIR / "processes.csv")
+    table = pd.read_csv(outdir / own_pipeline.REPORT_DIR / "processes.csv")
     assert set(table["process"]) == processes and table["Riops"].notna().all()
-    assert (outdir / pipeline.REPORT_DIR / "pipeline_speedup.png").stat().st_size > 0
+    assert (outdir / own_pipeline.REPORT_DIR / "pipeline_speedup.png").stat().st_size > 0
 
 
 def test_a_retried_task_counts_once_and_its_failed_attempt_is_listed(profiled):
     """GROW_TABLE asks for 40 MB at first: biossd's cap kills it (oom), Nextflow retries it with
     80 MB; the report counts one task and one failed attempt."""
     outdir = profiled[("spill", "native")]
-    runs, _ = pipeline.load_runs(outdir)
+    runs, _ = own_pipeline.load_runs(outdir)
     grow = runs[runs["process"] == "GROW_TABLE"].sort_values("attempt")
     assert list(grow["outcome"]) == ["oom", "ok"]
-    rep = pipeline.report(outdir)
+    rep = own_pipeline.report(outdir)
     row = rep.processes.set_index("process").loc["GROW_TABLE"]
     assert row["tasks"] == 1 and row["failed_attempts"] == 1
 
@@ -138,7 +138,7 @@ def test_findings_name_what_to_change_and_the_next_run_config_does_it(profiled, 
 
     outdir = profiled[("spill", "native")]
     said = biossd("pipeline", "report", str(outdir)).stdout
-    table = pd.read_csv(outdir / pipeline.REPORT_DIR / "findings.csv")
+    table = pd.read_csv(outdir / own_pipeline.REPORT_DIR / "findings.csv")
     codes = {rule.code for rule in findings.RULES}
     assert set(table["code"]) <= codes and table["evidence"].str.contains("=").all()
     m02 = table[table["code"] == "BIOSSD-M02"]
@@ -146,32 +146,32 @@ def test_findings_name_what_to_change_and_the_next_run_config_does_it(profiled, 
     assert "killed at 40 MB" in m02.iloc[0]["finding"] and "BIOSSD-M02" in said
     for process, fired in table.groupby("process")["code"]:
         assert not {"BIOSSD-C01", "BIOSSD-D01"} <= set(fired), f"{process}: CPU-bound and device-bound at once"
-    config = outdir / pipeline.REPORT_DIR / "next-run.config"
+    config = outdir / own_pipeline.REPORT_DIR / "next-run.config"
     assert "withName: 'GROW_TABLE'" in config.read_text()
     again = tmp_path / "again"
     again.mkdir()
     # Only GROW_TABLE's memory matters here: the numbers are few.
     run_pipeline(env, "spill", profiled["work"]["native"] / "spill-again" / "work", again, "--count", str(SMALL_COUNT),
                  "-c", str(config))
-    runs, _ = pipeline.load_runs(again)
+    runs, _ = own_pipeline.load_runs(again)
     assert list(runs[runs["process"] == "GROW_TABLE"]["outcome"]) == ["ok"], "the suggested memory ran it the first time"
-    assert "BIOSSD-M02" not in set(pipeline.report(again).findings["code"])
+    assert "BIOSSD-M02" not in set(own_pipeline.report(again).findings["code"])
 
 
 def test_multiqc_shows_the_per_process_table_and_the_findings(profiled, biossd, env, tmp_path):
     """MultiQC (its own environment, from PyPI), run over the report folder as an nf-core
     pipeline's MultiQC step would be, finds biossd's two sections and shows every process and finding."""
-    from biossd.outputs import pipeline_report
+    from biossd.outputs import own_pipeline_report
 
     outdir = profiled[("spill", "native")]
     biossd("pipeline", "report", str(outdir))
     exe = shutil.which("multiqc", path=env["PATH"])
     assert exe, "MultiQC is not installed (install/bootstrap.sh multiqc)"
-    proc = subprocess.run([exe, str(outdir / pipeline.REPORT_DIR), "-o", str(tmp_path), "--no-ansi"], env=env,
+    proc = subprocess.run([exe, str(outdir / own_pipeline.REPORT_DIR), "-o", str(tmp_path), "--no-ansi"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     html = (tmp_path / "multiqc_report.html").read_text()
-    for section in (pipeline_report.MQC_PROCESSES, pipeline_report.MQC_FINDINGS):
+    for section in (own_pipeline_report.MQC_PROCESSES, own_pipeline_report.MQC_FINDINGS):
         assert f'id="{section}"' in html, f"MultiQC did not show the section {section}"
     data = json.loads((tmp_path / "multiqc_data" / "multiqc_data.json").read_text())
     text = json.dumps(data)
@@ -189,7 +189,7 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     from biossd.measure import handoff
 
     outdir = profiled[("spill", "native")]
-    runs, _ = pipeline.load_runs(outdir)
+    runs, _ = own_pipeline.load_runs(outdir)
     modes = {manifest.read_manifest(Path(p))["host_lock"]["mode"] for p in runs["run_path"]}
     leaders = {manifest.read_manifest(Path(p))["host_lock"].get("leader_pid") for p in runs["run_path"]}
     assert modes == {"group-member"} and len(leaders) == 1
@@ -205,7 +205,7 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     launched = [b["labels"].get("launched_by") for b in bodies]
     assert launched[0] == handoff.LAUNCHED_BY[False] and handoff.LAUNCHED_BY[True] in launched, launched
     assert not list(runtime.runtime_dir().glob(handoff.SOCKET_NAME.format(owner_pid="*")))
-    rep = pipeline.report(outdir, [HDD_PROFILE])
+    rep = own_pipeline.report(outdir, [HDD_PROFILE])
     sorts = rep.tasks[rep.tasks["process"] == "SORT_CHUNK"]
     assert sorts["overlap_group"].nunique() == 1 and (sorts["overlap_s"] > 0).all()
     assert sorts["overlapped_with"].str.contains("SORT_CHUNK").all()
@@ -217,20 +217,20 @@ def test_serial_runs_one_task_at_a_time(profiled, env, tmp_path):
     outdir.mkdir()
     run_pipeline(env, "spill", profiled["work"]["native"] / "spill-serial" / "work", outdir,
                  "--count", str(SMALL_COUNT), "--biossd_concurrency", "serial")
-    runs, _ = pipeline.load_runs(outdir)
+    runs, _ = own_pipeline.load_runs(outdir)
     assert {manifest.read_manifest(Path(p))["host_lock"]["mode"] for p in runs["run_path"]} == {"exclusive"}
-    tasks = pipeline.report(outdir, []).tasks
+    tasks = own_pipeline.report(outdir, []).tasks
     assert (tasks["overlap_s"] == 0).all() and tasks["overlap_group"].is_unique
 
 
 def test_a_resumed_pipeline_counts_its_cached_tasks_once(profiled, env):
     outdir = profiled[("dnaseq", "native")]
-    before = pipeline.report(outdir).processes.set_index("process")["tasks"]
+    before = own_pipeline.report(outdir).processes.set_index("process")["tasks"]
     run_pipeline(env, "dnaseq", profiled["work"]["native"] / "dnaseq" / "work", outdir, *profiled["args"]["dnaseq"],
                  "-resume")
-    trace = pipeline.load_trace(outdir)
+    trace = own_pipeline.load_trace(outdir)
     assert set(trace["status"]) == {"CACHED"}
-    after = pipeline.report(outdir).processes.set_index("process")
+    after = own_pipeline.report(outdir).processes.set_index("process")
     assert after["tasks"].equals(before) and (after["cached_tasks"] == after["tasks"]).all()
 
 
@@ -239,16 +239,16 @@ def test_a_run_of_another_biossd_version_is_named_and_skipped(profiled, tmp_path
     the report counts the rest, names that run and says why."""
     outdir = tmp_path / "spill"
     shutil.copytree(profiled[("spill", "native")], outdir, symlinks=True)
-    run = next(iter(sorted((outdir / pipelinetask.RUNS_DIR / "SORT_CHUNK").glob("*/attempt-1"))))
+    run = next(iter(sorted((outdir / own_pipeline_task.RUNS_DIR / "SORT_CHUNK").glob("*/attempt-1"))))
     body = json.loads((run / manifest.MANIFEST_NAME).read_text())
     (run / manifest.MANIFEST_NAME).write_text(json.dumps({**body, "schema_version": manifest.SCHEMA_VERSION + 1}))
-    rep = pipeline.report(outdir)
+    rep = own_pipeline.report(outdir)
     assert [Path(d) for d, _ in rep.skipped] == [run]
     assert "schema_version" in rep.skipped[0][1]
     assert rep.processes.set_index("process").loc["SORT_CHUNK", "tasks"] == 1  # of its two
-    from biossd.outputs import pipeline_report
+    from biossd.outputs import own_pipeline_report
 
-    pipeline_report.write(rep, tmp_path / "report")
+    own_pipeline_report.write(rep, tmp_path / "report")
     assert str(run) in (tmp_path / "report" / "README.md").read_text()
 
 
@@ -256,8 +256,8 @@ def test_a_run_of_another_biossd_version_is_named_and_skipped(profiled, tmp_path
 def test_the_native_runs_predict_the_hdd_s_runtimes(profiled, name):
     """Each process's runtime on the emulated HDD, predicted from its native runs (the HDD's
     profile as the target), against what the HDD side measured: within 40% (printed)."""
-    native = pipeline.report(profiled[(name, "native")], [HDD_PROFILE])
-    measured = pipeline.report(profiled[(name, "hdd")], []).processes.set_index("process")["runtime_s"]
+    native = own_pipeline.report(profiled[(name, "native")], [HDD_PROFILE])
+    measured = own_pipeline.report(profiled[(name, "hdd")], []).processes.set_index("process")["runtime_s"]
     predicted = native.predictions.set_index("process")["predicted_runtime_s"]
     error = (predicted / measured.reindex(predicted.index) - 1.0)
     print(f"\n{name}: native -> {HDD_PROFILE} per-process prediction error:\n"
@@ -278,4 +278,4 @@ def test_a_pipeline_with_its_own_shell_is_refused(env, tmp_path, inputs):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "sets its own task shell" in proc.stdout + proc.stderr and "nextflow.config" in proc.stdout + proc.stderr
-    assert not (tmp_path / "p" / pipelinetask.RUNS_DIR).exists()
+    assert not (tmp_path / "p" / own_pipeline_task.RUNS_DIR).exists()

@@ -19,7 +19,7 @@ from biossd.features import extract
 from biossd.host.cgroups import find_leftovers
 from biossd.host import hostlock
 from biossd.host.hdd import emulate
-from biossd.host.slurm import slurmcluster
+from biossd.host.slurm import cluster as slurm
 from biossd.measure import manifest
 from biossd.study import matrix
 
@@ -34,23 +34,23 @@ FAST_POLL = "executor { pollInterval = '1 sec'; queueStatInterval = '2 sec' }\np
 def cluster(env, root_required, tmp_path_factory):
     """The cluster, up for this module; afterwards no daemon, cgroup or file of it is left."""
     before = set(find_leftovers())
-    cgroups_before = set(slurmcluster.CGROUP_ROOT.glob("*/slurm*"))
+    cgroups_before = set(slurm.CGROUP_ROOT.glob("*/slurm*"))
     # In this process, so that its daemons are this process's children and are reaped at the end.
     from biossd.core.owners import ProcessRef
 
-    slurmcluster.up(owner=ProcessRef.current("pytest"))
-    state = slurmcluster.load()
-    cluster_env = {**env, **slurmcluster.env()}
+    slurm.up(owner=ProcessRef.current("pytest"))
+    state = slurm.load()
+    cluster_env = {**env, **slurm.env()}
     config = tmp_path_factory.mktemp("slurm-config") / "fast-poll.config"
     config.write_text(FAST_POLL)
     yield (handle := {"env": cluster_env, "state": state, "config": config, "down": None})
     # The module's last test may have taken it down itself (with scancel failing).
-    said = handle["down"] if handle["down"] is not None else slurmcluster.down()
+    said = handle["down"] if handle["down"] is not None else slurm.down()
     assert any("stopped slurmd" in step for step in said)
-    assert not slurmcluster.STATE_DIR.exists()
+    assert not slurm.STATE_DIR.exists()
     for record in state["daemons"].values():
         assert not Path(f"/proc/{record['pid']}").exists() or not _same_process(record)
-    assert set(slurmcluster.CGROUP_ROOT.glob("*/slurm*")) == cgroups_before, "SLURM's cgroup directories stayed"
+    assert set(slurm.CGROUP_ROOT.glob("*/slurm*")) == cgroups_before, "SLURM's cgroup directories stayed"
     assert set(find_leftovers()) == before
 
 
@@ -131,7 +131,7 @@ def test_a_job_over_its_memory_is_recorded_oom_and_over_its_time_timeout(cluster
 
 def test_an_unknown_partition_or_a_class_without_one_fails_before_any_job(cluster):
     """The workflow's gate (`biossd study plan`, whose problems stop it before any task:
-    test_pipeline.py), asked with the cluster's SLURM_CONF: nothing is submitted."""
+    test_study_workflow.py), asked with the cluster's SLURM_CONF: nothing is submitted."""
     log = Path(cluster["state"]["dir"]) / "jobcomp.log"
     jobs_before = log.read_text() if log.exists() else ""
     base = {"executor": "slurm", "storage_classes": "ssd,hdd", "emulate": "hdd=seagate-barracuda-7200",
@@ -193,7 +193,7 @@ def test_your_pipeline_on_slurm_is_profiled_on_the_node_that_runs_each_task(clus
 
     from conftest import REPO
 
-    from biossd.analysis import pipeline
+    from biossd.analysis import own_pipeline
 
     outdir = tmp_path / "profiled"
     outdir.mkdir()
@@ -204,7 +204,7 @@ def test_your_pipeline_on_slurm_is_profiled_on_the_node_that_runs_each_task(clus
                            "--table_mib", "8", "--biossd_outdir", str(outdir), "--outdir", str(outdir / "published")],
                           cwd=tmp_path, env=cluster["env"], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
-    runs, skipped = pipeline.load_runs(outdir)
+    runs, skipped = own_pipeline.load_runs(outdir)
     assert skipped == [] and set(runs["process"]) == {"MAKE_NUMBERS", "SORT_CHUNK", "MERGE_SORTED", "GROW_TABLE"}
     joined = []
     for path in runs["run_path"]:
@@ -217,7 +217,7 @@ def test_your_pipeline_on_slurm_is_profiled_on_the_node_that_runs_each_task(clus
     assert "nf-MAKE_NUMBERS" in jobs and "nf-GROW_TABLE" in jobs, "each task was a SLURM job"
     assert max(joined) >= 2, f"no task joined another one's group on the node: {joined}"
     assert not hostlock.holder_path().exists(), "the last task let go of the host lock"
-    assert "GROW_TABLE" in pipeline.report(outdir, []).processes["process"].tolist()
+    assert "GROW_TABLE" in own_pipeline.report(outdir, []).processes["process"].tolist()
 
 
 def test_a_node_without_biossd_is_refused_at_the_task_s_start_naming_the_node(cluster, tmp_path):
@@ -258,9 +258,9 @@ def test_up_refuses_beside_another_slurm(tmp_path, root_required):
         deadline = time.monotonic() + 10
         while Path(f"/proc/{other.pid}/comm").read_text().strip() != "slurmctld" and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert ("slurmctld", other.pid) in slurmcluster.foreign_daemons()
-        with pytest.raises(slurmcluster.SlurmError, match=f"another SLURM runs on this host \\(.*slurmctld pid {other.pid}"):
-            slurmcluster.up(state_dir=tmp_path / "cluster")
+        assert ("slurmctld", other.pid) in cluster.foreign_daemons()
+        with pytest.raises(cluster.SlurmError, match=f"another SLURM runs on this host \\(.*slurmctld pid {other.pid}"):
+            slurm.up(state_dir=tmp_path / "cluster")
         assert not (tmp_path / "cluster").exists()
     finally:
         other.kill()
@@ -273,7 +273,7 @@ def _task_started(argv: list[str], timeout_s: float = 60) -> bool:
     want = "\0".join(argv).encode() + b"\0"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for pid in slurmcluster._cgroup_pids(slurmcluster.load()):
+        for pid in cluster._cgroup_pids(slurm.load()):
             try:
                 if Path(f"/proc/{pid}/cmdline").read_bytes() == want:
                     return True
@@ -290,10 +290,10 @@ def test_a_job_s_step_daemon_is_found_by_the_cluster_s_cgroup(cluster, tmp_path)
                          env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
     try:
         assert _task_started(["sleep", "60"]), "the job's task never started"
-        stepds = slurmcluster._stepds(slurmcluster.load())
+        stepds = cluster._stepds(slurm.load())
         assert stepds, "the running job's slurmstepd was not found"
         assert all(Path(f"/proc/{pid}/comm").read_text().strip() == "slurmstepd" for pid in stepds)
-        assert slurmcluster.foreign_daemons() == []
+        assert cluster.foreign_daemons() == []
     finally:
         subprocess.run(["scancel", job], env=cluster["env"], capture_output=True)
 
@@ -305,14 +305,14 @@ def test_down_leaves_no_job_and_no_step_daemon_when_scancel_fails(cluster, tmp_p
                          env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
     assert job
     assert _task_started(["sleep", "97"]), "the job's task never started"
-    stepds = slurmcluster._stepds(slurmcluster.load())
+    stepds = cluster._stepds(slurm.load())
     assert stepds, "the running job's slurmstepd was not found"
     failing = tmp_path / "bin"
     failing.mkdir()
     (failing / "scancel").write_text("#!/bin/sh\necho 'scancel: error: stand-in' >&2\nexit 1\n")
     (failing / "scancel").chmod(0o755)
     monkeypatch.setenv("PATH", f"{failing}:{__import__('os').environ['PATH']}")
-    cluster["down"] = slurmcluster.down()
+    cluster["down"] = slurm.down()
     assert any("scancel failed" in line and "stand-in" in line for line in cluster["down"]), cluster["down"]
     assert not any(_running(pid) for pid in stepds), cluster["down"]
     sleepers = subprocess.run(["pgrep", "-f", "^sleep 97$"], capture_output=True, text=True).stdout.split()

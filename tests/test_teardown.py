@@ -16,7 +16,7 @@ import pytest
 from biossd.core.files import is_mount_point
 from biossd.host import swap
 from biossd.host.hdd import emulate
-from biossd.host.slurm import slurmcluster
+from biossd.host.slurm import cluster
 from biossd.measure import manifest
 
 pytestmark = pytest.mark.integration
@@ -108,23 +108,23 @@ def test_a_daemon_started_but_not_yet_recorded_is_stopped_by_the_rollback(tmp_pa
     """An interrupt between a daemon's start and its record (here: the save that records munged
     fails): the rollback finds it by its command line, which names the cluster's directory, and
     removes the directory it made."""
-    if slurmcluster.missing_features():
-        pytest.fail("SLURM is not installed: " + "; ".join(slurmcluster.missing_features()))
-    real_save = slurmcluster._save
+    if cluster.missing_features():
+        pytest.fail("SLURM is not installed: " + "; ".join(cluster.missing_features()))
+    real_save = cluster._save
     state_dir = tmp_path / "slurm-b"
 
     def save(state):
         if "munged" in state.get("daemons", {}):
-            monkeypatch.setattr(slurmcluster, "_save", real_save)
+            monkeypatch.setattr(cluster, "_save", real_save)
             raise KeyboardInterrupt(signal.SIGTERM)
         real_save(state)
 
-    monkeypatch.setattr(slurmcluster, "_save", save)
+    monkeypatch.setattr(cluster, "_save", save)
     with pytest.raises(KeyboardInterrupt):
-        slurmcluster.up(state_dir=state_dir)
-    assert slurmcluster._daemons_of(state_dir) == []
+        cluster.up(state_dir=state_dir)
+    assert cluster._daemons_of(state_dir) == []
     assert not state_dir.exists()
-    assert json.dumps(slurmcluster.foreign_daemons()) == "[]"
+    assert json.dumps(cluster.foreign_daemons()) == "[]"
 
 
 def _running(fragment: str) -> list[str]:

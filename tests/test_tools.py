@@ -9,7 +9,7 @@ import os
 import pytest
 
 from biossd.study import catalogue
-from biossd.study.catalogue import containers, smoke, toolstatus
+from biossd.study.catalogue import containers, smoke, status
 
 pytestmark = pytest.mark.integration
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
@@ -55,7 +55,7 @@ def test_smoke_in_its_container(images, tool):
 
 def test_status_report_is_computed(biossd, images):
     rows = json.loads(biossd("catalogue", "status", "--json").stdout)
-    assert [tuple(r) for r in rows] == [toolstatus.STATUS_KEYS] * len(rows)
+    assert [tuple(r) for r in rows] == [status.STATUS_KEYS] * len(rows)
     by_id = {r["id"]: r for r in rows}
     assert len([r for r in rows if r["substitute_of"] is None and r["native_installed"] is not None]) == 23
     for tool in RUNNABLE:

@@ -3,7 +3,7 @@ rule with the evidence that fired it, its severity and what to do (``biossd pipe
 ``findings.csv``; the rules are listed in ``docs/profile-your-pipeline.md``).
 
 A process's *evidence* (:func:`evidence`) is summed or taken at its worst over the tasks that
-count (:mod:`biossd.analysis.pipeline`), beside the prediction of its runtime on each target
+count (:mod:`biossd.analysis.own_pipeline`), beside the prediction of its runtime on each target
 device. Each :class:`Rule` reads only the evidence fields it names. The thresholds are the
 study's own definitions, written once where they are made:
 

@@ -111,22 +111,22 @@ def cmd_catalogue_version(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue_status(args: argparse.Namespace) -> int:
-    from biossd.study.catalogue import toolstatus
+    from biossd.study.catalogue import status
 
-    rows = toolstatus.status_table(run_smoke=not args.no_smoke)
+    rows = status.status_table(run_smoke=not args.no_smoke)
     if args.json:
-        print(json.dumps([{k: r.get(k) for k in toolstatus.STATUS_KEYS} for r in rows], indent=2))
+        print(json.dumps([{k: r.get(k) for k in status.STATUS_KEYS} for r in rows], indent=2))
     else:
-        print(toolstatus.format_table(rows))
+        print(status.format_table(rows))
     return 0
 
 
 def cmd_catalogue_install(args: argparse.Namespace) -> int:
     from biossd.study import catalogue
-    from biossd.study.catalogue import toolinstall
+    from biossd.study.catalogue import install
 
     entries = catalogue.load_all() if not args.tools else [catalogue.get(t) for t in args.tools]
-    result = toolinstall.install(entries)
+    result = install.install(entries)
     print(f"installed: {', '.join(result['installed']) or 'nothing new'}")
     for line in result["skipped"]:
         print(f"not installable here: {line}", file=sys.stderr)

@@ -149,24 +149,24 @@ def cmd_host(args: argparse.Namespace) -> int:
 
 
 def cmd_slurm(args: argparse.Namespace) -> int:
-    from biossd.host.slurm import slurmcluster
+    from biossd.host.slurm import cluster
 
     if args.slurm_cmd == "up":
         owner = options.owner(args, "nothing was brought up")
         partitions = tuple(p.strip() for p in args.partitions.split(",") if p.strip())
-        state = slurmcluster.up(partitions, owner)
+        state = cluster.up(partitions, owner)
         print(f"biossd slurm: one-node cluster up on {state['host']}, partitions {', '.join(state['partitions'])}; "
               f"memory enforced by {state['memory_enforced_by']}", file=sys.stderr)
-        print(f"export SLURM_CONF={slurmcluster.env()['SLURM_CONF']}")
+        print(f"export SLURM_CONF={cluster.env()['SLURM_CONF']}")
     elif args.slurm_cmd == "down":
-        done = slurmcluster.down()
+        done = cluster.down()
         print("biossd slurm down: " + ("; ".join(done) if done else "no cluster was up"), file=sys.stderr)
     elif args.slurm_cmd == "env":
-        if slurmcluster.load() is None:
+        if cluster.load() is None:
             raise UsageError("no biossd SLURM cluster is up: `biossd slurm up` (or `make slurm-up`) brings one up")
-        print(f"export SLURM_CONF={slurmcluster.env()['SLURM_CONF']}")
+        print(f"export SLURM_CONF={cluster.env()['SLURM_CONF']}")
     else:
-        print(json.dumps(slurmcluster.status(), indent=2))
+        print(json.dumps(cluster.status(), indent=2))
     return 0
 
 

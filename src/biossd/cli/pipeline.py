@@ -17,17 +17,17 @@ from biossd.cli.options import UsageError
 def cmd_pipeline_task(args: argparse.Namespace) -> int:
     """One task of a user's pipeline under the profiler (the profiling config's task shell); exits
     with the task's own status, and passes its output on to Nextflow's .command.out/.err."""
-    from biossd.measure import handoff, pipelinetask, profile
+    from biossd.measure import handoff, own_pipeline_task, profile
 
-    task = pipelinetask.decode(args.task)
+    task = own_pipeline_task.decode(args.task)
     task["launched_by"] = handoff.LAUNCHED_BY[handoff.in_worker()]
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("biossd pipeline task: no command after `--` (Nextflow gives /bin/bash -ue .command.sh)")
     workdir = Path.cwd()
-    outdir = pipelinetask.outdir_from_env(task=task)
-    out = pipelinetask.run_dir(outdir, task, workdir)
-    from biossd.measure import pipelinesession
+    outdir = own_pipeline_task.outdir_from_env(task=task)
+    out = own_pipeline_task.run_dir(outdir, task, workdir)
+    from biossd.measure import own_pipeline_session
 
     on_slurm = task.get("executor") == "slurm"
     if on_slurm:
@@ -46,25 +46,25 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
     else:
         # The session: Nextflow's process (pid and start) where it is on this host, else its run
         # (its session id and run name, which a resumed run renames).
-        task["session"] = pipelinesession.session_of(task.get("owner_pid")) or task.get("run")
+        task["session"] = own_pipeline_session.session_of(task.get("owner_pid")) or task.get("run")
     group = shared_group = None
     if task["concurrency"] == "side-by-side" and on_slurm:
-        shared_group = pipelinesession.node_token(task["session"])
+        shared_group = own_pipeline_session.node_token(task["session"])
     elif task["concurrency"] == "side-by-side":
         try:
-            group = pipelinesession.join(str(task.get("session") or ""), task.get("owner_pid"), outdir,
+            group = own_pipeline_session.join(str(task.get("session") or ""), task.get("owner_pid"), outdir,
                                          getattr(args, "run_handed_off", None))
-        except pipelinesession.SessionError as err:
+        except own_pipeline_session.SessionError as err:
             raise UsageError(f"biossd pipeline task: {err}") from None
-    command, cidfile = pipelinetask.container_launch(task, command, workdir)
-    drop, why_not = pipelinetask.drops_caches(task, outdir)
+    command, cidfile = own_pipeline_task.container_launch(task, command, workdir)
+    drop, why_not = own_pipeline_task.drops_caches(task, outdir)
     request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
-                                     labels=pipelinetask.labels(task, workdir), overwrite=True,
+                                     labels=own_pipeline_task.labels(task, workdir), overwrite=True,
                                      drop_caches=drop, kept_caches_why=why_not, group=group, shared_group=shared_group,
-                                     resident_interval_s=pipelinetask.RESIDENT_INTERVAL_S,
+                                     resident_interval_s=own_pipeline_task.RESIDENT_INTERVAL_S,
                                      attribute_in_group=True, image=task.get("container"), perf="pmu",
-                                     trace_pool=pipelinesession.trace_pool(task["session"], outdir) if group else (),
-                                     owner=options.owner(args) or pipelinesession.nextflow_of(task.get("owner_pid")))
+                                     trace_pool=own_pipeline_session.trace_pool(task["session"], outdir) if group else (),
+                                     owner=options.owner(args) or own_pipeline_session.nextflow_of(task.get("owner_pid")))
     if cidfile is not None:  # Docker caps its container (Nextflow passes the memory directive as --memory)
         request.container_id_file, request.cap_backend = cidfile, "external"
     elif on_slurm:  # SLURM's job caps it (the memory directive is the job's --mem)
@@ -86,24 +86,24 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
 
 def cmd_pipeline_lead(args: argparse.Namespace) -> int:
     """Hold the host lock for a Nextflow session's tasks, side by side, until Nextflow ends
-    (started by the session's first task: biossd.measure.pipelinesession)."""
-    from biossd.measure import pipelinesession
+    (started by the session's first task: biossd.measure.own_pipeline_session)."""
+    from biossd.measure import own_pipeline_session
 
     owner = options.owner(args, "no session was led")
     if owner is None:
         raise UsageError("biossd pipeline lead: --owner-pid (the Nextflow process) is required")
-    return pipelinesession.run_leader(args.session, owner, Path(args.mark) if args.mark else None,
+    return own_pipeline_session.run_leader(args.session, owner, Path(args.mark) if args.mark else None,
                                       getattr(args, "run_handed_off", None))
 
 
 def cmd_pipeline_report(args: argparse.Namespace) -> int:
-    from biossd.analysis import pipeline
-    from biossd.outputs import pipeline_report
+    from biossd.analysis import own_pipeline
+    from biossd.outputs import own_pipeline_report
 
-    targets = list(pipeline.DEFAULT_TARGETS) + list(args.target)
-    rep = pipeline.report(Path(args.outdir), targets, [Path(args.study)] if args.study else None,
+    targets = list(own_pipeline.DEFAULT_TARGETS) + list(args.target)
+    rep = own_pipeline.report(Path(args.outdir), targets, [Path(args.study)] if args.study else None,
                           args.instance_usd_per_hour)
-    written = pipeline_report.write(rep, Path(args.outdir) / pipeline.REPORT_DIR)
+    written = own_pipeline_report.write(rep, Path(args.outdir) / own_pipeline.REPORT_DIR)
     for run_dir, why in rep.skipped:
         print(f"biossd pipeline report: skipped {run_dir}: {why}", file=sys.stderr)
     cols = ["process", "tasks", "runtime_s", "cpu_share", "peak_rss_kib", *("Riops", "Wiops", "Pfault", "CAR"), "pattern"]
@@ -117,7 +117,7 @@ def cmd_pipeline_report(args: argparse.Namespace) -> int:
         print("findings: none (no rule fired)")
     for f in rep.findings.itertuples():
         print(f"{f.process}  {f.code} [{f.severity}] {f.name}: {f.finding}\n    do: {f.advice}")
-    print(f"biossd pipeline report: {len(written)} files in {Path(args.outdir) / pipeline.REPORT_DIR}", file=sys.stderr)
+    print(f"biossd pipeline report: {len(written)} files in {Path(args.outdir) / own_pipeline.REPORT_DIR}", file=sys.stderr)
     return 0
 
 

@@ -25,7 +25,7 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     from biossd.core import made
     from biossd.host import cgroups, dockerengine, hostlock, objectstore, swap, tracefs
     from biossd.host.hdd import emulate
-    from biossd.host.slurm import slurmcluster
+    from biossd.host.slurm import cluster
     from biossd.measure import handoff
 
     found: list[tuple[str, str, Callable[[], None]]] = []
@@ -40,10 +40,10 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
                       lambda p=sock: handoff.remove_leftover(p)))
     for entry in swap.find_leftovers():
         found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
-    cluster = slurmcluster.leftover()
+    cluster = cluster.leftover()
     if cluster is not None:
         found.append(("slurm-cluster", f"one-node SLURM cluster whose owner is gone ({cluster['dir']})",
-                      lambda: slurmcluster.down()))
+                      lambda: cluster.down()))
     engine = dockerengine.leftover()
     if engine is not None:
         found.append(("docker-engine", f"Docker engine whose owner is gone ({engine['dir']})",
@@ -107,7 +107,7 @@ def in_use() -> list[str]:
     from biossd.core.owners import ProcessRef
     from biossd.host import dockerengine, hostlock
     from biossd.host.hdd import emulate
-    from biossd.host.slurm import slurmcluster
+    from biossd.host.slurm import cluster
 
     lines = []
     engine = dockerengine.load()
@@ -116,8 +116,8 @@ def in_use() -> list[str]:
         lines.append(f"Docker engine {engine.get('docker_host') or engine['dir']}: "
                      + (f"in use by {owner.describe()}" if owner else "brought up by hand; `biossd docker down` "
                         "takes it down"))
-    cluster = slurmcluster.load()
-    if cluster is not None and slurmcluster.leftover() is None:
+    cluster = cluster.load()
+    if cluster is not None and cluster.leftover() is None:
         owner = ProcessRef.from_record(cluster.get("owner"))
         lines.append(f"SLURM cluster {cluster['dir']} (partitions {', '.join(cluster['partitions'])}): "
                      + (f"in use by {owner.describe()}" if owner else "brought up by hand; `biossd slurm down` "

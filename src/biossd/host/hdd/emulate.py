@@ -2,7 +2,7 @@
 
 Mechanism (chosen by measurement, see ``benchmarks/emulated_hdd.py``)::
 
-    DIR (ext4)  ──>  /dev/loopN  ──>  FUSE file disk.img  ──>  biossd.host.hdd.hddserver  ──>  backing file
+    DIR (ext4)  ──>  /dev/loopN  ──>  FUSE file disk.img  ──>  biossd.host.hdd.server  ──>  backing file
                                                                (DiskModel timing)     (native disk)
 
 The loop device is a real block device, so everything that uses DIR pays the model's service
@@ -66,7 +66,11 @@ from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import swap as swaps
 
 STATE_ROOT = Path("/run/biossd/emulated-hdd")
-#: The files of the disk server's FUSE mount (biossd.host.hdd.hddserver): the disk image, the switch of
+#: The disk server's module, as its command line names it; and the name it had before, for a
+#: disk an older biossd brought up and a newer one takes down.
+SERVER_MODULE = "biossd.host.hdd.server"
+_SERVER_MODULES_BEFORE = ("biossd.host.hdd.hddserver",)
+#: The files of the disk server's FUSE mount (biossd.host.hdd.server): the disk image, the switch of
 #: the service-time model, and request counts. Here, not there, so that importing this module
 #: (every profiled run does) does not need libfuse.
 DISK_FILE = "disk.img"
@@ -280,12 +284,12 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
     fuse_dir.mkdir(mode=0o700)
     with signals_held(), open(state_dir / "server.log", "wb") as log:  # started and recorded in one step
         server = subprocess.Popen(
-            [sys.executable, "-m", "biossd.host.hdd.hddserver", "--profile", state["profile"], "--size",
+            [sys.executable, "-m", SERVER_MODULE, "--profile", state["profile"], "--size",
              str(state["size_bytes"]), "--backing", str(backing), "--mount", str(fuse_dir),
              "--scale", repr(state["scale"])],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
         )
-        state["server"] = ProcessRef.of(server.pid, "biossd.host.hdd.hddserver").record()
+        state["server"] = ProcessRef.of(server.pid, SERVER_MODULE).record()
         _save(state_dir, state)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not (fuse_dir / DISK_FILE).exists():
@@ -412,7 +416,7 @@ def _server_pids(fuse_dir: str) -> list[int]:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"biossd.host.hdd.hddserver" in argv and fuse_dir.encode() in argv:
+        if {m.encode() for m in (SERVER_MODULE, *_SERVER_MODULES_BEFORE)} & set(argv) and fuse_dir.encode() in argv:
             found.append(int(proc.name))
     return found
 

@@ -67,7 +67,7 @@ def _wheel_dir(entry: Entry) -> Path | None:
     spec = entry.data["install"].get("pypi_build")
     if not spec:
         return None
-    from biossd.study.catalogue.toolinstall import venv_dir
+    from biossd.study.catalogue.install import venv_dir
 
     path = venv_dir() / "tools" / f"{spec['package']}-{spec['version']}" / "wheel"
     return path if any(path.glob("*.whl")) else None

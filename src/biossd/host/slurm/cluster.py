@@ -99,7 +99,7 @@ def config_text(state: dict[str, Any]) -> str:
     v = state["cgroup"]
     enforce = v in ("v1", "v2")
     lines = [
-        "# A one-node SLURM cluster made by biossd (src/biossd/host/slurm/slurmcluster.py); removed by `biossd slurm down`.",
+        "# A one-node SLURM cluster made by biossd (src/biossd/host/slurm/cluster.py); removed by `biossd slurm down`.",
         f"ClusterName={CLUSTER_NAME}",
         f"SlurmctldHost={state['host']}(127.0.0.1)",
         f"SlurmctldPort={state['ctld_port']}",

@@ -40,7 +40,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.host import hostlock, tracefs
-from biossd.measure.pipelinetask import component
+from biossd.measure.own_pipeline_task import component
 
 #: The session's leader mark under the outdir (its pid and start, for the tasks that wait on it).
 LEADER_MARK = "pipeline_info/.biossd-leader-{session}.json"
@@ -192,7 +192,7 @@ def _open_pool(stack: contextlib.ExitStack, pool_file: Path) -> None:
 
 #: What a task's profiler loads, loaded by the leader before it takes tasks (its workers start
 #: with them; a leader forked from the first task has them already, one run by hand has not).
-PRELOAD = ("biossd.measure.profile", "biossd.measure.pipelinetask", "biossd.measure.manifest",
+PRELOAD = ("biossd.measure.profile", "biossd.measure.own_pipeline_task", "biossd.measure.manifest",
            "biossd.measure.blocktrace", "biossd.host.dockerengine")
 
 
@@ -200,11 +200,11 @@ def accepts(session: str, argv: list[str]) -> bool:
     """Whether the leader of ``session`` runs the task of command line ``argv`` (a side-by-side
     task of its own Nextflow process); anything else runs in its own process, which refuses what
     is wrong with it."""
-    from biossd.measure import pipelinetask
+    from biossd.measure import own_pipeline_task
 
     try:
-        task = pipelinetask.decode(argv[3])
-    except (pipelinetask.PipelineTaskError, IndexError):
+        task = own_pipeline_task.decode(argv[3])
+    except (own_pipeline_task.PipelineTaskError, IndexError):
         return False
     return task["concurrency"] == "side-by-side" and session_of(task.get("owner_pid")) == session
 

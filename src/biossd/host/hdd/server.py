@@ -2,7 +2,7 @@
 and writes are answered after the time :class:`biossd.host.hdd.diskmodel.DiskModel` says the real disk
 would take. A loop device over that file is the emulated disk (see :mod:`biossd.host.hdd.emulate`).
 
-Run as ``python -m biossd.host.hdd.hddserver --profile NAME --size BYTES --backing FILE --mount DIR
+Run as ``python -m biossd.host.hdd.server --profile NAME --size BYTES --backing FILE --mount DIR
 [--scale D]``.
 The data lives in ``--backing`` (a sparse file on the native disk). Service times are applied
 only once ``on`` is written to the mount's ``control`` file, so ``mkfs`` runs at native speed
@@ -155,7 +155,7 @@ class HddFilesystem(fuse.Operations):
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m biossd.host.hdd.hddserver", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m biossd.host.hdd.server", description=__doc__)
     ap.add_argument("--profile", required=True)
     ap.add_argument("--size", type=int, required=True, help="bytes")
     ap.add_argument("--backing", required=True)

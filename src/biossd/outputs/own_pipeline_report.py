@@ -1,4 +1,4 @@
-"""The tables and figures of ``biossd pipeline report`` (:mod:`biossd.analysis.pipeline`):
+"""The tables and figures of ``biossd pipeline report`` (:mod:`biossd.analysis.own_pipeline`):
 
 - ``processes.csv``: per process, tasks, runtime, CPU share, peak RSS, the eight storage features
   and the nearest pattern;
@@ -45,7 +45,7 @@ DARK_CELL = 0.6
 
 
 def write(rep, out_dir: Path) -> list[Path]:
-    """Every table and figure of ``rep`` (a :class:`biossd.analysis.pipeline.Report`) under ``out_dir``."""
+    """Every table and figure of ``rep`` (a :class:`biossd.analysis.own_pipeline.Report`) under ``out_dir``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = rep.tasks.drop(columns=[c for c in ("settings",) if c in rep.tasks])
