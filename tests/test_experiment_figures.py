@@ -1,4 +1,4 @@
-"""biossd.outputs.experiment_figures: each related experiment's figure, and what it says when
+"""biossd.outputs.figures.experiments: each related experiment's figure, and what it says when
 the result set holds none of that experiment's runs."""
 
 import matplotlib
@@ -7,10 +7,10 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from biossd.outputs import experiment_figures  # noqa: E402
+from biossd.outputs.figures import experiments  # noqa: E402
 
-FIGURES = {"sort_memory": experiment_figures.figs2_sort_memory, "object_store": experiment_figures.figs3_object_store,
-           "kmer_io": experiment_figures.figs4_kmer_io, "shared_device": experiment_figures.figs5_shared_device}
+FIGURES = {"sort_memory": experiments.figs2_sort_memory, "object_store": experiments.figs3_object_store,
+           "kmer_io": experiments.figs4_kmer_io, "shared_device": experiments.figs5_shared_device}
 
 
 @pytest.mark.parametrize("name", FIGURES)
@@ -23,6 +23,6 @@ def test_no_runs_is_said_in_the_figure_not_drawn_as_zero(name):
 
 def test_the_fast_class_comes_first_and_a_substitute_is_named():
     table = pd.DataFrame({"storage": ["nvme", "hdd", "ssd", "hdd"]})
-    assert experiment_figures._classes(table) == ["ssd", "hdd", "nvme"]
-    assert experiment_figures._tool_label("sambamba_sort", "rocksort") == "sambamba_sort (substitute for rocksort)"
-    assert experiment_figures._tool_label("samtools_sort", float("nan")) == "samtools_sort"
+    assert experiments._classes(table) == ["ssd", "hdd", "nvme"]
+    assert experiments._tool_label("sambamba_sort", "rocksort") == "sambamba_sort (substitute for rocksort)"
+    assert experiments._tool_label("samtools_sort", float("nan")) == "samtools_sort"

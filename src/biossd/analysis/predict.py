@@ -68,7 +68,7 @@ from biossd.analysis import speedup
 from biossd.core.files import atomic_write_text, write_frame
 from biossd.features import extract as features
 from biossd.host import devicemodels
-from biossd.host.devices import SECTOR_BYTES
+from biossd.core.units import SECTOR_BYTES
 from biossd.measure import manifest, tracefile, tracereader
 from biossd.study import catalogue
 

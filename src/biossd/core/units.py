@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 BYTES_PER_KIB = 1024
+#: The kernel's sector: block requests, ``/sys/block/*/size`` and blktrace count 512-byte units.
+SECTOR_BYTES = 512
 _SUFFIX_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 _SIZE_LABEL_RE = re.compile(r"^\d+[KMGT]?$")

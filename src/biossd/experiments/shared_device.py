@@ -48,7 +48,7 @@ from biossd.experiments.spec import tool_version
 from biossd.experiments.tables import by_class, run_rows, scale_keys
 from biossd.experiments.task import Task, Teardown
 from biossd.host import hostlock
-from biossd.host.devices import SECTOR_BYTES
+from biossd.core.units import SECTOR_BYTES
 from biossd.host.hdd import emulate
 from biossd.measure import measurement, tracefile, tracereader
 from biossd.measure.sampler import read_diskstats

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from biossd.host.devices import SECTOR_BYTES
+from biossd.core.units import SECTOR_BYTES
 from biossd.measure import blkbinary
 
 NS_PER_S = 1e9

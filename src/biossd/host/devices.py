@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+from biossd.core.units import SECTOR_BYTES
 from biossd.core.errors import BiossdError
 
 SYS_DEV_BLOCK = Path("/sys/dev/block")
@@ -60,9 +61,6 @@ QUEUE_FACTS = ("rotational", "scheduler", "nr_requests", "logical_block_size", "
 #: latency target depends on the rotational flag). ``rotational`` alone differs: it tells the
 #: truth of the class, and the kernel's swap read-ahead and slot allocation follow it.
 EQUAL_QUEUE_SETTINGS = {"read_ahead_kb": 128, "scheduler": "none", "wbt_lat_usec": 0}
-#: The kernel's sector: block traces (blktrace, tracefs) count offsets and lengths in 512-byte
-#: units whatever the device's logical block size. Defined here once; every reader imports it.
-SECTOR_BYTES = 512
 
 
 def _read(path: Path) -> str | None:

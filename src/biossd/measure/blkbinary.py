@@ -29,7 +29,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from biossd.core.errors import BiossdError
-from biossd.host.devices import SECTOR_BYTES
+from biossd.core.units import SECTOR_BYTES
 
 MAGIC = 0x65617400
 MAGIC_MASK = 0xFFFFFF00

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biossd.host.devices import SECTOR_BYTES
+from biossd.core.units import SECTOR_BYTES
 from biossd.measure.tracefile import TraceFile
 
 #: The write-back throttling event gives its pause in milliseconds.

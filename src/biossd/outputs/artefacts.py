@@ -161,9 +161,9 @@ def open_analysis(results_dirs: list[str], report_dir: str | None, fast: str, sl
 
 # -- the related experiments (the four related studies, biossd.experiments) --------------------------------------------
 def _experiment_figure(name: str) -> Callable[[pd.DataFrame], Any]:
-    from biossd.outputs import experiment_figures
+    from biossd.outputs.figures import experiments
 
-    return getattr(experiment_figures, name)
+    return getattr(experiments, name)
 
 
 def _experiment_summary(name: str) -> Callable[[pd.DataFrame], pd.DataFrame | None]:
@@ -183,7 +183,7 @@ EXPERIMENT_NOTEBOOKS = {path.stem.split("_", 1)[1]: path.stem
 def _experiment_artefacts() -> tuple[Artefact, ...]:
     """Each experiment's figure and table, as its definition's ``artefacts`` names and captions
     them (number ``S2`` → ``figs2_<id>``, drawn by the function of that name in
-    :mod:`biossd.outputs.experiment_figures`, and ``tables2_<id>``, its summary), drawn from its
+    :mod:`biossd.outputs.figures.experiments`, and ``tables2_<id>``, its summary), drawn from its
     table, not from the study's analysis: its notebook makes them only when the results hold its
     runs. The study each experiment re-runs is named once, in its definition's ``source``, which
     the supplement's section and the notebook print above these."""

@@ -1,0 +1,93 @@
+"""What every figure of the report shares: the colours, the notes on what differs between a pair's sides, the
+title and layout, the labelled gap, and the speedup axis."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Sequence
+
+import matplotlib
+import matplotlib.patches
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from biossd.analysis import Analysis  # noqa: E402
+from biossd.analysis import speedup  # noqa: E402
+
+GROUP_COLOURS = {speedup.GROUP_FAST: "#c0392b", speedup.GROUP_FLAT: "#2c7fb8", speedup.GROUP_BETWEEN: "#e6a23c",
+                 "": "#999999"}
+
+
+SIDE_COLOURS = ("#2c7fb8", "#c0392b")
+
+
+MISSING_COLOUR = "0.55"
+
+
+NOTE_WIDTH_CHARS = 110
+
+
+def notes(fig: plt.Figure, a: Analysis) -> None:
+    """What differs between the pair's sides besides the drive, at the top of the figure."""
+    if a.differences:
+        text = "\n".join(textwrap.fill("NOTE: " + n, NOTE_WIDTH_CHARS) for n in a.differences)
+        fig.text(0.01, 1.0, text, ha="left", va="bottom", fontsize=7, color="#b03a2e")
+
+
+def finish(fig: plt.Figure, a: Analysis | None, title: str) -> plt.Figure:
+    """Title, the pair's notes (when the figure compares the pair) and a tight layout."""
+    fig.suptitle(title)
+    if a is not None:
+        notes(fig, a)
+    fig.tight_layout()
+    return fig
+
+
+def empty(ax: plt.Axes, text: str) -> None:
+    ax.text(0.5, 0.5, textwrap.fill(text, 40), ha="center", va="center", fontsize=8, color=MISSING_COLOUR,
+            transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+#: Speedup axes: plain multiples, on a log scale.
+SPEEDUP_TICKS = (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200)
+
+
+FINE_SPEEDUP_TICKS = (0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.5, 2, 2.5, 3)
+
+
+MIN_TICKS = 3
+
+
+def speedup_axis(ax: plt.Axes, values: Sequence[float], horizontal: bool = False) -> None:
+    """A log axis of plain multiples (1x, 2x, 5x, ...) spanning ``values`` and 1x (the y axis,
+    or the x axis when ``horizontal``)."""
+    finite = [v for v in values if np.isfinite(v) and v > 0] + [1.0]
+    lo, hi = min(finite) / 1.3, max(finite) * 1.3
+    if horizontal:
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+    else:
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+    ticks = [t for t in SPEEDUP_TICKS if lo <= t <= hi]
+    if len(ticks) < MIN_TICKS:  # a narrow range: the finer plain multiples too
+        ticks = sorted({t for t in (*FINE_SPEEDUP_TICKS, *SPEEDUP_TICKS) if lo <= t <= hi})
+    axis = ax.xaxis if horizontal else ax.yaxis
+    axis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}\u00d7"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def mark_bounds(ax: plt.Axes, bars, values: pd.Series, bounded: pd.Series) -> None:
+    """Hatch and mark with "≥" the bars whose speedup is a lower bound (the slow side's runs
+    all reached the time limit: the true speedup is higher)."""
+    for bar, is_bound, v in zip(bars, bounded.fillna(False).astype(bool), values):
+        if is_bound:
+            bar.set_hatch("//")
+            ax.text(bar.get_x() + bar.get_width() / 2, v * 1.05, "≥", ha="center", va="bottom", fontsize=8)

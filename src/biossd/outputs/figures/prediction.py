@@ -1,0 +1,157 @@
+"""Fig. 2(b) and S1 (notebook 06_prediction): the paper's other SSDs predicted, and predicted against measured runtime."""
+
+from __future__ import annotations
+
+
+import matplotlib
+import matplotlib.patches
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from biossd.analysis import Analysis  # noqa: E402
+from biossd.analysis import predict, speedup  # noqa: E402
+from biossd.study import catalogue  # noqa: E402
+from biossd.outputs.figures._style import GROUP_COLOURS, SIDE_COLOURS, empty, finish, speedup_axis  # noqa: E402
+
+
+#: Relative errors drawn as bands around y = x in the validation figure.
+ERROR_BANDS = (predict.TARGET_MEDIAN_ERROR, predict.TARGET_MAX_ERROR)
+
+
+SSD_CMAP = "viridis"
+
+
+def _tool_order(a: Analysis) -> list[str]:
+    """Tools in the order of Fig. 2(a): the primary pair's baseline speedup, highest first."""
+    return list(a.baseline["speedup"].sort_values(ascending=False, na_position="last").index)
+
+
+def fig02b_predicted_ssds(a: Analysis) -> plt.Figure:
+    """Fig. 2(b) by prediction: each tool's speedup on the paper's five other SSDs over its
+    Seagate Barracuda (Lee, Min and Yoon 2015, Fig. 2(b)), every runtime predicted from the fast side's block
+    traces (:func:`biossd.analysis.predict.paper_fig2b`); error bars are the model's interval.
+    Tick labels are coloured by the paper's measured group; tools in Fig. 2(a)'s order."""
+    title = (f"Fig. 2(b) predicted: the paper's SSDs over its {predict.PAPER_FIG2_HDD}, from the "
+             f"{a.features_side} runs' block traces (Lee, Min and Yoon 2015, Fig. 2(b))")
+    table = predict.paper_fig2b(a.paper_device_predictions)
+    fig, ax = plt.subplots(figsize=(max(9, 0.5 * max(table["tool"].nunique(), 1) + 2), 4.2))
+    if table.empty:
+        why = a.paper_device_predictions["why"].replace("", np.nan).dropna()
+        empty(ax, "no run could be predicted" + (f": {why.iloc[0]}" if len(why) else ""))
+        return finish(fig, None, title)
+    order = [t for t in _tool_order(a) if t in set(table["tool"])]
+    ssds = list(dict.fromkeys(table["ssd"]))
+    cmap = plt.get_cmap(SSD_CMAP)
+    width = 0.8 / len(ssds)
+    x = np.arange(len(order))
+    for i, ssd in enumerate(ssds):
+        rows = table[table["ssd"] == ssd].set_index("tool").reindex(order)
+        v = rows["predicted_speedup"]
+        err = np.vstack([(v - rows["speedup_low"]).clip(lower=0), (rows["speedup_high"] - v).clip(lower=0)])
+        ax.bar(x - 0.4 + width * (i + 0.5), (v - 1).fillna(0), bottom=1, width=width, color=cmap(i / max(len(ssds) - 1, 1)),
+               label=ssd, yerr=err, error_kw=dict(lw=0.6, capsize=1.5, ecolor="0.3"))
+    speedup_axis(ax, [*table["speedup_low"], *table["speedup_high"]])
+    ax.axhline(1, color="0.2", lw=0.6)
+    ax.axhline(a.threshold, color="0.3", lw=0.8, ls="--")
+    entries = {e.id: e.data for e in catalogue.load_all()}
+    ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
+    paper_group = [entries.get(t, {}).get("paper_group") or "" for t in order]
+    for label, group in zip(ax.get_xticklabels(), paper_group):
+        label.set_color(GROUP_COLOURS[group])
+    above = (table["predicted_speedup"] >= a.threshold).groupby(table["tool"])
+    every = pd.Series(np.where(above.all(), speedup.GROUP_FAST, np.where(~above.any(), speedup.GROUP_FLAT, "")),
+                      index=above.all().index).reindex(order)  # "": the SSDs put the tool in different groups
+    agrees = speedup.agreement(every, pd.Series(paper_group, index=order)).dropna()
+    ax.set_ylabel("predicted speedup over the HDD")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="SSD (Lee, Min and Yoon 2015, Table 3)",
+              title_fontsize=7)
+    ax.set_title(f"{int(agrees.sum())} of {len(agrees)} tools in the paper's measured group on all five SSDs "
+                 "(tick colour: the paper's group, red G+, blue G0, grey: not in the paper)", loc="left", fontsize=9)
+    return finish(fig, None, title)
+
+
+def figs1_prediction(a: Analysis) -> plt.Figure:
+    """The prediction's validation: (a) each tool's mean runtime on one side
+    predicted from its runs on the other, against the measured one (y = x, bands at ±15% and
+    ±40%; a measured time that is only a lower bound — the time limit — is drawn with ▶);
+    (b) the baseline speedup predicted from the fast side alone against the measured one, with
+    the G+ threshold on both axes (off-diagonal quadrants: the groups disagree). Named are the
+    tools off by more than 15% or bounded (a) and those in G+ or in another group (b); every
+    tool is in Table S1."""
+    title = "Predicted against measured: each side's runs replayed on the other side's device model"
+    val = a.cross_prediction
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 5))
+    if val.empty or val["predicted_target_s"].isna().all():
+        why = val["why"].replace("", np.nan).dropna()
+        for ax in (ax1, ax2):
+            empty(ax, "nothing to validate: " + (why.iloc[0] if len(why) else "the result set needs a speedup pair "
+                                                  "and both sides' device records"))
+        return finish(fig, None, title)
+    pred = val["predicted_target_s"]
+    lims = [min(val["measured_target_s"].min(), pred.min()) / 1.5, max(val["measured_target_s"].max(), pred.max()) * 1.5]
+    grid = np.geomspace(*lims, 50)
+    ax1.plot(grid, grid, color="0.2", lw=0.8)
+    for band, alpha in zip(ERROR_BANDS, (0.25, 0.12)):
+        ax1.fill_between(grid, grid * (1 - band), grid * (1 + band), color="0.5", alpha=alpha, lw=0,
+                         label=f"±{band:.0%}")
+    for (direction, rows), colour in zip(val.groupby("direction", sort=False), SIDE_COLOURS):
+        err = np.vstack([(rows["predicted_target_s"] - rows["predicted_low_s"]).clip(lower=0),
+                         (rows["predicted_high_s"] - rows["predicted_target_s"]).clip(lower=0)])
+        bound = rows["target_is_lower_bound"].astype(bool).to_numpy()
+        ax1.errorbar(rows["measured_target_s"][~bound], rows["predicted_target_s"][~bound], yerr=err[:, ~bound],
+                     fmt="o", ms=4, color=colour, lw=0.7, capsize=2,
+                     label=f"{direction} (measured on {rows['target_side'].iloc[0]})")
+        if bound.any():
+            ax1.plot(rows["measured_target_s"][bound], rows["predicted_target_s"][bound], ">", ms=6, color=colour,
+                     label=f"{direction}: measured only a lower bound")
+        for _, r in rows.iterrows():  # named: the lower bounds and what is off by more than the inner band
+            off = r["target_is_lower_bound"] or abs(r["error"]) > ERROR_BANDS[0]
+            if pd.notna(r["predicted_target_s"]) and off:
+                ax1.annotate(r["tool"], (r["measured_target_s"], r["predicted_target_s"]), fontsize=6.5,
+                             xytext=(4, -8), textcoords="offset points", color=colour)
+    ax1.set_xscale("log")
+    ax1.set_yscale("log")
+    ax1.set_xlim(lims)
+    ax1.set_ylim(lims)
+    ax1.set_xlabel("measured mean runtime (s)")
+    ax1.set_ylabel("predicted mean runtime (s)")
+    summary = predict.validation_summary(val, a.predicted_speedups)
+    ax1.set_title(f"(a) runtime: median |error| {summary['median_abs_error']:.0%}, largest "
+                  f"{summary['max_abs_error']:.0%}\n({summary['worst']}); named: off by more than "
+                  f"{ERROR_BANDS[0]:.0%}", loc="left", fontsize=8)
+    ax1.legend(fontsize=6.5, loc="upper left")
+
+    sp = a.predicted_speedups.dropna(subset=["predicted_speedup", "measured_speedup"])
+    values = [*sp["measured_speedup"], *sp["predicted_speedup"], *sp["predicted_speedup_high"].dropna()]
+    speedup_axis(ax2, values)
+    speedup_axis(ax2, values, horizontal=True)
+    lo, hi = ax2.get_xlim()
+    ax2.plot([lo, hi], [lo, hi], color="0.2", lw=0.8)
+    ax2.axhline(a.threshold, color="0.3", lw=0.8, ls="--")
+    ax2.axvline(a.threshold, color="0.3", lw=0.8, ls="--")
+    agrees = sp["group_agrees"].fillna(True).astype(bool)
+    err = np.vstack([(sp["predicted_speedup"] - sp["predicted_speedup_low"]).clip(lower=0),
+                     (sp["predicted_speedup_high"] - sp["predicted_speedup"]).clip(lower=0)])
+    for mask, colour, label in ((agrees, GROUP_COLOURS["G0"], "group as measured"),
+                                (~agrees, GROUP_COLOURS["G+"], "group differs")):
+        if mask.any():
+            ax2.errorbar(sp["measured_speedup"][mask], sp["predicted_speedup"][mask], yerr=err[:, mask.to_numpy()],
+                         fmt="o", ms=4, color=colour, lw=0.7, capsize=2, label=label)
+    bounded = sp["measured_is_lower_bound"].astype(bool)
+    if bounded.any():
+        ax2.plot(sp["measured_speedup"][bounded], sp["predicted_speedup"][bounded], ">", ms=7, mfc="none",
+                 color="black", label="measured only a lower bound")
+    for _, r in sp.iterrows():  # named: G+ on either axis, or a group that differs
+        if max(r["measured_speedup"], r["predicted_speedup"]) >= a.threshold or r["group_agrees"] is False:
+            ax2.annotate(r["tool"], (r["measured_speedup"], r["predicted_speedup"]), fontsize=6.5, xytext=(4, -8),
+                         textcoords="offset points")
+    ax2.set_xlabel(f"measured speedup {a.pair[1]} / {a.pair[0]}")
+    ax2.set_ylabel(f"predicted from the {a.pair[0]} runs alone")
+    ax2.set_title(f"(b) speedup: predicted group as measured for {summary['group_agreement']:.0%} of "
+                  f"{summary['tools_with_groups']} tools\nnamed: G+, or the group differs", loc="left", fontsize=8)
+    ax2.legend(fontsize=6.5, loc="upper left")
+    return finish(fig, a, title)

@@ -1,0 +1,231 @@
+"""Fig. 1-3 (notebook 01_speedup): the aligners, every tool's speedup, and the pipelines by step (Lee,
+Min and Yoon 2015, §2.1-2.2)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import matplotlib
+import matplotlib.patches
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from biossd.analysis import Analysis  # noqa: E402
+from biossd.analysis import resultset, speedup  # noqa: E402
+from biossd.features.quality import QUALITY_COLUMNS  # noqa: E402
+from biossd.study import catalogue, chain  # noqa: E402
+from biossd.outputs.figures._style import GROUP_COLOURS, MISSING_COLOUR, SIDE_COLOURS, empty, finish, mark_bounds, speedup_axis  # noqa: E402
+
+
+#: Fig. 1: the short-read aligners (§2.1); their quality columns come from biossd.features.quality.
+ALIGNERS = ("maq", "bwa", "bowtie2")
+
+
+#: Fig. 2's band of speedups neither negligible nor G+.
+BETWEEN_BAND_COLOUR = "#fbeed5"
+
+
+def fig01_aligners(a: Analysis) -> plt.Figure:
+    """Fig. 1: (a) runtime of Maq, BWA and Bowtie 2 on both sides (baseline); (b) their quality
+    against the synthetic truth, where the runs measured it."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    base = a.baseline.drop(columns="tool").reindex(list(ALIGNERS))
+    x = np.arange(len(ALIGNERS))
+    for i, col in enumerate(("runtime_s_fast", "runtime_s_slow")):
+        side = a.sides[i]
+        ax1.bar(x + (i - 0.5) * 0.38, base[col].fillna(0), 0.38, label=side, color=SIDE_COLOURS[i])
+    for xi, tool in zip(x, ALIGNERS):
+        status = base.at[tool, "status"] if tool in a.baseline.index else "not run on either side"
+        if status != speedup.OK:
+            ax1.text(xi, 0, textwrap.fill(str(status), 18), ha="center", va="bottom", fontsize=7, color=MISSING_COLOUR)
+    ax1.set_xticks(x, [catalogue.get(t).data["paper_name"] for t in ALIGNERS])
+    ax1.set_ylabel("runtime (s)")
+    ax1.set_title("(a) runtime", loc="left", fontsize=10)
+    ax1.legend(fontsize=8)
+    runs = a.baseline_runs[a.baseline_runs["tool"].isin(ALIGNERS)]
+    have = [c for c in QUALITY_COLUMNS if c in runs and runs[c].notna().any()]
+    if have:
+        quality = runs[runs["outcome"] == speedup.OK].groupby("tool")[have].mean().reindex(list(ALIGNERS))
+        quality.plot.bar(ax=ax2, rot=0)
+        ax2.set_ylim(0, 1)
+        ax2.set_title("(b) quality", loc="left", fontsize=10)
+    else:
+        ax2.set_title("(b) quality", loc="left", fontsize=10)
+        empty(ax2, "quality not measured: no run of these aligners was scored against the truth "
+                    "(biossd quality; quality.json in the run directory)")
+    return finish(fig, a, "Short-read aligners (Lee, Min and Yoon 2015, Fig. 1)")
+
+
+PAPER_MARKER = dict(marker="D", color="black", markersize=4, lw=0, zorder=3)
+
+
+def fig02_speedup(a: Analysis) -> plt.Figure:
+    """Fig. 2: baseline speedup of every tool, one panel per (fast, slow) pair; each bar runs
+    from 1x (no change) to the tool's speedup, coloured by its group, with its 95% bootstrap
+    interval as a whisker, the paper's speedup beside it (a diamond), and the repeats the OOM
+    killer ended written above it; the band between negligible and G+ is shaded; tools in the
+    order of the first pair's speedup; tools without a speedup are labelled with why."""
+    pairs = a.pairs or [(a.fast, a.slow)]
+    tools = sorted(a.rs.runs["tool"].unique())
+    first = a.baseline["speedup"].reindex(tools)
+    order = list(first.sort_values(ascending=False, na_position="last").index)
+    entries = {e.id: e.data for e in catalogue.load_all()}
+    paper = pd.Series({t: entries.get(t, {}).get("paper_speedup") for t in order}, dtype=float)
+    paper_group = pd.Series({t: entries.get(t, {}).get("paper_group") or "" for t in order})
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(8, 0.42 * len(order)), 3.6 * len(pairs)), squeeze=False)
+    agreement = ""
+    for ax, (fast, slow), letter in zip(axes[:, 0], pairs, "abcdefghij"):
+        table = speedup.speedup_table(a.baseline_runs, fast, slow).set_index("tool").reindex(order)
+        values = table["speedup"]
+        bounded = table["speedup_is_lower_bound"].fillna(False).astype(bool)
+        groups = speedup.group_of(values, a.threshold, bounded)
+        colours = [GROUP_COLOURS[g] for g in groups]
+        x = np.arange(len(order))
+        ax.axhspan(speedup.NEGLIGIBLE_BELOW, a.threshold, color=BETWEEN_BAND_COLOUR, zorder=0,
+                   label=f"between ({speedup.NEGLIGIBLE_BELOW:g}x to {a.threshold:g}x)")
+        bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours, zorder=2)
+        mark_bounds(ax, bars, values, bounded)
+        low, high = table["speedup_low"], table["speedup_high"]
+        has = low.notna() & high.notna()
+        ax.errorbar(x[has.to_numpy()], values[has], yerr=[(values - low)[has], (high - values)[has]], fmt="none",
+                    ecolor="0.15", elinewidth=0.8, capsize=2, zorder=3, label="95% bootstrap interval")
+        ax.plot(x, paper, **PAPER_MARKER, label="paper (Intel 520 / Barracuda)")
+        speedup_axis(ax, [*values.dropna(), *paper.dropna(), *high.dropna(), *low.dropna()])
+        for xi, (_, row) in zip(x, table.iterrows()):
+            ooms = int(np.nansum([row.get("n_oom_fast", 0), row.get("n_oom_slow", 0)]))
+            if ooms:
+                top = max(v for v in (row["speedup"], row["speedup_high"], 1.0) if np.isfinite(v))
+                ax.text(xi, top * 1.08, f"oom {ooms}", rotation=90, ha="center", va="bottom", fontsize=6,
+                        color=GROUP_COLOURS[speedup.GROUP_FAST])
+            if pd.isna(row["speedup"]):
+                status = row["status"] if isinstance(row["status"], str) else "not run"
+                ax.text(xi, 1, textwrap.fill(status, 14), rotation=90, ha="center", va="bottom", fontsize=6,
+                        color=MISSING_COLOUR)
+        ax.axhline(1, color="0.2", lw=0.6)
+        ax.axhline(a.threshold, color="0.3", lw=0.8, ls="--")
+        ax.set_ylabel("speedup")
+        ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
+        agrees = speedup.agreement(groups, paper_group).dropna()
+        between = int((groups == speedup.GROUP_BETWEEN).sum())
+        counted = (f"{int(agrees.sum())} of {len(agrees)} tools in the paper's group" if len(agrees) else
+                   "no tool comparable with the paper") + (f", {between} between" if between else "")
+        ax.set_title(f"({letter}) {slow} / {fast}: {counted}", loc="left", fontsize=10)
+        # Outside the axes: a legend inside would cover the tallest bars and the paper's markers.
+        handles = [matplotlib.patches.Patch(color=GROUP_COLOURS[g], label=g) for g in
+                   (speedup.GROUP_FAST, speedup.GROUP_BETWEEN, speedup.GROUP_FLAT)]
+        ax.legend(handles=handles + ax.get_legend_handles_labels()[0], fontsize=7, loc="upper left",
+                  bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
+        agreement = agreement or counted
+    return finish(fig, a, f"Speedup per tool; G+ at {a.threshold:g}x or more, G0 below {speedup.NEGLIGIBLE_BELOW:g}x; "
+                   f"{agreement} (Lee, Min and Yoon 2015, Fig. 2)")
+
+
+def pipeline_steps(entry: catalogue.Entry, ran: set[str]) -> list[tuple[str, str]]:
+    """A pipeline's steps as (step, tool run for it): the substitute where the paper's tool was
+    not run but its substitute was."""
+    subs = entry.data.get("substitute_steps", {})
+    return [(s, s if s in ran or s not in subs or subs[s] not in ran else subs[s]) for s in entry.data["steps"]]
+
+
+def _chain_rows(chains: pd.DataFrame, pipeline: str, side: str) -> pd.DataFrame:
+    """A pipeline's chained step runs on one side (a side name, or a class as in ``Analysis``)."""
+    rows = chains[chains["pipeline"].eq(pipeline)]
+    return rows[rows["side"].eq(side) | rows["side"].str.endswith("-" + side)]
+
+
+def fig03_pipelines(a: Analysis) -> plt.Figure:
+    """Fig. 3: each pipeline's runtime on both sides, broken down by step. Where the study ran
+    the pipeline chained (``<side>/chains/``: each step's output the next step's input, in one
+    scratch), the bars are its steps' mean runtimes over the repeats, and a step that did not
+    end ok is hatched and named with its outcome (its runtime is then a lower bound, or the
+    chain stopped there). Otherwise the bars sum the steps' separate baseline runs, and the
+    panel says so."""
+    pipes = [e for e in catalogue.load_all() if e.kind == "pipeline"]
+    chains = resultset.chains(a.rs)
+    ran = set(a.baseline.index)
+    cmap = plt.get_cmap("tab20")
+    fig, axes = plt.subplots(len(pipes), 1, figsize=(13, 2.6 * len(pipes)), squeeze=False)
+    for ax, entry, letter in zip(axes[:, 0], pipes, "abc"):
+        sides = list(zip(("fast", "slow"), a.sides))
+        totals: dict[str, float] = {}
+        incomplete: list[str] = []  # sides whose chain stopped or had a step not end ok
+        failed: list[str] = []  # ... with a step that ended other than ok or timeout
+        chained = entry.data.get("chain") and all(not _chain_rows(chains, entry.id, s).empty for _, s in sides)
+        if chained:
+            step_labels, not_run = chain.step_labels(entry)
+            order = list(step_labels)
+            stopped = []
+            for y, (_, side) in enumerate(sides):
+                rows = _chain_rows(chains, entry.id, side)
+                left = 0.0
+                for i, step in enumerate(order):
+                    runs = rows[rows["step"].eq(step)]
+                    if runs.empty:
+                        if y == 0 or step not in stopped:
+                            stopped.append(step)
+                        incomplete.append(side)
+                        continue
+                    value = float(runs["runtime_s"].mean())
+                    bad = sorted(set(runs["outcome"]) - {"ok"})
+                    if bad:
+                        incomplete.append(side)
+                    if set(bad) - {speedup.TIMEOUT}:
+                        failed.append(side)
+                    label = step_labels[step] + (f" [{'/'.join(bad)} on {side}]" if bad else "")
+                    ax.barh(y, value, left=left, color=cmap(i % 20), label=label if (y == 0 or bad) else None,
+                            hatch="//" if bad else None, edgecolor="white" if not bad else "0.3", lw=0.5)
+                    left += value
+                totals[side] = left
+            what = f"chained, {int(chains[chains['pipeline'].eq(entry.id)]['rep'].nunique())} repeat(s)"
+            notes = [f"{p}: {why}" for p, why in not_run.items()]
+            notes += [f"{step_labels[s]} not reached" for s in dict.fromkeys(stopped)]
+        else:
+            steps = pipeline_steps(entry, ran)
+            missing = []
+            for y, (suffix, side) in enumerate(sides):
+                left = 0.0
+                for i, (step, tool) in enumerate(steps):
+                    value = a.baseline["runtime_s_" + suffix].get(tool, np.nan)
+                    if pd.isna(value):
+                        if y == 0:
+                            missing.append(tool)
+                        continue
+                    ax.barh(y, value, left=left, color=cmap(i % 20),
+                            label=(tool if tool == step else f"{tool} (for {step})") if y == 0 else None,
+                            edgecolor="white", lw=0.5)
+                    left += value
+                totals[side] = left
+            what = "not chained: the sum of the steps' separate runs"
+            notes = [f"not run: {', '.join(sorted(set(missing)))}"] if missing else []
+        fast, slow = sides[0][1], sides[1][1]
+        if not any(totals.values()):
+            empty(ax, f"{entry.data['paper_name']}: no step ran in this result set; " + "; ".join(notes))
+            ax.set_title(f"({letter}) {entry.data['paper_name']}", loc="left", fontsize=9)
+            continue
+        ax.set_yticks([0, 1], [s for _, s in sides])
+        ax.set_xlabel("runtime (s), sum of steps")
+        ratio = speedup.pipeline_speedup(totals, fast, slow, incomplete, failed)
+        if ratio.lower_bound:
+            total = f"{slow}/{fast} at least {ratio.value:.2f}x ({ratio.why})"
+        elif ratio.value is not None:
+            total = f"{slow}/{fast} {ratio.value:.2f}x"
+        elif incomplete:
+            total = f"no speedup, {ratio.why}"
+        else:
+            total = f"{slow}/{fast} n/a"
+        paper = entry.data.get("paper_speedup")
+        title = (f"({letter}) {entry.data['paper_name']}: {total} ({what}; paper "
+                 f"{'n/a' if paper is None else f'{paper:g}x'})")
+        ax.set_title(textwrap.fill(title, 110), loc="left", fontsize=9)
+        if notes:
+            ax.text(0.0, -0.4, textwrap.fill("; ".join(notes), 130), transform=ax.transAxes,
+                    fontsize=7, color=MISSING_COLOUR, va="top")
+        handles, labels = ax.get_legend_handles_labels()
+        if handles:
+            ax.legend(handles, [textwrap.fill(t, 34) for t in labels], fontsize=6.5, loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return finish(fig, a, "Pipelines, runtime per step (Lee, Min and Yoon 2015, Fig. 3)")
