@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from biossd.cli import options
-from biossd.study import matrix
+from biossd.study import plan_checks
 
 PLAN_BASE = {"tools": "samtools_sort", "storage_classes": "ssd", "mem_caps": "64M", "scales": "1", "outdir": "r"}
 
@@ -178,7 +178,7 @@ def test_accepted_because_it_means_something(biossd, tmp_path):
 
 def test_the_bounds_are_one_definition():
     """The CLI's seed bound is the schema's, and the schema bounds every count the plan multiplies."""
-    schema = matrix.schema_parameters(json.loads(matrix.SCHEMA_PATH.read_text()))
+    schema = plan_checks.schema_parameters(json.loads(plan_checks.SCHEMA_PATH.read_text()))
     assert schema["seed"]["maximum"] == options.MAX_SEED
     for name in ("repeats", "firm_repeats", "scaling_repeats", "chain_repeats"):
         assert "maximum" in schema[name], name

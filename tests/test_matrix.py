@@ -11,7 +11,7 @@ import pytest
 
 from biossd.core.units import format_size
 from biossd.host import devices
-from biossd.study import catalogue, matrix
+from biossd.study import catalogue, matrix, plan_checks, plan_params
 
 BASE = {"tools": "samtools_sort", "mem_caps": "1G,4G", "scales": "1,2", "repeats": 3, "storage_classes": "ssd"}
 
@@ -68,8 +68,8 @@ def test_recipe_only_tool_asked_for_by_name_is_a_problem_unless_stub():
 
 
 def test_catalogue_min_mem_is_read():
-    assert matrix.min_cap_bytes(catalogue.get("gatk_baserecalibrator")) == 160 << 20
-    assert matrix.min_cap_bytes(catalogue.get("samtools_sort")) == matrix.MIN_CAP_BYTES
+    assert plan_params.min_cap_bytes(catalogue.get("gatk_baserecalibrator")) == 160 << 20
+    assert plan_params.min_cap_bytes(catalogue.get("samtools_sort")) == plan_params.MIN_CAP_BYTES
 
 
 def test_scratch_must_be_on_the_named_device(tmp_path):
@@ -108,11 +108,11 @@ def test_cli_prints_the_plan_and_fails_on_problems(biossd):
 @pytest.mark.parametrize("spec", ["a", "=1G", "x="])
 def test_bad_tool_caps_items(spec):
     problems: list[str] = []
-    assert matrix.parse_tool_caps(spec, problems) == [] and problems
+    assert plan_params.parse_tool_caps(spec, problems) == [] and problems
 
 
 def test_slurm_partitions_must_exist_share_their_nodes_and_hold_this_host_for_emulation():
-    sp = matrix.slurm_problems
+    sp = plan_checks.slurm_problems
     one_node = {"fast": ["vm"], "slow": ["vm"]}
     both = {"ssd": "fast", "hdd": "slow"}
     assert sp(["ssd", "hdd"], {"hdd"}, both, None, one_node, "vm") == []
@@ -200,7 +200,7 @@ def test_the_sensitivity_profiles_change_m_alone(profile, factor):
     assert abs(m - factor * m_full) <= 1024 and p.sizing["memory_factor"] == factor
     for tool in p.tools:
         floor = parse_size(p_full.caps[tool][0]) - m_full
-        expected = max(floor + m, matrix.MIN_CAP_BYTES)  # no run has less than the shell and time need
+        expected = max(floor + m, plan_params.MIN_CAP_BYTES)  # no run has less than the shell and time need
         assert abs(parse_size(p.caps[tool][0]) - expected) <= 2048, tool
         assert p.tool_input_sizes[tool] == p_full.tool_input_sizes[tool]
     assert p.settings["samtools_sort"] == catalogue.get("samtools_sort").settings(sizing.memory_divisor(m))

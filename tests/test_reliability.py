@@ -21,7 +21,7 @@ from biossd.core.owners import ProcessRef
 from biossd.features import extract as features
 from biossd.host.hdd import emulate
 from biossd.measure import manifest, storage
-from biossd.study import matrix
+from biossd.study import matrix, plan_checks
 
 pytestmark = pytest.mark.integration
 PROFILE = "seagate-barracuda-7200"
@@ -239,14 +239,14 @@ def test_features_keep_going_names_any_damaged_run_file(biossd, good_run, tmp_pa
 
 
 def test_parameters_are_checked_against_the_schema():
-    problems = matrix.schema_problems({"host": "../../x", "repeats": "three", "cap_backend": "magic",
+    problems = plan_checks.schema_problems({"host": "../../x", "repeats": "three", "cap_backend": "magic",
                                        "storage_classes": "ssd,../hdd", "swap": "lots", "tols": "bwa",
                                        "scratchDir": "/x"})
     text = "\n".join(problems)
     for name in ("--host", "--repeats", "--cap_backend", "--storage_classes", "--swap", "Unknown parameter --tols"):
         assert name in text, text
     assert "scratchDir" not in text, "Nextflow's camelCase alias of a known parameter is not unknown"
-    assert matrix.schema_problems({"host": "node-01.lab", "repeats": 3, "storage_classes": "ssd,hdd"}) == []
+    assert plan_checks.schema_problems({"host": "node-01.lab", "repeats": 3, "storage_classes": "ssd,hdd"}) == []
 
 
 def test_the_plan_checks_free_space_against_the_largest_input(tmp_path):

@@ -12,7 +12,7 @@ from conftest import STUDY_HOST, nextflow
 from biossd import analysis
 from biossd.analysis import regime, resultset
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, matrix, sizer, sizing
+from biossd.study import catalogue, matrix, plan_params, sizer, sizing
 from biossd.study.inputs import data, datasets
 from test_prepare import pinned, publish, serve, write_manifest
 
@@ -129,7 +129,7 @@ def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
     # and cluster3 a cap of 660K.
     params = {"tool_caps": "cluster3=660K;samtools_sort=2700K", "data_memory": "436K"}
     entries = {e.id: e for e in catalogue.load_all()}
-    problems = sizer.cap_problems(params, lambda tool: matrix.min_cap_bytes(entries[tool]))
+    problems = sizer.cap_problems(params, lambda tool: plan_params.min_cap_bytes(entries[tool]))
     assert len(problems) == 1 and "cluster3's cap 660K is below the 2M" in problems[0] and "larger budget" in problems[0]
 
 

@@ -37,7 +37,7 @@ def _json_object(text: str, option: str, what: str) -> dict:
 
 
 def cmd_study_plan(args: argparse.Namespace) -> int:
-    from biossd.study import matrix
+    from biossd.study import matrix, plan_params
 
     params = _json_object(args.params, "--params", "parameters")
     result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
@@ -54,7 +54,7 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
         # Marked and recorded (a SIGKILLed probe's is found by `biossd cleanup`), removed however it ends.
         with rundir.scratch(scratch / "biossd-estimate", unique=True) as work:
             runs = estimate.probe(result.tools, work, int(params.get("seed") or 7), log=lambda line: None)
-        emulate = matrix.parse_pairs(params.get("emulate") or "", "emulate", [])
+        emulate = plan_params.parse_pairs(params.get("emulate") or "", "emulate", [])
         body["estimate"] = estimate.of(result, runs, emulate)
         body["estimate"]["text"] = estimate.summary(body["estimate"], result.time_limit_s)
         print(f"biossd study plan: {body['estimate']['text']}", file=sys.stderr)
@@ -137,10 +137,10 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     except sizer.SizingError as err:
         raise UsageError(str(err)) from None
     rec = sizer.record(measured, scratch, args.budget)
-    from biossd.study import matrix
+    from biossd.study import plan_params
 
     entries = {e.id: e for e in catalogue.load_all()}
-    too_small = sizer.cap_problems(rec["parameters"], lambda tool: matrix.min_cap_bytes(entries[tool]))
+    too_small = sizer.cap_problems(rec["parameters"], lambda tool: plan_params.min_cap_bytes(entries[tool]))
     if too_small:
         raise UsageError("biossd study size: " + "; ".join(too_small) + f" (nothing written to {out})")
     sizer.write(rec, out)

@@ -378,7 +378,7 @@ def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None
 
 def cap_problems(params: dict[str, str], min_cap_bytes: Callable[[str], int]) -> list[str]:
     """Caps of a record's parameters below what a run of the tool may have (``min_cap_bytes``
-    of its id: the study's, :func:`biossd.study.matrix.min_cap_bytes`): a budget so small that M
+    of its id: the study's, :func:`biossd.study.plan_params.min_cap_bytes`): a budget so small that M
     leaves a tool less than a run needs."""
     out = []
     for pair in params["tool_caps"].split(";"):
