@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from conftest import measured_record
 
-from biossd.features import blockstats
+from biossd.features import blockstats, definitions
 from biossd.features import extract as features
 from biossd.measure import blkbinary, manifest
 from biossd.study import layout
@@ -126,7 +126,7 @@ def test_busy_time_is_the_union_of_outstanding_intervals():
     }
     tally = blockstats.tally_requests(requests, 0.0, 10.0)
     assert tally.busy_time == pytest.approx(2.0 + 0.5 + 1.0)
-    assert features.butil(tally.busy_time, 10.0) == pytest.approx(0.35)
+    assert definitions.butil(tally.busy_time, 10.0) == pytest.approx(0.35)
 
 
 def test_both_feeders_give_the_same_totals():

@@ -19,7 +19,7 @@ import pandas as pd
 from biossd.analysis import Analysis, patterns, regime, speedup
 from biossd.core import paths
 from biossd.core.files import atomic_write_text
-from biossd.features import extract as features
+from biossd.features import definitions
 from biossd.study import catalogue
 from biossd.study.inputs import datasets
 
@@ -151,16 +151,17 @@ _SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")
 def table2_features() -> pd.DataFrame:
     """Table 2: the eight storage features — the paper's columns (ID, feature, when high (low))
     and biossd's definition (the first sentence of its function's docstring, where the rest
-    says what biossd chose), unit and function, from :data:`biossd.features.extract.DEFINITIONS`."""
+    says what biossd chose), unit and function, from :data:`biossd.features.definitions.DEFINITIONS`."""
     paper = reference("storage_features").set_index("id")
     rows = []
-    for fid in features.STORAGE_FEATURES:
-        doc = " ".join(inspect.getdoc(features.DEFINITIONS[fid]).split())
+    for fid in definitions.STORAGE_FEATURES:
+        defined = definitions.DEFINITIONS[fid]
+        doc = " ".join(inspect.getdoc(defined).split())
         definition, _, unit = doc.partition(" Units: ")
         first = _SENTENCE_END.split(definition.replace("**", ""), maxsplit=1)[0]
         rows.append({"id": fid, "feature": paper.at[fid, "feature"], "when_high_low": paper.at[fid, "when_high_low"],
                      "measures": paper.at[fid, "measures"], "definition": first,
-                     "unit": unit.rstrip("."), "defined_in": f"biossd.features.extract.{features.DEFINITIONS[fid].__name__}"})
+                     "unit": unit.rstrip("."), "defined_in": f"{defined.__module__}.{defined.__name__}"})
     return pd.DataFrame(rows)
 
 
