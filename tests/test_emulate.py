@@ -17,7 +17,7 @@ import pytest
 
 from biossd.host import swap
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
-from biossd.host.hdd import emulate
+from biossd.host.hdd import blockdev, emulate
 from biossd.host.hdd.diskmodel import DiskModel, load_profile
 from biossd.measure import manifest
 
@@ -229,7 +229,7 @@ def test_what_keeps_a_mount_busy_names_the_kernel_s_holders(tmp_path, root_requi
     loop = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
                           check=True).stdout.strip()
     try:
-        assert f"the loop device {loop} over {image}" in emulate._users_of(str(tmp_path))
+        assert f"the loop device {loop} over {image}" in blockdev.users_of(str(tmp_path))
     finally:
         subprocess.run(["losetup", "--detach", loop], check=False)
-    assert not any("loop device" in u for u in emulate._users_of(str(tmp_path)))
+    assert not any("loop device" in u for u in blockdev.users_of(str(tmp_path)))

@@ -44,7 +44,6 @@ such a stale one first. The disk image is readable by root only (mode 0600, FUSE
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
@@ -58,12 +57,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from biossd.core.commands import run_checked
-from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, is_mount_point, remove_tree
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held, signals_ignored, signals_raise
 from biossd.host import swap as swaps
+from biossd.host.hdd import blockdev
+from biossd.host.hdd.blockdev import EmulateError
 
 STATE_ROOT = Path("/run/biossd/emulated-hdd")
 #: The disk server's module, as its command line names it; and the name it had before, for a
@@ -78,17 +77,6 @@ CONTROL_FILE = "control"
 STATS_FILE = "stats"
 SERVER_START_TIMEOUT_S = 15.0
 SWAP_FILE = ".biossd-swap"
-#: The native class's backing file is opened so: direct I/O, and each write durable on the host's
-#: device before it completes (the loop device keeps the file's flags).
-WRITE_THROUGH_FLAGS = os.O_RDWR | os.O_DIRECT | os.O_DSYNC
-#: The loop ioctls (linux/loop.h) used to attach a file opened with those flags.
-LOOP_CTL_GET_FREE = 0x4C82
-LOOP_CONFIGURE = 0x4C0A
-LOOP_SET_FD = 0x4C00
-LOOP_SET_DIRECT_IO = 0x4C08
-LO_FLAGS_DIRECT_IO = 16
-#: How often an attach that lost a free loop device to another process is retried.
-LOOP_ATTACH_TRIES = 10
 FS_LABEL = "biossd-hdd"
 #: nodiscard: mkfs would otherwise discard the whole device, punching holes in the native class's
 #: preallocated backing file.
@@ -110,11 +98,6 @@ BACKING_NAME_RE = re.compile(re.escape(BACKING_PREFIX) + r"[0-9a-f]{12}-[0-9a-f]
 #: interrupt) before it reports who holds the mount.
 UMOUNT_GRACE_S = 30.0
 SERVER_STOP_S = 5.0
-_POLL_S = 0.1
-
-
-class EmulateError(BiossdError, RuntimeError):
-    """The emulation cannot be set up or removed; the message says what and why."""
 
 
 def _state_dir(mount: Path) -> Path:
@@ -123,10 +106,6 @@ def _state_dir(mount: Path) -> Path:
 
 def _mount_key(mount: Path) -> str:
     return hashlib.sha256(str(Path(mount).resolve()).encode()).hexdigest()[:12]
-
-
-def _run(argv: list[str], what: str) -> str:
-    return run_checked(argv, EmulateError, what)
 
 
 def _save(state_dir: Path, state: dict[str, Any]) -> None:
@@ -273,7 +252,7 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
         os.close(fd)
     if native:
         with signals_held():  # attached and recorded in one step a signal cannot split
-            state["loop_device"] = attach_write_through(backing)
+            state["loop_device"] = blockdev.attach_write_through(backing)
             _save(state_dir, state)
         _make_fs(state_dir, state, mount, swap_bytes)
         _set_queue(state)
@@ -299,7 +278,7 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
         time.sleep(0.05)
 
     with signals_held():  # attached and recorded in one step a signal cannot split
-        state["loop_device"] = _run(["losetup", "--find", "--show", "--direct-io=on", str(fuse_dir / DISK_FILE)],
+        state["loop_device"] = blockdev.run(["losetup", "--find", "--show", "--direct-io=on", str(fuse_dir / DISK_FILE)],
                                     "attach loop device").strip()
         _save(state_dir, state)
     _make_fs(state_dir, state, mount, swap_bytes)
@@ -307,48 +286,6 @@ def _bring_up(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: i
     (fuse_dir / CONTROL_FILE).write_text("on\n")
     state["stage"] = "up"
     _save(state_dir, state)
-
-
-def attach_write_through(backing: Path) -> str:
-    """A loop device over ``backing`` opened with :data:`WRITE_THROUGH_FLAGS` (``losetup`` cannot
-    give it ``O_DSYNC``); returns its node (``/dev/loopN``)."""
-    import fcntl
-    import struct
-
-    fd = os.open(backing, WRITE_THROUGH_FLAGS)
-    try:
-        name = os.fsencode(str(backing))[:63]
-        # struct loop_config: fd, block_size, struct loop_info64 (lo_flags at byte 52, the
-        # file name's 64 bytes at 56; 232 bytes in all), 8 reserved u64.
-        info = bytearray(232)
-        struct.pack_into("<I", info, 52, LO_FLAGS_DIRECT_IO)
-        info[56:56 + len(name)] = name
-        config = struct.pack("<II", fd, 0) + bytes(info) + bytes(64)
-        ctl = os.open("/dev/loop-control", os.O_RDWR)
-        try:
-            for _ in range(LOOP_ATTACH_TRIES):
-                number = fcntl.ioctl(ctl, LOOP_CTL_GET_FREE)
-                loop_fd = os.open(f"/dev/loop{number}", os.O_RDWR)
-                try:
-                    try:
-                        fcntl.ioctl(loop_fd, LOOP_CONFIGURE, config)
-                    except OSError as err:
-                        if err.errno not in (errno.EINVAL, errno.ENOTTY):
-                            raise
-                        # A kernel before 5.8: attach the file, then ask for direct I/O.
-                        fcntl.ioctl(loop_fd, LOOP_SET_FD, fd)
-                        fcntl.ioctl(loop_fd, LOOP_SET_DIRECT_IO, 1)
-                    return f"/dev/loop{number}"
-                except OSError as err:
-                    if err.errno != errno.EBUSY:  # another process took it first: try the next free one
-                        raise EmulateError(f"cannot attach a loop device to {backing}: {err.strerror}") from None
-                finally:
-                    os.close(loop_fd)
-        finally:
-            os.close(ctl)
-    finally:
-        os.close(fd)
-    raise EmulateError(f"cannot attach a loop device to {backing}: every free one was taken by another process")
 
 
 def _set_queue(state: dict[str, Any]) -> None:
@@ -367,9 +304,9 @@ def _set_queue(state: dict[str, Any]) -> None:
 
 def _make_fs(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: int | None) -> None:
     """The file system on the loop device, mounted, and the swap area on it if asked for."""
-    _run([*MKFS, state["loop_device"]], "make the file system")
+    blockdev.run([*MKFS, state["loop_device"]], "make the file system")
     mount.mkdir(parents=True, exist_ok=True)
-    _run(["mount", "-o", "noatime", state["loop_device"], str(mount)], "mount")
+    blockdev.run(["mount", "-o", "noatime", state["loop_device"], str(mount)], "mount")
     if swap_bytes:
         swap_file = mount / SWAP_FILE
         state["swap_file"] = str(swap_file)
@@ -379,31 +316,8 @@ def _make_fs(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: in
             os.posix_fallocate(fd, 0, swap_bytes)
         finally:
             os.close(fd)
-        _run(["mkswap", str(swap_file)], "make swap")
-        _run(["swapon", "--priority", str(SWAP_PRIORITY), str(swap_file)], "enable swap")
-
-
-def _loops_over(files: list[str], recorded: str | None = None) -> list[str]:
-    """Loop devices whose backing file is one of ``files`` (found on the host, not recorded),
-    and the ``recorded`` one if its backing file is a disk image seen through a mount that is
-    gone (a FUSE disk unmounted under it: the kernel then names the file from that mount's
-    root, ``/disk.img``)."""
-    found = []
-    for loop in _loop_devices():
-        back = (loop.get("back-file") or "").replace(" (deleted)", "")
-        if back in files or (recorded and loop["name"] == recorded and back == "/" + DISK_FILE):
-            found.append(loop["name"])
-    return found
-
-
-def _loop_devices() -> list[dict[str, Any]]:
-    """The host's loop devices as ``losetup`` lists them (``name``, ``back-file``, ``autoclear``);
-    empty when it cannot list them."""
-    try:
-        out = _run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE,AUTOCLEAR"], "list loop devices")
-        return json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
-    except (EmulateError, ValueError):
-        return []
+        blockdev.run(["mkswap", str(swap_file)], "make swap")
+        blockdev.run(["swapon", "--priority", str(SWAP_PRIORITY), str(swap_file)], "enable swap")
 
 
 def _server_pids(fuse_dir: str) -> list[int]:
@@ -419,44 +333,6 @@ def _server_pids(fuse_dir: str) -> list[int]:
         if {m.encode() for m in (SERVER_MODULE, *_SERVER_MODULES_BEFORE)} & set(argv) and fuse_dir.encode() in argv:
             found.append(int(proc.name))
     return found
-
-
-def _users_of(mount: str) -> list[str]:
-    """What keeps ``mount`` busy (for the message): processes whose working directory or open
-    files are under it, and the kernel's holders no process shows — a mount below it, a loop
-    device whose backing file is on it (a detached one stays until its last opener closes)."""
-    users = []
-    prefix = mount.rstrip("/") + "/"
-    from biossd.core.files import mount_table
-
-    users += [f"the mount {m.point}" for m in mount_table() if m.point.startswith(prefix)]
-    for loop in _loop_devices():
-        if (loop.get("back-file") or "").startswith(prefix):
-            users.append(f"the loop device {loop['name']} over {loop['back-file']}"
-                         + (" (detached, waiting for its last opener)" if loop.get("autoclear") else ""))
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            links = [os.readlink(proc / "cwd")] + [os.readlink(fd) for fd in (proc / "fd").iterdir()]
-            if any(link == mount or link.startswith(prefix) for link in links):
-                users.append(f"{proc.name} ({(proc / 'comm').read_text().strip()})")
-    return users
-
-
-def _umount(path: str, grace_s: float) -> None:
-    deadline = time.monotonic() + grace_s
-    while True:
-        try:
-            _run(["umount", path], f"unmount {path}")
-            return
-        except EmulateError:
-            if not is_mount_point(path):
-                return
-            if time.monotonic() > deadline:
-                raise EmulateError(f"cannot unmount {path}: still in use by "
-                                   f"{', '.join(_users_of(path)) or 'an unknown process'}") from None
-            time.sleep(_POLL_S)
 
 
 def down_state(state_dir: Path, grace_s: float = UMOUNT_GRACE_S) -> list[str]:
@@ -484,22 +360,22 @@ def _down(state_dir: Path, grace_s: float) -> list[str]:
     backed = [str(Path(fuse_dir) / DISK_FILE)] + ([state["backing_file"]] if state.get("backing_file") else [])
     swap_file = state.get("swap_file")
     if swap_file and swap_file in swaps.active_swaps():
-        step(f"swapoff {swap_file}", lambda: _run(["swapoff", swap_file], "disable swap"))
+        step(f"swapoff {swap_file}", lambda: blockdev.run(["swapoff", swap_file], "disable swap"))
     mount = state.get("mount")
     recorded_loop = state.get("loop_device")
-    loops = sorted(set(_loops_over(backed, recorded_loop)) | ({recorded_loop} if recorded_loop else set()))
+    loops = sorted(set(blockdev.loops_over(backed, recorded_loop, DISK_FILE)) | ({recorded_loop} if recorded_loop else set()))
     if mount and is_mount_point(mount):
         from biossd.host.devices import mount_facts
 
         if mount_facts(Path(mount)).get("source") in loops:
-            step(f"umount {mount}", lambda: _umount(mount, grace_s))
+            step(f"umount {mount}", lambda: blockdev.umount(mount, grace_s))
     if mount and state.get("created_mount_dir") and not is_mount_point(mount):
         with contextlib.suppress(OSError):
             Path(mount).rmdir()
-    for loop in _loops_over(backed, recorded_loop):
-        step(f"losetup -d {loop}", lambda loop=loop: _run(["losetup", "--detach", loop], "detach loop device"))
+    for loop in blockdev.loops_over(backed, recorded_loop, DISK_FILE):
+        step(f"losetup -d {loop}", lambda loop=loop: blockdev.run(["losetup", "--detach", loop], "detach loop device"))
     if is_mount_point(fuse_dir):
-        step(f"umount {fuse_dir}", lambda: _umount(fuse_dir, grace_s))
+        step(f"umount {fuse_dir}", lambda: blockdev.umount(fuse_dir, grace_s))
     servers = set(_server_pids(fuse_dir))
     recorded = ProcessRef.from_record(state.get("server"))
     if recorded is not None and recorded.alive():
