@@ -211,14 +211,14 @@ def test_the_full_profile_follows_the_sizing_rule():
     own measurements): every runnable tool with its own cap F + M (the GATK steps three, Fig. 9's
     F + 0.2/0.8/1.6 x their input) and its own input; one data memory M; the record's limit."""
     from biossd.core.units import parse_size
-    from biossd.study import sizer, sizing
+    from biossd.study import sizer, sizing, sizing_record
 
     params = _full_params()
     rec = sizer.load(Path(params["sizing"]))
-    assert rec["format"] == sizer.FORMAT and sizer.check(rec) == []
-    assert set(sizer.PARAMETERS).isdisjoint(_config_params(catalogue.REPO_ROOT / "nextflow/conf/full.config"))
+    assert rec["format"] == sizing_record.FORMAT and sizer.check(rec) == []
+    assert set(sizing_record.PARAMETERS).isdisjoint(_config_params(catalogue.REPO_ROOT / "nextflow/conf/full.config"))
     p = matrix.plan(params, stub=True)
-    assert p.problems == [] and p.sizing["sha256"] == sizer.digest(Path(params["sizing"]))
+    assert p.problems == [] and p.sizing["sha256"] == sizing_record.digest(Path(params["sizing"]))
     assert p.time_limit_s == rec["budget"]["time_limit_s"]
     m = parse_size(p.data_memory)
     assert m == rec["chose"]["data_memory"]

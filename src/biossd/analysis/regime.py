@@ -25,7 +25,7 @@ import pandas as pd
 
 from biossd.analysis import Analysis, speedup
 from biossd.core.units import format_size, is_size_label, parse_size
-from biossd.study import sizer, sizing
+from biossd.study import sizing, sizing_record
 from biossd.study.inputs.kinds import PREPARED_RECORD
 
 #: The paper's G0 tools with small working sets (BWA, Bowtie 2, BLAST, ClustalW, GATK
@@ -67,7 +67,7 @@ def regime_table(a: Analysis) -> pd.DataFrame:
     """One row per tool run at its baseline: :data:`REGIME_COLUMNS` (bytes, ratios and counts)."""
     fast, slow = a.sides
     m_study = study_data_memory(a)
-    uncapped = sizer.data_over_m(a.rs.sizing)
+    uncapped = sizing_record.data_over_m(a.rs.sizing)
     rows = []
     for tool, runs in a.baseline_runs.groupby("tool", sort=True):
         cap = float(runs["mem_bytes"].dropna().iloc[0]) if runs["mem_bytes"].notna().any() else math.nan
@@ -90,7 +90,7 @@ def halved_from(a: Analysis, tool: str) -> list[int]:
     """The inputs (bytes) of ``tool`` that the sizing rule left behind because their capped native
     run passed half the time limit (the sizing record's ``capped`` runs that timed out), largest
     first; empty without a record."""
-    return sizer.capped_timeouts(a.rs.sizing, tool)
+    return sizing_record.capped_timeouts(a.rs.sizing, tool)
 
 
 def controls(a: Analysis) -> pd.DataFrame:
@@ -135,8 +135,8 @@ def sizing_text(a: Analysis) -> str:
     """How the result set was sized, plainly: by the sizing rule on which host and budget, or by
     hand — then that the paper's regime was not kept, with each tool's input over its cap."""
     rec = a.rs.sizing
-    if rec and rec.get("format") == sizer.FORMAT:
-        how = sizer.provenance(rec)
+    if rec and rec.get("format") == sizing_record.FORMAT:
+        how = sizing_record.provenance(rec)
         return (f"Sized by the rule (`biossd study size` on {how['host']}, {how['created']}: {how['run_s']:g} s "
                 f"an input may add to a run, a {how['time_limit_s']:g} s limit); both sides ran its inputs, caps, "
                 "settings and limit, so each tool ran in the paper's regime as the rule defines it.")

@@ -21,7 +21,7 @@ from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.host import devicerecord
 from biossd.measure import manifest, tracefile, tracereader
-from biossd.study import layout, sizer
+from biossd.study import layout, sizer, sizing_record
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
@@ -62,7 +62,7 @@ class ResultSet:
         """The parameters the result set's sizing record set (``--sizing``: they replaced the
         study's own; at ``--memory_factor`` k, derived with k M), or none."""
         rec = self.sizing or {}
-        if rec.get("format") != sizer.FORMAT:
+        if rec.get("format") != sizing_record.FORMAT:
             return {}
         factor = 1.0
         for record in self.provenance:
@@ -121,7 +121,7 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
         if (info / PROVENANCE_FILE).is_file():
             provenance.append({"root": str(root), **_json(info / PROVENANCE_FILE)})
         sizings[str(root)] = _json(info / SIZING_FILE) if (info / SIZING_FILE).is_file() else None
-    differ = sizer.differences(sizings)
+    differ = sizing_record.differences(sizings)
     if differ:
         raise ResultSetError("the result sets were sized differently, so their sides do not compare (a matched "
                              "twin runs with the first host's --sizing <its results>/pipeline_info/sizing.json): "

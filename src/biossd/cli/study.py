@@ -110,7 +110,7 @@ def cmd_study_firm_up(args: argparse.Namespace) -> int:
 
 def cmd_study_size(args: argparse.Namespace) -> int:
     """Measure the sizing rule on this host and write its record (:mod:`biossd.study.sizer`)."""
-    from biossd.study import catalogue, sizer, sizing
+    from biossd.study import catalogue, sizer, sizing, sizing_record
 
     options.need_root("study size")
     runnable = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
@@ -134,7 +134,7 @@ def cmd_study_size(args: argparse.Namespace) -> int:
         with rundir.scratch(scratch / "biossd-sizing", unique=True) as work:
             measured = sizer.measure(tools, run_budget_s, work, args.seed, args.ladder_max or sizing.LADDER_MAX,
                                      log=lambda line: print(line, file=sys.stderr, flush=True))
-    except sizer.SizingError as err:
+    except sizing_record.SizingError as err:
         raise UsageError(str(err)) from None
     rec = sizer.record(measured, scratch, args.budget)
     from biossd.study import plan_params
@@ -143,8 +143,8 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     too_small = sizer.cap_problems(rec["parameters"], lambda tool: plan_params.min_cap_bytes(entries[tool]))
     if too_small:
         raise UsageError("biossd study size: " + "; ".join(too_small) + f" (nothing written to {out})")
-    sizer.write(rec, out)
-    print(sizer.summary(rec))
+    sizing_record.write(rec, out)
+    print(sizing_record.summary(rec))
     print(f"biossd study size: wrote {out}; a study takes it with --sizing {out}", file=sys.stderr)
     return 0
 

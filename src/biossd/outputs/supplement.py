@@ -176,9 +176,9 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
     if v1:
         out.append(v1)
     if params.get("data_memory"):
-        from biossd.study import sizer, sizing
+        from biossd.study import sizing, sizing_record
 
-        sized = sizer.provenance(a.rs.sizing)
+        sized = sizing_record.provenance(a.rs.sizing)
         where = f" on {esc(str(sized['host']))}" if sized["host"] else ""
 
         out.append(r"Sizing rule (\texttt{biossd.study.sizing}): scale the paper's machine, not each tool. The paper "

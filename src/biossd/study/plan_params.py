@@ -206,7 +206,7 @@ def sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str,
     :func:`biossd.study.sizer.load`) replace the study's own, and the plan names the record
     (--memory_factor k: derived with k times its data memory, the rule's sensitivity to D);
     --sizing none (or unset) keeps the parameters as given."""
-    from biossd.study import sizer
+    from biossd.study import sizer, sizing_record
 
     value = params.get("sizing")
     if value in (None, "", NO_SIZING):
@@ -217,14 +217,14 @@ def sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str,
         return {}, None
     try:
         rec = sizer.load(Path(str(value)))
-    except sizer.SizingError as err:
+    except sizing_record.SizingError as err:
         problems.append(str(err))
         return {}, None
     factor = float(params.get("memory_factor") or 1)
     derived = rec["parameters"] if factor == 1 else sizer.parameters(rec, memory_factor=factor,
                                                                        min_cap_bytes=MIN_CAP_BYTES)
     sized = {name: v for name, v in derived.items() if v is not None}
-    return sized, {"memory_factor": factor, "path": str(value), "sha256": sizer.digest(Path(str(value))),
+    return sized, {"memory_factor": factor, "path": str(value), "sha256": sizing_record.digest(Path(str(value))),
                    "host": rec["host"].get("hostname"), "created": rec.get("created"),
                    "run_budget_s": rec["budget"]["run_s"], "tools": rec["tools"], "parameters": sorted(sized)}
 

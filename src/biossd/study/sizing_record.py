@@ -1,0 +1,106 @@
+"""A sizing record (``sizing.json``, ``biossd study size``'s output) as a file: its format, the
+rule's constants and the study parameters it sets, written, read, checked against this code's
+rule, summarised, and compared between hosts (Lee, Min and Yoon 2015, §5.1's caps and inputs,
+scaled to this host by :mod:`biossd.study.sizer`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from biossd.core.errors import BiossdError
+from biossd.core.files import atomic_write_text
+from biossd.core.units import format_size, parse_size
+from biossd.study import sizing
+
+#: The record's format; a study refuses any other.
+FORMAT = "biossd-sizing/1"
+
+#: The rule's constants a record must share with this code to be used.
+RULE_CONSTANTS = ("PAPER_MEMORY_BYTES", "INPUT_PER_MEMORY", "FIG9_MEMORY_PER_INPUT", "FLOOR_DIVISOR",
+                  "TIME_LIMIT_PER_INPUT_BUDGET", "CENSORED_MIN_SPEEDUP", "HEAP_MARGIN", "SWAP_SIZE")
+
+#: The study parameters a sizing record sets (nextflow_schema.json names each).
+PARAMETERS = ("tool_caps", "tool_input_sizes", "input_sizes", "data_memory", "java_heaps", "time_limit",
+              "emulate_size", "swap")
+
+class SizingError(BiossdError):
+    """A sizing record that cannot be used; the message names the file and what is wrong."""
+
+def rule_constants() -> dict[str, Any]:
+    """The constants of :mod:`biossd.study.sizing` that decide a record's parameters."""
+    return {name: _plain(getattr(sizing, name)) for name in RULE_CONSTANTS}
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+def write(rec: dict[str, Any], path: Path) -> Path:
+    """Write the record whole (a temporary name, then renamed)."""
+    return atomic_write_text(Path(path), json.dumps(rec, indent=2) + "\n")
+
+def digest(path: Path) -> str:
+    """The record's SHA-256: what a matched twin's report compares."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def summary(rec: dict[str, Any]) -> str:
+    """One paragraph: the host, the budget, M and D, and each tool's input, floor and cap."""
+    chose, params = rec["chose"], rec["parameters"]
+    caps = dict(pair.split("=", 1) for pair in params["tool_caps"].split(";"))
+    lines = [f"sizing of {rec['host'].get('hostname')} ({rec['created']}): {rec['budget']['run_s']:g} s a run, "
+             f"time limit {rec['budget']['time_limit_s']:g} s; M = {format_size(chose['data_memory'])}, "
+             f"D = 1 GB / M = {chose['memory_divisor']:.1f}"]
+    for tool in sorted(chose["inputs"]):
+        lines.append(f"  {tool:<22} input {format_size(chose['inputs'][tool]):>7}  F {format_size(chose['floors'][tool]):>7}"
+                     f"  cap {caps[tool]}  data/M uncapped {chose['data_over_m'].get(tool, float('nan')):.2f}")
+    for tool, why in chose.get("left_out", {}).items():
+        lines.append(f"  {tool:<22} left out: {why}")
+    return "\n".join(lines)
+
+def data_over_m(rec: dict[str, Any] | None) -> dict[str, float]:
+    """Each tool's uncapped data part over M from a record (also from a record that
+    ``benchmarks/sizing.py`` wrote before this command, which kept it at the top level)."""
+    if not rec:
+        return {}
+    return dict((rec.get("chose") or {}).get("data_over_m") or rec.get("data_over_m") or {})
+
+def capped_timeouts(rec: dict[str, Any] | None, tool: str) -> list[int]:
+    """The inputs (bytes) of ``tool`` whose capped run timed out in the sizing, largest first."""
+    sizes = set()
+    for r in (rec or {}).get("runs") or []:
+        if r.get("tool") == tool and r.get("step") == "capped" and r.get("outcome") == "timeout":
+            size = r.get("size_bytes", r.get("size"))
+            sizes.add(int(size) if isinstance(size, (int, float)) else parse_size(str(size)))
+    return sorted(sizes, reverse=True)
+
+def differences(records: dict[str, dict[str, Any] | None]) -> list[str]:
+    """What differs between the sizings of result sets that one report would compare (by result
+    set name): a matched twin runs with the first host's record, so its parameters are the same."""
+    named = {root: (rec or {}).get("parameters") if (rec or {}).get("format") == FORMAT else None
+             for root, rec in records.items()}
+    if len({json.dumps(p, sort_keys=True) for p in named.values()}) <= 1:
+        return []
+    (first, ref), *others = named.items()
+    out = []
+    for root, params in others:
+        if params is None or ref is None:
+            unsized = root if params is None else first
+            out.append(f"{unsized} has no sizing record of `biossd study size` (pipeline_info/sizing.json)")
+            continue
+        for name in PARAMETERS:
+            if params.get(name) != ref.get(name):
+                out.append(f"{name}: {ref.get(name)!r} in {first}, {params.get(name)!r} in {root}")
+    return out
+
+def provenance(rec: dict[str, Any] | None) -> dict[str, Any]:
+    """How a result set was sized, for its methods: the per-run budget, the time limit, the host
+    and the command, from its record (a record of ``benchmarks/sizing.py`` before this command
+    kept only its budget: the rule's constants then)."""
+    if rec and rec.get("format") == FORMAT:
+        return {"run_s": rec["budget"]["run_s"], "time_limit_s": rec["budget"]["time_limit_s"],
+                "host": rec["host"].get("hostname"), "created": rec.get("created"), "by": "biossd study size"}
+    run_s = float((rec or {}).get("budget_s") or sizing.INPUT_BUDGET_S)
+    return {"run_s": run_s, "time_limit_s": sizing.TIME_LIMIT_S, "host": None, "created": None,
+            "by": "benchmarks/sizing.py"}
