@@ -404,3 +404,30 @@ def test_what_keeps_a_tool_from_paging_is_read_from_the_sizing_record():
     text = verdict.kept_from_paging(a, "cluster3", {"data_over_m": 0.45})
     assert "0.45 x M uncapped, so it fits in M" in text and "256 KiB ran capped" in text
     assert verdict.kept_from_paging(a, "cluster3", {"data_over_m": float("nan")}) == ""
+
+
+def test_a_chained_pipeline_s_steps_are_its_runs_means_and_a_stop_is_named():
+    """Fig. 3's numbers (analysis, not the figure): a chained step's bar is its mean over the
+    repeats; a step that timed out makes the slow side's total a lower bound; a step the slow
+    side never reached is named."""
+    from biossd.study import catalogue, chain
+
+    entry = next(e for e in catalogue.load_all() if e.kind == "pipeline" and e.data.get("chain"))
+    steps = list(chain.step_labels(entry)[0])
+    rows = []
+    for rep in ("1", "2"):
+        for i, step in enumerate(steps):
+            rows.append({"side": "h-ssd", "pipeline": entry.id, "rep": rep, "step": step, "outcome": "ok",
+                         "runtime_s": 10.0 * (i + 1) + (1.0 if rep == "2" else 0.0)})
+    rows.append({"side": "h-hdd", "pipeline": entry.id, "rep": "1", "step": steps[0], "outcome": "timeout",
+                 "runtime_s": 100.0})
+    chains = pd.DataFrame(rows)
+    got = speedup.pipeline_runtimes(entry, chains, pd.DataFrame(), [("fast", "ssd"), ("slow", "hdd")])
+    fast = [b for b in got.bars if b.side_index == 0]
+    assert [b.runtime_s for b in fast] == [10.5 + 10.0 * i for i in range(len(steps))]
+    assert [b.left_s for b in fast][1] == 10.5 and all(b.label for b in fast)
+    slow = [b for b in got.bars if b.side_index == 1]
+    assert len(slow) == 1 and slow[0].bad == ["timeout"] and "timeout on hdd" in slow[0].label
+    assert got.totals_s["hdd"] == 100.0 and "hdd" in got.incomplete and got.failed == []
+    assert got.speedup.lower_bound or got.speedup.value is None
+    assert any("not reached" in n for n in got.notes) and got.what.startswith("chained, 2 repeat")

@@ -241,3 +241,106 @@ def pipeline_speedup(totals_s: dict[str, float], fast: str, slow: str, incomplet
     if not fast_s:
         return PipelineSpeedup(None, why=f"no runtime on {fast}")
     return PipelineSpeedup(totals_s[slow] / fast_s)
+
+
+def pipeline_steps(entry, ran: set[str]) -> list[tuple[str, str]]:
+    """A pipeline's steps as (step, tool run for it): the substitute where the paper's tool was
+    not run but its substitute was."""
+    subs = entry.data.get("substitute_steps", {})
+    return [(s, s if s in ran or s not in subs or subs[s] not in ran else subs[s]) for s in entry.data["steps"]]
+
+
+def chain_rows(chains: pd.DataFrame, pipeline: str, side: str) -> pd.DataFrame:
+    """A pipeline's chained step runs on one side (a side name, or a class as in ``Analysis``)."""
+    rows = chains[chains["pipeline"].eq(pipeline)]
+    return rows[rows["side"].eq(side) | rows["side"].str.endswith("-" + side)]
+
+
+@dataclass
+class StepBar:
+    """One step's runtime on one side (``side_index``: 0 the fast side, 1 the slow one), after the
+    steps before it (``left_s``); ``bad``: its runs' outcomes other than ok; ``label``: its legend
+    entry (``None``: already in the legend)."""
+
+    side_index: int
+    left_s: float
+    runtime_s: float
+    step_index: int
+    label: str | None
+    bad: list[str]
+
+
+@dataclass
+class PipelineRuntimes:
+    """Fig. 3's numbers for one pipeline: its step bars on both sides, their totals, the sides
+    whose chain stopped or had a step not end ok (``incomplete``; ``failed``: other than a
+    timeout), how the runtimes were made (``what``), notes, and the pipeline's speedup."""
+
+    bars: list[StepBar]
+    totals_s: dict[str, float]
+    incomplete: list[str]
+    failed: list[str]
+    what: str
+    notes: list[str]
+    speedup: PipelineSpeedup
+
+
+def pipeline_runtimes(entry, chains: pd.DataFrame, baseline_table: pd.DataFrame,
+                      sides: Sequence[tuple[str, str]]) -> PipelineRuntimes:
+    """Each step's runtime of the pipeline ``entry`` on both ``sides`` (``(suffix, side)``, fast
+    first; Lee, Min and Yoon 2015, Fig. 3). Where the study ran it chained (``chains``: each step's
+    output the next one's input, in one scratch), a step's mean runtime over the repeats, and a step
+    that did not end ok is named with its outcome; otherwise the steps' separate baseline runs
+    (``baseline_table``), summed."""
+    from biossd.study import chain
+
+    bars: list[StepBar] = []
+    totals: dict[str, float] = {}
+    incomplete: list[str] = []
+    failed: list[str] = []
+    if entry.data.get("chain") and all(not chain_rows(chains, entry.id, s).empty for _, s in sides):
+        step_labels, not_run = chain.step_labels(entry)
+        stopped: list[str] = []
+        for y, (_, side) in enumerate(sides):
+            rows = chain_rows(chains, entry.id, side)
+            left = 0.0
+            for i, step in enumerate(step_labels):
+                runs = rows[rows["step"].eq(step)]
+                if runs.empty:
+                    if y == 0 or step not in stopped:
+                        stopped.append(step)
+                    incomplete.append(side)
+                    continue
+                value = float(runs["runtime_s"].mean())
+                bad = sorted(set(runs["outcome"]) - {"ok"})
+                if bad:
+                    incomplete.append(side)
+                if set(bad) - {TIMEOUT}:
+                    failed.append(side)
+                label = step_labels[step] + (f" [{'/'.join(bad)} on {side}]" if bad else "")
+                bars.append(StepBar(y, left, value, i, label if (y == 0 or bad) else None, bad))
+                left += value
+            totals[side] = left
+        what = f"chained, {int(chains[chains['pipeline'].eq(entry.id)]['rep'].nunique())} repeat(s)"
+        notes = [f"{p}: {why}" for p, why in not_run.items()]
+        notes += [f"{step_labels[s]} not reached" for s in dict.fromkeys(stopped)]
+    else:
+        steps = pipeline_steps(entry, set(baseline_table.index))
+        missing = []
+        for y, (suffix, side) in enumerate(sides):
+            left = 0.0
+            for i, (step, tool) in enumerate(steps):
+                value = baseline_table["runtime_s_" + suffix].get(tool, np.nan)
+                if pd.isna(value):
+                    if y == 0:
+                        missing.append(tool)
+                    continue
+                label = (tool if tool == step else f"{tool} (for {step})") if y == 0 else None
+                bars.append(StepBar(y, left, value, i, label, []))
+                left += value
+            totals[side] = left
+        what = "not chained: the sum of the steps' separate runs"
+        notes = [f"not run: {', '.join(sorted(set(missing)))}"] if missing else []
+    fast, slow = sides[0][1], sides[1][1]
+    return PipelineRuntimes(bars, totals, incomplete, failed, what, notes,
+                            pipeline_speedup(totals, fast, slow, incomplete, failed))

@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 from biossd.analysis import Analysis  # noqa: E402
 from biossd.analysis import resultset, speedup  # noqa: E402
 from biossd.features.quality import QUALITY_COLUMNS  # noqa: E402
-from biossd.study import catalogue, chain  # noqa: E402
+from biossd.study import catalogue  # noqa: E402
 from biossd.outputs.figures._style import GROUP_COLOURS, MISSING_COLOUR, SIDE_COLOURS, empty, finish, mark_bounds, speedup_axis  # noqa: E402
 
 
@@ -124,105 +124,43 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
                    f"{agreement} (Lee, Min and Yoon 2015, Fig. 2)")
 
 
-def pipeline_steps(entry: catalogue.Entry, ran: set[str]) -> list[tuple[str, str]]:
-    """A pipeline's steps as (step, tool run for it): the substitute where the paper's tool was
-    not run but its substitute was."""
-    subs = entry.data.get("substitute_steps", {})
-    return [(s, s if s in ran or s not in subs or subs[s] not in ran else subs[s]) for s in entry.data["steps"]]
-
-
-def _chain_rows(chains: pd.DataFrame, pipeline: str, side: str) -> pd.DataFrame:
-    """A pipeline's chained step runs on one side (a side name, or a class as in ``Analysis``)."""
-    rows = chains[chains["pipeline"].eq(pipeline)]
-    return rows[rows["side"].eq(side) | rows["side"].str.endswith("-" + side)]
-
-
 def fig03_pipelines(a: Analysis) -> plt.Figure:
-    """Fig. 3: each pipeline's runtime on both sides, broken down by step. Where the study ran
-    the pipeline chained (``<side>/chains/``: each step's output the next step's input, in one
-    scratch), the bars are its steps' mean runtimes over the repeats, and a step that did not
-    end ok is hatched and named with its outcome (its runtime is then a lower bound, or the
-    chain stopped there). Otherwise the bars sum the steps' separate baseline runs, and the
-    panel says so."""
+    """Fig. 3: each pipeline's runtime on both sides, broken down by step
+    (:func:`biossd.analysis.speedup.pipeline_runtimes`). A chained step that did not end ok is
+    hatched and named with its outcome (its runtime is then a lower bound, or the chain stopped
+    there); a pipeline not run chained sums its steps' separate runs, and the panel says so."""
     pipes = [e for e in catalogue.load_all() if e.kind == "pipeline"]
     chains = resultset.chains(a.rs)
-    ran = set(a.baseline.index)
     cmap = plt.get_cmap("tab20")
     fig, axes = plt.subplots(len(pipes), 1, figsize=(13, 2.6 * len(pipes)), squeeze=False)
     for ax, entry, letter in zip(axes[:, 0], pipes, "abc"):
         sides = list(zip(("fast", "slow"), a.sides))
-        totals: dict[str, float] = {}
-        incomplete: list[str] = []  # sides whose chain stopped or had a step not end ok
-        failed: list[str] = []  # ... with a step that ended other than ok or timeout
-        chained = entry.data.get("chain") and all(not _chain_rows(chains, entry.id, s).empty for _, s in sides)
-        if chained:
-            step_labels, not_run = chain.step_labels(entry)
-            order = list(step_labels)
-            stopped = []
-            for y, (_, side) in enumerate(sides):
-                rows = _chain_rows(chains, entry.id, side)
-                left = 0.0
-                for i, step in enumerate(order):
-                    runs = rows[rows["step"].eq(step)]
-                    if runs.empty:
-                        if y == 0 or step not in stopped:
-                            stopped.append(step)
-                        incomplete.append(side)
-                        continue
-                    value = float(runs["runtime_s"].mean())
-                    bad = sorted(set(runs["outcome"]) - {"ok"})
-                    if bad:
-                        incomplete.append(side)
-                    if set(bad) - {speedup.TIMEOUT}:
-                        failed.append(side)
-                    label = step_labels[step] + (f" [{'/'.join(bad)} on {side}]" if bad else "")
-                    ax.barh(y, value, left=left, color=cmap(i % 20), label=label if (y == 0 or bad) else None,
-                            hatch="//" if bad else None, edgecolor="white" if not bad else "0.3", lw=0.5)
-                    left += value
-                totals[side] = left
-            what = f"chained, {int(chains[chains['pipeline'].eq(entry.id)]['rep'].nunique())} repeat(s)"
-            notes = [f"{p}: {why}" for p, why in not_run.items()]
-            notes += [f"{step_labels[s]} not reached" for s in dict.fromkeys(stopped)]
-        else:
-            steps = pipeline_steps(entry, ran)
-            missing = []
-            for y, (suffix, side) in enumerate(sides):
-                left = 0.0
-                for i, (step, tool) in enumerate(steps):
-                    value = a.baseline["runtime_s_" + suffix].get(tool, np.nan)
-                    if pd.isna(value):
-                        if y == 0:
-                            missing.append(tool)
-                        continue
-                    ax.barh(y, value, left=left, color=cmap(i % 20),
-                            label=(tool if tool == step else f"{tool} (for {step})") if y == 0 else None,
-                            edgecolor="white", lw=0.5)
-                    left += value
-                totals[side] = left
-            what = "not chained: the sum of the steps' separate runs"
-            notes = [f"not run: {', '.join(sorted(set(missing)))}"] if missing else []
+        got = speedup.pipeline_runtimes(entry, chains, a.baseline, sides)
+        for bar in got.bars:
+            ax.barh(bar.side_index, bar.runtime_s, left=bar.left_s, color=cmap(bar.step_index % 20), label=bar.label,
+                    hatch="//" if bar.bad else None, edgecolor="white" if not bar.bad else "0.3", lw=0.5)
         fast, slow = sides[0][1], sides[1][1]
-        if not any(totals.values()):
-            empty(ax, f"{entry.data['paper_name']}: no step ran in this result set; " + "; ".join(notes))
+        if not any(got.totals_s.values()):
+            empty(ax, f"{entry.data['paper_name']}: no step ran in this result set; " + "; ".join(got.notes))
             ax.set_title(f"({letter}) {entry.data['paper_name']}", loc="left", fontsize=9)
             continue
         ax.set_yticks([0, 1], [s for _, s in sides])
         ax.set_xlabel("runtime (s), sum of steps")
-        ratio = speedup.pipeline_speedup(totals, fast, slow, incomplete, failed)
+        ratio = got.speedup
         if ratio.lower_bound:
             total = f"{slow}/{fast} at least {ratio.value:.2f}x ({ratio.why})"
         elif ratio.value is not None:
             total = f"{slow}/{fast} {ratio.value:.2f}x"
-        elif incomplete:
+        elif got.incomplete:
             total = f"no speedup, {ratio.why}"
         else:
             total = f"{slow}/{fast} n/a"
         paper = entry.data.get("paper_speedup")
-        title = (f"({letter}) {entry.data['paper_name']}: {total} ({what}; paper "
+        title = (f"({letter}) {entry.data['paper_name']}: {total} ({got.what}; paper "
                  f"{'n/a' if paper is None else f'{paper:g}x'})")
         ax.set_title(textwrap.fill(title, 110), loc="left", fontsize=9)
-        if notes:
-            ax.text(0.0, -0.4, textwrap.fill("; ".join(notes), 130), transform=ax.transAxes,
+        if got.notes:
+            ax.text(0.0, -0.4, textwrap.fill("; ".join(got.notes), 130), transform=ax.transAxes,
                     fontsize=7, color=MISSING_COLOUR, va="top")
         handles, labels = ax.get_legend_handles_labels()
         if handles:
