@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from biossd.measure import chainrun, manifest, rundir
-from biossd.measure.profile import ProfileRequest
+from biossd.measure.request import ProfileRequest
 from biossd.study import catalogue, chain
 
 PIPELINE = "pipeline_transcriptome"

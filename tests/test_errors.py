@@ -4,7 +4,7 @@ in one place (biossd.cli.main), without a traceback."""
 from biossd.cli import main
 from biossd.core.errors import BiossdError
 from biossd.host.hostlock import EXIT_BUSY
-from biossd.measure.profile import Busy
+from biossd.measure.request import Busy
 from biossd.study.catalogue import CatalogueError
 
 

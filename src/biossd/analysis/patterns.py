@@ -32,7 +32,7 @@ from scipy.cluster import hierarchy
 
 from biossd.analysis import speedup
 from biossd.features import normalize
-from biossd.features.extract import STORAGE_FEATURES
+from biossd.features.definitions import STORAGE_FEATURES
 
 #: Features undefined when a run issued no requests of a kind (their definitions divide by the
 #: count), each with the rate that says so and the neutral value used for the distance instead:

@@ -69,7 +69,7 @@ class ResultSet:
             factor = float((record.get("params") or {}).get("memory_factor") or factor)
         if factor == 1:
             return dict(rec.get("parameters") or {})
-        from biossd.study.matrix import MIN_CAP_BYTES
+        from biossd.study.plan_params import MIN_CAP_BYTES
 
         return sizer.parameters(rec, memory_factor=factor, min_cap_bytes=MIN_CAP_BYTES)
 

@@ -240,6 +240,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     options.add_profile_options(p)
     p.set_defaults(func=cmd_chain_run)
 
+    _register_catalogue(sub)
+
+
+def _register_catalogue(sub: argparse._SubParsersAction) -> None:
+    """``biossd catalogue`` and ``biossd quality``."""
     cat_p = sub.add_parser("catalogue", help="the tool catalogue").add_subparsers(dest="cat_cmd", required=True)
     p = cat_p.add_parser("command", help="print a tool's command line, shell-quoted")
     p.add_argument("tool")

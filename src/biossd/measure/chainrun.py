@@ -24,7 +24,7 @@ from typing import Any, ContextManager
 from biossd.core.errors import BiossdError
 from biossd.core.units import parse_size
 from biossd.measure import rundir
-from biossd.measure.profile import ProfileRequest
+from biossd.measure.request import ProfileRequest
 from biossd.study import catalogue, chain
 from biossd.study.catalogue import containers
 

@@ -91,7 +91,23 @@ def write(results: Path) -> Path:
     crate.root_dataset["conformsTo"] = [{"@id": p} for p in PROFILES]
     crate.root_dataset["datePublished"] = str(provenance.get("complete") or provenance.get("start") or "")[:10] or None
 
-    # The workflow, copied in so the crate says exactly which entry files ran.
+    workflow, formal = _workflow(crate, root, provenance)
+    objects = _inputs(crate, root, provenance, formal)
+    results = _outputs(crate, root, table_path, tasks)
+    crate.add_action(workflow, identifier=f"#run-{provenance.get('session_id') or root.name}", object=objects,
+                     result=results, properties={
+                         "name": f"biossd study run {provenance.get('run_name') or root.name}",
+                         "startTime": provenance.get("start"), "endTime": provenance.get("complete"),
+                         "description": f"command line: {provenance.get('command_line')}; profile: "
+                                        f"{provenance.get('profile')}",
+                         "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"
+                                          if provenance.get("success", True) else "http://schema.org/FailedActionStatus"}})
+    return _write_metadata(crate, root)
+
+
+def _workflow(crate: ROCrate, root: Path, provenance: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The workflow, copied in so the crate says exactly which entry files ran, and its formal
+    parameters (from the schema)."""
     wf_dir = root / WORKFLOW_DIR
     wf_dir.mkdir(exist_ok=True)
     for name in WORKFLOW_FILES:
@@ -99,7 +115,7 @@ def write(results: Path) -> Path:
     lang = crate.add(ContextEntity(crate, NEXTFLOW_LANG, properties={
         "@type": "ComputerLanguage", "name": "Nextflow", "url": "https://www.nextflow.io/",
         "version": str(provenance.get("nextflow_version") or "24.10.0")}))
-    from biossd.study.matrix import schema_parameters
+    from biossd.study.plan_checks import schema_parameters
 
     schema = json.loads((paths.STUDY_DIR / "nextflow_schema.json").read_text())
     formal = {}
@@ -115,8 +131,11 @@ def write(results: Path) -> Path:
     crate.mainEntity = workflow
     for name in WORKFLOW_FILES[1:]:
         _file(crate, root, f"{WORKFLOW_DIR}/{name}")
+    return workflow, formal
 
-    # Inputs: the parameter values given, and the synthetic inputs' files with their checksums.
+
+def _inputs(crate: ROCrate, root: Path, provenance: dict[str, Any], formal: dict[str, Any]) -> list[Any]:
+    """The parameter values given, and the inputs' files with their checksums (and sources)."""
     objects = []
     for name, value in sorted((provenance.get("params") or {}).items()):
         if name in formal and value is not None:
@@ -141,9 +160,12 @@ def write(results: Path) -> Path:
                 "description": f"source of {dataset} ("
                                + ("verified against its manifest" if source.get("verified")
                                   else "unverified: its manifest pins no sha256") + ")"})))
+    return objects
 
-    # Outputs: the table, the device records, every run directory (the table's, the probes' and
-    # the chained steps'), the experiments' tables and task directories, pipeline_info, the report.
+
+def _outputs(crate: ROCrate, root: Path, table_path: Path, tasks: dict[str, Any]) -> list[Any]:
+    """The table, the device records, every run directory (the table's, the probes' and the
+    chained steps'), the experiments' tables and task directories, pipeline_info, the report."""
     results = [_file(crate, root, layout.FEATURES_FILE, encodingFormat="text/csv")] if table_path.is_file() else []
     results += [_file(crate, root, p.relative_to(root).as_posix(), encodingFormat="application/json")
                 for p in sorted(root.glob(f"*/{layout.DEVICE_RECORD}"))]
@@ -159,16 +181,7 @@ def write(results: Path) -> Path:
         for p in sorted((root / sub).rglob("*")):
             if p.is_file() and not p.name.startswith("."):
                 results.append(_file(crate, root, p.relative_to(root).as_posix()))
-
-    crate.add_action(workflow, identifier=f"#run-{provenance.get('session_id') or root.name}", object=objects,
-                     result=results, properties={
-                         "name": f"biossd study run {provenance.get('run_name') or root.name}",
-                         "startTime": provenance.get("start"), "endTime": provenance.get("complete"),
-                         "description": f"command line: {provenance.get('command_line')}; profile: "
-                                        f"{provenance.get('profile')}",
-                         "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"
-                                          if provenance.get("success", True) else "http://schema.org/FailedActionStatus"}})
-    return _write_metadata(crate, root)
+    return results
 
 
 def _probe_and_chain_runs(root: Path) -> list[tuple[Path, str]]:

@@ -175,13 +175,22 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
     v1 = _cgroup_v1_tex(a)
     if v1:
         out.append(v1)
+    sizing_text = _sizing_tex(a, params, sizes)
+    if sizing_text:
+        out.append(sizing_text)
+    out += _chains_and_probes_tex(a, params)
+    return out
+
+
+def _sizing_tex(a: analysis.Analysis, params: dict[str, Any], sizes: Any) -> str | None:
+    """The sizing rule the study followed, with its measured numbers (or the sizes as given)."""
     if params.get("data_memory"):
         from biossd.study import sizing, sizing_record
 
         sized = sizing_record.provenance(a.rs.sizing)
         where = f" on {esc(str(sized['host']))}" if sized["host"] else ""
 
-        out.append(r"Sizing rule (\texttt{biossd.study.sizing}): scale the paper's machine, not each tool. The paper "
+        return (r"Sizing rule (\texttt{biossd.study.sizing}): scale the paper's machine, not each tool. The paper "
                    r"gave every program one RAM (1~GB; GATK 4~GB) and chose an input for each program (\S5.1). Here "
                    r"each tool's cap is its floor F (the peak resident memory of all its processes, uncapped, on 1/"
                    f"{sizing.FLOOR_DIVISOR}" r" of its input; a JVM's heap sized at "
@@ -199,10 +208,15 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
                    f"capped native run exceeds half the {sized['time_limit_s']:g}~s limit "
                    f"(measured by \\texttt{{{esc(sized['by'])}}}{where}). No tool's input, cap or setting was "
                    "chosen to land it in the paper's group.")
-    elif sizes:
-        out.append("Inputs per kind as given (" + esc(str(sizes)) + "); no data memory (--data_memory) was given, so "
-                   "tools ran with their own memory defaults.")
+    if sizes:
+        return ("Inputs per kind as given (" + esc(str(sizes)) + "); no data memory (--data_memory) was given, so "
+                "tools ran with their own memory defaults.")
+    return None
 
+
+def _chains_and_probes_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
+    """How Fig. 3's pipelines ran chained, and Fig. 10's cachegrind probes."""
+    out = []
     chained = resultset.chains(a.rs)
     if len(chained):
         reps_chain = int(chained["rep"].astype(int).max())

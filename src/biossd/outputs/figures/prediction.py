@@ -91,6 +91,14 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
             empty(ax, "nothing to validate: " + (why.iloc[0] if len(why) else "the result set needs a speedup pair "
                                                   "and both sides' device records"))
         return finish(fig, None, title)
+    summary = predict.validation_summary(val, a.predicted_speedups)
+    _runtime_panel(ax1, val, summary)
+    _speedup_panel(ax2, a, summary)
+    return finish(fig, a, title)
+
+
+def _runtime_panel(ax1: plt.Axes, val: pd.DataFrame, summary: dict) -> None:
+    """Fig. S1(a): predicted against measured mean runtime, per direction."""
     pred = val["predicted_target_s"]
     lims = [min(val["measured_target_s"].min(), pred.min()) / 1.5, max(val["measured_target_s"].max(), pred.max()) * 1.5]
     grid = np.geomspace(*lims, 50)
@@ -119,12 +127,14 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
     ax1.set_ylim(lims)
     ax1.set_xlabel("measured mean runtime (s)")
     ax1.set_ylabel("predicted mean runtime (s)")
-    summary = predict.validation_summary(val, a.predicted_speedups)
     ax1.set_title(f"(a) runtime: median |error| {summary['median_abs_error']:.0%}, largest "
                   f"{summary['max_abs_error']:.0%}\n({summary['worst']}); named: off by more than "
                   f"{ERROR_BANDS[0]:.0%}", loc="left", fontsize=8)
     ax1.legend(fontsize=6.5, loc="upper left")
 
+
+def _speedup_panel(ax2: plt.Axes, a: Analysis, summary: dict) -> None:
+    """Fig. S1(b): the speedup predicted from the fast side alone against the measured one."""
     sp = a.predicted_speedups.dropna(subset=["predicted_speedup", "measured_speedup"])
     values = [*sp["measured_speedup"], *sp["predicted_speedup"], *sp["predicted_speedup_high"].dropna()]
     speedup_axis(ax2, values)
@@ -154,4 +164,3 @@ def figs1_prediction(a: Analysis) -> plt.Figure:
     ax2.set_title(f"(b) speedup: predicted group as measured for {summary['group_agreement']:.0%} of "
                   f"{summary['tools_with_groups']} tools\nnamed: G+, or the group differs", loc="left", fontsize=8)
     ax2.legend(fontsize=6.5, loc="upper left")
-    return finish(fig, a, title)
