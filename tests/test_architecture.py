@@ -142,3 +142,39 @@ def test_a_test_that_needs_root_or_a_tool_and_is_not_marked_is_refused(tmp_path)
     said = done.stdout + done.stderr
     assert "must be marked @pytest.mark.integration" in said and "test_unmarked" in said
     assert "test_marked" not in said.split("must be marked", 1)[1], said
+
+
+def unresolved_imports(roots: list[Path]) -> list[str]:
+    """Every ``from biossd... import name`` and ``import biossd...`` in the files under ``roots``,
+    at module level or inside a function (which only a run reaches), that names nothing."""
+    import ast
+    import importlib
+
+    bad = []
+    for path in sorted(p for root in roots for p in Path(root).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("biossd"):
+                module = importlib.import_module(node.module)
+                for alias in node.names:
+                    if not hasattr(module, alias.name):
+                        try:
+                            importlib.import_module(f"{node.module}.{alias.name}")
+                        except ModuleNotFoundError:
+                            bad.append(f"{path}:{node.lineno}: {node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in (a for a in node.names if a.name.startswith("biossd")):
+                    try:
+                        importlib.import_module(alias.name)
+                    except ModuleNotFoundError:
+                        bad.append(f"{path}:{node.lineno}: {alias.name}")
+    return bad
+
+
+def test_every_import_of_biossd_names_something_that_exists():
+    """A name moved to another module is found at every import of it, the lazy ones included."""
+    assert unresolved_imports([REPO / "src", REPO / "tests", REPO / "benchmarks"]) == []
+
+
+def test_an_import_of_a_moved_name_is_found(tmp_path):
+    (tmp_path / "uses.py").write_text("def later():\n    from biossd.study.matrix import schema_parameters\n")
+    assert unresolved_imports([tmp_path]) == [f"{tmp_path / 'uses.py'}:2: biossd.study.matrix.schema_parameters"]
