@@ -12,7 +12,7 @@ from conftest import STUDY_HOST, nextflow
 from biossd import analysis
 from biossd.analysis import regime, resultset
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, matrix, plan_params, sizer, sizing
+from biossd.study import catalogue, matrix, plan_params, sizer, sizing, sizing_record
 from biossd.study.inputs import data, datasets
 from test_prepare import pinned, publish, serve, write_manifest
 
@@ -66,7 +66,7 @@ def sized(env, tmp_path_factory, study_results):
 @pytest.mark.integration
 def test_the_record_holds_what_chose_each_parameter(sized):
     path, rec, _, _ = sized
-    assert rec["format"] == sizer.FORMAT and sizer.check(rec) == []
+    assert rec["format"] == sizing_record.FORMAT and sizer.check(rec) == []
     run_s = sizing.input_budget_s(STUDY_BUDGET_S, len(TOOLS))
     assert rec["budget"]["study_s"] == STUDY_BUDGET_S and rec["budget"]["run_s"] == pytest.approx(run_s)
     assert rec["budget"]["time_limit_s"] == round(sizing.time_limit_s(run_s), sizer.TIME_LIMIT_DECIMALS)
@@ -113,7 +113,7 @@ def test_a_study_takes_the_record_whole(sized):
     assert plan.caps == {t: [caps[t]] for t in TOOLS}  # the record's, not the hand-given 1G
     assert plan.time_limit_s == rec["budget"]["time_limit_s"]
     assert plan.tool_input_sizes == dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))
-    assert plan.sizing["sha256"] == sizer.digest(path) and plan.sizing["host"] == rec["host"]["hostname"]
+    assert plan.sizing["sha256"] == sizing_record.digest(path) and plan.sizing["host"] == rec["host"]["hostname"]
     wider = matrix.plan({**_plan_params(path), "tools": "samtools_sort,stringtie,bwa"})
     assert any("not bwa" in p and "biossd study size --tools" in p for p in wider.problems), wider.problems
     chose = rec["chose"]

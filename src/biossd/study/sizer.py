@@ -142,35 +142,9 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     runner = Runner(entries, Path(scratch), seed, log)
     heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
 
-    # 1. Inputs per group.
-    groups: dict[str, list[str]] = {}
-    for tool in sorted(tools):
-        if tool not in sizing.PAPER_BASELINE_READS:
-            groups.setdefault(group_of(tool), []).append(tool)
-    chosen: dict[str, int] = {}
-    left_out: dict[str, str] = {}
-    for key, members in groups.items():
-        best = _ladder(runner, members, heap_of, run_budget_s, parse_size(ladder_max), ladder_timeout_s)
-        if best is None:
-            for tool in members:
-                left_out[tool] = "no size on the ladder ends ok within the budget"
-            log(f"==> {key}: no size on the ladder ends ok within the budget; left out of the sizing")
-            continue
-        chosen.update({tool: best for tool in members})
-        log(f"==> input of {key}: {format_size(best)}")
-
-    # 2. Fixed heaps of the JVM tools.
-    heaps: dict[str, str] = {}
-    smallest_heaps: dict[str, dict[str, str]] = {}
-    for tool in sorted(t for t in heap_of if t in chosen):
-        heap = _smallest_heap(runner, tool, chosen[tool], "heap", ladder_timeout_s)
-        small = _smallest_heap(runner, tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), "heap64",
-                               ladder_timeout_s)
-        smallest_heaps[tool] = {"input": format_size(heap), "input_over_floor_divisor": format_size(small)}
-        heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
-        heap_of[tool] = {"java_mem": heaps[tool]}
-        log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)}; "
-            f"{format_size(small)} completes 1/{sizing.FLOOR_DIVISOR} of the input)")
+    chosen, left_out = _inputs_per_group(runner, tools, heap_of, run_budget_s, parse_size(ladder_max),
+                                         ladder_timeout_s, log)
+    heaps, smallest_heaps = _fixed_heaps(runner, chosen, heap_of, smallest, ladder_timeout_s, log)
 
     # 3. M and D; the paper's stated baselines from M.
     others = [chosen[t] for t in chosen if not sizing.is_gatk(t)]
@@ -204,21 +178,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
                               "(run as root, on a host with a memory cgroup)")
         floors[tool] = sizing.floor_bytes(r["resident_peak_bytes"])
 
-    # 5. The time limit: the capped run within limit / CENSORED_MIN_SPEEDUP, else halve.
-    caps: dict[str, int] = {}
-    for tool in sorted(chosen):
-        caps[tool] = sizing.cap_bytes(floors[tool], memory_of(tool))
-        for _ in range(MAX_HALVINGS):
-            r = runner.run(tool, chosen[tool], caps[tool], settings_of(tool), "capped", limit_s)
-            if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"], limit_s):
-                break
-            if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
-                log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
-                    "shared or the paper's; kept")
-                break
-            chosen[tool] //= 2
-            log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input halved to "
-                f"{format_size(chosen[tool])}")
+    _fit_time_limit(runner, chosen, floors, memory_of, settings_of, limit_s, log)
 
     # 6. The regime's data / M: uncapped at the final input.
     data_over_m: dict[str, float] = {}
@@ -236,6 +196,64 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     return {"format": FORMAT, "rule": rule_constants(),
             "budget": {"run_s": run_budget_s, "time_limit_s": limit_s}, "tools": sorted(tools), "seed": seed,
             "chose": chose, "runs": runs}
+
+
+def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s: float, ladder_max: int,
+                      timeout_s: float, log: Callable[[str], None]) -> tuple[dict[str, int], dict[str, str]]:
+    """Step 1: each input group's size, the largest on the ladder that ends ok within the budget
+    (the paper's stated baselines are left to step 3); and the tools left out, with why."""
+    groups: dict[str, list[str]] = {}
+    for tool in sorted(tools):
+        if tool not in sizing.PAPER_BASELINE_READS:
+            groups.setdefault(group_of(tool), []).append(tool)
+    chosen: dict[str, int] = {}
+    left_out: dict[str, str] = {}
+    for key, members in groups.items():
+        best = _ladder(runner, members, heap_of, budget_s, ladder_max, timeout_s)
+        if best is None:
+            for tool in members:
+                left_out[tool] = "no size on the ladder ends ok within the budget"
+            log(f"==> {key}: no size on the ladder ends ok within the budget; left out of the sizing")
+            continue
+        chosen.update({tool: best for tool in members})
+        log(f"==> input of {key}: {format_size(best)}")
+    return chosen, left_out
+
+
+def _fixed_heaps(runner: Runner, chosen: dict[str, int], heap_of: dict, smallest: int, timeout_s: float,
+                 log: Callable[[str], None]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Step 2: each JVM tool's fixed heap, a margin over the smallest that completes its input
+    (``heap_of`` is updated to it); and the smallest heaps measured."""
+    heaps: dict[str, str] = {}
+    smallest_heaps: dict[str, dict[str, str]] = {}
+    for tool in sorted(t for t in heap_of if t in chosen):
+        heap = _smallest_heap(runner, tool, chosen[tool], "heap", timeout_s)
+        small = _smallest_heap(runner, tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), "heap64", timeout_s)
+        smallest_heaps[tool] = {"input": format_size(heap), "input_over_floor_divisor": format_size(small)}
+        heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
+        heap_of[tool] = {"java_mem": heaps[tool]}
+        log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)}; "
+            f"{format_size(small)} completes 1/{sizing.FLOOR_DIVISOR} of the input)")
+    return heaps, smallest_heaps
+
+
+def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, int], memory_of: Callable[[str], int],
+                    settings_of: Callable[[str], dict[str, str]], limit_s: float, log: Callable[[str], None]) -> None:
+    """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP, else its input
+    halved (in ``chosen``), unless the input is shared or the paper's."""
+    for tool in sorted(chosen):
+        cap = sizing.cap_bytes(floors[tool], memory_of(tool))
+        for _ in range(MAX_HALVINGS):
+            r = runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)
+            if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"], limit_s):
+                break
+            if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
+                log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
+                    "shared or the paper's; kept")
+                break
+            chosen[tool] //= 2
+            log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input halved to "
+                f"{format_size(chosen[tool])}")
 
 
 def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
