@@ -201,3 +201,34 @@ def test_an_import_or_a_use_of_a_moved_name_is_found(tmp_path):
                                       "    return sizer.digest(path)\n")
     assert unresolved_imports([tmp_path]) == [f"{tmp_path / 'uses.py'}:5: biossd.study.matrix.schema_parameters",
                                               f"{tmp_path / 'uses.py'}:6: biossd.study.sizer.digest"]
+
+
+#: The house's room sizes (CONTRIBUTING, "Rooms"): a module that grows past these is split at its seams.
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def oversized(src: Path) -> list[str]:
+    """The modules over :data:`MAX_MODULE_LINES` lines and the functions over :data:`MAX_FUNCTION_LINES`."""
+    import ast
+
+    found = []
+    for path in sorted(Path(src).rglob("*.py")):
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            found.append(f"{path}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path}:{node.lineno}: {node.name} is {length} lines")
+    return found
+
+
+def test_no_room_outgrew_the_house_s_sizes():
+    assert oversized(REPO / "src" / "biossd") == []
+
+
+def test_an_oversized_function_is_found(tmp_path):
+    (tmp_path / "big.py").write_text("def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES)
+    assert oversized(tmp_path) == [f"{tmp_path / 'big.py'}:1: f is {MAX_FUNCTION_LINES + 1} lines"]

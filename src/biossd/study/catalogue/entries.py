@@ -215,6 +215,13 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
         except ValueError:
             raise _fail(path, "min_mem", f"is {data['min_mem']!r}, not a size like 512M") from None
     declared = {*data["inputs"], *data["outputs"], *data.get("params", {}), "threads"}
+    declared |= _check_memory_options(path, data)
+    _check_commands_and_stage(path, data, declared)
+
+
+def _check_memory_options(path: Path, data: dict[str, Any]) -> set[str]:
+    """Each ``memory_options`` entry well formed; returns their names (fields a command may use)."""
+    names = set()
     for i, opt in enumerate(data.get("memory_options") or []):
         where = f"memory_options[{i}]"
         if not isinstance(opt, dict):
@@ -236,7 +243,13 @@ def _check_tool(path: Path, data: dict[str, Any]) -> None:
                 raise _fail(path, f"{where}.{key}", f"is {opt[key]!r}, not a {unit}") from None
         if opt["rule"] == "heap" and unit != "bytes":
             raise _fail(path, f"{where}.unit", "of a heap must be bytes")
-        declared.add(opt["name"])
+        names.add(opt["name"])
+    return names
+
+
+def _check_commands_and_stage(path: Path, data: dict[str, Any], declared: set[str]) -> None:
+    """Every field a command uses is declared; the staging gives each a value; the quality check,
+    the input kind and the smoke test are well formed."""
     commands = {"command": data["command"], **{f"extra_commands.{k}": v for k, v in data.get("extra_commands", {}).items()}}
     for where, argv in commands.items():
         used = {name for part in argv for name in _FIELD_RE.findall(part)}
