@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from biossd.measure import chainrun, manifest, rundir
+from biossd.measure import chainrun, manifest, rundir, toolrun
 from biossd.measure.request import ProfileRequest
 from biossd.study import catalogue, chain
 
@@ -42,7 +42,8 @@ class FakeProfiler:
         self.requests: list[ProfileRequest] = []
         self.cwds: list[Path] = []
 
-    def __call__(self, request):
+    def __call__(self, request, name):
+        assert name == "biossd chain run"
         self.requests.append(request)
         self.cwds.append(request.cwd)
         assert (request.cwd / rundir.SCRATCH_MARKER).is_file(), "the step works in the marked scratch"
@@ -69,9 +70,11 @@ def _run(tmp_path, outcomes, staged_calls, settings=None):
     profiler = FakeProfiler(outcomes)
     base = ProfileRequest(argv=[], out_dir=tmp_path / "steps", mem_bytes=None, labels={"host": "h", "storage": "ssd"})
     here = Path.cwd()
-    result = chainrun.run(ch, chainrun.planned_steps(ch, plan_steps(settings=settings)), tmp_path / "in",
-                          tmp_path / "scratch", tmp_path / "steps", base, profiler,
-                          version_of=lambda entry, engine: f"v-{entry.id}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(toolrun, "profiled", profiler)
+        result = chainrun.run(ch, chainrun.planned_steps(ch, plan_steps(settings=settings)), tmp_path / "in",
+                              tmp_path / "scratch", tmp_path / "steps", base,
+                              version_of=lambda entry, engine: f"v-{entry.id}")
     assert Path.cwd() == here, "the profiler's own directory is never changed"
     assert not list(tmp_path.glob("scratch*")), "the scratch is removed however the chain ends"
     return result, profiler
@@ -112,7 +115,7 @@ def test_a_scratch_that_is_not_biossd_s_is_never_touched(tmp_path, staged):
     ch = chain.of(catalogue.get(PIPELINE))
     with pytest.raises(rundir.RunDirError, match="not a biossd scratch directory"):
         chainrun.run(ch, chainrun.planned_steps(ch, plan_steps()), tmp_path / "in", tmp_path / "scratch",
-                     tmp_path / "steps", ProfileRequest(argv=[], out_dir=tmp_path, mem_bytes=None), FakeProfiler([]))
+                     tmp_path / "steps", ProfileRequest(argv=[], out_dir=tmp_path, mem_bytes=None))
     assert (mine / "precious").read_text() == "x" and not staged
     from biossd.core import made
 

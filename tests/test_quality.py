@@ -1,4 +1,4 @@
-"""Aligner quality against the synthetic truth (biossd.features.quality, Fig. 1(b)): the measures on
+"""Aligner quality against the synthetic truth (biossd.measure.quality, Fig. 1(b)): the measures on
 hand-made alignments, then each real aligner of Fig. 1 run on synthetic reads and scored."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from biossd.features import quality
+from biossd.measure import quality
 from biossd.study import catalogue, staging
 
 TRUTH = pd.DataFrame({"contig": ["chr1", "chr1", "chr2", "chr1"], "pos1": [100, 500, 40, 900]},

@@ -241,3 +241,25 @@ def test_catalogue_run_never_touches_a_directory_it_did_not_make(biossd, inputs,
            "--out", str(tmp_path / "run"), "--mem", "256M", "--no-drop-caches", "--blocktrace", "off")
     assert [p.name for p in mine.iterdir()] == ["thesis.tex"] and (mine / "thesis.tex").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]
+
+
+def test_one_study_run_is_one_library_call_scored_in_its_scratch(inputs, tmp_path):
+    """:func:`biossd.measure.toolrun.run`: scratch made and removed, the prepared input staged into
+    it, the tool working there (the run's ``cwd``; the caller's own directory unchanged), the
+    output scored against the truth beside the run's other records."""
+    from biossd.measure import toolrun
+    from biossd.measure.request import ProfileRequest
+
+    entry = catalogue.get("bwa")
+    prepared = tmp_path / "prepared"
+    staging.prepare(entry, inputs / entry.data["input"], prepared)
+    before = os.getcwd()
+    base = ProfileRequest(argv=[], out_dir=tmp_path / "run", mem_bytes=None, labels={"tool": "bwa"},
+                          drop_caches=False, blocktrace="off", perf="off")
+    done = toolrun.run(entry, prepared, tmp_path / "scratch", base, mem_bytes=1 << 30, settings={}, record_start=True)
+    body = manifest.read_manifest(done.out_dir)
+    assert done.signum is None and body["outcome"] == "ok" and os.getcwd() == before
+    assert Path(body["cwd"]).name.startswith("scratch") and not Path(body["cwd"]).exists(), "worked in a removed scratch"
+    assert body["labels"]["scratch"] == body["cwd"] and body["memory_cap"]["limit_bytes"] == 1 << 30
+    assert {"start", "stage"} <= set(body["harness_s"]) and "sensitivity" in done.quality
+    assert (done.out_dir / "quality.json").is_file()

@@ -4,11 +4,9 @@ chained pipeline's steps, a run's quality score."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import signal
 import sys
-import time
 from pathlib import Path
 
 from biossd.core import signals
@@ -66,7 +64,6 @@ def cmd_chain_run(args: argparse.Namespace) -> int:
         return profile.signal_exit_code(signal.SIGTERM)
     base = options.profile_request(args, [], None, Path(args.out).absolute())
     result = chainrun.run(ch, steps, Path(args.input), Path(args.scratch), Path(args.out), base,
-                          profiler=lambda request: options.run_profiler(request, "biossd chain run"),
                           container=args.container, staging_lock=lambda what: options.held_host_lock(args, what))
     if args.versions:
         from biossd.core.files import atomic_write_text
@@ -150,74 +147,34 @@ def cmd_catalogue_build(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _quality(tool: str, scratch: Path, run: Path) -> str:
-    """Score a run's output against its input's truth (Fig. 1(b)); what was done, in a line."""
-    from biossd.measure import manifest
+def cmd_quality(args: argparse.Namespace) -> int:
+    from biossd.measure import toolrun
     from biossd.study import catalogue
 
-    entry = catalogue.get(tool)
-    if not entry.data.get("quality"):  # most tools: decided before pandas is imported (a second per run)
-        return f"{entry.id} has no quality check; nothing written"
-    from biossd.features import quality
-
-    outcome = manifest.read_manifest(run).get("outcome")
-    if outcome != "ok":
-        return f"the run ended {outcome}; not scored"
-    try:
-        result = quality.evaluate(entry, scratch)
-    except quality.QualityError as err:  # recorded, not fatal: the run itself is a result
-        result = {"tool": entry.id, "error": str(err)}
-        print(f"biossd quality: {err}", file=sys.stderr)
-    path = quality.write(run, result)
-    return f"{path}: " + ", ".join(f"{c} {result.get(c, float('nan')):.4f}" for c in quality.QUALITY_COLUMNS)
-
-
-def cmd_quality(args: argparse.Namespace) -> int:
-    print(f"biossd quality: {_quality(args.tool, Path(args.scratch), Path(args.run))}")
+    print(f"biossd quality: {toolrun.score(catalogue.get(args.tool), Path(args.scratch), Path(args.run))}")
     return 0
 
 
 def cmd_catalogue_run(args: argparse.Namespace) -> int:
-    """One study run in one process: scratch made and marked on the device under study, the
-    prepared input staged into it (under the host lock), the tool profiled there, its output
-    scored, and the scratch removed however the run ends."""
+    """One study run in one process (:func:`biossd.measure.toolrun.run`)."""
     # Imported under the host lock: cold after the last run's cache drop, they read Python's
     # libraries from disk, which on a shared disk must not fall inside another run's window.
     with options.held_host_lock(args, "biossd catalogue run (starting)"):
-        from biossd.core import owners
-        from biossd.host.hdd import emulate
-        from biossd.measure import profile, rundir
-        from biossd.study import catalogue, staging
-        from biossd.study.catalogue import containers
+        from biossd.measure import profile, toolrun
+        from biossd.study import catalogue
 
         entry = catalogue.get(args.tool)
     mem = options.mem_bytes(args.mem)
     settings = options.settings(entry.id, args.set)
-    out = Path(args.out).absolute()
     if options.parent_gone(args, "biossd catalogue run"):
         return profile.signal_exit_code(signal.SIGTERM)
-    with rundir.scratch(Path(args.scratch), unique=True) as scratch:
-        # On a class of biossd's own loop device, one copy of the prepared input for every run.
-        shared_root = emulate.mount_of(scratch)
-        # In Docker, the container is the profiler's to inspect (cap, OOM kill, peak) and remove.
-        cidfile = scratch / containers.CIDFILE_NAME if args.container == "docker" else None
-        # Python's start, the imports, the catalogue and the scratch: this process's age now.
-        started_s = owners.age_s()
-        staged_at = time.monotonic()
-        with options.held_host_lock(args, f"biossd catalogue run {entry.id} (copying its input into {scratch})"):
-            argv = staging.stage(entry, Path(args.input), scratch, mem, args.container, settings,
-                                 create_scratch=False, shared_root=shared_root, cidfile=cidfile)
-        request = options.profile_request(args, argv, None if args.uncapped else mem, out)
-        # The tool works in the scratch: its relative writes land on the device under study.
-        request = dataclasses.replace(
-            request, cwd=scratch, container_id_file=cidfile,
-            phases_before_s={**request.phases_before_s, "start": round(started_s or 0.0, 4),
-                             "stage": round(time.monotonic() - staged_at, 4)},
-            labels={**request.labels, "scratch": request.labels.get("scratch", str(scratch))})
-        _, signum = options.run_profiler(request, "biossd catalogue run")
-        if signum is not None:
-            return profile.signal_exit_code(signum)
-        print(f"biossd catalogue run: quality: {_quality(entry.id, scratch, out)}", file=sys.stderr)
+    base = options.profile_request(args, [], mem, Path(args.out).absolute())
+    done = toolrun.run(entry, Path(args.input), Path(args.scratch), base, mem_bytes=mem, settings=settings,
+                       container=args.container, capped=not args.uncapped, record_start=True,
+                       staging_lock=lambda what: options.held_host_lock(args, what))
+    if done.signum is not None:
+        return profile.signal_exit_code(done.signum)
+    print(f"biossd catalogue run: quality: {done.quality}", file=sys.stderr)
     signals.ignored_until_exit()
     return 0
 

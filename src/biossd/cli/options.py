@@ -115,28 +115,6 @@ def parent_gone(args: argparse.Namespace, name: str) -> bool:
     return False
 
 
-def run_profiler(request, name: str) -> tuple[dict[str, Any] | None, int | None]:
-    """Run the profiler: ``(manifest, None)``, or ``(None, signal)`` when a signal stopped the
-    run (said on stderr)."""
-    from biossd.measure import manifest, profile
-
-    try:
-        body = profile.run(request)
-    except profile.Interrupted as intr:
-        owner = request.owner
-        why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
-        print(f"{name}: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
-        return None, intr.signum
-    except KeyboardInterrupt:
-        # A signal in the instant after the run was published: the run is complete, a result.
-        if not manifest.is_complete(request.out_dir):
-            raise
-        body = manifest.read_manifest(request.out_dir)
-    print(f"{name}: outcome {body['outcome']} (exit {body['exit_code']}) in "
-          f"{body['wall_s']:.2f} s; manifest {request.out_dir / 'run.json'}", file=sys.stderr)
-    return body, None
-
-
 def size_of(text: str, option: str) -> int:
     """A size given to ``option``; a malformed one is refused naming the option."""
     from biossd.core.units import parse_size

@@ -17,7 +17,7 @@ from biossd.cli.options import UsageError
 def cmd_pipeline_task(args: argparse.Namespace) -> int:
     """One task of a user's pipeline under the profiler (the profiling config's task shell); exits
     with the task's own status, and passes its output on to Nextflow's .command.out/.err."""
-    from biossd.measure import handoff, own_pipeline_task, profile
+    from biossd.measure import handoff, own_pipeline_task, profile, toolrun
 
     task = own_pipeline_task.decode(args.task)
     task["launched_by"] = handoff.LAUNCHED_BY[handoff.in_worker()]
@@ -69,7 +69,7 @@ def cmd_pipeline_task(args: argparse.Namespace) -> int:
         request.container_id_file, request.cap_backend = cidfile, "external"
     elif on_slurm:  # SLURM's job caps it (the memory directive is the job's --mem)
         request.cap_backend = "external"
-    body, signum = options.run_profiler(request, "biossd pipeline task")
+    body, signum = toolrun.profiled(request, "biossd pipeline task")
     if signum is not None:
         return profile.signal_exit_code(signum)
     signals.ignored_until_exit()

@@ -12,13 +12,13 @@ from biossd.cli import options
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from biossd.measure import profile
+    from biossd.measure import profile, toolrun
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if options.parent_gone(args, "biossd profile"):
         return profile.signal_exit_code(signal.SIGTERM)
     request = options.profile_request(args, command, options.mem_bytes(args.mem), Path(args.out))
-    _, signum = options.run_profiler(request, "biossd profile")
+    _, signum = toolrun.profiled(request, "biossd profile")
     if signum is not None:
         return profile.signal_exit_code(signum)
     signals.ignored_until_exit()

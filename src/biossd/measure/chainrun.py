@@ -23,7 +23,7 @@ from typing import Any, ContextManager
 
 from biossd.core.errors import BiossdError
 from biossd.core.units import parse_size
-from biossd.measure import rundir
+from biossd.measure import rundir, toolrun
 from biossd.measure.request import ProfileRequest
 from biossd.study import catalogue, chain
 from biossd.study.catalogue import containers
@@ -101,13 +101,12 @@ def _step_labels(base: Mapping[str, str], step: PlannedStep, version: str, scrat
 
 
 def run(ch: chain.Chain, steps: Sequence[PlannedStep], input_dir: Path, scratch: Path, out_dir: Path,
-        base: ProfileRequest, profiler: Callable[[ProfileRequest], tuple[dict[str, Any] | None, int | None]],
-        container: str | None = None,
+        base: ProfileRequest, container: str | None = None,
         staging_lock: Callable[[str], ContextManager[Any]] = lambda what: contextlib.nullcontext(),
         version_of: Callable[[catalogue.Entry, str | None], str] = containers.installed_version) -> ChainRun:
     """Run ``steps`` of ``ch`` from ``input_dir`` in a scratch made at ``scratch`` (its name
-    made unique), each profiled by ``profiler`` (``(manifest, None)``, or ``(None, signal)`` when
-    a signal stopped it) with ``base``'s options into ``out_dir/<step name>``."""
+    made unique), each profiled (:func:`biossd.measure.toolrun.profiled`: a signal ends the chain)
+    with ``base``'s options into ``out_dir/<step name>``, working in the scratch."""
     out_dir = Path(out_dir).absolute()
     input_dir = Path(input_dir).absolute()
     result = ChainRun([])
@@ -126,7 +125,7 @@ def run(ch: chain.Chain, steps: Sequence[PlannedStep], input_dir: Path, scratch:
                 base, argv=argv, out_dir=out_dir / step.name, mem_bytes=step.mem_bytes, cwd=where,
                 labels=_step_labels(base.labels, step, version, where), tool_version=version,
                 container_id_file=cidfile, phases_before_s={"stage": round(time.monotonic() - staged_at, 4)})
-            body, signum = profiler(request)
+            body, signum = toolrun.profiled(request, "biossd chain run")
             result.steps.append(StepRun(step, request.out_dir, version, None if body is None else body["outcome"]))
             if signum is not None:
                 result.signum = signum

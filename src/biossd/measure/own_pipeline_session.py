@@ -192,7 +192,7 @@ def _open_pool(stack: contextlib.ExitStack, pool_file: Path) -> None:
 
 #: What a task's profiler loads, loaded by the leader before it takes tasks (its workers start
 #: with them; a leader forked from the first task has them already, one run by hand has not).
-PRELOAD = ("biossd.measure.profile", "biossd.measure.own_pipeline_task", "biossd.measure.manifest",
+PRELOAD = ("biossd.measure.profile", "biossd.measure.toolrun", "biossd.measure.own_pipeline_task", "biossd.measure.manifest",
            "biossd.measure.blocktrace", "biossd.host.dockerengine")
 
 

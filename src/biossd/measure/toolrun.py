@@ -1,0 +1,114 @@
+"""One study run of a catalogue tool, in one home (Lee, Min and Yoon 2015, §5.1): a marked scratch
+made on the device under study, the prepared input staged into it, the tool profiled there (the
+scratch is its working directory: :attr:`biossd.measure.request.ProfileRequest.cwd`), its output
+scored against the input's truth, and the scratch removed however the run ends. ``biossd catalogue
+run`` calls :func:`run`; a chained pipeline's steps (:mod:`biossd.measure.chainrun`) and the
+command line share :func:`profiled`."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ContextManager
+
+from biossd.measure import manifest, profile
+from biossd.measure.request import ProfileRequest
+
+if TYPE_CHECKING:
+    from biossd.study.catalogue import Entry
+
+
+@dataclass
+class ToolRun:
+    """What one run left: its run directory, the signal that stopped it (``None``: it ended and
+    was recorded), and what scoring its output did (a line)."""
+
+    out_dir: Path
+    signum: int | None
+    quality: str | None
+
+
+def profiled(request: ProfileRequest, name: str) -> tuple[dict[str, Any] | None, int | None]:
+    """Run the profiler: ``(manifest, None)``, or ``(None, signal)`` when a signal stopped the run;
+    either is said on stderr, under ``name`` (the command's)."""
+    try:
+        body = profile.run(request)
+    except profile.Interrupted as intr:
+        owner = request.owner
+        why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
+        print(f"{name}: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
+        return None, intr.signum
+    except KeyboardInterrupt:
+        # A signal in the instant after the run was published: the run is complete, a result.
+        if not manifest.is_complete(request.out_dir):
+            raise
+        body = manifest.read_manifest(request.out_dir)
+    print(f"{name}: outcome {body['outcome']} (exit {body['exit_code']}) in "
+          f"{body['wall_s']:.2f} s; manifest {request.out_dir / 'run.json'}", file=sys.stderr)
+    return body, None
+
+
+def run(entry: Entry, input_dir: Path, scratch: Path, base: ProfileRequest, *, mem_bytes: int,
+        settings: dict[str, str], container: str | None = None, capped: bool = True,
+        staging_lock: Callable[[str], ContextManager[Any]] = lambda what: contextlib.nullcontext(),
+        record_start: bool = False, name: str = "biossd catalogue run") -> ToolRun:
+    """Run ``entry`` once on its prepared input ``input_dir``, in a scratch made at ``scratch`` (its
+    name made unique), with ``base``'s options into ``base.out_dir``. ``mem_bytes`` is the run's
+    memory: the tool's ``settings`` follow it, and it is the cap unless ``capped`` is false (a
+    probe under valgrind). The input is staged under ``staging_lock`` (the host lock, where the
+    device is shared). ``record_start``: the run is its process's whole work (``biossd catalogue
+    run``), and the process's age once the scratch is made — Python's start, the imports, the
+    catalogue, the scratch — is recorded as the harness's ``start``."""
+    # Here, not at the top: `biossd profile` and a pipeline's task share :func:`profiled` and
+    # load none of the staging.
+    from biossd.core import owners
+    from biossd.host.hdd import emulate
+    from biossd.measure import rundir
+    from biossd.study import staging
+    from biossd.study.catalogue import containers
+
+    with rundir.scratch(Path(scratch), unique=True) as where:
+        started_s = owners.age_s() if record_start else None
+        # On a class of biossd's own loop device, one copy of the prepared input for every run.
+        shared_root = emulate.mount_of(where)
+        # In Docker, the container is the profiler's to inspect (cap, OOM kill, peak) and remove.
+        cidfile = where / containers.CIDFILE_NAME if container == "docker" else None
+        staged_at = time.monotonic()
+        with staging_lock(f"{name} {entry.id} (copying its input into {where})"):
+            argv = staging.stage(entry, Path(input_dir), where, mem_bytes, container, settings,
+                                 create_scratch=False, shared_root=shared_root, cidfile=cidfile)
+        phases = dict(base.phases_before_s)
+        if record_start:
+            phases["start"] = round(started_s or 0.0, 4)
+        phases["stage"] = round(time.monotonic() - staged_at, 4)
+        # The tool works in the scratch: its relative writes land on the device under study.
+        request = dataclasses.replace(
+            base, argv=argv, mem_bytes=mem_bytes if capped else None, cwd=where, container_id_file=cidfile,
+            phases_before_s=phases, labels={**base.labels, "scratch": base.labels.get("scratch", str(where))})
+        _, signum = profiled(request, name)
+        said = None if signum is not None else score(entry, where, request.out_dir)
+    return ToolRun(request.out_dir, signum, said)
+
+
+def score(entry: Entry, scratch: Path, run_dir: Path) -> str:
+    """Score a run's output in ``scratch`` against its input's truth (Fig. 1(b)) and write
+    ``quality.json`` beside its other records; what was done, in a line. A scoring failure is
+    recorded, not raised: the run itself is a result."""
+    if not entry.data.get("quality"):  # most tools: decided before pandas is imported (a second per run)
+        return f"{entry.id} has no quality check; nothing written"
+    from biossd.measure import quality
+
+    outcome = manifest.read_manifest(run_dir).get("outcome")
+    if outcome != "ok":
+        return f"the run ended {outcome}; not scored"
+    try:
+        result = quality.evaluate(entry, scratch)
+    except quality.QualityError as err:
+        result = {"tool": entry.id, "error": str(err)}
+        print(f"biossd quality: {err}", file=sys.stderr)
+    path = quality.write(run_dir, result)
+    return f"{path}: " + ", ".join(f"{c} {result.get(c, float('nan')):.4f}" for c in quality.QUALITY_COLUMNS)
