@@ -14,7 +14,7 @@ include { FIRM_UP     } from '../modules/local/firm_up/main'
 include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
-include { writePlanRecord } from '../lib/planrecord'
+include { biossdPlan; givenParams; studyBegin } from '../subworkflows/local/study_lifecycle'
 
 /*
  * The experiment matrix and every problem with the parameters, from `biossd study plan`
@@ -24,7 +24,7 @@ include { writePlanRecord } from '../lib/planrecord'
  * for them (a missing device, or a scratch directory not on it, is a problem).
  */
 def studyPlan(String host) {
-    def given = params.collectEntries { k, v -> [k, v == null ? null : (v instanceof Number || v instanceof Boolean ? v : v.toString())] } + [host: host]
+    def given = givenParams(host)
     // --sizing auto (-profile ssd/hdd): the sizing rule measured on this host first, unless this
     // study's folder holds its record from an earlier session; every other problem is found
     // before the hours of sizing (the folder's plan is checked once sized). A -stub-run sizes nothing.
@@ -35,16 +35,9 @@ def studyPlan(String host) {
     def plan = planOf(given, params.estimate && !workflow.stubRun)
     if( plan.estimate )
         log.info "biossd: ${plan.estimate.text}"
-    def info = writePlanRecord(params.outdir.toString(), plan.record)
-    // The sizing record the plan took is kept with the results (a twin's --sizing is the first
-    // host's file), whether or not the report runs; the same way, written whole, then renamed.
-    def kept = file("${info}/sizing.json")
-    if( plan.sizing && file(plan.sizing.path).toAbsolutePath().normalize() != kept.toAbsolutePath().normalize() ) {
-        def copying = file("${info}/.sizing.json.partial")
-        java.nio.file.Files.copy(file(plan.sizing.path), copying, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
-        java.nio.file.Files.move(copying, kept, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                                 java.nio.file.StandardCopyOption.ATOMIC_MOVE)
-    }
+    // The plan record, the sizing record it took (a twin's --sizing is the first host's file),
+    // and this session's row, written into the folder whether or not the report runs.
+    studyBegin(plan.record, plan.sizing ? plan.sizing.path.toString() : null)
     // The regime: sizes from a sizing record, or as given (then each tool's input over its cap,
     // which in the paper's regime is several times 1: Fig. 9's 20 GB on 4 GB).
     if( plan.sizing )
@@ -89,22 +82,14 @@ def sizeHere(Map plan) {
 
 // `biossd study plan` of the given params; stops the study on any problem.
 def planOf(Map given, boolean estimate = false) {
-    def argv = ['biossd', 'study', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
+    def extra = []
     if( estimate )
-        argv += ['--estimate', '--scratch', (params.scratch_dir ?: workflow.workDir).toString()]
+        extra += ['--estimate', '--scratch', (params.scratch_dir ?: workflow.workDir).toString()]
     if( workflow.stubRun )
-        argv << '--stub'
+        extra << '--stub'
     if( workflow.resume )
-        argv << '--resumed'
-    def out = new StringBuilder(), err = new StringBuilder()
-    def proc = argv.execute()
-    proc.waitForProcessOutput(out, err)
-    if( !out.toString().trim() )
-        error "biossd study plan failed (is biossd on PATH? run `make install`): ${err}"
-    def plan = new groovy.json.JsonSlurper().parseText(out.toString())
-    if( plan.problems )
-        error "The study cannot start; nothing was run:\n  - " + plan.problems.join("\n  - ")
-    return plan
+        extra << '--resumed'
+    return biossdPlan('study', given, extra)
 }
 
 // A run's outcome (ok, oom, timeout, ...), from its record.
@@ -121,15 +106,6 @@ def configKey(meta) {
 // A configuration on every class: the runs of a speedup.
 def baselineKey(meta) {
     return [meta.tool, meta.mem, meta.scale].join('/')
-}
-
-// This Nextflow session as its runs record their owner (the pid and its start in clock ticks
-// since boot, field 22 of /proc/PID/stat), for the report's list of the sessions behind its runs.
-def thisSession() {
-    def stat = new File('/proc/self/stat').text
-    return [id: workflow.sessionId.toString(), run_name: workflow.runName, resumed: workflow.resume,
-            boot_id: new File('/proc/sys/kernel/random/boot_id').text.trim(), pid: ProcessHandle.current().pid(),
-            start_ticks: stat.substring(stat.lastIndexOf(')') + 2).tokenize(' ')[19], start: workflow.start.toString()]
 }
 
 // Profiled tasks (metas of the plan) joined to what each needs, in the plan's order: its class's
@@ -253,10 +229,10 @@ workflow BIOSSD {
                    .toSortedList { a, b -> a[0] <=> b[0] }
                    .map { pairs -> [pairs.collect { it[0] }, pairs.collect { it[1] }] },
                CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, ch_not_run,
-               file("${params.outdir}/pipeline_info/sessions.tsv").exists() ? file("${params.outdir}/pipeline_info/sessions.tsv") : [],
+               file("${params.outdir}/pipeline_info/sessions.tsv", checkIfExists: true),
                plan.sizing ? file(plan.sizing.path, checkIfExists: true)
                    : params.sizing_record ? file(params.sizing_record, checkIfExists: true) : [],
-               thisSession(), host)
+               host)
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions

@@ -9,32 +9,16 @@ include { CHARACTERIZE      } from '../modules/local/characterize/main'
 include { STUDY_INPUT       } from '../modules/local/study_input/main'
 include { EXPERIMENT        } from '../modules/local/experiment/main'
 include { EXPERIMENT_REPORT } from '../modules/local/experiment_report/main'
-include { writePlanRecord } from '../lib/planrecord'
-
-/*
- * The tasks, and every problem with the parameters (the study's own checks — classes, devices,
- * emulations, the schema — and the experiments': names, size), from `biossd experiment plan --params`.
- */
-def experimentPlan(String host) {
-    def given = params.collectEntries { k, v -> [k, v == null ? null : (v instanceof Number || v instanceof Boolean ? v : v.toString())] } + [host: host]
-    def argv = ['biossd', 'experiment', 'plan', '--params', groovy.json.JsonOutput.toJson(given)]
-    def out = new StringBuilder(), err = new StringBuilder()
-    def proc = argv.execute()
-    proc.waitForProcessOutput(out, err)
-    if( !out.toString().trim() )
-        error "biossd experiment plan failed (is biossd on PATH? run `make install`): ${err}"
-    def plan = new groovy.json.JsonSlurper().parseText(out.toString())
-    if( plan.problems )
-        error "The experiments cannot start; nothing was run:\n  - " + plan.problems.join("\n  - ")
-    return plan
-}
+include { biossdPlan; givenParams; studyBegin } from '../subworkflows/local/study_lifecycle'
 
 workflow EXPERIMENTS {
     main:
     def host = params.host ?: java.net.InetAddress.localHost.hostName
-    def plan = experimentPlan(host)
+    // The tasks, and every problem with the parameters (the study's own checks — classes, devices,
+    // emulations, the schema — and the experiments': names, size).
+    def plan = biossdPlan('experiment', givenParams(host))
     log.info "biossd: experiments ${plan.experiments.join(', ')} at size ${plan.size}: ${plan.n_tasks} tasks on ${plan.classes.join('/')}"
-    writePlanRecord(params.outdir.toString(), plan.record)
+    studyBegin(plan.record)
 
     STORAGE_UP(plan.classes.join(','), [emulate_size: params.emulate_size, data_memory: params.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json, host)

@@ -21,7 +21,7 @@ from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.host import devicerecord
 from biossd.measure import manifest, tracefile, tracereader
-from biossd.study import layout, sizer, sizing_record
+from biossd.study import layout, lifecycle, sizer, sizing_record
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
@@ -209,7 +209,6 @@ def repeats_not_run_text(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-SESSIONS_FILE = "sessions.tsv"
 
 
 def run_sessions(rs: ResultSet) -> pd.DataFrame:
@@ -220,7 +219,7 @@ def run_sessions(rs: ResultSet) -> pd.DataFrame:
     one row with ``session_id`` ``unknown``. A resumed study's runs come from several sessions."""
     counts: dict[tuple[str, str], int] = {}
     for root in rs.roots:
-        path = Path(root) / PIPELINE_INFO / SESSIONS_FILE
+        path = Path(root) / PIPELINE_INFO / lifecycle.SESSIONS_FILE
         known: dict[tuple[str, str], tuple[str, str]] = {}
         if path.is_file():
             for row in pd.read_csv(path, sep="\t", dtype=str).fillna("").itertuples():

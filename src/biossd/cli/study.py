@@ -62,19 +62,45 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
     return 1 if result.problems else 0
 
 
-def cmd_study_set_aside(args: argparse.Namespace) -> int:
-    from biossd.study import outdir
+def cmd_study_begin(args: argparse.Namespace) -> int:
+    """A study's (or the experiments') begin in its result folder (:func:`biossd.study.lifecycle.begin`)."""
+    from biossd.study import lifecycle, outdir
 
     record = _json_object(args.record, "--record", "the plan record's parameters")
+    session = _json_object(args.session, "--session", "Nextflow's session (id, run_name, start, resumed)")
     try:
-        aside = outdir.set_aside(args.outdir, record, keep=tuple(Path(k) for k in args.keep))
+        done = lifecycle.begin(Path(args.outdir), record, session, args.launcher_pid, replace=args.replace_results,
+                               keep=tuple(Path(k) for k in args.keep), sizing=Path(args.sizing) if args.sizing else None)
     except outdir.OutdirError as err:
-        raise UsageError(str(err)) from None
-    if aside:
-        print(aside)
-        print(f"biossd study set-aside: {args.outdir} held another plan's results: moved to {aside}",
-              file=sys.stderr)
+        raise UsageError(f"--replace_results: {err}") from None
+    if done["set_aside"]:
+        print(f"biossd study begin: {args.outdir} held another plan's results: moved to {done['set_aside']}")
     return 0
+
+
+def cmd_study_finish(args: argparse.Namespace) -> int:
+    """A study's finish, however it ended: its provenance, its session's row, its outcomes
+    (:func:`biossd.study.lifecycle.finish`), then the emulated storage classes of its launcher
+    taken down (:func:`biossd.measure.storage.down`). Each step is tried whatever the one before did."""
+    from biossd.core.owners import ProcessRef
+    from biossd.measure import storage
+    from biossd.study import lifecycle
+
+    provenance = _json_object(args.provenance, "--provenance", "the session's provenance")
+    failed = []
+    try:
+        for line in lifecycle.finish(Path(args.outdir), provenance, args.launcher_pid):
+            print(f"biossd: {line}")
+    except (OSError, lifecycle.LifecycleError) as err:
+        failed.append(f"writing the provenance or the session's row failed: {err}")
+    try:
+        done = storage.down(Path(args.storage_root), ProcessRef.of(args.launcher_pid))
+        print("biossd storage down: " + ("; ".join(done) if done else f"no emulated storage under {args.storage_root}"))
+    except Exception as err:  # reported, and the exit status says so: a disk may still be mounted
+        failed.append(f"biossd storage down failed ({err}); emulated storage may still be mounted: run `biossd cleanup`")
+    for line in failed:
+        print(f"biossd study finish: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_study_firm_up(args: argparse.Namespace) -> int:
@@ -245,13 +271,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="probe each tool briefly on this host (root) and estimate the study's duration per class")
     p.add_argument("--scratch", help="where the probe runs (default: --params' scratch_dir, else the temporary directory)")
     p.set_defaults(func=cmd_study_plan)
-    p = study_p.add_parser("set-aside", help="--replace_results: move another plan's results out of a result folder "
-                           "to <outdir>.replaced-<time> (prints the new name; nothing when there is none)")
+    p = study_p.add_parser("begin", help="a study's begin in its result folder: the plan record (another plan's results "
+                                         "moved aside with --replace-results), the sizing record, the session's row")
     p.add_argument("--outdir", required=True, help="the study's result folder")
-    p.add_argument("--record", required=True, help="the new plan's record as JSON (pipeline_info/plan.json's form)")
+    p.add_argument("--record", required=True, help="the plan's record as JSON (what pipeline_info/plan.json holds)")
+    p.add_argument("--session", required=True, help="Nextflow's session as JSON: {id, run_name, start, resumed}")
+    p.add_argument("--launcher-pid", type=int, required=True, help="the Nextflow process (its runs' owner)")
+    p.add_argument("--replace-results", action="store_true", help="move another plan's results aside first")
     p.add_argument("--keep", action="append", default=[],
-                   help="a folder the rename must not carry away (the launch or work directory); repeatable")
-    p.set_defaults(func=cmd_study_set_aside)
+                   help="a folder the move must not carry away (the launch or work directory); repeatable")
+    p.add_argument("--sizing", help="the sizing record the plan took, kept as pipeline_info/sizing.json")
+    p.set_defaults(func=cmd_study_begin)
+    p = study_p.add_parser("finish", help="a study's finish, however it ended: provenance, the session's row, the "
+                                          "outcomes, and its emulated storage taken down")
+    p.add_argument("--outdir", required=True, help="the study's result folder")
+    p.add_argument("--provenance", required=True, help="the session's provenance as JSON (Nextflow's workflow fields)")
+    p.add_argument("--launcher-pid", type=int, required=True, help="the Nextflow process (its runs' owner)")
+    p.add_argument("--storage-root", required=True, help="--storage_root: where its emulated classes are mounted")
+    p.set_defaults(func=cmd_study_finish)
     p = study_p.add_parser("firm-up", help="of the planned extra repeats, those of the baseline configurations whose "
                                            "speedup's interval straddles a group's bound after the runs given (JSON)")
     p.add_argument("--tasks", required=True, metavar="JSON|@FILE", help="the plan's firm_tasks")

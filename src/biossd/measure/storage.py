@@ -23,6 +23,7 @@ from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.host import devicerecord
 from biossd.host.hdd import emulate
+from biossd.measure import rundir
 from biossd.study import layout
 
 _CLASS_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -154,15 +155,23 @@ def characterize_all(resolved: dict[str, Any], budget_s: float, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, info in resolved.items():
-        where = Path(info["scratch"]) if info.get("scratch") else default_scratch / name
-        where.mkdir(parents=True, exist_ok=True)
-        if reuse_from is not None:
-            record = characterize.reuse(Path(reuse_from) / layout.device_record_relpath(host, name), where)
-        else:
-            record = characterize.characterize(where, budget_s, owner=owner)
+        if info.get("scratch"):
+            where = Path(info["scratch"])
+            where.mkdir(parents=True, exist_ok=True)
+            record = _measure_or_reuse(characterize, where, budget_s, owner, reuse_from, host, name)
+        else:  # a marked scratch of its own, removed however the measurement ends
+            with rundir.scratch(Path(default_scratch) / name, unique=True) as where:
+                record = _measure_or_reuse(characterize, where, budget_s, owner, reuse_from, host, name)
         record["storage_class"] = name
         written[name] = devicerecord.write(out_dir / f"{name}.json", record)
     return written
+
+
+def _measure_or_reuse(characterize: Any, where: Path, budget_s: float, owner: ProcessRef | None,
+                      reuse_from: Path | None, host: str | None, name: str) -> dict[str, Any]:
+    if reuse_from is not None:
+        return characterize.reuse(Path(reuse_from) / layout.device_record_relpath(host, name), where)
+    return characterize.characterize(where, budget_s, owner=owner)
 
 
 def write(resolved: dict[str, Any], path: Path) -> None:

@@ -1,13 +1,4 @@
-/*
- * CHAIN — one chained pipeline (Lee, Min and Yoon 2015, Fig. 3) on one storage class, in one process
- * (`biossd chain run`, src/biossd/measure/chainrun.py): its steps run one after another in one
- * marked scratch on the class's device, each step's output the next step's input, each step
- * staged under the host lock and profiled under its tool's cap, with the same swap, time limit
- * and device record as PROFILE's runs; the scratch is removed however the chain ends. A step that
- * does not end ok ends the chain: the steps after it are not run (their inputs do not exist).
- * Published to meta.publish/<NN-tool>/, OUTDIR/<host>-<storage>/chains/<pipeline>/<rep>/<NN-tool>/ (the study
- * plan computes it: src/biossd/study/layout.py; conf/modules.config publishes it).
- */
+// CHAIN: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process CHAIN {
@@ -28,7 +19,6 @@ process CHAIN {
     def args    = task.ext.args ?: ''
     def engine  = task.ext.engine ? "--container ${q(task.ext.engine)}" : ''
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
-    // Each step's cap and its tool's memory settings under the sizing rule, from the study plan.
     def steps   = groovy.json.JsonOutput.toJson(meta.steps.collect { st -> [index: st.index, name: st.name, tool: st.tool, mem: st.mem, settings: st.settings ?: [:]] })
     """
     printf '%s\\n' ${q(steps)} > steps.json

@@ -1,15 +1,8 @@
-/*
- * CHARACTERIZE — measure every storage class's device with fio (src/biossd/host/characterize.py),
- * one class after another and before any profiled run, so nothing else loads the devices.
- * Publishes OUTDIR/<host>-<class>/device.json, the bandwidth Butil divides by, and the host's
- * facts (kernel, OS, CPU, memory) as OUTDIR/pipeline_info/host-<host>.json.
- */
+// CHARACTERIZE: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process CHARACTERIZE {
     tag "${host}"
-    // Not 'host_setup': it changes nothing on the host, and on a cluster it measures the node the
-    // runs will use (a SLURM job on the first class's partition, --exclusive: conf/modules.config).
 
     input:
     path storage_json
@@ -26,7 +19,6 @@ process CHARACTERIZE {
     """
     biossd storage characterize --input ${q(storage_json)} ${args} -o devices
     biossd host -o host.json > /dev/null
-    rm -rf scratch  # fio's directory for classes without a scratch, made by the line above in this task directory
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

@@ -1,17 +1,9 @@
-/*
- * EXPERIMENT — one task of a related experiment (src/biossd/experiments/): one
- * point of its sweep, on one storage class, one repeat. `biossd experiment run` copies the
- * input (SYNTH_INPUT's, shared by the tasks that read it) into scratch on the class's device,
- * runs the point's profiled runs (and what the point needs around them: an object server and its
- * FUSE mount, a pair of devices, a concurrent group under the host lock) and removes all of it; the task directory (each run's directory and
- * point.json) is published to meta.publish, OUTDIR/<host>-<storage>/experiments/<id>/<point>/<rep>/.
- */
+// EXPERIMENT: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process EXPERIMENT {
     tag "${meta.experiment} ${meta.point} ${meta.storage} #${meta.rep}"
     label 'profiled'
-    // Measured runs, one task at a time on a host (a concurrent group runs inside one task).
     maxForks workflow.stubRun ? 64 : 1
 
     input:

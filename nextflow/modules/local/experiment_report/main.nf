@@ -1,9 +1,4 @@
-/*
- * EXPERIMENT_REPORT — each experiment's table (OUTDIR/experiments/<id>.csv) and its notebook
- * (notebooks/experiments/, papermill) into OUTDIR/report/. The task directories reach this step
- * staged, with their layout paths (meta.publish), so it lays them out first (`biossd layout
- * assemble`), as REPORT does for the study.
- */
+// EXPERIMENT_REPORT: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process EXPERIMENT_REPORT {

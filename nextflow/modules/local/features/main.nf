@@ -1,8 +1,4 @@
-/*
- * FEATURES — the features table of every run of this invocation (biossd features). A run whose
- * files are damaged (checked against its manifest's checksums) is left out, not allowed to stop
- * the table: it is listed in features_skipped.tsv and in the log.
- */
+// FEATURES: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 process FEATURES {
     tag "${run_dirs instanceof List ? run_dirs.size() : 1} runs"
     label 'process_single'
@@ -17,7 +13,6 @@ process FEATURES {
 
     script:
     """
-    # Exit 1 means "some runs were skipped" (listed); anything else is a failure.
     biossd features --keep-going --skipped features_skipped.tsv runs -o features.csv || [ \$? -eq 1 ]
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

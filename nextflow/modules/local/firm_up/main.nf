@@ -1,8 +1,4 @@
-/*
- * FIRM_UP — which baseline configurations run more repeats (biossd study firm-up): those whose
- * speedup's 95% bootstrap interval, after the plan's repeats, straddles a group's bound (1.2x or
- * 2x). Emits the plan's extra repeats of those configurations (firm_tasks.json, a list of metas).
- */
+// FIRM_UP: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process FIRM_UP {

@@ -1,9 +1,4 @@
-/*
- * PREPARE — a tool's unprofiled preparation of one input (indexes, dictionaries: the catalogue
- * entry's `stage.prepare`), done once per (tool, input) and cached by Nextflow, not once per run:
- * every PROFILE task of the pair copies the prepared directory into its scratch on the device
- * under study (`biossd catalogue run`), so the tool's reads still hit that device.
- */
+// PREPARE: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process PREPARE {

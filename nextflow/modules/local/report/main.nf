@@ -1,11 +1,4 @@
-/*
- * REPORT — the notebooks (papermill) over this invocation's result set, into OUTDIR/report/
- * (figures, tables, executed notebooks). The runs reach this task as staged inputs with their
- * layout paths (each run's meta.publish, in the same order), so it first lays them out as a
- * result set (`biossd layout assemble`: links at their layout paths, each class's device record,
- * the host's facts, the run table, the parameters and the sizing record they came from, if any),
- * then renders over that. Skipped with --skip_report; `biossd report OUTDIR [MORE...]` re-renders by hand.
- */
+// REPORT: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process REPORT {
@@ -18,9 +11,8 @@ process REPORT {
     path device_records, stageAs: 'devices/*'
     path host_json, stageAs: 'host.json'
     path not_run, stageAs: 'repeats_not_run.tsv'
-    path earlier_sessions, stageAs: 'earlier_sessions.tsv'
+    path sessions, stageAs: 'sessions.tsv'
     path sizing, stageAs: 'sizing.json'
-    val launcher
     val host
 
     output:
@@ -30,7 +22,6 @@ process REPORT {
 
     script:
     def q       = { value -> shellQuote(value) }
-    // One class gives one file (a Path, whose collect would walk its name parts), several a list.
     def records = device_records instanceof List ? device_records : [device_records]
     def dirs    = run_dirs instanceof List ? run_dirs : [run_dirs]
     def runs    = [publish, dirs].transpose().collect { rel, dir -> "--run ${q("${rel}=${dir}")}" }.join(' ')
@@ -40,10 +31,6 @@ process REPORT {
         params: params.collectEntries { k, v -> [k, v?.toString()] }])
     """
     printf '%s\\n' ${q(record)} > provenance.json
-    # The sessions whose runs the result set holds: the earlier ones of this folder, and this one.
-    if [ -s earlier_sessions.tsv ]; then cp earlier_sessions.tsv sessions.tsv
-    else printf 'session_id\\trun_name\\tboot_id\\tpid\\tstart_ticks\\tstart\\tcomplete\\tsuccess\\tresumed\\n' > sessions.tsv; fi
-    printf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t\\t\\t%s\\n' ${[launcher.id, launcher.run_name, launcher.boot_id, launcher.pid, launcher.start_ticks, launcher.start, launcher.resumed].collect { q(it) }.join(' ')} >> sessions.tsv
     biossd layout assemble results ${runs} ${devices} --file ${q("features.csv=${features_csv}")} \\
         --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json \\
         --file pipeline_info/repeats_not_run.tsv=repeats_not_run.tsv --file pipeline_info/sessions.tsv=sessions.tsv \

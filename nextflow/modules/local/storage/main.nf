@@ -1,26 +1,14 @@
-/*
- * STORAGE_UP — resolve the run's storage classes (src/biossd/measure/storage.py): a real class keeps
- * params.scratch_dir (or the task directory); an emulated one gets an emulated HDD mounted
- * under the storage root. Emits storage.json: {class: {scratch, emulated, profile, ...}}.
- * The emulations stay up for the PROFILE tasks; study/main.nf takes them down on completion.
- * Each is owned by this Nextflow process (its pid and start time): only it takes them down, and
- * another pipeline, whatever its launch directory, never does. First, what an earlier session
- * left (after a SIGKILL of Nextflow: an orphaned run, a stale emulation) is reconciled.
- * Never cached: on -resume the emulations must be brought up again.
- */
+// STORAGE_UP: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process STORAGE_UP {
     tag "${classes}"
     label 'host_setup'
     cache false
-    // On the launch host whatever the executor: the emulated classes are mounted here, and the
-    // workflow's end takes them down here.
     executor 'local'
 
     input:
     val classes
-    // The emulated disks' size and scaling as planned: [emulate_size: ..., data_memory: ...].
     val options
 
     output:

@@ -1,17 +1,9 @@
-/*
- * One study input: a synthetic one (biossd data synth), or one prepared from a published data
- * set that `biossd data fetch` verified (biossd data prepare, by its manifest's recipe; the
- * plan's `source` names the data set and `data` its folder). A baseline of `size` replicated
- * `scale` times, from a fixed seed, so the same parameters give the same bytes on every host.
- * Written under the host lock: never inside a measured window of another study on this host.
- */
+// STUDY_INPUT: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process STUDY_INPUT {
     tag "${meta.id}"
     label 'process_single'
-    // The input's record (synth.json or prepared.json) is published (conf/modules.config): a copy
-    // beside input/, as Nextflow publishes an output inside another output only as part of it.
 
     input:
     tuple val(meta), val(size), val(seed)

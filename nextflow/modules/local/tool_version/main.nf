@@ -1,9 +1,4 @@
-/*
- * TOOL_VERSION — one tool's installed version (and, in a container, its image's reference),
- * queried once per study, not once per run: every PROFILE task of the tool takes it as an input,
- * so its hash — whether -resume reuses a run — changes exactly when the tool (or biossd) does.
- * Never cached: a tool upgraded between two sessions is asked again.
- */
+// TOOL_VERSION: described in meta.yml beside this file (what it does, the meta keys it reads, its inputs and outputs)
 include { shellQuote } from '../../../lib/shell'
 
 process TOOL_VERSION {
