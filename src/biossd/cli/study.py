@@ -271,24 +271,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="probe each tool briefly on this host (root) and estimate the study's duration per class")
     p.add_argument("--scratch", help="where the probe runs (default: --params' scratch_dir, else the temporary directory)")
     p.set_defaults(func=cmd_study_plan)
-    p = study_p.add_parser("begin", help="a study's begin in its result folder: the plan record (another plan's results "
-                                         "moved aside with --replace-results), the sizing record, the session's row")
-    p.add_argument("--outdir", required=True, help="the study's result folder")
-    p.add_argument("--record", required=True, help="the plan's record as JSON (what pipeline_info/plan.json holds)")
-    p.add_argument("--session", required=True, help="Nextflow's session as JSON: {id, run_name, start, resumed}")
-    p.add_argument("--launcher-pid", type=int, required=True, help="the Nextflow process (its runs' owner)")
-    p.add_argument("--replace-results", action="store_true", help="move another plan's results aside first")
-    p.add_argument("--keep", action="append", default=[],
-                   help="a folder the move must not carry away (the launch or work directory); repeatable")
-    p.add_argument("--sizing", help="the sizing record the plan took, kept as pipeline_info/sizing.json")
-    p.set_defaults(func=cmd_study_begin)
-    p = study_p.add_parser("finish", help="a study's finish, however it ended: provenance, the session's row, the "
-                                          "outcomes, and its emulated storage taken down")
-    p.add_argument("--outdir", required=True, help="the study's result folder")
-    p.add_argument("--provenance", required=True, help="the session's provenance as JSON (Nextflow's workflow fields)")
-    p.add_argument("--launcher-pid", type=int, required=True, help="the Nextflow process (its runs' owner)")
-    p.add_argument("--storage-root", required=True, help="--storage_root: where its emulated classes are mounted")
-    p.set_defaults(func=cmd_study_finish)
+    _register_lifecycle(study_p)
     p = study_p.add_parser("firm-up", help="of the planned extra repeats, those of the baseline configurations whose "
                                            "speedup's interval straddles a group's bound after the runs given (JSON)")
     p.add_argument("--tasks", required=True, metavar="JSON|@FILE", help="the plan's firm_tasks")
@@ -337,3 +320,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_experiment_table)
     exp_p.add_parser("list", help="the experiments, their seeds and substitutes").set_defaults(func=cmd_experiment_list)
 
+
+def _register_lifecycle(study_p: argparse._SubParsersAction) -> None:
+    """``biossd study begin`` and ``biossd study finish``, which the Nextflow lifecycle calls."""
+    p = study_p.add_parser("begin", help="a study's begin in its result folder: the plan record (another plan's results "
+                                         "moved aside with --replace-results), the sizing record, the session's row")
+    p.add_argument("--outdir", required=True, help="the study's result folder")
+    p.add_argument("--record", required=True, help="the plan's record as JSON (what pipeline_info/plan.json holds)")
+    p.add_argument("--session", required=True, help="Nextflow's session as JSON: {id, run_name, start, resumed}")
+    p.add_argument("--launcher-pid", type=int, required=True, help="the Nextflow process (its runs' owner)")
+    p.add_argument("--replace-results", action="store_true", help="move another plan's results aside first")
+    p.add_argument("--keep", action="append", default=[],
+                   help="a folder the move must not carry away (the launch or work directory); repeatable")
+    p.add_argument("--sizing", help="the sizing record the plan took, kept as pipeline_info/sizing.json")
+    p.set_defaults(func=cmd_study_begin)
+    p = study_p.add_parser("finish", help="a study's finish, however it ended: provenance, the session's row, the "
+                                          "outcomes, and its emulated storage taken down")
+    p.add_argument("--outdir", required=True, help="the study's result folder")
+    p.add_argument("--provenance", required=True, help="the session's provenance as JSON (Nextflow's workflow fields)")
+    p.add_argument("--launcher-pid", type=int, required=True, help="the Nextflow process (its runs' owner)")
+    p.add_argument("--storage-root", required=True, help="--storage_root: where its emulated classes are mounted")
+    p.set_defaults(func=cmd_study_finish)
