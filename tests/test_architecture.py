@@ -175,6 +175,14 @@ def unresolved_imports(roots: list[Path]) -> list[str]:
                         importlib.import_module(alias.name)
                     except ModuleNotFoundError:
                         bad.append(f"{path}:{node.lineno}: {alias.name}")
+        # A function that imports a module and assigns its name (``cluster = cluster.load()``):
+        # the import is then a local that the assignment replaces.
+        for func in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            imported = {a.asname or a.name for n in ast.walk(func) if isinstance(n, ast.ImportFrom)
+                        and (n.module or "").startswith("biossd") for a in n.names}
+            for n in ast.walk(func):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in imported:
+                    bad.append(f"{path}:{n.lineno}: {n.id} is imported and assigned in {func.name}")
         # ``module.name`` of a module imported above: the name must be the module's (a local
         # variable that shadows the module's name in one function is told apart by being assigned).
         assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -198,8 +206,11 @@ def test_every_import_of_biossd_names_something_that_exists():
 def test_an_import_or_a_use_of_a_moved_name_is_found(tmp_path):
     (tmp_path / "uses.py").write_text("from biossd.study import sizer\n\n\ndef later(path):\n"
                                       "    from biossd.study.matrix import schema_parameters\n"
-                                      "    return sizer.digest(path)\n")
+                                      "    return sizer.digest(path)\n\n\ndef state():\n"
+                                      "    from biossd.host.slurm import cluster\n\n"
+                                      "    cluster = cluster.load()\n    return cluster\n")
     assert unresolved_imports([tmp_path]) == [f"{tmp_path / 'uses.py'}:5: biossd.study.matrix.schema_parameters",
+                                              f"{tmp_path / 'uses.py'}:12: cluster is imported and assigned in state",
                                               f"{tmp_path / 'uses.py'}:6: biossd.study.sizer.digest"]
 
 

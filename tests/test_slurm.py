@@ -258,8 +258,8 @@ def test_up_refuses_beside_another_slurm(tmp_path, root_required):
         deadline = time.monotonic() + 10
         while Path(f"/proc/{other.pid}/comm").read_text().strip() != "slurmctld" and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert ("slurmctld", other.pid) in cluster.foreign_daemons()
-        with pytest.raises(cluster.SlurmError, match=f"another SLURM runs on this host \\(.*slurmctld pid {other.pid}"):
+        assert ("slurmctld", other.pid) in slurm.foreign_daemons()
+        with pytest.raises(slurm.SlurmError, match=f"another SLURM runs on this host \\(.*slurmctld pid {other.pid}"):
             slurm.up(state_dir=tmp_path / "cluster")
         assert not (tmp_path / "cluster").exists()
     finally:
@@ -273,7 +273,7 @@ def _task_started(argv: list[str], timeout_s: float = 60) -> bool:
     want = "\0".join(argv).encode() + b"\0"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for pid in cluster._cgroup_pids(slurm.load()):
+        for pid in slurm._cgroup_pids(slurm.load()):
             try:
                 if Path(f"/proc/{pid}/cmdline").read_bytes() == want:
                     return True
@@ -290,10 +290,10 @@ def test_a_job_s_step_daemon_is_found_by_the_cluster_s_cgroup(cluster, tmp_path)
                          env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
     try:
         assert _task_started(["sleep", "60"]), "the job's task never started"
-        stepds = cluster._stepds(slurm.load())
+        stepds = slurm._stepds(slurm.load())
         assert stepds, "the running job's slurmstepd was not found"
         assert all(Path(f"/proc/{pid}/comm").read_text().strip() == "slurmstepd" for pid in stepds)
-        assert cluster.foreign_daemons() == []
+        assert slurm.foreign_daemons() == []
     finally:
         subprocess.run(["scancel", job], env=cluster["env"], capture_output=True)
 
@@ -305,7 +305,7 @@ def test_down_leaves_no_job_and_no_step_daemon_when_scancel_fails(cluster, tmp_p
                          env=cluster["env"], capture_output=True, text=True, check=True).stdout.strip()
     assert job
     assert _task_started(["sleep", "97"]), "the job's task never started"
-    stepds = cluster._stepds(slurm.load())
+    stepds = slurm._stepds(slurm.load())
     assert stepds, "the running job's slurmstepd was not found"
     failing = tmp_path / "bin"
     failing.mkdir()

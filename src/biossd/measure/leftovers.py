@@ -40,9 +40,9 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
                       lambda p=sock: handoff.remove_leftover(p)))
     for entry in swap.find_leftovers():
         found.append(("swap", entry, lambda e=entry: swap.remove_leftover(e)))
-    cluster = cluster.leftover()
-    if cluster is not None:
-        found.append(("slurm-cluster", f"one-node SLURM cluster whose owner is gone ({cluster['dir']})",
+    slurm = cluster.leftover()
+    if slurm is not None:
+        found.append(("slurm-cluster", f"one-node SLURM cluster whose owner is gone ({slurm['dir']})",
                       lambda: cluster.down()))
     engine = dockerengine.leftover()
     if engine is not None:
@@ -116,10 +116,10 @@ def in_use() -> list[str]:
         lines.append(f"Docker engine {engine.get('docker_host') or engine['dir']}: "
                      + (f"in use by {owner.describe()}" if owner else "brought up by hand; `biossd docker down` "
                         "takes it down"))
-    cluster = cluster.load()
-    if cluster is not None and cluster.leftover() is None:
-        owner = ProcessRef.from_record(cluster.get("owner"))
-        lines.append(f"SLURM cluster {cluster['dir']} (partitions {', '.join(cluster['partitions'])}): "
+    slurm = cluster.load()
+    if slurm is not None and cluster.leftover() is None:
+        owner = ProcessRef.from_record(slurm.get("owner"))
+        lines.append(f"SLURM cluster {slurm['dir']} (partitions {', '.join(slurm['partitions'])}): "
                      + (f"in use by {owner.describe()}" if owner else "brought up by hand; `biossd slurm down` "
                         "takes it down"))
     holder = hostlock.held_by()
