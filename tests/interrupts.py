@@ -300,10 +300,13 @@ def experiment_point(rng: random.Random, work: Path, env: dict[str, str], name: 
     tasks = experiments.plan(name, "tiny", ["hdd"], "ip")["tasks"]
     task = next(t for t in tasks if point_id in (None, t["point"]))
     (work / "task.json").write_text(json.dumps(task))
-    _interrupt_biossd(["experiment", "run", "--task", f"@{work / 'task.json'}",
-                       "--storage", '{"emulated": true, "profile": "seagate-barracuda-7200"}',
-                       "--scratch", str(work / "scratch"), "--out", str(work / "out")], point, signum, env, cwd=work)
+    err = _interrupt_biossd(["experiment", "run", "--task", f"@{work / 'task.json'}",
+                             "--storage", '{"emulated": true, "profile": "seagate-barracuda-7200"}',
+                             "--scratch", str(work / "scratch"), "--out", str(work / "out")], point, signum, env,
+                            cwd=work)
     left = point.left | differences(before, host_snapshot())
+    if left and err.strip():  # what the task said, for the point's line: why its teardown failed
+        left["stderr"] = err.strip().splitlines()[-3:]
     partial = sorted(p.name for p in work.glob(".out.partial-*"))
     if partial:
         left["partial task"] = partial
