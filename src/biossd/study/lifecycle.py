@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -55,9 +54,7 @@ def begin(outdir_path: Path, record: Mapping[str, Any], session: Mapping[str, An
     info.mkdir(parents=True, exist_ok=True)
     atomic_write_text(info / PLAN_FILE, json.dumps(record, indent=4) + "\n")
     if sizing is not None and Path(sizing).resolve() != (info / SIZING_FILE).resolve():
-        tmp = info / f".{SIZING_FILE}.partial"
-        shutil.copyfile(sizing, tmp)
-        tmp.replace(info / SIZING_FILE)
+        atomic_write_text(info / SIZING_FILE, Path(sizing).read_text())
     launcher = ProcessRef.of(launcher_pid)
     row = {"session_id": session["id"], "run_name": session["run_name"], "boot_id": boot_id(),
            "pid": str(launcher.pid), "start_ticks": "" if launcher.start_ticks is None else str(launcher.start_ticks),
