@@ -23,10 +23,15 @@ def _provenance(success=True, stub=False, session_id="5f0c-1"):
 
 def test_a_session_s_row_is_written_at_its_begin_and_completed_at_its_finish(tmp_path):
     out = tmp_path / "results"
-    done = lifecycle.begin(out, RECORD, SESSION, os.getpid())
+    begun = {"command_line": "nextflow run study", "profile": "test", "params": {"tools": "bwa"}}
+    done = lifecycle.begin(out, RECORD, SESSION, os.getpid(), provenance=begun)
     info = out / "pipeline_info"
     assert done == {"info": str(info), "set_aside": None}
     assert json.loads((info / "plan.json").read_text()) == RECORD
+    # The provenance is begun with the session (the report made meanwhile reads it), and whole at the finish.
+    assert json.loads((info / "provenance.json").read_text()) == {
+        **begun, "session_id": "5f0c-1", "run_name": "tiny_turing", "start": SESSION["start"], "resumed": False,
+        "complete": None, "success": None}
     me = ProcessRef.current()
     [row] = lifecycle.read_sessions(info / "sessions.tsv")
     assert (row["pid"], row["start_ticks"], row["complete"], row["success"]) == (str(me.pid), str(me.start_ticks), "", "")
@@ -35,7 +40,7 @@ def test_a_session_s_row_is_written_at_its_begin_and_completed_at_its_finish(tmp
     assert said[-1] == "3 runs; outcomes: ok 2, oom 1"
     [row] = lifecycle.read_sessions(info / "sessions.tsv")
     assert (row["complete"], row["success"], row["resumed"]) == ("2026-11-27T11:00:00Z", "true", "false")
-    assert json.loads((info / "provenance.json").read_text())["session_id"] == "5f0c-1"
+    assert json.loads((info / "provenance.json").read_text()) == _provenance()
 
 
 def test_a_session_that_never_began_gets_its_whole_row_and_no_outcomes_unless_it_succeeded(tmp_path):

@@ -55,6 +55,12 @@ def test_supplement_without_latex_says_how_to_get_it(monkeypatch, synthetic):
         supplement.build(synthetic["roots"], render=False)
 
 
+@pytest.mark.parametrize("success, status", [(True, "Completed"), ("false", "Failed"), (None, "Active")])
+def test_the_crate_s_action_status_follows_the_session_s_success(success, status):
+    # None: the provenance begun at the session's start (the study's own report is made then).
+    assert crate.action_status(success) == f"http://schema.org/{status}ActionStatus"
+
+
 def test_crate_is_json_ld_and_lists_every_run_with_its_checksum(biossd, synthetic):
     import rdflib
 

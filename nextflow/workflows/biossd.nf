@@ -230,6 +230,7 @@ workflow BIOSSD {
                    .map { pairs -> [pairs.collect { it[0] }, pairs.collect { it[1] }] },
                CHARACTERIZE.out.records.collect(), CHARACTERIZE.out.host, ch_not_run,
                file("${params.outdir}/pipeline_info/sessions.tsv", checkIfExists: true),
+               file("${params.outdir}/pipeline_info/provenance.json", checkIfExists: true),
                plan.sizing ? file(plan.sizing.path, checkIfExists: true)
                    : params.sizing_record ? file(params.sizing_record, checkIfExists: true) : [],
                host)

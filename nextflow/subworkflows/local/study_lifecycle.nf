@@ -29,13 +29,25 @@ def biossdPlan(String command, Map given, List extra = []) {
     return plan
 }
 
+// What Nextflow knows of this session from its start: the provenance record's fields (`biossd study
+// begin` writes it, `biossd study finish` completes it).
+def sessionProvenance() {
+    return [
+        session_id: workflow.sessionId.toString(), run_name: workflow.runName, command_line: workflow.commandLine,
+        profile: workflow.profile, nextflow_version: nextflow.version.toString(), start: workflow.start.toString(),
+        resumed: workflow.resume, stub_run: workflow.stubRun, launch_dir: workflow.launchDir.toString(),
+        revision: workflow.commitId ?: workflow.scriptId, params: params.collectEntries { k, v -> [k, v?.toString()] },
+    ]
+}
+
 // `biossd study begin`: the folder's plan record (another plan's results moved aside with
-// --replace_results), the sizing record the plan took, and this session's row.
+// --replace_results), the sizing record the plan took, this session's row and its provenance, begun.
 def studyBegin(Map record, String sizing = null) {
     def session = [id: workflow.sessionId.toString(), run_name: workflow.runName, start: workflow.start.toString(),
                    resumed: workflow.resume]
     def argv = ['biossd', 'study', 'begin', '--outdir', params.outdir.toString(),
                 '--record', groovy.json.JsonOutput.toJson(record), '--session', groovy.json.JsonOutput.toJson(session),
+                '--provenance', groovy.json.JsonOutput.toJson(sessionProvenance()),
                 '--launcher-pid', ProcessHandle.current().pid().toString(),
                 '--keep', workflow.launchDir.toString(), '--keep', workflow.workDir.toString()]
     if( params.replace_results in [true, 'true'] )
@@ -57,13 +69,7 @@ def studyBegin(Map record, String sizing = null) {
 // Nextflow may already have closed after SIGINT/SIGTERM), in a session of its own (a second Ctrl-C
 // does not reach it), for this Nextflow process only (another pipeline's disks stay up).
 def studyFinish() {
-    def record = [
-        session_id: workflow.sessionId.toString(), run_name: workflow.runName, command_line: workflow.commandLine,
-        profile: workflow.profile, nextflow_version: nextflow.version.toString(), start: workflow.start.toString(),
-        complete: workflow.complete.toString(), success: workflow.success, resumed: workflow.resume,
-        stub_run: workflow.stubRun, launch_dir: workflow.launchDir.toString(),
-        revision: workflow.commitId ?: workflow.scriptId, params: params.collectEntries { k, v -> [k, v?.toString()] },
-    ]
+    def record = sessionProvenance() + [complete: workflow.complete.toString(), success: workflow.success]
     try {
         def log_file = file("${params.outdir}/pipeline_info/finish.log")
         log_file.parent.mkdirs()

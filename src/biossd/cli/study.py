@@ -68,9 +68,11 @@ def cmd_study_begin(args: argparse.Namespace) -> int:
 
     record = _json_object(args.record, "--record", "the plan record's parameters")
     session = _json_object(args.session, "--session", "Nextflow's session (id, run_name, start, resumed)")
+    provenance = _json_object(args.provenance, "--provenance", "the session's provenance") if args.provenance else None
     try:
         done = lifecycle.begin(Path(args.outdir), record, session, args.launcher_pid, replace=args.replace_results,
-                               keep=tuple(Path(k) for k in args.keep), sizing=Path(args.sizing) if args.sizing else None)
+                               keep=tuple(Path(k) for k in args.keep), sizing=Path(args.sizing) if args.sizing else None,
+                               provenance=provenance)
     except outdir.OutdirError as err:
         raise UsageError(f"--replace_results: {err}") from None
     if done["set_aside"]:
@@ -333,6 +335,8 @@ def _register_lifecycle(study_p: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", action="append", default=[],
                    help="a folder the move must not carry away (the launch or work directory); repeatable")
     p.add_argument("--sizing", help="the sizing record the plan took, kept as pipeline_info/sizing.json")
+    p.add_argument("--provenance", help="the session's provenance as JSON, as far as it is known at the start "
+                                        "(command line, profile, params): pipeline_info/provenance.json, begun")
     p.set_defaults(func=cmd_study_begin)
     p = study_p.add_parser("finish", help="a study's finish, however it ended: provenance, the session's row, the "
                                           "outcomes, and its emulated storage taken down")

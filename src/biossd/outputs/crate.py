@@ -100,9 +100,18 @@ def write(results: Path) -> Path:
                          "startTime": provenance.get("start"), "endTime": provenance.get("complete"),
                          "description": f"command line: {provenance.get('command_line')}; profile: "
                                         f"{provenance.get('profile')}",
-                         "actionStatus": {"@id": "http://schema.org/CompletedActionStatus"
-                                          if provenance.get("success", True) else "http://schema.org/FailedActionStatus"}})
+                         "actionStatus": {"@id": action_status(provenance.get("success"))}})
     return _write_metadata(crate, root)
+
+
+def action_status(success: Any) -> str:
+    """The run's schema.org action status from its provenance's ``success``: completed or failed
+    once the session finished, active while it runs (the study's own report is made then)."""
+    if success in (True, "true"):
+        return "http://schema.org/CompletedActionStatus"
+    if success in (False, "false"):
+        return "http://schema.org/FailedActionStatus"
+    return "http://schema.org/ActiveActionStatus"
 
 
 def _workflow(crate: ROCrate, root: Path, provenance: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

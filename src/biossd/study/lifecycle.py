@@ -1,7 +1,8 @@
 """A study's begin and finish in its result folder, as Nextflow's lifecycle calls them (``biossd study
 begin`` and ``biossd study finish``, from ``nextflow/subworkflows/local/study_lifecycle.nf``): the
 plan record and the sizing record it took, the session's row in ``pipeline_info/sessions.tsv``, the
-provenance record, and the count of the runs' outcomes. Each file is written whole or not at all.
+provenance record (begun at the begin, whole at the finish), and the count of the runs' outcomes.
+Each file is written whole or not at all; this module is their one writer.
 
 A session's row is written when it begins (its launcher's pid and start ticks, with the boot: the
 owner each of its runs records), so the report made during the session finds it; it is completed
@@ -40,10 +41,14 @@ def info_dir(outdir_path: Path) -> Path:
 
 
 def begin(outdir_path: Path, record: Mapping[str, Any], session: Mapping[str, Any], launcher_pid: int, *,
-          replace: bool = False, keep: tuple[Path, ...] = (), sizing: Path | None = None) -> dict[str, Any]:
+          replace: bool = False, keep: tuple[Path, ...] = (), sizing: Path | None = None,
+          provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The study (or experiments) ``record`` becomes the folder's plan: with ``replace``, another
     plan's results are first moved aside (:func:`biossd.study.outdir.set_aside`, nothing deleted);
-    the sizing record the plan took is kept beside it; and the session's row is added. Returns the
+    the sizing record the plan took is kept beside it; the session's row is added; and the
+    provenance record is begun (``provenance``: what Nextflow knows at the start — command line,
+    profile, params — with the session's fields; ``complete`` and ``success`` empty until
+    :func:`finish`), so the report made during the session reads this session's. Returns the
     folder's ``pipeline_info`` and where other results went (``None``: nowhere)."""
     missing = [k for k in SESSION_KEYS if k not in session]
     if missing:
@@ -60,11 +65,14 @@ def begin(outdir_path: Path, record: Mapping[str, Any], session: Mapping[str, An
            "pid": str(launcher.pid), "start_ticks": "" if launcher.start_ticks is None else str(launcher.start_ticks),
            "start": session["start"], "complete": "", "success": "", "resumed": _flag(session["resumed"])}
     _write_sessions(info / SESSIONS_FILE, [*read_sessions(info / SESSIONS_FILE), row])
+    begun = {**dict(provenance or {}), "session_id": session["id"], "run_name": session["run_name"],
+             "start": session["start"], "resumed": session["resumed"], "complete": None, "success": None}
+    atomic_write_text(info / PROVENANCE_FILE, json.dumps(begun, indent=4) + "\n")
     return {"info": str(info), "set_aside": str(aside) if aside else None}
 
 
 def finish(outdir_path: Path, provenance: Mapping[str, Any], launcher_pid: int) -> list[str]:
-    """The session ends: its provenance record written, its row completed (added whole if it never
+    """The session ends: its provenance record written whole (the begun one replaced), its row completed (added whole if it never
     began: a plan that failed), and the count of its runs' outcomes. Returns what to say."""
     for key in ("session_id", "run_name", "start", "complete", "success", "resumed", "stub_run"):
         if key not in provenance:

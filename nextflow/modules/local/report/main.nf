@@ -12,6 +12,7 @@ process REPORT {
     path host_json, stageAs: 'host.json'
     path not_run, stageAs: 'repeats_not_run.tsv'
     path sessions, stageAs: 'sessions.tsv'
+    path provenance, stageAs: 'provenance.json'
     path sizing, stageAs: 'sizing.json'
     val host
 
@@ -26,11 +27,7 @@ process REPORT {
     def dirs    = run_dirs instanceof List ? run_dirs : [run_dirs]
     def runs    = [publish, dirs].transpose().collect { rel, dir -> "--run ${q("${rel}=${dir}")}" }.join(' ')
     def devices = records.collect { "--device ${q("${host}-${it.baseName}=${it}")}" }.join(' ')
-    def record  = groovy.json.JsonOutput.toJson([
-        command_line: workflow.commandLine, profile: workflow.profile, run_name: workflow.runName,
-        params: params.collectEntries { k, v -> [k, v?.toString()] }])
     """
-    printf '%s\\n' ${q(record)} > provenance.json
     biossd layout assemble results ${runs} ${devices} --file ${q("features.csv=${features_csv}")} \\
         --file ${q("pipeline_info/host-${host}.json")}=host.json --file pipeline_info/provenance.json=provenance.json \\
         --file pipeline_info/repeats_not_run.tsv=repeats_not_run.tsv --file pipeline_info/sessions.tsv=sessions.tsv \
