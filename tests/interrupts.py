@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from biossd.core.partial import INFIX as PARTIAL_INFIX
 from biossd import experiments
 from biossd.experiments import task as experiment_task
 from biossd.core import made
@@ -307,7 +308,7 @@ def experiment_point(rng: random.Random, work: Path, env: dict[str, str], name: 
     left = point.left | differences(before, host_snapshot())
     if left and err.strip():  # what the task said, for the point's line: why its teardown failed
         left["stderr"] = err.strip().splitlines()[-3:]
-    partial = sorted(p.name for p in work.glob(".out.partial-*"))
+    partial = sorted(p.name for p in work.glob(".out" + PARTIAL_INFIX + "*"))
     if partial:
         left["partial task"] = partial
     for scratch in work.glob("scratch*"):  # its name gets the task's pid

@@ -19,6 +19,7 @@ from conftest import REPO, STUDY_HOST, nextflow
 
 from biossd import experiments
 from biossd.core.owners import ProcessRef
+from biossd.core.partial import INFIX as PARTIAL_INFIX
 from biossd.core.units import parse_size
 from biossd.experiments import kmer_io, object_store, planning, shared_device, sort_memory, spec, tables, task
 from biossd.host import hostlock, objectstore
@@ -238,14 +239,14 @@ def test_an_interrupted_task_leaves_nothing(tmp_path, root_required, biossd):
                              "--scratch", str(tmp_path / "scratch"), "--out", str(tmp_path / "out")],
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(tmp_path.glob(".out.partial-*/.inst2.log")):
+    while time.monotonic() < deadline and not list(tmp_path.glob(".out" + PARTIAL_INFIX + "*/.inst2.log")):
         time.sleep(0.02)  # until the group's members are started
     assert proc.poll() is None, "the task ended before the group started"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "interrupted by signal 15" in err
-    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.partial-*"))
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out" + PARTIAL_INFIX + "*"))
     assert not list(tmp_path.glob("scratch*")), "the scratch (named with the pid) is removed"
     assert subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout == before_loops
     assert set(find_leftovers()) == before_cgroups
@@ -274,7 +275,7 @@ def test_a_killed_leader_s_members_die_with_it(tmp_path, root_required, biossd):
                              "--scratch", str(tmp_path / "scratch"), "--out", str(tmp_path / "out")],
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(tmp_path.glob(".out.partial-*/.inst2.log")):
+    while time.monotonic() < deadline and not list(tmp_path.glob(".out" + PARTIAL_INFIX + "*/.inst2.log")):
         time.sleep(0.02)  # until the group's members are started
     assert proc.poll() is None, "the task ended before the group started"
     proc.kill()
@@ -300,7 +301,7 @@ def test_a_killed_leader_s_members_die_with_it(tmp_path, root_required, biossd):
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout == before_loops
     assert not [d for d in emulate.all_states() if str(tmp_path) in emulate.status_of(d)["mount"]]
-    assert hostlock.held_by() is None and not list(tmp_path.glob(".out.partial-*"))
+    assert hostlock.held_by() is None and not list(tmp_path.glob(".out" + PARTIAL_INFIX + "*"))
 
 
 # -- every experiment for real, through the workflow ------------------------------------------------------

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from biossd.core import made
+from biossd.core import made, partial as partial_dir
 from biossd.host import swap
 from biossd.measure import leftovers, rundir
 
@@ -46,10 +46,10 @@ def test_after_a_reboot_cleanup_finds_swap_files_and_partials_by_their_records(r
     made.remember(swap_file, "swap file")
     swap_file.write_bytes(b"\0" * 4096)
     partial = rundir.make_partial(tmp_path / "runs" / "bwa")
-    task = tmp_path / "experiments" / ".point.partial-1234abcd"
-    made.remember(task, "experiment partial")
+    task = partial_dir.partial_path(tmp_path / "experiments" / "point")
+    made.remember(task, partial_dir.KIND)
     task.mkdir(parents=True)
-    (task / rundir.EXPERIMENT_MARKER).write_text(json.dumps({"pid": os.getpid()}))
+    (task / partial_dir.MARKER).write_text(json.dumps({"pid": os.getpid()}))
     users = tmp_path / "thesis.tex"  # recorded (say, a record from a bug) but not biossd's
     made.remember(users, "swap file")
     users.write_text("keep")
@@ -57,7 +57,7 @@ def test_after_a_reboot_cleanup_finds_swap_files_and_partials_by_their_records(r
 
     _as_if_rebooted(records)
     found = {kind: remove for kind, what, remove in leftovers.find_all() if kind in (*made.KINDS, "record")}
-    assert set(found) == {"swap file", "partial run", "experiment partial", "record"}
+    assert set(found) == {"swap file", "partial run", partial_dir.KIND, "record"}
     for remove in found.values():
         remove()
     assert not swap_file.exists() and not partial.exists() and not task.exists()

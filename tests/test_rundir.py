@@ -45,14 +45,17 @@ def test_an_unmarked_directory_is_never_a_scratch(tmp_path):
 def test_a_task_partial_is_published_whole_or_removed(tmp_path):
     """An experiment task's directory: marked while written, renamed to its name when the block
     ends, removed when it raises; an existing directory of that name is refused, untouched."""
-    from biossd.core import made
+    import os
+
+    from biossd.core import made, partial as partial_dir
 
     out = tmp_path / "task"
     with rundir.task_partial(out) as partial:
-        assert (partial / rundir.EXPERIMENT_MARKER).is_file() and partial.name.startswith(".task.partial-")
+        assert partial_dir.made_by(partial, os.getpid()) and partial.name.startswith(".task" + partial_dir.INFIX)
+        assert not partial_dir.made_by(partial, os.getpid() + 1)
         (partial / "point.json").write_text("{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["task"] and (out / "point.json").is_file()
-    assert not (out / rundir.EXPERIMENT_MARKER).exists() and not made._record_path(partial).exists()
+    assert not (out / partial_dir.MARKER).exists() and not made._record_path(partial).exists()
     with pytest.raises(rundir.RunDirError, match="exists; an experiment task never overwrites"):
         with rundir.task_partial(out):
             pass

@@ -130,7 +130,7 @@ def is_mount_point(path: Path | str) -> bool:
 
 
 #: Every mark biossd puts in a directory it makes starts so (the run's, the scratch's, the
-#: experiment partial's): :func:`remove_tree` deletes them last.
+#: partial directory's): :func:`remove_tree` deletes them last.
 MARK_PREFIX = ".biossd-"
 
 

@@ -22,7 +22,7 @@ from biossd.core.owners import ProcessRef, boot_id
 
 #: Root's record directory; another user's is under their XDG state directory.
 ROOT_DIR = Path("/var/lib/biossd/made")
-KINDS = ("swap file", "partial run", "experiment partial", "scratch", "replaced run", "partial directory")
+KINDS = ("swap file", "partial run", "scratch", "replaced run", "partial directory")
 
 
 def records_dir() -> Path:

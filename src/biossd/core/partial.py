@@ -6,6 +6,7 @@ image, an installed tool). Each partial carries biossd's mark and is recorded wi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import uuid
 from pathlib import Path
@@ -13,12 +14,13 @@ from typing import Iterator
 
 from biossd.core import made
 from biossd.core.files import MARK_PREFIX, remove_tree
+from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_ignored
 
 #: Every partial directory's name holds this, after ``.<final name>``.
 INFIX = ".biossd-partial-dir-"
 #: The mark inside a partial directory (removed just before the rename, so the final directory
-#: holds only what its maker wrote).
+#: holds only what its maker wrote): JSON naming its maker (pid and start ticks).
 MARKER = MARK_PREFIX + "partial-dir"
 #: The kind of its record in :mod:`biossd.core.made`.
 KIND = "partial directory"
@@ -28,6 +30,23 @@ def partial_path(final: Path) -> Path:
     """A fresh partial name beside ``final``: the maker's pid and a random part."""
     final = Path(final)
     return final.with_name(f".{final.name}{INFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def _mark(path: Path) -> None:
+    (path / MARKER).write_text(json.dumps(ProcessRef.current().record()) + "\n")
+
+
+def made_by(path: Path, pid: object, start_ticks: object = None) -> bool:
+    """Whether ``path`` is a partial directory made by the process ``pid`` (with ``start_ticks``
+    when known): what a dead maker's host-lock record may have removed."""
+    if not is_marked(path):
+        return False
+    try:
+        maker = json.loads((Path(path) / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(maker, dict) and maker.get("pid") == pid
+            and (start_ticks is None or maker.get("start_ticks") in (None, start_ticks)))
 
 
 def is_marked(path: Path) -> bool:
@@ -54,7 +73,7 @@ def atomic_dir(final: Path, *, publish: bool = True, replace: bool = False) -> I
     made.remember(partial, KIND)
     try:
         partial.mkdir()
-        (partial / MARKER).write_text(f"{os.getpid()}\n")
+        _mark(partial)
         yield partial
         if publish:
             old = _swap_out(final) if replace else None
@@ -82,7 +101,7 @@ def _swap_out(final: Path) -> Path | None:
         return None
     old = partial_path(final)
     made.remember(old, KIND)
-    (final / MARKER).write_text(f"{os.getpid()}\n")
+    _mark(final)
     os.rename(final, old)
     return old
 

@@ -20,10 +20,10 @@ from biossd.experiments.spec import (EXPERIMENTS_DIR, NAMES, SIZE_KEYS, SIZES, E
 from biossd.experiments.tables import (CLASS_ORDER, FAILURE_CHARS, SCALE_COLUMNS, TASK_COLUMNS, by_class, headline,
                                        last_words, load_table, not_ok, point_dirs, run_rows, scale_keys, since_start_s,
                                        table, table_path, window_features)
-from biossd.experiments.task import INPUT_DIR, PARTIAL_MARKER, POINT_RECORD, Interrupted, Task, Teardown, run_task
+from biossd.experiments.task import INPUT_DIR, POINT_RECORD, Interrupted, Task, Teardown, run_task
 
 __all__ = [
-    "CLASS_ORDER", "DEFAULT_SEED", "EXPERIMENTS_DIR", "FAILURE_CHARS", "INPUT_DIR", "NAMES", "PARTIAL_MARKER",
+    "CLASS_ORDER", "DEFAULT_SEED", "EXPERIMENTS_DIR", "FAILURE_CHARS", "INPUT_DIR", "NAMES",
     "POINT_RECORD", "SCALE_COLUMNS", "SIZES", "SIZE_KEYS", "TASK_COLUMNS", "ExperimentError", "Interrupted", "Task",
     "Teardown", "by_class", "describe", "headline", "input_id", "last_words", "load_spec", "load_table", "module",
     "names_of", "not_ok", "plan", "plan_from_params", "point_dirs", "run_rows", "run_task", "scale_keys",

@@ -17,14 +17,11 @@ from biossd.core.signals import signals_ignored, signals_raise
 from biossd.core.units import parse_duration_s, parse_size
 from biossd.experiments.planning import check_task
 from biossd.experiments.spec import ExperimentError, load_spec, module, substitutes, tool_version
-from biossd.measure import profile, rundir
+from biossd.measure import profile, rundir, toolrun
 from biossd.study.inputs import data
 
 #: A complete task directory's record of its task, runs and observations, written last.
 POINT_RECORD = "point.json"
-
-#: Marks a task's partial directory as this code's (only such a directory is ever removed).
-PARTIAL_MARKER = rundir.EXPERIMENT_MARKER
 
 #: The input a task synthesizes into its scratch (on the class's device), unprofiled.
 INPUT_DIR = "input"
@@ -93,8 +90,9 @@ class Task:
             **options)
 
     def profile(self, argv: Sequence[str], name: str, tool: str, cwd: Path, **options: Any) -> dict[str, Any]:
-        """Run one profiled command in ``cwd`` (whose device is the one traced); its manifest."""
-        record = profile.run(self.request(argv, name, tool, cwd=Path(cwd), **options))
+        """Run one profiled command in ``cwd`` (whose device is the one traced): its manifest
+        (:func:`biossd.measure.toolrun.measured`, as every study run is profiled)."""
+        record = toolrun.measured(self.request(argv, name, tool, cwd=Path(cwd), **options))
         self.runs.append(name)
         return record
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ContextManager
@@ -105,7 +104,8 @@ def run(ch: chain.Chain, steps: Sequence[PlannedStep], input_dir: Path, scratch:
         staging_lock: Callable[[str], ContextManager[Any]] = lambda what: contextlib.nullcontext(),
         version_of: Callable[[catalogue.Entry, str | None], str] = containers.installed_version) -> ChainRun:
     """Run ``steps`` of ``ch`` from ``input_dir`` in a scratch made at ``scratch`` (its name
-    made unique), each profiled (:func:`biossd.measure.toolrun.profiled`: a signal ends the chain)
+    made unique), each staged and profiled there (:func:`biossd.measure.toolrun.staged_and_profiled`: a
+    signal ends the chain)
     with ``base``'s options into ``out_dir/<step name>``, working in the scratch."""
     out_dir = Path(out_dir).absolute()
     input_dir = Path(input_dir).absolute()
@@ -114,18 +114,14 @@ def run(ch: chain.Chain, steps: Sequence[PlannedStep], input_dir: Path, scratch:
         for step in steps:
             entry = catalogue.get(step.tool)
             version = version_of(entry, container)
-            staged_at = time.monotonic()
-            # In Docker, each step's container is the profiler's to inspect and remove.
-            cidfile = where / f"{containers.CIDFILE_NAME}-{step.index}" if container == "docker" else None
-            with staging_lock(f"biossd chain run {ch.pipeline} step {step.name} (into {where})"):
-                argv = chain.stage_step(ch, step.index, input_dir, where, step.mem_bytes, container,
-                                        dict(step.settings), create_scratch=False, cidfile=cidfile)
-            # Each step works in the scratch: its relative writes land on the device under study.
-            request = dataclasses.replace(
-                base, argv=argv, out_dir=out_dir / step.name, mem_bytes=step.mem_bytes, cwd=where,
-                labels=_step_labels(base.labels, step, version, where), tool_version=version,
-                container_id_file=cidfile, phases_before_s={"stage": round(time.monotonic() - staged_at, 4)})
-            body, signum = toolrun.profiled(request, "biossd chain run")
+            request, body, signum = toolrun.staged_and_profiled(
+                where, lambda cidfile, step=step: chain.stage_step(ch, step.index, input_dir, where, step.mem_bytes,
+                                                                   container, dict(step.settings), create_scratch=False,
+                                                                   cidfile=cidfile),
+                base, what=f"biossd chain run {ch.pipeline} step {step.name} (into {where})", name="biossd chain run",
+                container=container, cidfile_name=f"{containers.CIDFILE_NAME}-{step.index}", staging_lock=staging_lock,
+                out_dir=out_dir / step.name, mem_bytes=step.mem_bytes, tool_version=version,
+                labels=_step_labels(base.labels, step, version, where))
             result.steps.append(StepRun(step, request.out_dir, version, None if body is None else body["outcome"]))
             if signum is not None:
                 result.signum = signum

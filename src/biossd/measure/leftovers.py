@@ -89,9 +89,7 @@ def _marked(path: Path, kind: str) -> bool:
         return path.is_dir() and rundir.OLD_INFIX in path.name and (path / rundir.MARKER).is_file()
     if kind == "scratch":
         return path.is_dir() and (path / rundir.SCRATCH_MARKER).is_file()
-    if kind == partial.KIND:
-        return partial.is_marked(path)
-    return path.is_dir() and (path / rundir.EXPERIMENT_MARKER).is_file()
+    return kind == partial.KIND and partial.is_marked(path)
 
 
 def _remove_made(path: Path) -> None:
@@ -155,7 +153,7 @@ def _remove_stale(record: Path) -> None:
     :func:`biossd.host.swap.find_leftovers`'s."""
     import json
 
-    from biossd.core import made
+    from biossd.core import made, partial
     from biossd.host import characterize, hostlock, swap
     from biossd.measure import rundir
 
@@ -170,8 +168,7 @@ def _remove_stale(record: Path) -> None:
         rundir.remove(Path(body["partial"]))
     # An experiment task's partial directory (its marker names the dead holder).
     partial_task = Path(body["experiment_partial"]) if body.get("experiment_partial") else None
-    if partial_task is not None and rundir.made_by(partial_task / rundir.EXPERIMENT_MARKER, body.get("pid"),
-                                                   body.get("start_ticks")):
+    if partial_task is not None and partial.made_by(partial_task, body.get("pid"), body.get("start_ticks")):
         remove_tree(partial_task)
         made.forget(partial_task)
     test_file = Path(body["test_file"]) if body.get("test_file") else None

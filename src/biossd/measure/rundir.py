@@ -27,11 +27,10 @@ from biossd.core import made
 from biossd.core.errors import BiossdError
 from biossd.core.files import remove_tree
 from biossd.core.owners import ProcessRef
+from biossd.core.partial import atomic_dir
 from biossd.measure import manifest
 
 MARKER = ".biossd-run"
-#: The marker of an experiment task's partial directory (JSON: its maker's pid and start ticks).
-EXPERIMENT_MARKER = ".biossd-experiment-partial"
 PARTIAL_INFIX = ".biossd-partial-"
 OLD_INFIX = ".biossd-replaced-"
 #: What biossd writes into a complete run afterwards, besides the files its manifest lists: the
@@ -195,34 +194,15 @@ def scratch(path: Path, unique: bool = False) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def task_partial(out: Path, made_by: str = "biossd experiment run") -> Iterator[Path]:
-    """An experiment task's directory, written as a partial directory beside ``out``
-    (``.NAME.partial-<hex>``) whose marker :data:`EXPERIMENT_MARKER` names its maker (so `biossd
-    cleanup` removes it after a SIGKILL only for that maker) and recorded (:mod:`biossd.core.made`).
-    When the block ends normally the marker goes and the directory is renamed to ``out``; when it
-    raises (an error, a signal) the directory is removed. ``out`` must not exist."""
-    from biossd.core.signals import signals_ignored
-
+def task_partial(out: Path) -> Iterator[Path]:
+    """An experiment task's directory, made whole or not at all (:func:`biossd.core.partial.atomic_dir`:
+    a marked partial directory beside ``out`` naming its maker, renamed to ``out`` when the block
+    ends, removed when it raises). ``out`` must not exist: a task never overwrites."""
     out = Path(out).absolute()
     if out.exists():
         raise RunDirError(f"{out} exists; an experiment task never overwrites: choose another --out")
-    partial = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:8]}")
-    made.remember(partial, "experiment partial")  # found after a reboot too, if never finished
-    partial.mkdir(parents=True)
-    (partial / EXPERIMENT_MARKER).write_text(json.dumps({"made_by": made_by, **ProcessRef.current().record()}) + "\n")
-    try:
-        yield partial
-    except BaseException:
-        with signals_ignored():  # a rollback under way is not cut short by a second signal
-            if (partial / EXPERIMENT_MARKER).is_file():
-                with contextlib.suppress(OSError):
-                    remove_tree(partial)
-                made.forget(partial)
-        raise
-    with signals_ignored():
-        (partial / EXPERIMENT_MARKER).unlink()
-        partial.rename(out)
-        made.forget(partial)
+    with atomic_dir(out) as made_here:
+        yield made_here
 
 
 class RunAppeared(RunDirError):

@@ -2,8 +2,9 @@
 made on the device under study, the prepared input staged into it, the tool profiled there (the
 scratch is its working directory: :attr:`biossd.measure.request.ProfileRequest.cwd`), its output
 scored against the input's truth, and the scratch removed however the run ends. ``biossd catalogue
-run`` calls :func:`run`; a chained pipeline's steps (:mod:`biossd.measure.chainrun`) and the
-command line share :func:`profiled`."""
+run`` calls :func:`run`; a chained pipeline's steps (:mod:`biossd.measure.chainrun`) share its
+:func:`staged_and_profiled`; ``biossd profile`` and a pipeline's task, :func:`profiled`; an
+experiment's runs (:class:`biossd.experiments.Task`), :func:`measured`."""
 
 from __future__ import annotations
 
@@ -32,24 +33,52 @@ class ToolRun:
     quality: str | None
 
 
-def profiled(request: ProfileRequest, name: str) -> tuple[dict[str, Any] | None, int | None]:
-    """Run the profiler: ``(manifest, None)``, or ``(None, signal)`` when a signal stopped the run;
-    either is said on stderr, under ``name`` (the command's)."""
+def measured(request: ProfileRequest) -> dict[str, Any]:
+    """Profile ``request`` in its working directory: its manifest, or :class:`biossd.measure.profile.
+    Interrupted` raised when a signal stopped it (nothing of it kept). A signal in the instant after
+    the run was published leaves a complete run, and that is a result: its manifest."""
     try:
-        body = profile.run(request)
+        return profile.run(request)
+    except KeyboardInterrupt:
+        if not manifest.is_complete(request.out_dir):
+            raise
+        return manifest.read_manifest(request.out_dir)
+
+
+def profiled(request: ProfileRequest, name: str) -> tuple[dict[str, Any] | None, int | None]:
+    """:func:`measured`, said on stderr under ``name`` (the command's): ``(manifest, None)``, or
+    ``(None, signal)`` when a signal stopped the run."""
+    try:
+        body = measured(request)
     except profile.Interrupted as intr:
         owner = request.owner
         why = f"its owner {owner.describe()} is gone" if owner is not None and not owner.alive() else intr
         print(f"{name}: {why}; the run was stopped and nothing of it was kept", file=sys.stderr)
         return None, intr.signum
-    except KeyboardInterrupt:
-        # A signal in the instant after the run was published: the run is complete, a result.
-        if not manifest.is_complete(request.out_dir):
-            raise
-        body = manifest.read_manifest(request.out_dir)
     print(f"{name}: outcome {body['outcome']} (exit {body['exit_code']}) in "
           f"{body['wall_s']:.2f} s; manifest {request.out_dir / 'run.json'}", file=sys.stderr)
     return body, None
+
+
+def staged_and_profiled(where: Path, stage: Callable[[Path | None], list[str]], base: ProfileRequest, *, what: str,
+                        name: str, container: str | None, cidfile_name: str,
+                        staging_lock: Callable[[str], ContextManager[Any]], **fields: Any
+                        ) -> tuple[ProfileRequest, dict[str, Any] | None, int | None]:
+    """One run in the scratch ``where``: its input staged by ``stage`` (given the container id
+    file, in Docker, which the profiler inspects — cap, OOM kill, peak — and removes; it returns
+    the command) under ``staging_lock`` (saying ``what`` is copied), the staging's time recorded
+    as the harness's ``stage`` phase, then the command profiled with ``where`` as its working
+    directory (its relative writes land on the device under study) and ``base``'s options, with
+    ``fields`` replaced. The request, and :func:`profiled`'s answer."""
+    cidfile = where / cidfile_name if container == "docker" else None
+    staged_at = time.monotonic()
+    with staging_lock(what):
+        argv = stage(cidfile)
+    phases = {**base.phases_before_s, **fields.pop("phases_before_s", {}),
+              "stage": round(time.monotonic() - staged_at, 4)}
+    request = dataclasses.replace(base, argv=argv, cwd=where, container_id_file=cidfile, phases_before_s=phases,
+                                  **fields)
+    return (request, *profiled(request, name))
 
 
 def run(entry: Entry, input_dir: Path, scratch: Path, base: ProfileRequest, *, mem_bytes: int,
@@ -72,24 +101,16 @@ def run(entry: Entry, input_dir: Path, scratch: Path, base: ProfileRequest, *, m
     from biossd.study.catalogue import containers
 
     with rundir.scratch(Path(scratch), unique=True) as where:
-        started_s = owners.age_s() if record_start else None
+        started = {"start": round(owners.age_s() or 0.0, 4)} if record_start else {}
         # On a class of biossd's own loop device, one copy of the prepared input for every run.
         shared_root = emulate.mount_of(where)
-        # In Docker, the container is the profiler's to inspect (cap, OOM kill, peak) and remove.
-        cidfile = where / containers.CIDFILE_NAME if container == "docker" else None
-        staged_at = time.monotonic()
-        with staging_lock(f"{name} {entry.id} (copying its input into {where})"):
-            argv = staging.stage(entry, Path(input_dir), where, mem_bytes, container, settings,
-                                 create_scratch=False, shared_root=shared_root, cidfile=cidfile)
-        phases = dict(base.phases_before_s)
-        if record_start:
-            phases["start"] = round(started_s or 0.0, 4)
-        phases["stage"] = round(time.monotonic() - staged_at, 4)
-        # The tool works in the scratch: its relative writes land on the device under study.
-        request = dataclasses.replace(
-            base, argv=argv, mem_bytes=mem_bytes if capped else None, cwd=where, container_id_file=cidfile,
-            phases_before_s=phases, labels={**base.labels, "scratch": base.labels.get("scratch", str(where))})
-        _, signum = profiled(request, name)
+        request, _, signum = staged_and_profiled(
+            where, lambda cidfile: staging.stage(entry, Path(input_dir), where, mem_bytes, container, settings,
+                                                 create_scratch=False, shared_root=shared_root, cidfile=cidfile),
+            base, what=f"{name} {entry.id} (copying its input into {where})", name=name, container=container,
+            cidfile_name=containers.CIDFILE_NAME, staging_lock=staging_lock, phases_before_s=started,
+            mem_bytes=mem_bytes if capped else None,
+            labels={**base.labels, "scratch": base.labels.get("scratch", str(where))})
         said = None if signum is not None else score(entry, where, request.out_dir)
     return ToolRun(request.out_dir, signum, said)
 
