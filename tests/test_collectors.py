@@ -222,6 +222,25 @@ def _remove_everywhere(name: str, point: Path) -> None:
         point.rmdir()
 
 
+def test_a_pool_lists_each_instance_as_it_is_ready_and_the_first_task_claims_the_first(tmp_path):
+    """The leader lists its pool as each instance is ready (the first task claims the first while
+    the others are made): an empty list where it cannot make one, and the list gone before them."""
+    import contextlib
+
+    from biossd.measure import own_pipeline_session
+
+    told = []
+    with tracefs.InstancePool(size=2, on_ready=lambda paths: told.append(list(paths))) as pool:
+        assert told == [pool.paths[:1], pool.paths]
+    pool_file = tmp_path / "pool.json"
+    seen = []
+    with contextlib.ExitStack() as stack:
+        own_pipeline_session._open_pool(stack, pool_file)
+        seen = own_pipeline_session.trace_pool_file(pool_file)
+        assert seen and all(p.is_dir() for p in seen)
+    assert not pool_file.exists() and not any(p.exists() for p in seen)
+
+
 def test_a_pooled_instance_serves_one_run_at_a_time_traces_as_its_own_and_goes_with_its_pool(tmp_path, loop_device):
     """A pipeline session's ready instances: a run claims a free one (a second run at the same
     time makes its own), records exactly its program's requests as on an instance of its own, lets

@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from biossd.core.errors import BiossdError
 from biossd.core.owners import HostObject, is_owned_name, owned_name, owner_alive, start_ticks
@@ -289,6 +289,9 @@ class InstancePool(HostObject):
     size: int = field(default_factory=lambda: min(os.cpu_count() or 1, POOL_MAX))
     events: Sequence[str] = BLOCK_EVENTS
     buffer_kib_per_cpu: int = BUFFER_KIB_PER_CPU
+    #: Told the ready instances each time one more is ready (so the first can be claimed while
+    #: the others are made).
+    on_ready: Callable[[list[Path]], None] | None = None
     paths: list[Path] = field(default_factory=list, init=False)
     mount_point: Path | None = field(default=None, init=False)
     own_mount: bool = field(default=False, init=False)
@@ -301,6 +304,8 @@ class InstancePool(HostObject):
             path = _make_instance(self.mount_point, self.events, self.buffer_kib_per_cpu)
             self.paths.append(path)
             _point(path, self.mount_point, self.events, None, True)
+            if self.on_ready is not None:
+                self.on_ready(list(self.paths))
 
     def close(self) -> None:
         """Remove every instance (each tried, whatever another's removal raised), then the mount."""

@@ -17,9 +17,10 @@ listens on a socket (:mod:`biossd.measure.handoff`), and a task that finds it th
 off — its profiler forked from the leader, which has it loaded, instead of a new Python process.
 
 The leader also keeps the session's tracefs instances ready once it holds the lock
-(:class:`biossd.host.tracefs.InstancePool`, listed in :data:`TRACE_POOL`): a task claims a free
-one rather than making its own, which spares every task the kernel's cost of making and removing
-an instance; a task that finds none free (or no list yet) makes its own, as a lone run does.
+(:class:`biossd.host.tracefs.InstancePool`, listed in :data:`TRACE_POOL` as each is ready): a task
+claims a free one rather than making its own, which spares every task the kernel's cost of making
+and removing an instance (the first task waits for the first one); a task that finds none free
+(or no list yet) makes its own, as a lone run does.
 
 What side by side costs the measurement, said in every run and the report: each task's block
 requests are its own by its process tree (:func:`biossd.measure.blocktrace.foreign_issuers`), but
@@ -52,6 +53,9 @@ TRACE_POOL = "pipeline_info/.biossd-tracepool-{session}.json"
 #: the leader looks at its owner (Nextflow) between the tasks it takes.
 POLL_S = 0.01
 LEADER_START_S = 30.0
+#: How long the session's first task waits for its leader's first tracefs instance, at most
+#: (making one takes the kernel tens of milliseconds; a task that stops waiting makes its own).
+POOL_WAIT_S = 1.0
 LEADER_POLL_S = 0.2
 
 
@@ -115,7 +119,22 @@ def join(session: str, owner_pid: int | None, outdir: Path, run_task: Callable[[
             raise SessionError(f"{mark}: no leader recorded after {LEADER_START_S:g} s; remove it if no "
                                "pipeline of this session runs")
         time.sleep(POLL_S)
+    if fd is not None:
+        _await_pool(mark.parent / Path(TRACE_POOL.format(session=component(session))).name, mark)
     return group
+
+
+def _await_pool(pool_file: Path, mark: Path) -> None:
+    """The first task waits, a little longer, for its leader's first ready tracefs instance (or
+    its empty list): claiming it costs the pipeline's critical path less than making and removing
+    an instance of its own beside the leader making its pool. Not past :data:`POOL_WAIT_S`, nor
+    past the leader's end."""
+    deadline = time.monotonic() + POOL_WAIT_S
+    while not pool_file.exists() and time.monotonic() < deadline:
+        recorded = _recorded_leader(mark)
+        if recorded is None or not recorded.alive():
+            return
+        time.sleep(POLL_S)
 
 
 #: What the leader is, to a reader of its records.
@@ -172,21 +191,33 @@ def nextflow_of(owner_pid: int | None) -> ProcessRef | None:
 def trace_pool(session: str, outdir: Path) -> list[Path]:
     """The session's ready tracefs instances its leader listed; none when it listed none (not
     root, no tracefs: each task makes its own)."""
+    return trace_pool_file(Path(outdir) / TRACE_POOL.format(session=component(session)))
+
+
+def trace_pool_file(pool_file: Path) -> list[Path]:
+    """The ready tracefs instances ``pool_file`` lists (none: no list, or an empty one)."""
     try:
-        body = json.loads((Path(outdir) / TRACE_POOL.format(session=component(session))).read_text())
+        body = json.loads(Path(pool_file).read_text())
     except (OSError, ValueError):
         return []
     return [Path(p) for p in body.get("instances", [])]
 
 
+def _list_pool(pool_file: Path, paths: list[Path]) -> None:
+    atomic_write_text(pool_file, json.dumps({"instances": [str(p) for p in paths]}))
+
+
 def _open_pool(stack: contextlib.ExitStack, pool_file: Path) -> None:
-    """Make the session's tracefs instances ready and list them in ``pool_file``; without
-    tracefs each task makes its own, as a lone run does."""
+    """Make the session's tracefs instances ready, listing them in ``pool_file`` as each is
+    ready (the first task claims the first while the others are made); without tracefs the list
+    is empty and each task makes its own, as a lone run does. The list is removed before the
+    instances are."""
+    stack.callback(pool_file.unlink, missing_ok=True)  # however the pool ends
     try:
-        pool = stack.enter_context(tracefs.InstancePool())
+        stack.enter_context(tracefs.InstancePool(on_ready=lambda paths: _list_pool(pool_file, paths)))
     except tracefs.TracefsError:
+        _list_pool(pool_file, [])
         return
-    atomic_write_text(pool_file, json.dumps({"instances": [str(p) for p in pool.paths]}))
     stack.callback(pool_file.unlink, missing_ok=True)
 
 
@@ -231,7 +262,7 @@ def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None,
     """Hold the host lock for the session's tasks until ``owner`` (Nextflow) ends or
     ``interrupted()`` names a signal; returns what the lock's record said. ``mark``: the session's
     leader mark, removed at the end if it names this process; beside it, once the lock is held
-    (the first task does not wait for them), the session's ready tracefs instances
+    (listed as each is ready: the first task waits for the first), the session's ready tracefs instances
     (:data:`TRACE_POOL`), removed before the lock is let go; then, given ``run_task`` (the command
     line's runner of a task), the tasks that hand themselves off run in its workers
     (:mod:`biossd.measure.handoff`)."""
