@@ -204,8 +204,11 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     bodies = sorted((manifest.read_manifest(Path(p)) for p in runs["run_path"]), key=lambda b: b["started_at"])
     launched = [b["labels"].get("launched_by") for b in bodies]
     assert launched[0] == handoff.LAUNCHED_BY[False] and handoff.LAUNCHED_BY[True] in launched, launched
-    # The first task waited for the leader's first ready tracefs instance rather than making its own.
-    assert bodies[0]["collectors"]["blocktrace"].get("instance") == "pooled", bodies[0]["collectors"]["blocktrace"]
+    # The tasks that started beside the leader (MAKE_NUMBERS, GROW_TABLE) waited for its pool: one of
+    # them at least claimed a ready instance rather than making its own.
+    first_wave = [b["collectors"]["blocktrace"].get("instance") for b in bodies
+                  if b["labels"].get("launched_by") == handoff.LAUNCHED_BY[False]]
+    assert "pooled" in first_wave, first_wave
     assert not list((outdir / "pipeline_info").glob(".biossd-tracepool-*")), "the pool's list went with the leader"
     assert not list(runtime.runtime_dir().glob(handoff.SOCKET_NAME.format(owner_pid="*")))
     rep = own_pipeline.report(outdir, [HDD_PROFILE])

@@ -19,7 +19,7 @@ off — its profiler forked from the leader, which has it loaded, instead of a n
 The leader also keeps the session's tracefs instances ready once it holds the lock
 (:class:`biossd.host.tracefs.InstancePool`, listed in :data:`TRACE_POOL` as each is ready): a task
 claims a free one rather than making its own, which spares every task the kernel's cost of making
-and removing an instance (the first task waits for the first one); a task that finds none free
+and removing an instance (the tasks that waited for the leader wait for its first one); a task that finds none free
 (or no list yet) makes its own, as a lone run does.
 
 What side by side costs the measurement, said in every run and the report: each task's block
@@ -53,7 +53,7 @@ TRACE_POOL = "pipeline_info/.biossd-tracepool-{session}.json"
 #: the leader looks at its owner (Nextflow) between the tasks it takes.
 POLL_S = 0.01
 LEADER_START_S = 30.0
-#: How long the session's first task waits for its leader's first tracefs instance, at most
+#: How long a task that waited for its leader then waits for the leader's first tracefs instance, at most
 #: (making one takes the kernel tens of milliseconds; a task that stops waiting makes its own).
 POOL_WAIT_S = 1.0
 LEADER_POLL_S = 0.2
@@ -119,16 +119,16 @@ def join(session: str, owner_pid: int | None, outdir: Path, run_task: Callable[[
             raise SessionError(f"{mark}: no leader recorded after {LEADER_START_S:g} s; remove it if no "
                                "pipeline of this session runs")
         time.sleep(POLL_S)
-    if fd is not None:
-        _await_pool(mark.parent / Path(TRACE_POOL.format(session=component(session))).name, mark)
+    # A task that waited for the leader (the first, and any that started beside it) waits for its pool too.
+    _await_pool(mark.parent / Path(TRACE_POOL.format(session=component(session))).name, mark)
     return group
 
 
 def _await_pool(pool_file: Path, mark: Path) -> None:
-    """The first task waits, a little longer, for its leader's first ready tracefs instance (or
-    its empty list): claiming it costs the pipeline's critical path less than making and removing
-    an instance of its own beside the leader making its pool. Not past :data:`POOL_WAIT_S`, nor
-    past the leader's end."""
+    """A task that waited for its leader waits a little longer for its first ready tracefs
+    instance (or its empty list): claiming one costs the pipeline's critical path less than making
+    and removing an instance of its own beside the leader making its pool (a task that finds the
+    listed ones claimed makes its own). Not past :data:`POOL_WAIT_S`, nor past the leader's end."""
     deadline = time.monotonic() + POOL_WAIT_S
     while not pool_file.exists() and time.monotonic() < deadline:
         recorded = _recorded_leader(mark)
@@ -262,7 +262,7 @@ def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None,
     """Hold the host lock for the session's tasks until ``owner`` (Nextflow) ends or
     ``interrupted()`` names a signal; returns what the lock's record said. ``mark``: the session's
     leader mark, removed at the end if it names this process; beside it, once the lock is held
-    (listed as each is ready: the first task waits for the first), the session's ready tracefs instances
+    (listed as each is ready: the tasks that waited for the leader wait for the first), the session's ready tracefs instances
     (:data:`TRACE_POOL`), removed before the lock is let go; then, given ``run_task`` (the command
     line's runner of a task), the tasks that hand themselves off run in its workers
     (:mod:`biossd.measure.handoff`)."""
