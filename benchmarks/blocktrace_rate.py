@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd.measure import measurement
+from biossd.host import pagecache
 
 DD_BLOCK = "4k"
 _RUN_ONE = """
@@ -43,7 +43,7 @@ def dd_argv(target: Path, mib: int) -> list[str]:
 
 
 def bare(argv: list[str]) -> float:
-    measurement.drop_page_cache()
+    pagecache.drop_all()
     t0 = time.monotonic()
     subprocess.run(argv, check=True)
     return time.monotonic() - t0

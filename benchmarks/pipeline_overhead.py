@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd.measure import measurement
+from biossd.host import pagecache
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINE = REPO / "tests" / "pipelines" / "dnaseq"
@@ -89,7 +89,7 @@ def main() -> None:
         for i in range(opts.pairs):
             for mode in modes:
                 for side, drop in (("plain", None), ("profiled", mode)):
-                    if START_COLD[mode] and not measurement.drop_page_cache()["dropped"]:
+                    if START_COLD[mode] and not pagecache.drop_all()["dropped"]:
                         raise SystemExit("a cold start needs root (it drops the page cache): run with sudo")
                     (plain if drop is None else profiled)[mode].append(run(root / f"{side}-{mode}-{i}", args, drop))
                 for record in (root / f"profiled-{mode}-{i}" / "profiled" / "runs").glob("*/*/attempt-*/run.json"):

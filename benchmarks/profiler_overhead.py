@@ -20,7 +20,8 @@ from pathlib import Path
 
 from biossd.core.units import parse_size
 from biossd.host.cgroups import MemoryCap
-from biossd.measure import measurement, profile
+from biossd.host import pagecache
+from biossd.measure import profile
 from biossd.study import catalogue
 from biossd.study.inputs import data
 
@@ -34,7 +35,7 @@ def sort_argv(work: Path, bam: Path, cap: int) -> list[str]:
 
 
 def bare(argv: list[str], cap: int) -> float:
-    measurement.drop_page_cache()
+    pagecache.drop_all()
     with MemoryCap(cap) as mc:
         t0 = time.monotonic()
         subprocess.run(argv, preexec_fn=mc.join, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

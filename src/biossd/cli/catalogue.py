@@ -171,7 +171,7 @@ def cmd_catalogue_run(args: argparse.Namespace) -> int:
     base = options.profile_request(args, [], mem, Path(args.out).absolute())
     done = toolrun.run(entry, Path(args.input), Path(args.scratch), base, mem_bytes=mem, settings=settings,
                        container=args.container, capped=not args.uncapped, record_start=True,
-                       staging_lock=lambda what: options.held_host_lock(args, what))
+                       staging_lock=lambda what: options.held_host_lock(args, what), redo_if_busy=args.redo_if_busy)
     if done.signum is not None:
         return profile.signal_exit_code(done.signum)
     print(f"biossd catalogue run: quality: {done.quality}", file=sys.stderr)
@@ -194,7 +194,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--container", choices=options.ENGINES, help="run each step's tool in its container")
     p.add_argument("--versions", metavar="FILE", help="write each tool's version there, one `tool: version` a line")
     options.add_hold_host_lock_option(p, "stage each step")
-    options.add_profile_options(p)
+    options.add_profile_options(p, evict_default="run")
     p.set_defaults(func=cmd_chain_run)
 
     _register_catalogue(sub)
@@ -238,8 +238,11 @@ def _register_catalogue(sub: argparse._SubParsersAction) -> None:
                    help="no memory cap (a probe under valgrind); the tool's settings still follow --mem")
     options.add_set_option(p)
     p.add_argument("--container", choices=options.ENGINES, help="run the tool in its container")
+    p.add_argument("--no-redo-if-busy", dest="redo_if_busy", action="store_false",
+                   help="keep a run whose host was busy outside it (by default it is run again once, and the busy "
+                        "attempt's manifest kept in the new run: docs/study.md, 'A quiet host, checked')")
     options.add_hold_host_lock_option(p, "stage")
-    options.add_profile_options(p)
+    options.add_profile_options(p, evict_default="run")
     p.set_defaults(func=cmd_catalogue_run)
     p = cat_p.add_parser("prepare", help="prepare an input for a tool once (links + its indexes), for every run "
                                          "of it to stage; print the input's bytes")

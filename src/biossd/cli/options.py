@@ -88,7 +88,7 @@ def profile_request(args: argparse.Namespace, command: list[str], mem_bytes: int
 
     return profile.ProfileRequest(
         argv=command, out_dir=out, mem_bytes=mem_bytes, labels=labels(args.label),
-        cap_backend=args.cap_backend, drop_caches=args.drop_caches, overwrite=args.overwrite,
+        cap_backend=args.cap_backend, drop_caches=args.drop_caches, evict=args.evict, overwrite=args.overwrite,
         devices=args.device, sample_interval_s=args.sample_interval,
         swap_bytes=args.swap,
         swap_dir=Path(args.swap_dir) if args.swap_dir else None,
@@ -252,14 +252,19 @@ def need_root(command: str) -> None:
 SAMPLE_INTERVAL_RANGE_S = (0.05, 3600.0)
 
 
-def add_profile_options(p: argparse.ArgumentParser) -> None:
-    """The profiler's options (`biossd profile`, `biossd catalogue run`), declared once."""
+def add_profile_options(p: argparse.ArgumentParser, evict_default: str = "all") -> None:
+    """The profiler's options (`biossd profile`, `biossd catalogue run`), declared once; a catalogue
+    tool's run evicts only its own data (``evict_default="run"``, docs/study.md "Code is not data")."""
     p.add_argument("--device", action="append", default=[], help="block device to trace")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--cap-backend", default="auto",
                    choices=("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none"))
     p.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
                    help="do not sync and drop the page cache before the run")
+    p.add_argument("--evict", choices=("all", "run"), default=evict_default,
+                   help="what the drop evicts: the whole page cache (all), or only the files of the run's working "
+                        "directory and class device and the device's buffers, so that code read by earlier runs "
+                        f"stays resident and outside the cap (run; default {evict_default})")
     p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
     p.add_argument("--sample-interval", type=seconds_between(*SAMPLE_INTERVAL_RANGE_S, "the sampler's interval"),
                    default=1.0, metavar="SECONDS",

@@ -47,10 +47,10 @@ from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.experiments.spec import tool_version
 from biossd.experiments.tables import by_class, run_rows, scale_keys
 from biossd.experiments.task import Task, Teardown
-from biossd.host import hostlock
+from biossd.host import hostlock, pagecache
 from biossd.core.units import SECTOR_BYTES
 from biossd.host.hdd import emulate
-from biossd.measure import measurement, tracefile, tracereader
+from biossd.measure import tracefile, tracereader
 from biossd.measure.sampler import read_diskstats
 
 ALLOCATIONS = ("one", "two", "dedicated")
@@ -138,7 +138,7 @@ def _run_group(ctx: Task, names: list[str], where: list[str], dirs: list[Path],
     with hostlock.HostLock(f"biossd experiment shared_device (group of {len(names)})", owner=ctx.owner,
                            **{hostlock.GROUP_KEY: token}, members=names, out=str(ctx.out),
                            experiment_partial=str(ctx.out)):
-        drop = measurement.drop_page_cache()
+        drop = pagecache.drop_all()
         before = read_diskstats(list(loops.values()))
         t0 = time.monotonic()
         try:

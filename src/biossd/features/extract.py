@@ -55,7 +55,19 @@ REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes", "resident_p
                   "swap_write_requests", "swap_read_top_share", "read_service_s", "write_service_s")
 #: Beside them, who paged: the command that issued most of the run's swap-in reads
 #: (:func:`biossd.measure.tracereader.swap_issuers`).
-TEXT_COLUMNS = ("swap_read_top_comm",)
+TEXT_COLUMNS = ("swap_read_top_comm", "code_read_device", "transient_write_top", "resident_top_process")
+#: What makes a call firm or marginal (docs/study.md, "Calls that hold"): the run's cap; its
+#: floor F, σ_F, the floor runs counted and its data memory M_t (labels of a study that measured
+#: its floors in its session); the parts of its resident peak (the cgroup's anonymous,
+#: file-mapped and shared pages); the code it read from elsewhere than the device under study
+#: (bytes; the device in ``code_read_device``); the CPU busy outside it (cores, steal among them);
+#: whether it was redone because the host was busy (1) or not (0); and what its processes dirtied
+#: on the device under study in files they removed before the run ended (bytes; the largest such
+#: file, its process and size in ``transient_write_top``). ``resident_top_process``: the program
+#: that held the most anonymous memory, with its anonymous, file-backed and shared resident sets.
+CALL_COLUMNS = ("cap_bytes", "floor_bytes", "floor_sd_bytes", "floor_runs", "data_memory_bytes", "resident_anon_bytes",
+                "resident_file_mapped_bytes", "resident_shmem_bytes", "code_read_bytes", "outside_cores", "steal_cores",
+                "redone", "transient_write_bytes")
 
 #: Host facts that make two sides' runtimes incomparable when they differ (Lee, Min and Yoon 2015, §5.1 kept
 #: one machine and swapped only the drive).
@@ -138,6 +150,7 @@ def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -
     row["resident_peak_kib"] = resident / KIB if resident is not None else math.nan
     row["flush_s"] = float(body.get("flush_s") or 0.0)
     row["input_bytes"] = float(labels["input_bytes"]) if str(labels.get("input_bytes", "")).isdigit() else math.nan
+    row.update(call_columns(body))
     row["settings"] = ",".join(f"{k.removeprefix('setting.')}={v}" for k, v in sorted(labels.items())
                                if k.startswith("setting.")) or None
     device = device_record(run_dir, body, (device_records or {}).get(side_of(labels)))
@@ -147,6 +160,59 @@ def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -
     row.update(run_facts(body, device))
     row["missing_reason"] = format_missing(missing)
     return row
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def call_columns(body: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`CALL_COLUMNS` (and ``code_read_device``) of one run's manifest; NaN where the run
+    did not record them (a run of an earlier version, a study with caps as given)."""
+    labels = body.get("labels") or {}
+    cap = body.get("memory_cap") or {}
+    parts = (cap.get("resident") or {}).get("peak_parts") or {}
+    cache = ((body.get("collectors") or {}).get("blocktrace") or {}).get("page_cache") or {}
+    by_device = cache.get("bytes_by_device") or {}
+    load = body.get("host_load") or {}
+    return {
+        "cap_bytes": _number(cap.get("limit_bytes")),
+        **{key: _number(labels.get(key)) for key in ("floor_bytes", "floor_sd_bytes", "floor_runs", "data_memory_bytes")},
+        "resident_anon_bytes": _number(parts.get("anon_bytes")),
+        "resident_file_mapped_bytes": _number(parts.get("file_mapped_bytes")),
+        "resident_shmem_bytes": _number(parts.get("shmem_bytes")),
+        "code_read_bytes": _number(cache.get("bytes")) if cache.get("traced") else math.nan,
+        "code_read_device": max(by_device, key=by_device.get) if by_device else None,
+        "outside_cores": _number(load.get("outside_cores")) if load.get("measured") else math.nan,
+        "steal_cores": _number(load.get("steal_cores")) if load.get("measured") else math.nan,
+        "redone": 1.0 if body.get("redone") else 0.0,
+        **_transient(((body.get("collectors") or {}).get("blocktrace") or {}).get("dirtied") or {}),
+        "resident_top_process": _top_process((cap.get("resident") or {}).get("by_process") or {}),
+    }
+
+
+def _top_process(by_process: dict[str, dict[str, int]]) -> str | None:
+    """The program of a run that held the most anonymous memory, with its parts in MiB."""
+    if not by_process:
+        return None
+    name = max(by_process, key=lambda n: by_process[n].get("anon_bytes", 0))
+    parts = by_process[name]
+    return (f"{name}: anon {parts.get('anon_bytes', 0) / (1 << 20):.1f}, file {parts.get('file_bytes', 0) / (1 << 20):.1f}, "
+            f"shmem {parts.get('shmem_bytes', 0) / (1 << 20):.1f} MiB")
+
+
+def _transient(dirtied: dict[str, Any]) -> dict[str, Any]:
+    """What a run dirtied in files it removed before it ended: bytes, and the largest such file."""
+    if not dirtied.get("traced"):
+        return {"transient_write_bytes": math.nan, "transient_write_top": None}
+    gone = [f for f in dirtied.get("files") or [] if not f.get("left")]
+    top = max(gone, key=lambda f: f["bytes"], default=None)
+    by = max(top["by"], key=top["by"].get) if top and top.get("by") else "?"
+    return {"transient_write_bytes": float(dirtied.get("transient_bytes") or 0.0),
+            "transient_write_top": f"{by}: {top['file']} ({top['bytes'] / (1 << 20):.1f} MiB)" if top else None}
 
 
 def swap_counts(run_dir: Path) -> dict[str, float]:
@@ -392,7 +458,7 @@ def features_table(run_dirs: Iterable[Path], keep_going: bool = False,
 
 #: The run table's columns, in order.
 TABLE_COLUMNS = (*LABEL_COLUMNS, "outcome", *RUSAGE_COLUMNS, *STORAGE_FEATURES, "Butil_bytes", *REGIME_COLUMNS,
-                 *TEXT_COLUMNS, "settings", *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS, "missing_reason", "run_dir",
+                 *CALL_COLUMNS, *TEXT_COLUMNS, "settings", *CPU_MEMORY_COLUMNS, *QUALITY_COLUMNS, "missing_reason", "run_dir",
                  *RUN_FACT_COLUMNS)
 
 
@@ -411,7 +477,7 @@ def read_table(path: Path) -> pd.DataFrame:
     absent = [c for c in (*LABEL_COLUMNS, "outcome", "runtime_s", *STORAGE_FEATURES) if c not in table]
     if absent:
         raise ValueError(f"{path}: not a biossd features table, missing columns {absent}")
-    for column in (*RUN_FACT_COLUMNS, "Butil_bytes", *REGIME_COLUMNS, *TEXT_COLUMNS, "settings",
+    for column in (*RUN_FACT_COLUMNS, "Butil_bytes", *REGIME_COLUMNS, *CALL_COLUMNS, *TEXT_COLUMNS, "settings",
                    "major_faults_per_s"):  # written by an older version
         if column not in table:
             table[column] = math.nan
@@ -423,7 +489,7 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     for col in LABEL_COLUMNS:
         table[col] = table[col].astype("string").astype(object)
-    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, "Butil_bytes", *REGIME_COLUMNS, *CPU_MEMORY_COLUMNS,
+    for col in (*RUSAGE_COLUMNS, *STORAGE_FEATURES, "Butil_bytes", *REGIME_COLUMNS, *CALL_COLUMNS, *CPU_MEMORY_COLUMNS,
                 *QUALITY_COLUMNS, *RUN_FACT_NUMBERS):
         if col in table:
             table[col] = pd.to_numeric(table[col], errors="raise").astype(float)

@@ -25,12 +25,12 @@ Backends
 ``none``       no cap (``--mem none``). As root, the run still gets a cgroup of its own with no
                limit (``account``), so that its resident memory is measured as a capped run's.
 
-**Resident memory** (:class:`ResidentWatch`): what a program holds in RAM is every one of its
-processes' (wrappers, MPI daemons, ``time`` itself), so it is read from the run's cgroup, not
-from one process's ``ru_maxrss``: the cgroup's anonymous, mapped-file and shared-memory pages
-(:data:`RESIDENT_KEYS`), sampled every :data:`RESIDENT_INTERVAL_S` — not the page cache of the
-files it only reads. The sizing rule's floor F is its peak on an uncapped run
-(:mod:`biossd.study.sizing`).
+**Resident memory** (:meth:`MemoryCap.resident_parts`): what a program holds in RAM is every one
+of its processes' (wrappers, MPI daemons, ``time`` itself), so it is read from the run's cgroup,
+not from one process's ``ru_maxrss``: the cgroup's anonymous, mapped-file and shared-memory pages
+(:data:`RESIDENT_KEYS`) — not the page cache of the files it only reads; its peak over a run is
+:class:`biossd.host.resident.ResidentWatch`'s. The sizing rule's floor F is its peak on an
+uncapped run (:mod:`biossd.study.sizing`).
 
 Every cgroup made here is removed on exit from the context manager, whatever happened; leftovers
 of killed runs are named ``biossd-*`` and found by :func:`find_leftovers`.
@@ -43,7 +43,6 @@ import errno
 import os
 import shutil
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,13 +64,13 @@ SYSTEMD_SLICE = "app.slice"
 _EMPTY_WAIT_S = 5.0
 _POLL_S = 0.05
 #: The memory.stat fields whose sum is a cgroup's resident memory, by hierarchy: cgroup v1's
-#: hierarchical totals (``total_rss`` is anonymous memory), v2's own.
+#: hierarchical totals (``total_rss`` is anonymous memory), v2's own (:mod:`biossd.host.resident`
+#: reads them over a run).
 RESIDENT_KEYS = {"cgroup-v1": ("total_rss", "total_mapped_file", "total_shmem"),
                  "cgroup-v2": ("anon", "file_mapped", "shmem")}
-#: How often the resident memory is read: a peak shorter than this may be missed.
-RESIDENT_INTERVAL_S = 0.002
-
-
+#: The names of a resident peak's parts (anonymous, file-mapped, shared), in the order of
+#: :data:`RESIDENT_KEYS`.
+RESIDENT_PARTS = ("anon_bytes", "file_mapped_bytes", "shmem_bytes")
 class CapError(BiossdError, RuntimeError):
     """A memory cap that cannot be set up; the message names what is missing."""
 
@@ -266,11 +265,21 @@ class MemoryCap:
 
     def resident_bytes(self) -> int | None:
         """The cgroup's resident memory now (:data:`RESIDENT_KEYS`; ``None`` without a cgroup)."""
+        parts = self.resident_parts()
+        return sum(parts.values()) if parts else None
+
+    def resident_parts(self) -> dict[str, int] | None:
+        """The cgroup's resident memory now by part (:data:`RESIDENT_PARTS`; ``None`` without a cgroup)."""
         if self.path is None or self.hierarchy is None:
             return None
         stat = _keyed(self.path / "memory.stat")
-        keys = RESIDENT_KEYS[self.hierarchy]
-        return sum(stat.get(k, 0) for k in keys) if stat else None
+        if not stat:
+            return None
+        return {part: stat.get(k, 0) for part, k in zip(RESIDENT_PARTS, RESIDENT_KEYS[self.hierarchy])}
+
+    def processes(self) -> list[int]:
+        """The processes in the cgroup now (none without one)."""
+        return _cgroup_pids(self.path) if self.path is not None else []
 
     def stats(self) -> dict[str, int | None]:
         """OOM kills and peak memory usage seen by the cgroup (``None`` when not known)."""
@@ -313,47 +322,6 @@ class MemoryCap:
         chain = enclosing_cgroups()
         limits = [x for x in (_limit(p) for p in chain) if x is not None]
         return {"enclosing_cgroups": [str(p) for p in chain], "enforced_limit_bytes": min(limits) if limits else None}
-
-
-class ResidentWatch:
-    """The peak of a cgroup's resident memory (:meth:`MemoryCap.resident_bytes`) over a run, read
-    every ``interval_s`` on a thread from :meth:`start` to :meth:`stop`."""
-
-    def __init__(self, cap: MemoryCap, interval_s: float = RESIDENT_INTERVAL_S) -> None:
-        self.cap, self.interval_s = cap, interval_s
-        self.peak_bytes: int | None = None
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _read(self) -> None:
-        value = self.cap.resident_bytes()
-        if value is not None:
-            self.peak_bytes = value if self.peak_bytes is None else max(self.peak_bytes, value)
-            self.samples += 1
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._read()
-
-    def start(self) -> "ResidentWatch":
-        if self.cap.path is not None:
-            self._read()
-            self._thread = threading.Thread(target=self._loop, name="biossd-resident", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> dict[str, object]:
-        """The record: the peak (bytes; ``None`` without a cgroup), how it was read, and why not."""
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._read()
-            self._thread = None
-        if self.cap.path is None or self.cap.hierarchy is None:
-            return {"peak_bytes": None, "why": "no cgroup of the run's own (not root, or no memory controller)"}
-        return {"peak_bytes": self.peak_bytes, "samples": self.samples, "interval_s": self.interval_s,
-                "fields": list(RESIDENT_KEYS[self.cap.hierarchy]), "cgroup": str(self.cap.path), "why": None}
 
 
 def systemd_run_argv(limit_bytes: int, unit: str, user: bool) -> list[str]:

@@ -52,6 +52,14 @@ THROTTLE_EVENT = "balance_dirty_pages"
 #: issued by kernel threads, so the block requests alone cannot say that the task waited.
 SYNC_SYSTEM = "ext4"
 SYNC_EVENTS = ("ext4_sync_file_enter", "ext4_sync_file_exit")
+#: Recorded where the kernel has it: each page (folio) a task brings into the page cache, with the
+#: file system's device, on every file system but the traced devices' — what a run reads from
+#: elsewhere than the device under study: its code (docs/study.md, "Code is not data").
+PAGE_CACHE_SYSTEM, PAGE_CACHE_EVENT = "filemap", "mm_filemap_add_to_page_cache"
+#: Recorded where the kernel has it: each page (folio) a task dirties in a file of the traced
+#: devices' file systems, in the dirtier's own context, with the file's inode — what a run wrote
+#: and which of its processes wrote it, whoever writes it back later (a kernel thread).
+DIRTY_EVENT = "writeback_dirty_folio"
 #: Ring buffer per CPU; large enough that a reader woken every poll interval never overruns
 #: at tens of thousands of requests per second.
 BUFFER_KIB_PER_CPU = 8192
@@ -123,12 +131,14 @@ def _make_instance(mount_point: Path, events: Sequence[str], buffer_kib_per_cpu:
 
 
 def _point(path: Path, mount_point: Path, events: Sequence[str], devices: Sequence[tuple[int, int]] | None,
-           forks: bool) -> tuple[bool, bool, bool]:
+           forks: bool) -> dict[str, bool]:
     """Enable ``events`` (and those of :data:`OPTIONAL_BLOCK_EVENTS` the kernel has) in the
     instance ``path``, filtered to ``devices`` (``None``: to none, as a pooled instance waits),
     every write-back throttling pause (:data:`THROTTLE_EVENT`, any device's: the run's are told by
-    its processes), the ``fsync`` calls on those devices' file systems (:data:`SYNC_EVENTS`) and,
-    with ``forks``, every fork; returns whether forks, pauses and sync calls are recorded."""
+    its processes), the ``fsync`` calls on those devices' file systems (:data:`SYNC_EVENTS`), the
+    pages brought into the page cache on every other file system (:data:`PAGE_CACHE_EVENT`), the
+    pages dirtied on those devices' (:data:`DIRTY_EVENT`) and, with ``forks``, every fork; returns
+    which of ``forks``, ``throttle``, ``syncs``, ``page_cache`` and ``dirtied`` are recorded."""
     condition = " || ".join(f"dev == {kernel_dev_t(ma, mi)}" for ma, mi in devices or ())
     optional = [e for e in OPTIONAL_BLOCK_EVENTS if (mount_point / "events" / "block" / e).is_dir()]
     for event in (*events, *optional):
@@ -147,7 +157,19 @@ def _point(path: Path, mount_point: Path, events: Sequence[str], devices: Sequen
     fork_dir = path / "events" / "sched" / FORK_EVENT
     if forks and fork_dir.is_dir():
         _write(fork_dir / "enable", "1")
-    return forks and fork_dir.is_dir(), throttle_dir.is_dir(), syncs
+    cache_dir = path / "events" / PAGE_CACHE_SYSTEM / PAGE_CACHE_EVENT
+    if cache_dir.is_dir():
+        others = " && ".join(f"s_dev != {kernel_dev_t(ma, mi)}" for ma, mi in devices or ())
+        _write(cache_dir / "filter", (others or "1") if devices is not None else "0")
+        _write(cache_dir / "enable", "1")
+    dirty_dir = path / "events" / "writeback" / DIRTY_EVENT
+    if dirty_dir.is_dir():
+        # A block device's write-back (bdi) is named MAJ:MIN.
+        named = " || ".join(f'name == "{ma}:{mi}"' for ma, mi in devices or ())
+        _write(dirty_dir / "filter", named or "0")
+        _write(dirty_dir / "enable", "1")
+    return {"forks": forks and fork_dir.is_dir(), "throttle": throttle_dir.is_dir(), "syncs": syncs,
+            "page_cache": cache_dir.is_dir(), "dirtied": dirty_dir.is_dir()}
 
 
 def _buffered_entries(path: Path) -> int:
@@ -195,6 +217,8 @@ class BlockTraceInstance(HostObject):
     tracing_forks: bool = field(default=False, init=False)
     tracing_throttle: bool = field(default=False, init=False)
     tracing_syncs: bool = field(default=False, init=False)
+    tracing_page_cache: bool = field(default=False, init=False)
+    tracing_dirtied: bool = field(default=False, init=False)
     path: Path | None = field(default=None, init=False)
     mount_point: Path | None = field(default=None, init=False)
     own_mount: bool = field(default=False, init=False)
@@ -214,13 +238,15 @@ class BlockTraceInstance(HostObject):
             _write(self.path / "tracing_on", "0")
             if _buffered_entries(self.path):  # a run that died before it read all: start empty
                 _write(self.path / "trace", "")
-            self.tracing_forks, self.tracing_throttle, self.tracing_syncs = _point(
-                self.path, self.mount_point, self.events, self.devices, self.forks)
+            self._traced(_point(self.path, self.mount_point, self.events, self.devices, self.forks))
             return
         self.mount_point, self.own_mount = _mount()
         self.path = _make_instance(self.mount_point, self.events, self.buffer_kib_per_cpu)
-        self.tracing_forks, self.tracing_throttle, self.tracing_syncs = _point(
-            self.path, self.mount_point, self.events, self.devices, self.forks)
+        self._traced(_point(self.path, self.mount_point, self.events, self.devices, self.forks))
+
+    def _traced(self, flags: dict[str, bool]) -> None:
+        self.tracing_forks, self.tracing_throttle, self.tracing_syncs = flags["forks"], flags["throttle"], flags["syncs"]
+        self.tracing_page_cache, self.tracing_dirtied = flags["page_cache"], flags["dirtied"]
 
     def start(self) -> None:
         assert self.path is not None

@@ -32,12 +32,14 @@ from typing import Any, Iterable, Sequence
 from biossd.core.errors import BiossdError
 from biossd.core.owners import dies_with_parent, session_and_kernel
 from biossd.host import tracefs
-from biossd.measure.traceevents import (BLKPARSE_FORMAT, CanonicalWriter, parse_blkparse_line, parse_fork_line,
-                                        parse_sync_line, parse_throttle_line, parse_tracefs_line)
+from biossd.measure.traceevents import (BLKPARSE_FORMAT, CanonicalWriter, parse_blkparse_line, parse_dirty_line,
+                                        parse_fork_line, parse_page_cache_line, parse_sync_line, parse_throttle_line,
+                                        parse_tracefs_line)
 from biossd.measure.tracefile import BLOCKTRACE_FILE, KERNEL_THREAD_COMMS
 
 POLL_S = 0.25
 READ_CHUNK_BYTES = 1 << 20
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 MODES = ("auto", "blktrace", "tracefs", "off")
 #: blktrace is given this long to fail (it fails at once when the kernel refuses it).
 BLKTRACE_PROBE_S = 0.3
@@ -113,6 +115,75 @@ def throttled(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] 
             "others_paused_s": round(sum(p for pid, (_, p) in writer.pauses.items() if pid not in own), 6)}
 
 
+def page_cache_reads(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] = ()) -> dict[str, Any]:
+    """What the run's processes (as :func:`throttled` tells them; ``None``: every process but the
+    profiler's) brought into the page cache from file systems other than the traced devices' —
+    its code, read from the host's own disk (docs/study.md, "Code is not data") — in bytes per
+    device, and the run's total; what other processes brought in meanwhile beside it."""
+    if not writer.page_cache_traced:
+        return {"traced": False, "why": writer.page_cache_why}
+    profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
+    own = None if leader is None else own_pids(writer, leader, roots)
+    mine: dict[str, int] = {}
+    others = 0
+    for (pid, (major, minor)), pages in writer.page_cache_adds.items():
+        if (pid not in profiler) if own is None else (pid in own):
+            name = _device_name(major, minor)
+            mine[name] = mine.get(name, 0) + pages * PAGE_BYTES
+        else:
+            others += pages * PAGE_BYTES
+    return {"traced": True, "bytes_by_device": dict(sorted(mine.items())), "bytes": sum(mine.values()),
+            "others_bytes": others,
+            "what": "file pages the run's processes brought into the page cache on file systems other than the "
+                    "device under study (its code), by the file system's device"}
+
+
+#: The files a run's record names one by one (the most dirtied first), at most.
+MAX_DIRTIED_FILES = 20
+
+
+def dirtied(writer: CanonicalWriter, leader: int | None, left: dict[int, str], mapped: dict[int, str],
+            roots: Sequence[int] = ()) -> dict[str, Any]:
+    """What the run's processes (as :func:`throttled` tells them) dirtied in the files of the
+    device under study, whoever wrote it back later: bytes by process name, and by file — named
+    from ``left`` (inode -> path: the files left in its working directory at the end) or
+    ``mapped`` (those its processes were seen to map), else by inode — with whether the file was
+    left (``left`` false: a transient file, removed before the run ended, an MPI launcher's
+    shared-memory segment, say), and the bytes dirtied in transient files."""
+    if not writer.dirtied_traced:
+        return {"traced": False, "why": "this kernel's tracefs has no writeback:writeback_dirty_folio event"
+                if writer.page_cache_traced else "blktrace records block requests only, not dirtied pages"}
+    profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
+    own = None if leader is None else own_pids(writer, leader, roots)
+    by_process: dict[str, int] = {}
+    by_file: dict[int, dict[str, Any]] = {}
+    for (pid, comm, inode), folios in writer.dirtied.items():
+        if not ((pid not in profiler) if own is None else (pid in own)):
+            continue
+        size = folios * PAGE_BYTES
+        by_process[comm] = by_process.get(comm, 0) + size
+        entry = by_file.setdefault(inode, {"file": left.get(inode) or mapped.get(inode) or f"inode {inode}",
+                                           "left": inode in left, "bytes": 0, "by": {}})
+        entry["bytes"] += size
+        entry["by"][comm] = entry["by"].get(comm, 0) + size
+    files = sorted(by_file.values(), key=lambda f: -f["bytes"])
+    return {"traced": True, "bytes": sum(by_process.values()), "by_process": dict(sorted(by_process.items())),
+            "transient_bytes": sum(f["bytes"] for f in files if not f["left"]),
+            "files": files[:MAX_DIRTIED_FILES], "files_unlisted": max(0, len(files) - MAX_DIRTIED_FILES),
+            "what": "pages the run's processes dirtied in files of the device under study (folios counted as pages)"}
+
+
+def _device_name(major: int, minor: int) -> str:
+    """The kernel's name of a file system's device (``vda``), or ``MAJ:MIN`` for an anonymous one
+    (overlayfs, tmpfs)."""
+    from biossd.host import devices
+
+    try:
+        return devices.resolve(f"{major}:{minor}")
+    except devices.DeviceError:
+        return f"{major}:{minor}"
+
+
 #: The sync calls a run's record lists one by one, at most; past it they are counted, not listed
 #: (the flushes issued in an unlisted call are taken as not waited for).
 MAX_SYNC_WINDOWS = 4096
@@ -173,6 +244,9 @@ class TracefsBlockTrace:
         self.writer.throttle_why = "this kernel's tracefs has no writeback:balance_dirty_pages event"
         self.writer.syncs_traced = self.instance.tracing_syncs
         self.writer.syncs_why = "this kernel's tracefs has no ext4:ext4_sync_file_enter/_exit events"
+        self.writer.page_cache_traced = self.instance.tracing_page_cache
+        self.writer.dirtied_traced = self.instance.tracing_dirtied
+        self.writer.page_cache_why = "this kernel's tracefs has no filemap:mm_filemap_add_to_page_cache event"
         self._fd = os.open(self.instance.pipe, os.O_RDONLY | os.O_NONBLOCK)
         self._wake_r, self._wake_w = os.pipe()
         self.instance.start()
@@ -210,6 +284,14 @@ class TracefsBlockTrace:
                 sync = parse_sync_line(line)
                 if sync is not None:
                     self.writer.sync(*sync)
+                    continue
+                added = parse_page_cache_line(line)
+                if added is not None:
+                    self.writer.page_cache_add(*added)
+                    continue
+                dirtied = parse_dirty_line(line)
+                if dirtied is not None:
+                    self.writer.dirty(*dirtied)
                     continue
                 try:
                     event = parse_tracefs_line(line)

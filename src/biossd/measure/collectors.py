@@ -79,7 +79,8 @@ def attribution(request: ProfileRequest, roots: list[int] = ()) -> str | None:
     return None
 
 def stop(running: Running, collectors: dict[str, Any], session: int,
-                     attribute: str | None = None, roots: list[int] = ()) -> None:
+                     attribute: str | None = None, roots: list[int] = (), left: dict[int, str] | None = None,
+                     mapped: dict[int, str] | None = None) -> None:
     """Each running collector stopped (after the flush: the trace holds the tool's writeback)
     and its record kept; the block trace's record names the requests of processes other than
     the command's (:func:`biossd.measure.blocktrace.foreign_issuers`, its ``session`` leader's
@@ -97,6 +98,10 @@ def stop(running: Running, collectors: dict[str, Any], session: int,
                 {"pids": {}, "requests": 0, "attributed_by": None, "why": f"not attributed: {attribute}"})
             collectors["blocktrace"]["throttle"] = blocktrace.throttled(
                 running.tracer.writer, session if attribute is None else None, roots)
+            collectors["blocktrace"]["page_cache"] = blocktrace.page_cache_reads(
+                running.tracer.writer, session if attribute is None else None, roots)
+            collectors["blocktrace"]["dirtied"] = blocktrace.dirtied(
+                running.tracer.writer, session if attribute is None else None, left or {}, mapped or {}, roots)
             collectors["blocktrace"]["sync"] = blocktrace.sync_waits(
                 running.tracer.writer, time.monotonic() - running.tracer.writer.t0_s,
                 session if attribute is None else None, roots)

@@ -19,18 +19,15 @@ from typing import Any, Callable
 
 from biossd.core.owners import RUN_TAG_VAR, kill_tagged, start_ticks
 from biossd.host import devices as block_devices
-from biossd.host import dockerengine, hostfacts, hostlock
-from biossd.host.cgroups import MemoryCap, ResidentWatch
+from biossd.host import dockerengine, hostfacts, hostlock, pagecache
+from biossd.host.cgroups import MemoryCap
+from biossd.host.resident import ResidentWatch
 from biossd.host.hdd import emulate
 from biossd.host.slurm import scheduler
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path
-from biossd.measure import accounting, collectors, counters, devicecheck, gnutime, manifest, processes
+from biossd.measure import accounting, collectors, counters, devicecheck, gnutime, hostload, manifest, processes
 from biossd.measure.request import Interrupted, ProfileError, ProfileRequest
-
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
-
-_DROP_ALL = "3"
 
 #: Holds the command until the collectors are ready: reads one line from stdin (a pipe from
 #: the profiler), then execs the command, in the same process, with stdin from /dev/null.
@@ -41,14 +38,19 @@ DEVICE_RECORD = "device.json"
 def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
-def drop_page_cache() -> dict[str, Any]:
-    """``sync`` and drop the page cache, dentries and inodes so the run starts cold."""
-    os.sync()
+def evict_page_cache(request: ProfileRequest, cwd: Path, traced: list[str]) -> dict[str, Any]:
+    """The run starts cold on its device: the page cache evicted as ``request.evict`` says
+    (:mod:`biossd.host.pagecache`) — the whole of it, or only what the run reads from its class's
+    device (its working directory's files and its class's own file system; the buffers of its
+    traced devices but the host's root disk's), so that code read by earlier runs stays resident."""
+    if request.evict != "run":
+        return pagecache.drop_all()
+    roots = [cwd] + [m for m in (emulate.mount_of(cwd),) if m is not None]
     try:
-        DROP_CACHES.write_text(_DROP_ALL)
-    except OSError as err:
-        return {"dropped": False, "why": f"cannot write {DROP_CACHES}: {err.strerror} (needs root)"}
-    return {"dropped": True, "why": None}
+        root_disk = block_devices.device_of_path(Path("/"))
+    except block_devices.DeviceError:
+        root_disk = None
+    return pagecache.evict_run(roots, [d for d in traced if d != root_disk])
 
 @dataclass
 class RunState:
@@ -102,6 +104,8 @@ class Measurement:
         self.timed_out = False
         self.t_command_s: float | None = None
         self.accounting: dict[str, Any] | None = None
+        self.load: hostload.HostLoad | None = None
+        self.host_load: dict[str, Any] = {"measured": False, "why": "the command did not start"}
 
     def measure(self, devices_note: str | None, launch_problem: tuple[int, str] | None) -> dict[str, Any]:
         """Set up, run the command (unless ``launch_problem`` says it cannot start), tear
@@ -160,12 +164,12 @@ class Measurement:
         if not self.where["device_check"]["ok"]:
             raise ProfileError(devicecheck.problem_text(self.where["device_check"]))
         self.phases.mark("set_up")
-        self.caches = (drop_page_cache() if request.drop_caches
+        self.caches = (evict_page_cache(request, self.cwd, traced) if request.drop_caches
                        else {"dropped": False, "why": request.kept_caches_why})
         self.phases.mark("drop_caches")
         self.cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap,
                                                  account=True))
-        self.resident = ResidentWatch(self.cap, request.resident_interval_s)
+        self.resident = ResidentWatch(self.cap, request.resident_interval_s, names_under=self.cwd)
         self.report_file = self.out_dir / gnutime.REPORT_FILE
         timer = self.state.gnu_time
         self.executed = self.cap.wrap(gnutime.wrap(timer, self.report_file, command) if timer else command)
@@ -217,6 +221,7 @@ class Measurement:
         self.resident.start()
         stack.callback(self.resident.stop)
         self.phases.mark("start_collectors")
+        self.load = hostload.HostLoad(child.pid, emulate.server_pids, self.cap.processes).start()
         self.t_command = time.monotonic()
         os.write(gate_w, b"go\n")
         _close_quietly(gate_w)
@@ -229,6 +234,7 @@ class Measurement:
                                                    reported=lambda: gnutime.read(self.report_file) is not None)
         self.timed_out = timed_out or state.scheduler_timeout
         self.wall_s = time.monotonic() - self.t_command
+        self.load.stop()
         self.t_command_s = self.t_command - self.t0
         self.phases.skip()  # the tool's own wall time is not the harness
         if watch is not None:  # after the wall time: inspecting and removing it is not the tool's time
@@ -253,12 +259,14 @@ class Measurement:
         self.accounting = accounting.rusage_record(usages, self.wall_s, report, self.no_gnu_time)
         if watch is not None:
             self.accounting = accounting.container_accounting(self.accounting, watch.accounting)
+        self.host_load = self.load.record(self.accounting["user_s"] + self.accounting["sys_s"])
         self.phases.mark("inspect")
         self.flush_s = accounting.flush_filesystem(self.cwd)
         self.phases.mark("flush")
         roots = [watch.pid] if watch is not None and watch.pid else []
         collectors.stop(self.running, self.collectors, session=child.pid,
-                        attribute=collectors.attribution(request, roots), roots=roots)
+                        attribute=collectors.attribution(request, roots), roots=roots, left=_names_under(self.cwd),
+                        mapped=self.resident.mapped_names())
 
     def _manifest_body(self, devices_note: str | None, launch_problem: tuple[int, str] | None,
                        files: list[dict[str, Any]]) -> dict[str, Any]:
@@ -292,6 +300,7 @@ class Measurement:
             "devices_note": devices_note,
             **self.where,
             "memory_cap": self.cap_record,
+            "host_load": self.host_load,
             "swap": self.swap_record,
             "page_cache": self.caches,
             "owner": request.owner.record() if request.owner else None,
@@ -315,6 +324,27 @@ def _where(request: ProfileRequest, cwd: Path, out_dir: Path, traced: list[str],
         "emulated_storage": {"cwd": emulate.run_record(cwd),
                              "swap": emulate.run_record(Path(request.swap_dir or cwd)) if swap else None},
     }
+
+#: The files a run left in its working directory named by inode, at most this many (a tool that
+#: writes thousands of temporary files keeps the walk short).
+MAX_NAMED_FILES = 10_000
+
+
+def _names_under(cwd: Path) -> dict[int, str]:
+    """The files left under the run's working directory, by inode (path relative to it), for the
+    record of what the run dirtied (:func:`biossd.measure.blocktrace.dirtied`)."""
+    names: dict[int, str] = {}
+    for dirpath, _dirs, files in os.walk(cwd):
+        for name in files:
+            path = Path(dirpath) / name
+            try:
+                names.setdefault(path.lstat().st_ino, str(path.relative_to(cwd)))
+            except OSError:
+                continue
+            if len(names) >= MAX_NAMED_FILES:
+                return names
+    return names
+
 
 class _Phases:
     """The profiler's own time around the command, phase by phase (seconds, in the manifest's

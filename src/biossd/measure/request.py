@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from biossd.core.errors import BiossdError
 from biossd.core.owners import ProcessRef
 from biossd.host import hostlock
-from biossd.host.cgroups import RESIDENT_INTERVAL_S
+from biossd.host.resident import RESIDENT_INTERVAL_S
 from biossd.measure.sampler import DEFAULT_INTERVAL_S
 
 class ProfileError(BiossdError, RuntimeError):
@@ -40,12 +40,17 @@ class ProfileRequest:
     drop_caches: bool = True
     #: Why the page cache was not dropped, for the record when ``drop_caches`` is false.
     kept_caches_why: str = "disabled"
+    #: What the drop evicts (:data:`biossd.host.pagecache.POLICIES`): the whole page cache
+    #: (``all``), or only what the run reads from its class's device (``run``: its working
+    #: directory's files, its class's own file system and its block devices' buffers), so that code
+    #: read by earlier runs stays resident and charged elsewhere (docs/study.md, "Code is not data").
+    evict: str = "all"
     overwrite: bool = False
     #: Block devices to trace (``/dev/vda``, ``vda`` or ``254:0``); default: the one holding
     #: the working directory (``cwd``). A swap area made for the run is traced too.
     devices: Sequence[str] = ()
     sample_interval_s: float = DEFAULT_INTERVAL_S
-    #: How often the run's resident memory is read (:class:`biossd.host.cgroups.ResidentWatch`).
+    #: How often the run's resident memory is read (:class:`biossd.host.resident.ResidentWatch`).
     resident_interval_s: float = RESIDENT_INTERVAL_S
     #: Swap for the run: this many bytes on a loop device over a file in ``swap_dir``.
     swap_bytes: int | None = None

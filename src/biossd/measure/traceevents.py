@@ -116,6 +116,31 @@ def parse_sync_line(line: str) -> tuple[int, str, float] | None:
     head = _SYNC_LINE.match(line)
     return (int(head["pid"]), head["kind"], float(head["ts"])) if head else None
 
+_PAGE_CACHE_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?: mm_filemap_add_to_page_cache: "
+                              r"dev (?P<major>\d+):(?P<minor>\d+) ino \S+ pfn=\S+ ofs=\d+(?: order=(?P<order>\d+))?")
+
+def parse_page_cache_line(line: str) -> tuple[int, tuple[int, int], int] | None:
+    """``(pid, (major, minor) of the file system's device, pages)`` of one
+    ``filemap:mm_filemap_add_to_page_cache`` line of ``trace_pipe`` (a task brought a folio of
+    2**order pages into the page cache); ``None`` for other lines."""
+    if "mm_filemap_add_to_page_cache" not in line:
+        return None
+    head = _PAGE_CACHE_LINE.match(line)
+    if head is None:
+        return None
+    return int(head["pid"]), (int(head["major"]), int(head["minor"])), 1 << int(head["order"] or 0)
+
+_DIRTY_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?: writeback_dirty_folio: bdi (?P<bdi>\S+): "
+                         r"ino=(?P<ino>\d+) index=\d+")
+
+def parse_dirty_line(line: str) -> tuple[int, str, int] | None:
+    """``(pid, comm, inode)`` of one ``writeback:writeback_dirty_folio`` line of ``trace_pipe`` (a
+    task dirtied a folio of that file); ``None`` for other lines."""
+    if "writeback_dirty_folio" not in line:
+        return None
+    head = _DIRTY_LINE.match(line)
+    return (int(head["pid"]), head["comm"].strip(), int(head["ino"])) if head else None
+
 def parse_fork_line(line: str) -> tuple[int, int] | None:
     """``(parent pid, child pid)`` of one ``sched_process_fork`` line of ``trace_pipe``; ``None``
     for other lines."""
@@ -202,7 +227,27 @@ class CanonicalWriter:
         self._in_sync: dict[int, list[Any]] = {}
         self.syncs_traced = False
         self.syncs_why = "blktrace records block requests only, not fsync calls"
+        #: Pages brought into the page cache on file systems other than the traced devices':
+        #: (pid, (major, minor)) -> pages, where the tracer records them (:attr:`page_cache_traced`).
+        self.page_cache_adds: dict[tuple[int, tuple[int, int]], int] = {}
+        self.page_cache_traced = False
+        self.page_cache_why = "blktrace records block requests only, not the page cache"
+        #: Folios dirtied on the traced devices' file systems: (pid, comm, inode) -> folios, where
+        #: the tracer records them (:attr:`dirtied_traced`).
+        self.dirtied: dict[tuple[int, str, int], int] = {}
+        self.dirtied_traced = False
         self._file = TraceFile(self.path)
+
+    def dirty(self, pid: int, comm: str, inode: int) -> None:
+        """Task ``pid`` dirtied a folio of file ``inode`` (:func:`parse_dirty_line`)."""
+        key = (pid, comm, inode)
+        self.dirtied[key] = self.dirtied.get(key, 0) + 1
+
+    def page_cache_add(self, pid: int, device: tuple[int, int], pages: int) -> None:
+        """Task ``pid`` brought ``pages`` into the page cache on ``device``'s file system
+        (:func:`parse_page_cache_line`)."""
+        key = (pid, device)
+        self.page_cache_adds[key] = self.page_cache_adds.get(key, 0) + pages
 
     def sync(self, pid: int, kind: str, time_s: float) -> None:
         """A task entered (``enter``) or returned from (``exit``) ``fsync`` (:func:`parse_sync_line`)."""

@@ -320,8 +320,9 @@ def _make_fs(state_dir: Path, state: dict[str, Any], mount: Path, swap_bytes: in
         blockdev.run(["swapon", "--priority", str(SWAP_PRIORITY), str(swap_file)], "enable swap")
 
 
-def _server_pids(fuse_dir: str) -> list[int]:
-    """Disk servers serving ``fuse_dir``, found by their command line."""
+def _server_pids(fuse_dir: str | None) -> list[int]:
+    """Disk servers serving ``fuse_dir`` (``None``: every one on the host), found by their
+    command line."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -330,9 +331,15 @@ def _server_pids(fuse_dir: str) -> list[int]:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if {m.encode() for m in (SERVER_MODULE, *_SERVER_MODULES_BEFORE)} & set(argv) and fuse_dir.encode() in argv:
+        if {m.encode() for m in (SERVER_MODULE, *_SERVER_MODULES_BEFORE)} & set(argv) and (
+                fuse_dir is None or fuse_dir.encode() in argv):
             found.append(int(proc.name))
     return found
+
+
+def server_pids() -> list[int]:
+    """Every emulated disk's server on the host: part of its devices, not a load beside a run."""
+    return _server_pids(None)
 
 
 def down_state(state_dir: Path, grace_s: float = UMOUNT_GRACE_S) -> list[str]:
