@@ -187,29 +187,31 @@ def _full_params(name: str = "full") -> dict[str, Any]:
 
 @pytest.mark.parametrize("profile, factor", [("memory_x4", 4), ("memory_div4", 0.25)])
 def test_the_sensitivity_profiles_change_m_alone(profile, factor):
-    """-profile full,memory_x4 / memory_div4: the same floors and inputs, M four times or a
-    quarter of the full profile's, caps F + that M, settings / the D that follows."""
+    """-profile full,memory_x4 / memory_div4: the same inputs, M four times or a quarter of the
+    full profile's as each tool's data memory (its cap its floor, measured in the session, plus
+    that M), settings / the D that follows; the GATK steps' Fig. 9 points as measured."""
     from biossd.core.units import parse_size
     from biossd.study import sizing
 
     full, side = _full_params(), _config_params(catalogue.REPO_ROOT / "nextflow" / "conf" / f"{profile}.config")
     p_full = matrix.plan(full, stub=True)
     p = matrix.plan({**full, **side}, stub=True)
-    assert p.problems == []
+    assert p.problems == [] and p.floors_in_session
     m_full, m = parse_size(p_full.data_memory), parse_size(p.data_memory)
     assert abs(m - factor * m_full) <= 1024 and p.sizing["memory_factor"] == factor
     for tool in p.tools:
-        floor = parse_size(p_full.caps[tool][0]) - m_full
-        expected = max(floor + m, plan_params.MIN_CAP_BYTES)  # no run has less than the shell and time need
-        assert abs(parse_size(p.caps[tool][0]) - expected) <= 2048, tool
+        expected = p_full.caps[tool] if sizing.is_gatk(tool) else [p.data_memory]
+        assert p.caps[tool] == expected, tool
         assert p.tool_input_sizes[tool] == p_full.tool_input_sizes[tool]
     assert p.settings["samtools_sort"] == catalogue.get("samtools_sort").settings(sizing.memory_divisor(m))
 
 
 def test_the_full_profile_follows_the_sizing_rule():
     """-profile full takes a committed record of `biossd study size` whole (checked against its
-    own measurements): every runnable tool with its own cap F + M (the GATK steps three, Fig. 9's
-    F + 0.2/0.8/1.6 x their input) and its own input; one data memory M; the record's limit."""
+    own measurements): every runnable tool with its own input, one data memory M (the GATK steps
+    Fig. 9's 0.2/0.8/1.6 x their input), the record's limit; and its caps are left to the floors
+    the study measures in its session (a warm-up and three floor runs per tool first, uncapped on
+    1/64 of its input, on the first class)."""
     from biossd.core.units import parse_size
     from biossd.study import sizer, sizing, sizing_record
 
@@ -217,23 +219,23 @@ def test_the_full_profile_follows_the_sizing_rule():
     rec = sizer.load(Path(params["sizing"]))
     assert rec["format"] == sizing_record.FORMAT and sizer.check(rec) == []
     assert set(sizing_record.PARAMETERS).isdisjoint(_config_params(catalogue.REPO_ROOT / "nextflow/conf/full.config"))
-    p = matrix.plan(params, stub=True)
+    p = matrix.plan({**params, "host": "h"}, stub=True)
     assert p.problems == [] and p.sizing["sha256"] == sizing_record.digest(Path(params["sizing"]))
-    assert p.time_limit_s == rec["budget"]["time_limit_s"]
+    assert p.time_limit_s == rec["budget"]["time_limit_s"] and p.floors_in_session
     m = parse_size(p.data_memory)
     assert m == rec["chose"]["data_memory"]
     runnable = {e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable"}
     assert runnable <= set(p.tools) and set(p.tool_input_sizes) == runnable == set(rec["tools"])
     for tool in runnable:
-        caps = sorted(parse_size(c) for c in p.caps[tool])
+        memories = sorted(parse_size(x) for x in p.caps[tool])
         if sizing.is_gatk(tool):
             gatk_input = parse_size(p.tool_input_sizes[tool])
-            floor = caps[0] - gatk_input * sizing.FIG9_MEMORY_PER_INPUT[0]
-            assert len(caps) == len(sizing.FIG9_MEMORY_PER_INPUT)
-            for cap, share in zip(caps, sizing.FIG9_MEMORY_PER_INPUT):
-                assert abs(cap - (floor + share * gatk_input)) <= 2048, (tool, cap)
+            assert memories == [sizing.round_kib(share * gatk_input) for share in sizing.FIG9_MEMORY_PER_INPUT], tool
         else:
-            assert caps == [sizing.cap_bytes(rec["chose"]["floors"][tool], m)], (tool, caps, m)
+            assert memories == [m], (tool, memories, m)
+    floors = [f for f in p.floor_tasks() if f["tool"] in runnable]  # a stub plan has every tool entry
+    assert len(floors) == len(runnable) * (sizing.FLOOR_WARMUPS + sizing.FLOOR_REPEATS)
+    assert {t["storage"] for t in floors} == {p.classes[0]} and all(t["mem_bytes"] is None for t in p.tasks())
     # One input per shared data set, as in the paper: the GATK steps, and Fig. 1's aligners.
     assert len({p.tool_input_sizes[t] for t in runnable if sizing.is_gatk(t)}) == 1
     assert len({p.tool_input_sizes[t] for t in sizing.FIG1_TOOLS}) == 1

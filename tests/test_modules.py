@@ -16,7 +16,7 @@ from test_matrix import _full_params
 REPO = Path(__file__).resolve().parents[1]
 MODULES = sorted((REPO / "nextflow" / "modules" / "local").glob("*/main.nf"))
 #: Which of the plan's records each module's meta is (its keys are those records' keys).
-PLAN_RECORDS = {"PROFILE": ("tasks", "firm_tasks"), "CHAIN": ("chain_tasks",), "STUDY_INPUT": ("inputs",)}
+PLAN_RECORDS = {"PROFILE": ("tasks", "firm_tasks", "floor_tasks"), "CHAIN": ("chain_tasks",), "STUDY_INPUT": ("inputs",)}
 
 
 def _code(text: str) -> str:

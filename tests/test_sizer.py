@@ -17,8 +17,9 @@ from biossd.study.inputs import data, datasets
 from test_prepare import pinned, publish, serve, write_manifest
 
 TOOLS = ("samtools_sort", "stringtie")
-#: A budget that sizes the two quickly: 0.09 s an input may add to a run.
-STUDY_BUDGET_S = 10
+#: A budget that sizes the two quickly: 0.28 s an input may add to a run, a 3.3 s limit (far enough
+#: from a run's start-up that the study's runs end within the limit the sizing left them).
+STUDY_BUDGET_S = 30
 #: The published data set StringTie reads in the pair (tests/test_prepare.py serves it the same way).
 RNASEQ = "rna"
 
@@ -75,20 +76,26 @@ def test_the_record_holds_what_chose_each_parameter(sized):
     assert sorted(chose["inputs"]) == sorted(TOOLS)
     for tool in TOOLS:
         steps = {r["step"] for r in rec["runs"] if r["tool"] == tool}
-        assert {"input", "floor", "capped", "data"} <= steps, steps
+        assert {"input", "warmup", "floor", "capped", "data"} <= steps, steps
         assert 0 < chose["floors"][tool] < 512 << 20
+        floors = [r["resident_peak_bytes"] for r in rec["runs"] if r["tool"] == tool and r["step"] == "floor"]
+        assert len(floors) == sizing.FLOOR_REPEATS and chose["floors"][tool] == sizing.floor_of(floors)[0]
         assert parse_size(sizing.LADDER_MIN) <= chose["inputs"][tool] <= parse_size(sizing.LADDER_MAX)
-    # M from the ladder's inputs; an input halved for the time limit after that keeps its cap:
-    # each capped run but the last was over the limit / CENSORED_MIN_SPEEDUP.
+    # M from the ladder's inputs; an input stepped down for the time limit after that keeps its
+    # data memory: each size capped but the last was over the limit / CENSORED_MIN_SPEEDUP (the
+    # median of its timings), and each step is FINE_STEP below the one before.
     assert chose["data_memory"] == sizing.data_memory_bytes(chose["ladder_inputs"].values())
     limit_s = rec["budget"]["time_limit_s"]
     for tool in TOOLS:
         capped = [r for r in rec["runs"] if r["tool"] == tool and r["step"] == "capped"]
-        assert chose["ladder_inputs"][tool] == chose["inputs"][tool] << (len(capped) - 1), (tool, capped)
-        assert all(not sizing.fits_time_limit(r["wall_s"], limit_s) or r["outcome"] == "timeout" for r in capped[:-1])
-        assert capped[-1]["size_bytes"] == chose["inputs"][tool]
-    caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
-    assert parse_size(caps["stringtie"]) == sizing.cap_bytes(chose["floors"]["stringtie"], chose["data_memory"])
+        sizes = list(dict.fromkeys(r["size_bytes"] for r in capped))
+        assert sizes[0] == chose["ladder_inputs"][tool] and sizes[-1] == chose["inputs"][tool], (tool, capped)
+        assert all(b == sizing.fine_step(a) for a, b in zip(sizes, sizes[1:])), sizes
+        for size in sizes[:-1]:
+            walls = [float("inf") if r["outcome"] == "timeout" else r["wall_s"] for r in capped if r["size_bytes"] == size]
+            assert not sizing.fits_time_limit(sorted(walls)[len(walls) // 2], limit_s), (tool, size, walls)
+    memories = dict(pair.split("=") for pair in rec["parameters"]["tool_data_memory"].split(";"))
+    assert parse_size(memories["stringtie"]) == chose["data_memory"] and "tool_caps" not in rec["parameters"]
     log = (path.parent / "sizing.log").read_text()
     assert "samtools_sort" in log and "M =" in log
     # No scratch left behind in the directory it sized in.
@@ -109,8 +116,9 @@ def test_a_study_takes_the_record_whole(sized):
     path, rec, _, _ = sized
     plan = _plan(path, tool_caps="samtools_sort=1G", time_limit="1h")
     assert not plan.problems, plan.problems
-    caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
-    assert plan.caps == {t: [caps[t]] for t in TOOLS}  # the record's, not the hand-given 1G
+    caps = dict(pair.split("=") for pair in rec["parameters"]["tool_data_memory"].split(";"))
+    assert plan.caps == {t: [caps[t]] for t in TOOLS}  # the record's data memories, not the hand-given 1G
+    assert plan.floors_in_session  # each cap is the floor measured in the session plus these
     assert plan.time_limit_s == rec["budget"]["time_limit_s"]
     assert plan.tool_input_sizes == dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))
     assert plan.sizing["sha256"] == sizing_record.digest(path) and plan.sizing["host"] == rec["host"]["hostname"]
@@ -126,10 +134,11 @@ def test_a_study_takes_the_record_whole(sized):
 
 def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
     # Measured at a one-second budget: cluster3's 64K input and samtools sort's 4M give M = 436K,
-    # and cluster3 a cap of 660K.
-    params = {"tool_caps": "cluster3=660K;samtools_sort=2700K", "data_memory": "436K"}
+    # and cluster3 (a floor of 224K, its code outside it) a cap of 660K.
+    rec = {"parameters": {"tool_data_memory": "cluster3=436K;samtools_sort=436K", "data_memory": "436K"},
+           "chose": {"floors": {"cluster3": 224 << 10, "samtools_sort": 2264 << 10}}}
     entries = {e.id: e for e in catalogue.load_all()}
-    problems = sizer.cap_problems(params, lambda tool: plan_params.min_cap_bytes(entries[tool]))
+    problems = sizer.cap_problems(rec, lambda tool: plan_params.min_cap_bytes(entries[tool]))
     assert len(problems) == 1 and "cluster3's cap 660K is below the 2M" in problems[0] and "larger budget" in problems[0]
 
 
@@ -144,16 +153,16 @@ def test_without_a_record_the_plan_states_input_over_cap():
 def test_a_record_edited_by_hand_or_from_another_rule_is_refused(sized, tmp_path):
     path, rec, _, _ = sized
     edited = copy.deepcopy(rec)
-    edited["parameters"]["tool_caps"] = edited["parameters"]["tool_caps"].replace("stringtie=", "stringtie=9")
+    edited["parameters"]["tool_data_memory"] = edited["parameters"]["tool_data_memory"].replace("stringtie=", "stringtie=9")
     (tmp_path / "edited.json").write_text(json.dumps(edited))
     problems = _plan(tmp_path / "edited.json").problems
-    assert any("edited.json" in p and "parameters.tool_caps" in p and "edited by hand" in p for p in problems), problems
+    assert any("edited.json" in p and "parameters.tool_data_memory" in p and "edited by hand" in p for p in problems), problems
     other_rule = copy.deepcopy(rec)
     other_rule["rule"]["INPUT_PER_MEMORY"] = 4
     assert any("rule.INPUT_PER_MEMORY" in p for p in sizer.check(other_rule))
     floor = copy.deepcopy(rec)
     floor["chose"]["floors"]["stringtie"] += 1024
-    assert any("no floor run of stringtie" in p for p in sizer.check(floor))
+    assert any("not the median of its floor runs" in p for p in sizer.check(floor))
     legacy = {"inputs": {"cluster3": "128K"}, "runs": []}  # benchmarks/sizing.py's record
     assert "size again" in sizer.check(legacy)[0]
     (tmp_path / "broken.json").write_text("{")
@@ -184,20 +193,34 @@ def test_result_sets_sized_differently_are_not_compared(sized, biossd, tmp_path)
 
 @pytest.mark.integration
 def test_a_host_of_a_pair_sizes_first_and_runs_by_the_record(sized, env):
-    """The study ran the record's caps, inputs, swap and time limit, which -profile ssd's own
-    parameters do not set; a resumed study reuses the record."""
+    """The study ran the record's data memories, inputs, swap and time limit, which -profile ssd's
+    own parameters do not set, on the floors it measured in its session first (a warm-up and three
+    floor runs per tool; each cap that floor plus the data memory); a resumed study reuses the
+    record."""
     path, rec, stdout, (launch, args) = sized
     assert "measuring the sizing rule on this host" in stdout, stdout
     outdir = path.parent.parent
     plan = json.loads((outdir / "pipeline_info" / "plan.json").read_text())
-    assert plan["tool_caps"] == rec["parameters"]["tool_caps"] and plan["time_limit"] == rec["parameters"]["time_limit"]
-    caps = dict(pair.split("=") for pair in rec["parameters"]["tool_caps"].split(";"))
+    assert plan["tool_data_memory"] == rec["parameters"]["tool_data_memory"]
+    assert plan["time_limit"] == rec["parameters"]["time_limit"]
+    memories = dict(pair.split("=") for pair in rec["parameters"]["tool_data_memory"].split(";"))
     runs = sorted(outdir.glob("*/runs/*/*/*/*/run.json"))
-    assert {(r.parts[-5], r.parts[-4]) for r in runs} == {(t, caps[t]) for t in TOOLS}, runs
+    assert {(r.parts[-5], r.parts[-4]) for r in runs} == {(t, memories[t]) for t in TOOLS}, runs
+    for tool in TOOLS:
+        floor_runs = sorted(outdir.glob(f"*-ssd/probes/floor/{tool}/*/run.json"))
+        assert [r.parent.name for r in floor_runs] == [str(i) for i in range(sizing.FLOOR_REPEATS + 1)]
+        peaks = [json.loads(r.read_text())["memory_cap"]["resident"]["peak_bytes"] for r in floor_runs[1:]]
+        floor = sizing.floor_of(peaks)[0]
+        for run in (r for r in runs if r.parts[-5] == tool):
+            body = json.loads(run.read_text())
+            assert int(body["labels"]["floor_bytes"]) == floor and int(body["labels"]["floor_runs"]) == len(peaks)
+            assert body["memory_cap"]["limit_bytes"] == max(sizing.cap_bytes(floor, parse_size(memories[tool])),
+                                                            plan_params.MIN_CAP_BYTES)
     for run in runs:
         body = json.loads(run.read_text())
         assert body["timeout_s"] == pytest.approx(parse_duration_s(rec["parameters"]["time_limit"])), body["timeout_s"]
         assert body["swap"] and body["swap"]["size_bytes"] == parse_size(sizing.SWAP_SIZE), body["swap"]
+        assert body["page_cache"]["policy"] == "run" and body["host_load"]["measured"], body["page_cache"]
     again = nextflow(env, launch, *args, "-resume")
     assert "measured by an earlier session of this study" in again.stdout and "measuring" not in again.stdout
 
@@ -221,7 +244,9 @@ def test_the_twin_runs_by_the_first_host_s_record_and_one_report_combines_them(s
     # Both hosts read the same prepared data set: its record, and so every byte, is the same.
     records = [sorted((root / "inputs").glob("*/prepared.json")) for root in (path.parent.parent, twin)]
     size = dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))["stringtie"]
-    assert [[p.parent.name for p in r] for r in records] == [[matrix.input_id("rnaseq", 1, size, RNASEQ)]] * 2
+    ids = sorted([matrix.input_id("rnaseq", 1, size, RNASEQ), matrix.probe_input_id("rnaseq", sizing.FLOOR_DIVISOR, size,
+                                                                                       RNASEQ)])
+    assert [[p.parent.name for p in r] for r in records] == [ids] * 2  # the input and its floor runs' 1/64
     fast_record, slow_record = (json.loads(r[0].read_text()) for r in records)
     assert fast_record == slow_record and fast_record["dataset"] == RNASEQ and fast_record["recipe"] == "fastq_rnaseq"
     assert all(s["verified"] for s in fast_record["sources"])
@@ -233,8 +258,15 @@ def test_the_twin_runs_by_the_first_host_s_record_and_one_report_combines_them(s
     ran = table[table["tool"].isin(TOOLS)].set_index("tool")
     # Each tool has a speedup: measured, or a lower bound where the slow run reached the record's limit.
     assert (ran["n_ok_fast"] > 0).all() and ran["speedup"].notna().all(), ran[["speedup", "speedup_is_lower_bound"]]
-    for tool in TOOLS:  # the regime's columns are the record's
-        assert ran.loc[tool, "floor_bytes"] == rec["chose"]["floors"][tool]
+    for tool in TOOLS:  # each side measured its own floor; the table shows the fast side's, and its call
+        fast = json.loads(next(path.parent.parent.glob(f"*/runs/{tool}/*/*/*/run.json")).read_text())
+        assert ran.loc[tool, "floor_bytes"] == int(fast["labels"]["floor_bytes"])
+        assert ran.loc[tool, "call"] in ("G+", "G0", "between", "marginal") and ran.loc[tool, "band_bytes"] > 0
+    # The twin's class is a loop device of its own: the code its runs read from the host's disk is
+    # counted, and stays small — the warm-up read it, charged to its own cgroup, out of every cap.
+    twin_runs = [json.loads(r.read_text()) for r in twin.glob("*/runs/*/*/*/*/run.json")]
+    code = [b["collectors"]["blocktrace"]["page_cache"] for b in twin_runs]
+    assert all(c["traced"] for c in code) and max(c["bytes"] for c in code) < 8 << 20, code
     # samtools sort's synthetic BAM is the size asked, to its compression; StringTie's data set is
     # smaller than the size asked, and the prepared input is all of it.
     assert ran.loc["samtools_sort", "input_bytes"] == pytest.approx(rec["chose"]["inputs"]["samtools_sort"], rel=0.05)

@@ -10,6 +10,8 @@ include { PREPARE     } from '../modules/local/prepare/main'
 include { PROFILE     } from '../modules/local/profile/main'
 include { PROFILE as PROFILE_REPEAT } from '../modules/local/profile/main'
 include { PROFILE as PROFILE_FIRM } from '../modules/local/profile/main'
+include { PROFILE as PROFILE_FLOOR } from '../modules/local/profile/main'
+include { CAPS        } from '../modules/local/caps/main'
 include { FIRM_UP     } from '../modules/local/firm_up/main'
 include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
@@ -145,7 +147,7 @@ workflow BIOSSD {
     // Each tool's version, asked once (every run of the tool takes it, and with it its hash).
     TOOL_VERSION(Channel.fromList(plan.tasks.collect { it.tool }.unique()))
     // Each (tool, input) prepared once — indexes, dictionaries — for every run of it to copy.
-    PREPARE(Channel.fromList(plan.tasks.collect { [it.input, it.tool] }.unique())
+    PREPARE(Channel.fromList((plan.tasks + plan.floor_tasks).collect { [it.input, it.tool] }.unique())
                 .combine(ch_input_dirs, by: 0)
                 .map { id, tool, dir -> [tool, id, dir] })
 
@@ -159,11 +161,33 @@ workflow BIOSSD {
         .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: ''] } }
         .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
+    // With floors measured in this session (a sizing record's study: docs/study.md, "The floor is
+    // measured where the study runs"), each tool's warm-up and floor runs come first, uncapped on
+    // the first class; CAPS (`biossd study caps`) then gives every task its cap, the tool's floor
+    // plus its data memory. Otherwise the plan's caps are as given.
+    def planned = [tasks: plan.tasks, firm_tasks: plan.firm_tasks, chain_tasks: plan.chain_tasks]
+    if( plan.floor_tasks ) {
+        PROFILE_FLOOR(withInputs(Channel.fromList(plan.floor_tasks), ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version))
+        CAPS(PROFILE_FLOOR.out.run_dir.map { meta, dir -> dir }.collect(), planned)
+        ch_capped = CAPS.out.tasks.map { f -> new groovy.json.JsonSlurper().parse(f) }
+        ch_tasks = ch_capped.flatMap { it.tasks }.map { m -> new LinkedHashMap(m) }
+        ch_firm_planned = ch_capped.map { it.firm_tasks }
+        ch_chain_tasks = ch_capped.flatMap { it.chain_tasks }.map { m -> new LinkedHashMap(m) }
+        ch_floor_runs = PROFILE_FLOOR.out.run_dir
+        ch_caps_versions = PROFILE_FLOOR.out.versions.mix(CAPS.out.versions)
+    } else {
+        ch_tasks = Channel.fromList(plan.tasks)
+        ch_firm_planned = Channel.value(plan.firm_tasks)
+        ch_chain_tasks = Channel.fromList(plan.chain_tasks)
+        ch_floor_runs = Channel.empty()
+        ch_caps_versions = Channel.empty()
+    }
+
     // Every profiled task of the plan, with its whole meta (labels, cap in bytes, input, publish
     // path), in the plan's order: the classes side by side, so that a drift of the host's load
     // falls on both alike. Each is joined to its class's scratch and device record, its prepared
     // input and its tool's version.
-    ch_runs = withInputs(Channel.fromList(plan.tasks), ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
+    ch_runs = withInputs(ch_tasks, ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
         .branch { first: it[0].rep == 1; repeat: true }
 
     // The first repeat of every configuration, then the others: a configuration (tool, cap,
@@ -191,23 +215,22 @@ workflow BIOSSD {
     if( plan.firm_tasks && classes.size() >= 2 ) {
         def baselines = plan.firm_tasks.collect { baselineKey(it) }.unique()
         FIRM_UP(ch_first_profiled.filter { meta, dir -> !meta.probe && baselineKey(meta) in baselines }.map { meta, dir -> dir }.collect(),
-                plan.firm_tasks, [classes[0], classes[1]])
+                ch_firm_planned, [classes[0], classes[1]])
         ch_firm = withInputs(FIRM_UP.out.tasks.flatMap { f -> new groovy.json.JsonSlurper().parse(f) }
                                  .map { m -> new LinkedHashMap(m) },
                              ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
         PROFILE_FIRM(ch_firm)
-        ch_profiled = ch_first_profiled.mix(PROFILE_FIRM.out.run_dir)
+        ch_profiled = ch_first_profiled.mix(PROFILE_FIRM.out.run_dir, ch_floor_runs)
         ch_firm_versions = FIRM_UP.out.versions.mix(PROFILE_FIRM.out.versions)
     } else {
-        ch_profiled = ch_first_profiled
+        ch_profiled = ch_first_profiled.mix(ch_floor_runs)
         ch_firm_versions = Channel.empty()
     }
 
     // Fig. 3: the chained pipelines on every class, once every profiled run is done (a chain's
     // staging — copies, indexes — must not load the host under a measured run).
     ch_runs_done = ch_profiled.collect().map { true }.ifEmpty(true)
-    ch_chains = Channel
-        .fromList(plan.chain_tasks)
+    ch_chains = ch_chain_tasks
         .map { meta -> [meta.storage, meta] }
         .combine(ch_classes, by: 0)
         .map { storage, meta, scratch, device -> [meta.input, meta, scratch, device] }
@@ -238,7 +261,7 @@ workflow BIOSSD {
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions
         .mix(CHARACTERIZE.out.versions, STUDY_INPUT.out.versions, PROFILE.out.versions, PROFILE_REPEAT.out.versions,
-             ch_firm_versions, CHAIN.out.versions,
+             ch_firm_versions, ch_caps_versions, CHAIN.out.versions,
              FEATURES.out.versions, params.skip_report ? Channel.empty() : REPORT.out.versions)
         .map { f -> f.text }
         .unique()

@@ -1,6 +1,6 @@
 """Harness time: what a study spends around its tools' own runs.
 
-A profiled task (Nextflow's PROFILE, PROFILE_REPEAT and PROFILE_FIRM) is the tool's run — its wall time in the
+A profiled task (Nextflow's PROFILE, PROFILE_REPEAT, PROFILE_FIRM and PROFILE_FLOOR) is the tool's run — its wall time in the
 run's ``run.json`` (``wall_s``) — inside everything that makes it measurable: making the scratch,
 copying the prepared input onto the device under study, setting up and tearing down the memory
 cap, swap area and block trace, dropping caches, the flush after exit, writing the record and the
@@ -23,7 +23,7 @@ from biossd.measure import manifest
 TRACE_DIR = Path("pipeline_info")
 TRACE_GLOBS = ("trace-*.txt", "trace.txt")
 #: The processes whose tasks are profiled runs.
-PROFILED_PROCESSES = ("PROFILE", "PROFILE_REPEAT", "PROFILE_FIRM")
+PROFILED_PROCESSES = ("PROFILE", "PROFILE_REPEAT", "PROFILE_FIRM", "PROFILE_FLOOR")
 #: Nextflow's trace durations: "1h 2m 3s", "4.5s", "120ms".
 _DURATION_PART = re.compile(r"([\d.]+)\s*(ms|s|m|h|d)")
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

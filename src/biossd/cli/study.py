@@ -136,6 +136,28 @@ def cmd_study_firm_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_study_caps(args: argparse.Namespace) -> int:
+    """The plan's tasks with their caps, each tool's floor F (from its floor runs) plus its data
+    memory (:mod:`biossd.measure.floors`)."""
+    from biossd.measure import floors
+    from biossd.study import catalogue, plan_params
+
+    planned = options.json_arg(args.plan, "--plan")
+    if not isinstance(planned, dict):
+        raise options.UsageError("--plan: an object of the plan's task lists (tasks, firm_tasks, chain_tasks)")
+    measured = floors.floors_of(Path(r) for r in args.runs)
+    for tool, f in measured.items():
+        print(f"biossd study caps: {tool}: F = {f['floor_bytes']:,} bytes (sd {f['floor_sd_bytes']:,.0f}, "
+              f"median of {f['floor_runs']} runs)", file=sys.stderr)
+    entries = {e.id: e for e in catalogue.load_all()}
+
+    def least(tool: str) -> int:
+        return plan_params.min_cap_bytes(entries[tool]) if tool in entries else plan_params.MIN_CAP_BYTES
+
+    print(json.dumps({name: floors.with_caps(list(tasks or []), measured, least) for name, tasks in planned.items()}))
+    return 0
+
+
 def cmd_study_size(args: argparse.Namespace) -> int:
     """Measure the sizing rule on this host and write its record (:mod:`biossd.study.sizer`)."""
     from biossd.study import catalogue, sizer, sizing, sizing_record
@@ -168,7 +190,7 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     from biossd.study import plan_params
 
     entries = {e.id: e for e in catalogue.load_all()}
-    too_small = sizer.cap_problems(rec["parameters"], lambda tool: plan_params.min_cap_bytes(entries[tool]))
+    too_small = sizer.cap_problems(rec, lambda tool: plan_params.min_cap_bytes(entries[tool]))
     if too_small:
         raise UsageError("biossd study size: " + "; ".join(too_small) + f" (nothing written to {out})")
     sizing_record.write(rec, out)
@@ -281,8 +303,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--slow", required=True, help="the slow storage class")
     p.add_argument("runs", nargs="*", help="run directories of the baseline configurations")
     p.set_defaults(func=cmd_study_firm_up)
-    p = study_p.add_parser("size", help="measure the sizing rule on this host (floors, inputs, heaps, M, caps, "
-                                        "time limit) and write sizing.json for --sizing")
+    p = study_p.add_parser("caps", help="the plan's tasks with their caps: each tool's floor, the median of its floor "
+                                        "runs in this session, plus its data memory (JSON)")
+    p.add_argument("--plan", required=True, metavar="JSON|@FILE",
+                   help="the plan's task lists to cap: {\"tasks\": [...], \"firm_tasks\": [...], \"chain_tasks\": [...]}")
+    p.add_argument("runs", nargs="*", help="the floor runs' directories (the plan's floor_tasks)")
+    p.set_defaults(func=cmd_study_caps)
+    p = study_p.add_parser("size", help="measure the sizing rule on this host (inputs, heaps, M, D, floors for its own "
+                                        "capped runs, time limit) and write sizing.json for --sizing")
     p.add_argument("--tools", default="all", help="catalogue ids, comma-separated, or all (the runnable ones)")
     p.add_argument("--budget", type=options.duration, help="the study's budget on the pair of hosts, e.g. 8h")
     p.add_argument("--run-budget", type=options.duration, help="or the time an input may add to a run, e.g. 5s")

@@ -44,9 +44,15 @@ class PlannedStep:
     tool: str
     mem: str
     settings: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: The cap in bytes where it is not ``mem`` (with floors measured in the session: its tool's F
+    #: plus the data memory ``mem``), and what the step's run records of it (its floor labels).
+    cap_bytes: int | None = None
+    floor_labels: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def mem_bytes(self) -> int | None:
+        if self.cap_bytes is not None:
+            return self.cap_bytes
         return None if self.mem.lower() == "none" else parse_size(self.mem)
 
 
@@ -85,8 +91,10 @@ def planned_steps(ch: chain.Chain, raw: Sequence[Mapping[str, Any]], where: str 
         settings = item.get("settings") or {}
         if not isinstance(settings, Mapping):
             raise ChainRunError(f"{where}[{i}].settings: a mapping of memory settings, NAME: VALUE")
+        cap = item.get("mem_bytes")
         steps.append(PlannedStep(int(item["index"]), str(item["name"]), str(item["tool"]), str(item["mem"]),
-                                 {str(k): str(v) for k, v in settings.items()}))
+                                 {str(k): str(v) for k, v in settings.items()},
+                                 int(cap) if cap is not None else None, dict(item.get("floor_labels") or {})))
     want = [(s.index, s.name, s.tool) for s in ch.steps]
     got = [(s.index, s.name, s.tool) for s in steps]
     if got != want:
@@ -95,8 +103,8 @@ def planned_steps(ch: chain.Chain, raw: Sequence[Mapping[str, Any]], where: str 
 
 
 def _step_labels(base: Mapping[str, str], step: PlannedStep, version: str, scratch: Path) -> dict[str, str]:
-    return {**base, **{f"setting.{k}": v for k, v in step.settings.items()}, "tool": step.tool, "mem": step.mem,
-            "step": step.name, "tool_version": version, "scratch": str(scratch)}
+    return {**base, **{f"setting.{k}": v for k, v in step.settings.items()}, **dict(step.floor_labels),
+            "tool": step.tool, "mem": step.mem, "step": step.name, "tool_version": version, "scratch": str(scratch)}
 
 
 def run(ch: chain.Chain, steps: Sequence[PlannedStep], input_dir: Path, scratch: Path, out_dir: Path,

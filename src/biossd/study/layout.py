@@ -75,9 +75,17 @@ def _checked(labels: Mapping[str, object], keys: tuple[str, ...], what: str) -> 
     return [str(labels[k]) for k in keys]
 
 
+#: The probe of a tool's floor runs (its warm-up and the runs whose median is F), one directory a repeat.
+FLOOR_PROBE = "floor"
+
+
 def probe_relpath(labels: Mapping[str, object]) -> PurePosixPath:
-    """Where a probe run lives: ``<host>-<storage>/probes/<probe>/<tool>``."""
+    """Where a probe run lives: ``<host>-<storage>/probes/<probe>/<tool>`` (a floor run's:
+    ``…/probes/floor/<tool>/<rep>``, rep 0 its warm-up)."""
     host, storage, probe, tool = _checked(labels, ("host", "storage", "probe", "tool"), "probe")
+    if probe == FLOOR_PROBE:
+        rep, = _checked(labels, ("rep",), "floor run")
+        return PurePosixPath(f"{host}-{storage}", PROBES_DIR, probe, tool, rep)
     return PurePosixPath(f"{host}-{storage}", PROBES_DIR, probe, tool)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from biossd.core import paths
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, layout, outdir
+from biossd.study import catalogue, layout, outdir, sizing
 from biossd.study.inputs import sources
 from biossd.study import plan_checks, plan_params
 
@@ -32,6 +32,8 @@ PROFILER_JOB_OVERHEAD_BYTES = 256 << 20
 JOB_TIME_GRACE_S = 300
 #: A probe's input is never smaller than this (the synthetic kinds need some records).
 MIN_PROBE_INPUT_BYTES = 16 << 10
+#: The probe of a floor run (:meth:`Plan.floors`).
+FLOOR_PROBE = layout.FLOOR_PROBE
 
 
 @dataclass
@@ -41,6 +43,10 @@ class Plan:
 
     tools: list[str] = field(default_factory=list)
     caps: dict[str, list[str]] = field(default_factory=dict)
+    #: Whether ``caps`` are data memories M_t, each run's cap being its tool's floor F, measured in
+    #: this session (:meth:`floor_tasks`), plus its M_t (--tool_data_memory, a sizing record's:
+    #: docs/study.md, "The floor is measured where the study runs"); else they are the caps.
+    floors_in_session: bool = False
     #: Every scale any tool runs at; ``scales_of`` gives each tool its own (--tool_scales).
     scales: list[int] = field(default_factory=list)
     scales_of: dict[str, list[int]] = field(default_factory=dict)
@@ -130,6 +136,18 @@ class Plan:
                                          self.sources.get(t))}
                 for t in self.tools if self.caps.get(t) and t in self.kinds]
 
+    def floors(self) -> list[dict[str, Any]]:
+        """Each tool's floor runs, before any capped run of it (``floors_in_session``): uncapped on
+        1/FLOOR_DIVISOR of its input, on the first class, a warm-up (rep 0: its code read, charged
+        to its own cgroup) and FLOOR_REPEATS runs whose median resident peak is its F."""
+        if not self.floors_in_session:
+            return []
+        reps = range(sizing.FLOOR_REPEATS + 1) if sizing.FLOOR_WARMUPS else range(1, sizing.FLOOR_REPEATS + 1)
+        return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": rep, "probe": FLOOR_PROBE,
+                 "input": probe_input_id(self.kinds[t], sizing.FLOOR_DIVISOR, self.tool_input_sizes.get(t),
+                                         self.sources.get(t))}
+                for t in self.tools if self.caps.get(t) and t in self.kinds for rep in reps]
+
     def size_of(self, tool: str) -> str:
         """The baseline input size ``tool`` reads: its own (--tool_input_sizes), else its kind's."""
         return self.tool_input_sizes.get(tool) or self.input_sizes.get(self.kinds.get(tool, ""), "")
@@ -155,6 +173,11 @@ class Plan:
         and ``job_time_s`` (:data:`PROFILER_JOB_OVERHEAD_BYTES`, :data:`JOB_TIME_GRACE_S`)."""
         return self._tasks(self.runs() + self.probes())
 
+    def floor_tasks(self) -> list[dict[str, Any]]:
+        """The floor runs (:meth:`floors`) as tasks with their whole meta, on the first class, in
+        tool order, before every other task."""
+        return self._tasks(self.floors(), start=-len(self.floors()))
+
     def firm_tasks(self) -> list[dict[str, Any]]:
         """The extra repeats of every baseline configuration (:attr:`firm_repeats`), as tasks with
         their whole meta; the study runs those of the configurations that are not firm."""
@@ -169,12 +192,17 @@ class Plan:
                     continue
                 labels = {"host": self.host, "storage": storage, "tool": run["tool"], "mem": run["mem"],
                           "scale": run["scale"], "rep": run["rep"], **({"probe": run["probe"]} if run.get("probe") else {})}
-                mem_bytes = parse_size(run["mem"])
-                out.append({**labels, "labels": labels, "mem_bytes": mem_bytes, "partition": self.partitions.get(storage),
+                # With floors measured in the session the cap is F + M_t, filled in once the floor
+                # runs are done (`biossd study caps`); a probe and a floor run are uncapped.
+                mem_bytes = None if self.floors_in_session else parse_size(run["mem"])
+                floor = {"data_memory_bytes": parse_size(run["mem"])} if self.floors_in_session else {}
+                out.append({**labels, "labels": labels, "mem_bytes": mem_bytes, **floor,
+                            "partition": self.partitions.get(storage),
                             "settings": self.settings.get(run["tool"], {}),
-                            "job_mem_bytes": mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
+                            "job_mem_bytes": None if mem_bytes is None else mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
                             "job_time_s": int(self.time_limit_s + JOB_TIME_GRACE_S) if self.time_limit_s else None,
-                            **self.run_options(),
+                            # An uncapped probe cannot page: no swap area to make for it.
+                            **self.run_options(), **({"swap": None} if run.get("probe") else {}),
                             "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
                             "publish": str(layout.run_relpath(labels)), "order": start + len(out)})
         return out
@@ -192,14 +220,18 @@ class Plan:
             for storage in self.classes:
                 labels = {"host": self.host, "storage": storage, "chain": chained["pipeline"], "rep": chained["rep"],
                           "scale": 1}
-                steps = [{**s, "mem_bytes": parse_size(s["mem"]), "settings": self.settings.get(s["tool"], {}),
+                steps = [{**s, "mem_bytes": None if self.floors_in_session else parse_size(s["mem"]),
+                          **({"data_memory_bytes": parse_size(s["mem"])} if self.floors_in_session else {}),
+                          "settings": self.settings.get(s["tool"], {}),
                           "publish": str(layout.chain_relpath({**labels, "step": s["name"]}))}
                          for s in chained["steps"]]
                 out.append({"host": self.host, "storage": storage, "partition": self.partitions.get(storage),
                             "pipeline": chained["pipeline"], **self.run_options(),
                             "rep": chained["rep"], "labels": labels, "input": chained["input"],
-                            # One job runs every step: on a scheduler the largest step's cap holds.
-                            "job_mem_bytes": max(st["mem_bytes"] for st in steps) + PROFILER_JOB_OVERHEAD_BYTES,
+                            # One job runs every step: on a scheduler the largest step's cap holds
+                            # (with floors measured in the session, filled in with the caps).
+                            "job_mem_bytes": None if self.floors_in_session else
+                            max(st["mem_bytes"] for st in steps) + PROFILER_JOB_OVERHEAD_BYTES,
                             "kind": self.chain_kinds[chained["pipeline"]], "steps": steps,
                             "publish": str(layout.chain_dir_relpath(labels))})
         return out
@@ -216,9 +248,10 @@ class Plan:
             the_id = input_id(kind, 1, source=self.kind_sources.get(kind))
             seen.setdefault(the_id, {"id": the_id, "kind": kind, "scale": 1, "size": self.input_sizes.get(kind, ""),
                                      **self._source(self.kind_sources.get(kind))})
-        for r in self.probes():
+        for r in self.probes() + self.floors():
             kind = self.kinds[r["tool"]]
-            size = max(parse_size(self.size_of(r["tool"])) // self.cachegrind_divisor, MIN_PROBE_INPUT_BYTES)
+            divisor = sizing.FLOOR_DIVISOR if r["probe"] == FLOOR_PROBE else self.cachegrind_divisor
+            size = max(parse_size(self.size_of(r["tool"])) // divisor, MIN_PROBE_INPUT_BYTES)
             seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": 1, "size": format_size(size),
                                          **self._source(self.sources.get(r["tool"]))})
         return list(seen.values())
@@ -234,7 +267,8 @@ class Plan:
         if self.problems:
             return 0
         try:
-            return (len(self.runs()) + sum(len(c["steps"]) for c in self.chain_runs())) * len(self.classes)
+            return ((len(self.runs()) + sum(len(c["steps"]) for c in self.chain_runs())) * len(self.classes)
+                    + len(self.floors()))
         except ValueError:  # a cap that is not a size: named among the problems
             return 0
 
@@ -244,6 +278,7 @@ class Plan:
         return {**asdict(self), "n_runs": self.n_runs(), "runs": self.runs() if ok else [],
                 "probes": self.probes() if ok else [], "chain_runs": self.chain_runs() if ok else [],
                 "inputs": self.inputs() if ok else [], "tasks": self.tasks() if tasks else [],
+                "floor_tasks": self.floor_tasks() if tasks else [],
                 "firm_tasks": self.firm_tasks() if tasks else [],
                 "chain_tasks": self.chain_tasks() if tasks else []}
 
@@ -277,6 +312,11 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     tools, skipped = plan_params.select_tools(str(params.get("tools", "all")), entries, stub, problems)
     caps, overrides, tool_caps = plan_params.caps_of(params, tools, entries, problems)
     known = [t for t in tools if t in entries and entries[t].kind == "tool"]
+    memories = plan_params.data_memories_of(params, known, problems)
+    if memories is not None:  # a sizing record's: caps are the session's floors plus these
+        tool_caps, overrides = memories
+        caps = [str(params.get("data_memory") or min((m for ms in tool_caps.values() for m in ms), key=parse_size,
+                                                    default="0"))]
     unsized = [t for t in known if sizing_info and t not in sizing_info["tools"]]
     if unsized and not stub:
         problems.append(f"--sizing {sizing_info['path']} sized {', '.join(sizing_info['tools'])}, not "
@@ -315,7 +355,8 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                                                [entries[t] for t in tools if t in entries])
     problems += plan_checks.device_record_problems(params.get("device_records"), host, classes)
 
-    return Plan(tools=tools, caps=tool_caps, scales=scales, scales_of=scales_of, kinds=kinds,
+    return Plan(tools=tools, caps=tool_caps, floors_in_session=memories is not None, scales=scales, scales_of=scales_of,
+                kinds=kinds,
                 input_sizes=input_sizes, tool_input_sizes=tool_input_sizes, sources=tool_sources,
                 kind_sources=kind_sources, data_dir=str(data_dir), data_manifests=data_manifests,
                 settings=settings, time_limit_s=time_limit_s,

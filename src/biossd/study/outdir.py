@@ -18,10 +18,11 @@ PLAN_RECORD = Path("pipeline_info") / "plan.json"
 #: that differ in one of them measure different things (a related experiment, ``--experiment``, and
 #: its sweep's size are a plan of their own). Where results go, how the report is made,
 #: and where the devices' records come from do not.
-PLAN_PARAMS = ("tools", "mem_caps", "tool_caps", "scales", "tool_scales", "repeats", "scaling_repeats", "input_size",
-               "input_sizes", "tool_input_sizes", "inputs", "data_memory", "java_heaps", "time_limit", "chains",
-               "chain_repeats", "cachegrind_divisor", "seed", "storage_classes", "emulate", "emulate_size", "cap_backend",
-               "drop_caches", "swap", "container_engine", "host", "experiment", "experiment_size")
+PLAN_PARAMS = ("tools", "mem_caps", "tool_caps", "tool_data_memory", "scales", "tool_scales", "repeats",
+               "scaling_repeats", "input_size", "input_sizes", "tool_input_sizes", "inputs", "data_memory", "java_heaps",
+               "time_limit", "chains", "chain_repeats", "cachegrind_divisor", "seed", "storage_classes", "emulate",
+               "emulate_size", "cap_backend", "drop_caches", "swap", "container_engine", "host", "experiment",
+               "experiment_size")
 
 
 def record(params: Mapping[str, Any]) -> dict[str, str | None]:

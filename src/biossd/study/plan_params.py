@@ -96,9 +96,8 @@ def select_tools(spec: str, entries: Mapping[str, catalogue.Entry], stub: bool,
     return chosen, {}
 
 def min_cap_bytes(entry: catalogue.Entry) -> int:
-    """The smallest cap ``entry`` may run under: its catalogue ``min_mem``, at least the global floor."""
-    own = entry.data.get("min_mem")
-    return max(MIN_CAP_BYTES, parse_size(own) if own else 0)
+    """The smallest cap ``entry`` may run under (:meth:`biossd.study.catalogue.Entry.min_cap_bytes`)."""
+    return entry.min_cap_bytes()
 
 def chains_of(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry], caps: list[str],
             overrides: list[tuple[str, list[str]]], stub: bool, problems: list[str]
@@ -221,8 +220,7 @@ def sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str,
         problems.append(str(err))
         return {}, None
     factor = float(params.get("memory_factor") or 1)
-    derived = rec["parameters"] if factor == 1 else sizer.parameters(rec, memory_factor=factor,
-                                                                       min_cap_bytes=MIN_CAP_BYTES)
+    derived = rec["parameters"] if factor == 1 else sizer.parameters(rec, memory_factor=factor)
     sized = {name: v for name, v in derived.items() if v is not None}
     return sized, {"memory_factor": factor, "path": str(value), "sha256": sizing_record.digest(Path(str(value))),
                    "host": rec["host"].get("hostname"), "created": rec.get("created"),
@@ -270,6 +268,33 @@ def caps_of(params: Mapping[str, Any], tools: Sequence[str], entries: Mapping[st
                 if problem not in problems:
                     problems.append(problem)
     return caps, overrides, tool_caps
+
+def data_memories_of(params: Mapping[str, Any], tools: Sequence[str], problems: list[str]
+                     ) -> tuple[dict[str, list[str]], list[tuple[str, list[str]]]] | None:
+    """--tool_data_memory PATTERN=SIZE[,SIZE...][;...] (a sizing record's): each tool's data
+    memories M_t, its caps being the floor F its study measures in its session plus each (docs/
+    study.md, "The floor is measured where the study runs"), and the patterns (for the chains'
+    steps); then --mem_caps and --tool_caps are not used. ``None`` when not given (the caps as
+    given)."""
+    value = params.get("tool_data_memory")
+    if value in (None, ""):
+        return None
+    overrides = parse_tool_caps(value, problems, "tool_data_memory", "bwa=6554K;gatk_*=1639K,6554K,13108K")
+    out: dict[str, list[str]] = {}
+    default = [str(params["data_memory"])] if params.get("data_memory") else []
+    for tool in tools:
+        # A tool the record did not size runs under M (a -stub-run's; a real study names it a problem).
+        own = next((m for p, m in overrides if fnmatch.fnmatchcase(tool, p)), None) or default
+        if not own:
+            problems.append(f"--tool_data_memory gives no data memory for {tool}: size it too (`biossd study size`) "
+                            "or leave it out of --tools")
+            continue
+        bad = [m for m in own if not is_size_label(m)]
+        if bad:
+            problems.append(f"--tool_data_memory: '{bad[0]}' for {tool} is not a size like 6554K")
+            continue
+        out[tool] = own
+    return out, overrides
 
 #: The largest replication of a baseline input: Lee, Min and Yoon (2015) grew inputs up to 16
 #: copies (§3.4, Fig. 8); a scale above this is a typo, and would fill any disk.

@@ -7,8 +7,10 @@ PROFILE task does it) on a scratch directory of the host's fast class, the page 
 1. **Inputs.** For each input group (the GATK steps share one input, and the aligners of Fig. 1
    another; every other tool is its own group), a doubling ladder from ``LADDER_MIN``, uncapped:
    the group's input is the largest size at which each of its tools' runs adds at most the
-   per-run budget over its run at 1/FLOOR_DIVISOR of that size (its start-up excluded). JVM
-   tools run the ladder with a generous heap.
+   per-run budget over its run at 1/FLOOR_DIVISOR of that size (its start-up excluded); a step
+   within RETIME_WITHIN of the budget is timed RETIME_REPEATS times (its reference too) and the
+   medians decide, and past the first doubling over the budget the step FINE_STEP below it is
+   tried. JVM tools run the ladder with a generous heap.
 2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input
    (and, for the record, the smallest that completes 1/FLOOR_DIVISOR of it); its heap size is
    HEAP_MARGIN times that, not pre-touched.
@@ -16,9 +18,12 @@ PROFILE task does it) on a scratch directory of the host's fast class, the page 
    input / INPUT_PER_MEMORY; AmpliconNoise's input is the paper's 2,000-read baseline scaled by
    √(M / 1 GB).
 4. **Floors.** Each tool's peak resident memory (every process of the run, from its cgroup)
-   uncapped on 1/FLOOR_DIVISOR of its input, with the rule's settings.
+   uncapped on 1/FLOOR_DIVISOR of its input, with the rule's settings: FLOOR_WARMUPS warm-up
+   (its code read into the page cache, charged to its own cgroup), then the median of
+   FLOOR_REPEATS runs. A study measures its own (the sizing record carries no caps).
 5. **Time.** Each tool capped (F + M, with swap) on the fast class: an input whose run exceeds
-   the time limit / CENSORED_MIN_SPEEDUP is halved until it fits.
+   the time limit / CENSORED_MIN_SPEEDUP (by the median of RETIME_REPEATS within RETIME_WITHIN
+   of it) steps down by FINE_STEP until it fits.
 6. **Data.** Each tool uncapped at its final input: its peak resident memory less F, over M (the
    regime's data / M, which a capped run cannot show).
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -45,8 +51,8 @@ from biossd.study.sizing_record import FORMAT, PARAMETERS, SizingError, rule_con
 
 #: A JVM tool's heap while its input ladder runs (step 1), before its own heap is measured.
 JVM_LADDER_HEAP = "1G"
-#: An input over the limit / 2 capped is halved until it fits, at most this many times.
-MAX_HALVINGS = 8
+#: An input over the limit / 2 capped steps down by FINE_STEP until it fits, at most this many times.
+MAX_STEPS_DOWN = 16
 #: The smallest input a floor or a small-heap run is made of.
 SMALLEST_INPUT = "16K"
 #: An uncapped ladder run is stopped after this many budgets (plus the start-up allowance below):
@@ -98,7 +104,7 @@ class Runner:
                             f"stage {tool}").split(b"\0")
             swap = ["--swap", sizing.SWAP_SIZE] if cap else []
             _checked(["biossd", "profile", "--mem", format_size(cap) if cap else "none", "--out", str(out),
-                      "--timeout", f"{timeout_s:g}", *swap, "--", *[a.decode() for a in argv if a]],
+                      "--evict", "run", "--timeout", f"{timeout_s:g}", *swap, "--", *[a.decode() for a in argv if a]],
                      f"profile {tool}", cwd=stage_dir)
             body = json.loads((out / "run.json").read_text())
             accounting = out / "rusage.json"  # the process tree's block reads and writes
@@ -168,16 +174,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     def memory_of(tool: str) -> int:
         return m_gatk if sizing.is_gatk(tool) and m_gatk else m
 
-    # 4. Floors, with the rule's settings.
-    floors: dict[str, int] = {}
-    for tool in sorted(chosen):
-        r = runner.run(tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), None, settings_of(tool),
-                       "floor", ladder_timeout_s)
-        if r["resident_peak_bytes"] is None:
-            raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
-                              "(run as root, on a host with a memory cgroup)")
-        floors[tool] = sizing.floor_bytes(r["resident_peak_bytes"])
-
+    floors, floor_sds = _floors(runner, chosen, settings_of, smallest, ladder_timeout_s)
     _fit_time_limit(runner, chosen, floors, memory_of, settings_of, limit_s, log)
 
     # 6. The regime's data / M: uncapped at the final input.
@@ -190,12 +187,34 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
 
     kinds = {t: entries[t].data["input"] for t in chosen}
     chose = {"inputs": {t: chosen[t] for t in sorted(chosen)}, "ladder_inputs": ladder_inputs, "kinds": kinds,
-             "floors": {t: floors[t] for t in sorted(floors)}, "heaps": heaps, "smallest_heaps": smallest_heaps,
+             "floors": {t: floors[t] for t in sorted(floors)}, "floor_sds": {t: floor_sds[t] for t in sorted(floor_sds)},
+             "heaps": heaps, "smallest_heaps": smallest_heaps,
              "data_memory": m, "data_memory_gatk": m_gatk, "memory_divisor": d, "data_over_m": data_over_m,
              "left_out": left_out}
     return {"format": FORMAT, "rule": rule_constants(),
             "budget": {"run_s": run_budget_s, "time_limit_s": limit_s}, "tools": sorted(tools), "seed": seed,
             "chose": chose, "runs": runs}
+
+
+def _floors(runner: Runner, chosen: dict[str, int], settings_of: Callable[[str], dict[str, str]], smallest: int,
+            timeout_s: float) -> tuple[dict[str, int], dict[str, float]]:
+    """Step 4: each tool's floor F and σ_F, with the rule's settings: FLOOR_WARMUPS warm-up runs
+    (step ``warmup``: the code read, not counted), then the median of FLOOR_REPEATS (``floor``)."""
+    floors: dict[str, int] = {}
+    sds: dict[str, float] = {}
+    for tool in sorted(chosen):
+        size = max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest)
+        peaks = []
+        for i in range(sizing.FLOOR_WARMUPS + sizing.FLOOR_REPEATS):
+            step = "warmup" if i < sizing.FLOOR_WARMUPS else "floor"
+            r = runner.run(tool, size, None, settings_of(tool), step, timeout_s)
+            if r["resident_peak_bytes"] is None:
+                raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
+                                  "(run as root, on a host with a memory cgroup)")
+            if step == "floor":
+                peaks.append(r["resident_peak_bytes"])
+        floors[tool], sds[tool] = sizing.floor_of(peaks)
+    return floors, sds
 
 
 def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s: float, ladder_max: int,
@@ -239,45 +258,83 @@ def _fixed_heaps(runner: Runner, chosen: dict[str, int], heap_of: dict, smallest
 
 def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, int], memory_of: Callable[[str], int],
                     settings_of: Callable[[str], dict[str, str]], limit_s: float, log: Callable[[str], None]) -> None:
-    """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP, else its input
-    halved (in ``chosen``), unless the input is shared or the paper's."""
+    """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP (a run within
+    RETIME_WITHIN of it decided by the median of RETIME_REPEATS), else its input stepped down by
+    FINE_STEP (in ``chosen``), unless the input is shared or the paper's."""
+    from biossd.study import catalogue
+
+    bound_s = limit_s / sizing.CENSORED_MIN_SPEEDUP
     for tool in sorted(chosen):
-        cap = sizing.cap_bytes(floors[tool], memory_of(tool))
-        for _ in range(MAX_HALVINGS):
-            r = runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)
-            if r["outcome"] in ("ok", "oom", "failed") and sizing.fits_time_limit(r["wall_s"], limit_s):
+        cap = max(sizing.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
+        for _ in range(MAX_STEPS_DOWN):
+            runs = [runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)]
+            if runs[0]["outcome"] in ("ok", "oom", "failed") and sizing.needs_retiming(runs[0]["wall_s"], bound_s):
+                runs += [runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)
+                         for _ in range(sizing.RETIME_REPEATS - 1)]
+            walls = [math.inf if r["outcome"] == "timeout" else r["wall_s"] for r in runs]
+            ended = sum(r["outcome"] in ("ok", "oom", "failed") for r in runs) * 2 > len(runs)
+            if ended and sizing.fits_time_limit(statistics.median(walls), limit_s):
                 break
             if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
                 log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
                     "shared or the paper's; kept")
                 break
-            chosen[tool] //= 2
-            log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input halved to "
+            chosen[tool] = sizing.fine_step(chosen[tool])
+            log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input stepped down to "
                 f"{format_size(chosen[tool])}")
 
 
 def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
             timeout_s: float) -> int | None:
-    """Step 1 for one group: the largest doubling step within the budget for every member."""
-    times: dict[str, dict[int, float | None]] = {t: {} for t in members}
-    size, best, least = parse_size(sizing.LADDER_MIN), None, parse_size(sizing.LADDER_MIN)
-    while size <= ladder_max:
+    """Step 1 for one group: the largest step within the budget for every member — doubling, then
+    the FINE_STEP below the first doubling over it; a step within RETIME_WITHIN of the budget is
+    decided by the medians of RETIME_REPEATS timings of it and of its reference."""
+    walls: dict[str, dict[int, list[float | None]]] = {t: {} for t in members}
+    least = parse_size(sizing.LADDER_MIN)
+
+    def timed(tool: str, size: int, times: int = 1) -> float | None:
+        """The median wall time of ``tool`` at ``size`` over at least ``times`` runs (a timeout is
+        infinite); ``None`` when none ended ok (a failure: too small an input for the tool, e.g.
+        ABySS's distance estimate with few pairs)."""
+        runs = walls[tool].setdefault(size, [])
+        while len(runs) < times:
+            r = runner.run(tool, size, None, heap_of.get(tool, {}), "input", timeout_s)
+            runs.append(math.inf if r["outcome"] == "timeout" else r["wall_s"] if r["outcome"] == "ok" else None)
+        done = [w for w in runs if w is not None]
+        return statistics.median(done) if done else None
+
+    def added(tool: str, size: int) -> float | None:
+        """What ``size`` adds over its reference (the first size from 1/FLOOR_DIVISOR of it that
+        ended ok); re-timed next to the budget."""
+        wall = timed(tool, size)
+        low = max(size // sizing.FLOOR_DIVISOR, least)
+        timed(tool, low)
+        ref = next((k for k in sorted(walls[tool]) if k >= low and timed(tool, k) is not None), None)
+        if wall is None or ref is None or ref == size:
+            return None
+        excess = wall - timed(tool, ref)
+        if sizing.needs_retiming(excess, budget_s):
+            excess = timed(tool, size, sizing.RETIME_REPEATS) - timed(tool, ref, sizing.RETIME_REPEATS)
+        return excess
+
+    def step(size: int) -> tuple[bool, bool]:
+        """Whether ``size`` is over the budget for any member, and whether every member ended ok."""
         over, all_ok = False, True
         for tool in members:
-            r = runner.run(tool, size, None, heap_of.get(tool, {}), "input", timeout_s)
-            # A timeout is over budget; a failure (too small an input for the tool, e.g. ABySS's
-            # distance estimate with few pairs) qualifies no size but the ladder goes on.
-            times[tool][size] = (float("inf") if r["outcome"] == "timeout" else
-                                 r["wall_s"] if r["outcome"] == "ok" else None)
-            all_ok &= times[tool][size] is not None
-            low = max(size // sizing.FLOOR_DIVISOR, least)
-            if low not in times[tool]:
-                rr = runner.run(tool, low, None, heap_of.get(tool, {}), "input", timeout_s)
-                times[tool][low] = rr["wall_s"] if rr["outcome"] == "ok" else None
-            ref = next((times[tool][k] for k in sorted(times[tool]) if k >= low and times[tool][k] is not None), None)
-            if times[tool][size] is not None and ref is not None:
-                over |= times[tool][size] - ref > budget_s
+            excess = added(tool, size)
+            all_ok &= timed(tool, size) is not None
+            over |= excess is not None and excess > budget_s
+        return over, all_ok
+
+    size, best = least, None
+    while size <= ladder_max:
+        over, all_ok = step(size)
         if over:
+            fine = sizing.fine_step(size)
+            if best is not None and best < fine < size:
+                fine_over, fine_ok = step(fine)
+                if not fine_over and fine_ok:
+                    best = fine
             break
         if all_ok:
             best = size
@@ -305,35 +362,32 @@ def _baseline_bytes(entry, reads: int) -> int:
     return reads * synthgen.FLOWGRAM_BYTES_PER_READ
 
 
-def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE, memory_factor: float = 1.0,
-               min_cap_bytes: int = 0) -> dict[str, str]:
-    """The study parameters (:data:`PARAMETERS`) that a record's choices give: per-tool caps
-    (Fig. 9's three for the GATK steps), inputs per tool and per kind (each kind's smallest, for
-    the chained pipelines), M, the JVM heaps, the time limit, and the emulated slow device's size
+def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
+               memory_factor: float = 1.0) -> dict[str, str]:
+    """The study parameters (:data:`PARAMETERS`) that a record's choices give: each tool's data
+    memories M_t (Fig. 9's three for the GATK steps; a study's caps are its own floors plus each,
+    measured in its session), inputs per tool and per kind (each kind's smallest, for the chained
+    pipelines), M, the JVM heaps, the time limit, and the emulated slow device's size
     (``slow_profile``'s capacity / D, so that it spans the whole stroke).
 
-    ``memory_factor`` k: the rule's sensitivity to D — the same floors and inputs with k M as the
-    data memory (caps F + k M, settings / the D that follows; the GATK steps' Fig. 9 caps and the
-    emulated device as measured); a cap is never below ``min_cap_bytes``."""
+    ``memory_factor`` k: the rule's sensitivity to D — the same inputs with k M as the data memory
+    (settings / the D that follows; the GATK steps' Fig. 9 points and the emulated device as
+    measured)."""
     from biossd.host.hdd.diskmodel import load_profile
 
     chose = record["chose"]
-    inputs, floors = chose["inputs"], chose["floors"]
+    inputs = chose["inputs"]
     m = chose["data_memory"]
     m_k = sizing.round_kib(m * memory_factor) if memory_factor != 1 else m
-    caps = {}
-    for tool in sorted(inputs):
-        if sizing.is_gatk(tool):
-            caps[tool] = [format_size(c) for c in sizing.fig9_caps(floors[tool], inputs[tool])]
-        else:
-            caps[tool] = [format_size(max(sizing.cap_bytes(floors[tool], m_k), min_cap_bytes))]
+    gatk_input = next((inputs[t] for t in sorted(inputs) if sizing.is_gatk(t)), None)
+    memories = {tool: [format_size(x) for x in sizing.data_memories(tool, m_k, gatk_input)] for tool in sorted(inputs)}
     kinds: dict[str, int] = {}
     for tool, size in inputs.items():
         kind = chose["kinds"][tool]
         kinds[kind] = min(kinds.get(kind, size), size)
     capacity = load_profile(slow_profile).capacity_bytes
     return {
-        "tool_caps": ";".join(f"{t}={','.join(c)}" for t, c in caps.items()),
+        "tool_data_memory": ";".join(f"{t}={','.join(x)}" for t, x in memories.items()),
         "tool_input_sizes": ";".join(f"{t}={format_size(s)}" for t, s in sorted(inputs.items())),
         "input_sizes": ",".join(f"{k}={format_size(s)}" for k, s in sorted(kinds.items())),
         "data_memory": format_size(m_k),
@@ -372,15 +426,19 @@ def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None
     return out
 
 
-def cap_problems(params: dict[str, str], min_cap_bytes: Callable[[str], int]) -> list[str]:
-    """Caps of a record's parameters below what a run of the tool may have (``min_cap_bytes``
-    of its id: the study's, :func:`biossd.study.plan_params.min_cap_bytes`): a budget so small that M
-    leaves a tool less than a run needs."""
+def cap_problems(rec: dict[str, Any], min_cap_bytes: Callable[[str], int]) -> list[str]:
+    """Caps that a record's floors and data memories would give below what a run of the tool may
+    have (``min_cap_bytes`` of its id: the study's, :meth:`biossd.study.catalogue.Entry.min_cap_bytes`):
+    a budget so small that M leaves a tool less than a run needs. (A study's caps are its own
+    floors plus M_t; the record's floors stand in for them here.)"""
     out = []
-    for pair in params["tool_caps"].split(";"):
-        tool, caps = pair.split("=", 1)
+    params = rec["parameters"]
+    for pair in params["tool_data_memory"].split(";"):
+        tool, memories = pair.split("=", 1)
         least = min_cap_bytes(tool)
-        low = [c for c in caps.split(",") if parse_size(c) < least]
+        floor = rec["chose"]["floors"].get(tool, 0)
+        low = [format_size(sizing.cap_bytes(floor, parse_size(x))) for x in memories.split(",")
+               if sizing.cap_bytes(floor, parse_size(x)) < least]
         if low:
             out.append(f"{tool}'s cap {low[0]} is below the {format_size(least)} a run of it needs: the budget "
                        f"gives too small a data memory M ({params['data_memory']}); give a larger budget")
@@ -408,8 +466,10 @@ def check(rec: Any) -> list[str]:
     not follow from its own choices, or choices that its runs did not measure."""
     if not isinstance(rec, dict) or rec.get("format") != FORMAT:
         found = rec.get("format") if isinstance(rec, dict) else None
-        return [f"its format is {found!r}, not {FORMAT!r} (a record of benchmarks/sizing.py before "
-                "`biossd study size`, or not a sizing record); size again with `biossd study size`"]
+        why = ("a record of an earlier rule, which carried caps where a study now measures its own floors"
+               if str(found or "").startswith("biossd-sizing/") else
+               "a record of benchmarks/sizing.py before `biossd study size`, or not a sizing record")
+        return [f"its format is {found!r}, not {FORMAT!r} ({why}); size again with `biossd study size`"]
     problems = []
     for name, value in rule_constants().items():
         if rec.get("rule", {}).get(name) != value:
@@ -425,10 +485,10 @@ def check(rec: Any) -> list[str]:
                             f"{derived[name]!r} (edited by hand?)")
     runs = rec.get("runs") or []
     for tool, floor in rec["chose"]["floors"].items():
-        measured = [sizing.floor_bytes(r["resident_peak_bytes"]) for r in runs
+        measured = [r["resident_peak_bytes"] for r in runs
                     if r.get("step") == "floor" and r.get("tool") == tool and r.get("resident_peak_bytes")]
-        if floor not in measured:
-            problems.append(f"chose.floors.{tool} is {floor}, which no floor run of {tool} measured")
+        if not measured or floor != sizing.floor_of(measured)[0]:
+            problems.append(f"chose.floors.{tool} is {floor}, which is not the median of its floor runs")
     for tool, size in rec["chose"]["inputs"].items():
         sizes = {r.get("size_bytes") for r in runs if r.get("step") == "capped" and r.get("tool") == tool}
         if size not in sizes:

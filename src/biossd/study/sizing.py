@@ -9,12 +9,17 @@ speedup comes "when the memory footprint of a program exceeds the capacity of ma
 
 The rule keeps that regime on a small machine, the same for every tool:
 
-* **Floor F** (:func:`floor_bytes`): what does not grow with a tool's input — code, libraries,
-  fixed tables, a JVM — is its peak resident memory, uncapped, on :data:`FLOOR_DIVISOR`-th of its
-  input: every process of the run, wrappers, MPI daemons and ``time`` included (the paper's RAM
-  held them all), read from the run's cgroup (:class:`biossd.host.cgroups.ResidentWatch`:
-  anonymous, mapped-file and shared memory, not the page cache of files it only reads).
-  Measured by ``biossd study size`` (:mod:`biossd.study.sizer`), never chosen.
+* **Floor F** (:func:`floor_of`): what does not grow with a tool's input — fixed tables, a
+  JVM, an MPI launcher's daemons and segments — is its peak resident memory, uncapped, on
+  :data:`FLOOR_DIVISOR`-th of its input: every process of the run, wrappers, MPI daemons and
+  ``time`` included (the paper's RAM held them all), read from the run's cgroup
+  (:class:`biossd.host.resident.ResidentWatch`: anonymous, mapped-file and shared memory, not the
+  page cache of files it only reads); the median of :data:`FLOOR_REPEATS` runs after
+  :data:`FLOOR_WARMUPS` warm-up. Code is not in it: the warm-up reads the tool's code into the
+  page cache, charged to its own cgroup, and no run after it is charged for it
+  (:mod:`biossd.host.pagecache`, docs/study.md "Code is not data"). Measured in every study
+  session on its own host, before the tool's capped runs, never chosen; ``biossd study size``
+  (:mod:`biossd.study.sizer`) measures it too, for its own capped runs.
 * **JVM heaps are data** (:data:`HEAP_MARGIN`): one heap rule for every JVM tool — its heap size
   is ``HEAP_MARGIN ×`` the smallest heap that completes its input (``-Xms = -Xmx``, so that the
   JVM's sizing does not follow the host's RAM), with the Parallel collector the paper's Java 7
@@ -30,13 +35,19 @@ The rule keeps that regime on a small machine, the same for every tool:
   buffer) are their paper-era defaults divided by D = :data:`PAPER_MEMORY_BYTES` / M
   (:func:`memory_divisor`), never a fraction of the cap; the catalogue cites each default.
 * **Inputs per program** (:func:`largest_within_budget`): each tool's input is the largest
-  doubling step whose uncapped native run adds at most :data:`INPUT_BUDGET_S` to its
-  1/:data:`FLOOR_DIVISOR` run; the GATK steps share one input and the aligners of Fig. 1 one
-  (the paper shares a data set there), and a tool whose capped native run exceeds half the time
-  limit is halved (:func:`fits_time_limit`), so that a censored slow-side run proves at least
+  step of a doubling ladder, refined by :data:`FINE_STEP` next to the budget, whose uncapped
+  native run adds at most :data:`INPUT_BUDGET_S` to its 1/:data:`FLOOR_DIVISOR` run, a step
+  within :data:`RETIME_WITHIN` of the budget decided by the median of :data:`RETIME_REPEATS`
+  timings (:func:`needs_retiming`), so that jitter cannot move it; the GATK steps share one
+  input and the aligners of Fig. 1 one (the paper shares a data set there), and a tool whose
+  capped native run exceeds half the time limit steps down by :data:`FINE_STEP`
+  (:func:`fits_time_limit`), so that a censored slow-side run proves at least
   :data:`CENSORED_MIN_SPEEDUP` x.
 * **Fig. 9** (:data:`FIG9_MEMORY_PER_INPUT`): GATK at F + {0.2, 0.8, 1.6} × its input, the
   paper's 4, 16 and 32 GB on 20 GB, with the heap fixed across the three.
+* **Dead band** (:func:`band_bytes`): a call whose memory sits within max(:data:`BAND_DATA_MEMORY_SHARE`
+  M, :data:`BAND_FLOOR_SIGMAS` σ_F) of its cap is *marginal* (docs/study.md, "Dead bands at
+  every edge"), as is one whose interval touches a group's bound.
 
 ``biossd study size`` (:mod:`biossd.study.sizer`) measures F, the inputs and the heaps on the
 host under study, within a per-run budget derived from the study's (:func:`input_budget_s`), and
@@ -58,6 +69,23 @@ INPUT_PER_MEMORY = 5
 FIG9_MEMORY_PER_INPUT = (0.2, 0.8, 1.6)
 #: The floor is measured on this fraction of the tool's input (what does not grow with it).
 FLOOR_DIVISOR = 64
+#: The floor is the median of this many runs (docs/study.md, "The floor is measured where the
+#: study runs")…
+FLOOR_REPEATS = 3
+#: …after this many warm-up runs, which read the tool's code into the page cache in a cgroup of
+#: their own (docs/study.md, "Code is not data") and are not counted.
+FLOOR_WARMUPS = 1
+#: A ladder step whose added time lies within this share of the budget is timed again…
+RETIME_WITHIN = 0.10
+#: …and decided by the median of this many timings (docs/study.md, "A sizing that jitter cannot move").
+RETIME_REPEATS = 3
+#: The finer step next to an edge: between the last doubling within the budget and the first over
+#: it, and down from an input whose capped run passes half the time limit.
+FINE_STEP = 2 ** 0.5
+#: The dead band (docs/study.md, "Dead bands at every edge"): max(this share of M, this many
+#: standard deviations of F).
+BAND_DATA_MEMORY_SHARE = 0.5
+BAND_FLOOR_SIGMAS = 3
 #: Seconds an input may add to the tool's 1/FLOOR_DIVISOR run, uncapped on the native disk: the
 #: paper's "less than 72 hours" per program, scaled to a study that ends within 45 minutes.
 INPUT_BUDGET_S = 5.0
@@ -104,9 +132,44 @@ def is_gatk(tool: str) -> bool:
 
 
 def floor_bytes(resident_peak_bytes: float) -> int:
-    """F: the peak resident memory of every process of an uncapped run on 1/FLOOR_DIVISOR of the
-    input (bytes, :class:`biossd.host.cgroups.ResidentWatch`), rounded up to whole KiB."""
+    """A floor run's peak resident memory of every process of an uncapped run on 1/FLOOR_DIVISOR
+    of the input (bytes, :class:`biossd.host.resident.ResidentWatch`), rounded up to whole KiB."""
     return round_kib(resident_peak_bytes)
+
+
+def floor_of(peaks_bytes: Iterable[float]) -> tuple[int, float]:
+    """F and σ_F: the median of the floor runs' resident peaks (the warm-up left out by the
+    caller), rounded up to whole KiB, and their sample standard deviation (0 for one run)."""
+    peaks = [float(p) for p in peaks_bytes]
+    if not peaks:
+        raise ValueError("no floor runs to take the median of")
+    sd = statistics.stdev(peaks) if len(peaks) > 1 else 0.0
+    return round_kib(statistics.median(peaks)), round(sd, 1)
+
+
+def band_bytes(data_memory: float, floor_sd: float) -> float:
+    """The dead band b = max(BAND_DATA_MEMORY_SHARE M_t, BAND_FLOOR_SIGMAS σ_F) around a tool's
+    cap (docs/study.md, "Dead bands at every edge")."""
+    return max(BAND_DATA_MEMORY_SHARE * float(data_memory), BAND_FLOOR_SIGMAS * float(floor_sd or 0.0))
+
+
+def needs_retiming(added_s: float, budget_s: float) -> bool:
+    """Whether a ladder step's added time lies within RETIME_WITHIN of the budget: then it is
+    timed RETIME_REPEATS times in all and its median decides."""
+    return abs(added_s - budget_s) <= RETIME_WITHIN * budget_s
+
+
+def fine_step(size: int) -> int:
+    """The step FINE_STEP below ``size`` (bytes), in whole KiB."""
+    return round_kib(size / FINE_STEP)
+
+
+def data_memories(tool: str, data_memory: int, gatk_input_bytes: int | None) -> list[int]:
+    """The data memories M_t a tool runs under (its caps are F + each): M; for a GATK step, Fig.
+    9's FIG9_MEMORY_PER_INPUT times the GATK input (the first, 0.2, is M_GATK = input / 5)."""
+    if is_gatk(tool) and gatk_input_bytes:
+        return [round_kib(f * gatk_input_bytes) for f in FIG9_MEMORY_PER_INPUT]
+    return [int(data_memory)]
 
 
 def data_memory_bytes(input_bytes: Iterable[int]) -> int:
@@ -187,5 +250,5 @@ def time_limit_s(run_budget_s: float) -> float:
 
 def fits_time_limit(capped_native_s: float, limit_s: float = TIME_LIMIT_S) -> bool:
     """Whether an input's capped native run leaves room for a censored slow side to prove
-    CENSORED_MIN_SPEEDUP x (else the input is halved)."""
+    CENSORED_MIN_SPEEDUP x (else the input steps down by FINE_STEP)."""
     return capped_native_s <= limit_s / CENSORED_MIN_SPEEDUP

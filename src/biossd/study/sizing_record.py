@@ -15,15 +15,19 @@ from biossd.core.files import atomic_write_text
 from biossd.core.units import format_size, parse_size
 from biossd.study import sizing
 
-#: The record's format; a study refuses any other.
-FORMAT = "biossd-sizing/1"
+#: The record's format; a study refuses any other (``/1`` carried caps; ``/2`` the data memories,
+#: each study measuring its own floors).
+FORMAT = "biossd-sizing/2"
+#: Every format of ``biossd study size``'s records.
+FORMAT_FAMILY = "biossd-sizing/"
 
 #: The rule's constants a record must share with this code to be used.
 RULE_CONSTANTS = ("PAPER_MEMORY_BYTES", "INPUT_PER_MEMORY", "FIG9_MEMORY_PER_INPUT", "FLOOR_DIVISOR",
+                  "FLOOR_REPEATS", "FLOOR_WARMUPS", "RETIME_WITHIN", "RETIME_REPEATS", "FINE_STEP",
                   "TIME_LIMIT_PER_INPUT_BUDGET", "CENSORED_MIN_SPEEDUP", "HEAP_MARGIN", "SWAP_SIZE")
 
 #: The study parameters a sizing record sets (nextflow_schema.json names each).
-PARAMETERS = ("tool_caps", "tool_input_sizes", "input_sizes", "data_memory", "java_heaps", "time_limit",
+PARAMETERS = ("tool_data_memory", "tool_input_sizes", "input_sizes", "data_memory", "java_heaps", "time_limit",
               "emulate_size", "swap")
 
 class SizingError(BiossdError):
@@ -48,13 +52,13 @@ def digest(path: Path) -> str:
 def summary(rec: dict[str, Any]) -> str:
     """One paragraph: the host, the budget, M and D, and each tool's input, floor and cap."""
     chose, params = rec["chose"], rec["parameters"]
-    caps = dict(pair.split("=", 1) for pair in params["tool_caps"].split(";"))
+    memories = dict(pair.split("=", 1) for pair in params["tool_data_memory"].split(";"))
     lines = [f"sizing of {rec['host'].get('hostname')} ({rec['created']}): {rec['budget']['run_s']:g} s a run, "
              f"time limit {rec['budget']['time_limit_s']:g} s; M = {format_size(chose['data_memory'])}, "
              f"D = 1 GB / M = {chose['memory_divisor']:.1f}"]
     for tool in sorted(chose["inputs"]):
-        lines.append(f"  {tool:<22} input {format_size(chose['inputs'][tool]):>7}  F {format_size(chose['floors'][tool]):>7}"
-                     f"  cap {caps[tool]}  data/M uncapped {chose['data_over_m'].get(tool, float('nan')):.2f}")
+        lines.append(f"  {tool:<22} input {format_size(chose['inputs'][tool]):>7}  F here {format_size(chose['floors'][tool]):>7}"
+                     f"  data memory {memories[tool]}  data/M uncapped {chose['data_over_m'].get(tool, float('nan')):.2f}")
     for tool, why in chose.get("left_out", {}).items():
         lines.append(f"  {tool:<22} left out: {why}")
     return "\n".join(lines)
@@ -98,9 +102,10 @@ def provenance(rec: dict[str, Any] | None) -> dict[str, Any]:
     """How a result set was sized, for its methods: the per-run budget, the time limit, the host
     and the command, from its record (a record of ``benchmarks/sizing.py`` before this command
     kept only its budget: the rule's constants then)."""
-    if rec and rec.get("format") == FORMAT:
+    if rec and str(rec.get("format", "")).startswith(FORMAT_FAMILY):
+        earlier = "" if rec.get("format") == FORMAT else f" ({rec.get('format')}: an earlier rule's record, with its caps)"
         return {"run_s": rec["budget"]["run_s"], "time_limit_s": rec["budget"]["time_limit_s"],
-                "host": rec["host"].get("hostname"), "created": rec.get("created"), "by": "biossd study size"}
+                "host": rec["host"].get("hostname"), "created": rec.get("created"), "by": "biossd study size" + earlier}
     run_s = float((rec or {}).get("budget_s") or sizing.INPUT_BUDGET_S)
     return {"run_s": run_s, "time_limit_s": sizing.TIME_LIMIT_S, "host": None, "created": None,
             "by": "benchmarks/sizing.py"}

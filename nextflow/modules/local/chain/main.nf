@@ -19,7 +19,7 @@ process CHAIN {
     def args    = task.ext.args ?: ''
     def engine  = task.ext.engine ? "--container ${q(task.ext.engine)}" : ''
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
-    def steps   = groovy.json.JsonOutput.toJson(meta.steps.collect { st -> [index: st.index, name: st.name, tool: st.tool, mem: st.mem, settings: st.settings ?: [:]] })
+    def steps   = groovy.json.JsonOutput.toJson(meta.steps.collect { st -> [index: st.index, name: st.name, tool: st.tool, mem: st.mem, settings: st.settings ?: [:], mem_bytes: st.mem_bytes, floor_labels: st.floor_labels ?: [:]] })
     """
     printf '%s\\n' ${q(steps)} > steps.json
     biossd chain run ${q(meta.pipeline)} --input ${q(input_dir)} --scratch ${scratch} --out steps \\

@@ -22,7 +22,7 @@ process PROFILE {
     def engine  = engine_name ? "--container ${q(engine_name)}" : ''
     def engineLabel = engine_name ? "--label ${q("container_engine=${engine_name}")}" : ''
     def tool    = q(meta.tool)
-    def mem     = q(meta.mem)
+    def mem     = meta.probe ? 'none' : q(meta.mem_bytes != null ? meta.mem_bytes.toString() : meta.mem)
     def uncapped = meta.probe ? '--uncapped' : ''
     def sets    = (meta.settings ?: [:]).collect { k, v -> "--set ${q("${k}=${v}")}" }.join(' ')
     def setLabels = (meta.settings ?: [:]).collect { k, v -> "--label ${q("setting.${k}=${v}")}" }.join(' ')

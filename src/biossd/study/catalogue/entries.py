@@ -102,6 +102,15 @@ class Entry:
     def parameters(self) -> set[str]:
         return {name for part in self.command for name in _FIELD_RE.findall(part)}
 
+    def min_cap_bytes(self) -> int:
+        """The smallest cap a run of the tool may have: its catalogue ``min_mem``, at least the
+        smallest any run may have (:data:`biossd.host.cgroups.MIN_CAP_BYTES`)."""
+        from biossd.core.units import parse_size
+        from biossd.host.cgroups import MIN_CAP_BYTES
+
+        own = self.data.get("min_mem")
+        return max(MIN_CAP_BYTES, parse_size(own) if own else 0)
+
     def memory_options(self) -> list[Mapping[str, Any]]:
         """The tool's own memory settings (``memory_options`` of the entry), in order."""
         return list(self.data.get("memory_options") or [])

@@ -1,0 +1,228 @@
+"""Calls that hold (docs/study.md): the page cache evicted run by run so that code stays out of the
+cap, the code a run reads counted by device, the floor measured in the session and the caps it
+gives, a sizing that jitter cannot move, the dead band, and the load outside a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from biossd.core.units import parse_size
+from biossd.host import pagecache, resident
+from biossd.measure import floors, hostload, manifest, traceevents
+from biossd.study import matrix, sizer, sizing
+
+
+# -- the page cache ------------------------------------------------------------------------------------------------
+def _cached(path, size=1 << 20):
+    path.write_bytes(os.urandom(size))
+    path.read_bytes()
+    return path
+
+
+def test_the_run_s_files_are_evicted_and_the_rest_stays(tmp_path):
+    run, other = tmp_path / "run", tmp_path / "code"
+    run.mkdir()
+    other.mkdir()
+    data = _cached(run / "input.bam")
+    os.link(data, run / "input-link.bam")  # a hard link of the shared copy: one file
+    code = _cached(other / "libtool.so")
+    os.sync()
+    assert pagecache.resident_bytes(code) > 0
+    record = pagecache.evict_run([run], [])
+    assert record["policy"] == "run" and record["files"] == 1 and record["bytes"] == 1 << 20
+    assert record["resident_after_bytes"] == 0 and pagecache.resident_bytes(data) == 0
+    assert pagecache.resident_bytes(code) == 1 << 20, "a file outside the run's roots was evicted"
+
+
+def test_a_device_that_cannot_be_flushed_is_named_not_raised(tmp_path):
+    problem = pagecache.flush_buffers("no-such-device-here")
+    assert problem and "no-such-device-here" in problem
+    record = pagecache.evict_run([tmp_path], ["no-such-device-here"])
+    assert record["problems"] == [problem]
+
+
+def test_a_page_cache_add_line_is_read_with_its_device_and_folio():
+    line = ("     java-4242    [001] ..... 12345.678901: mm_filemap_add_to_page_cache: dev 254:0 ino 1a2b "
+            "pfn=0x12345 ofs=8192 order=2")
+    assert traceevents.parse_page_cache_line(line) == (4242, (254, 0), 4)
+    old = "  sh-7 [000] ..... 1.0: mm_filemap_add_to_page_cache: dev 7:1 ino 3 pfn=0x1 ofs=0"
+    assert traceevents.parse_page_cache_line(old) == (7, (7, 1), 1)
+    assert traceevents.parse_page_cache_line("sh-7 [000] 1.0: block_rq_issue: 7,1 R 4096 () 8 + 8 [sh]") is None
+
+
+def test_a_dirtied_page_is_read_with_its_process_and_file_and_a_removed_file_is_transient(tmp_path):
+    from biossd.measure import blocktrace
+
+    line = "        FCluster-5150    [000] ..... 812.000001: writeback_dirty_folio: bdi 7:1: ino=4242 index=3"
+    assert traceevents.parse_dirty_line(line) == (5150, "FCluster", 4242)
+    assert traceevents.parse_dirty_line("sh-1 [000] 1.0: balance_dirty_pages: bdi 7:1: pause=4 ") is None
+    writer = traceevents.CanonicalWriter(tmp_path / "t.tsv.gz", {}, 0.0)
+    writer.dirtied_traced, writer.forks_traced = True, True
+    writer.forks = [(100, 101)]
+    for _ in range(2048):  # 8 MiB of a segment the launcher removed before the run ended
+        writer.dirty(101, "FCluster", 4242)
+    writer.dirty(101, "FCluster", 77)  # the output, left
+    writer.dirty(999, "nextflow", 5)  # another process's: not the run's
+    record = blocktrace.dirtied(writer, 100, {77: "out.fa"}, {4242: "biossd-tmp/ompi/vader_segment.0"})
+    writer.abort()
+    assert record["by_process"] == {"FCluster": 2049 * blocktrace.PAGE_BYTES}
+    assert record["transient_bytes"] == 2048 * blocktrace.PAGE_BYTES
+    assert record["files"][0] == {"file": "biossd-tmp/ompi/vader_segment.0", "left": False,
+                                  "bytes": 2048 * blocktrace.PAGE_BYTES, "by": {"FCluster": 2048 * blocktrace.PAGE_BYTES}}
+    assert record["files"][1]["file"] == "out.fa" and record["files"][1]["left"]
+
+
+def test_a_process_s_resident_parts_are_read_by_name():
+    name, parts = resident.process_parts(os.getpid())
+    assert name.startswith("py") and set(parts) == set(resident.PROCESS_STATUS_PARTS.values())
+    assert parts["anon_bytes"] > 0
+    assert resident.process_parts(2 ** 22 + 7) is None
+
+
+# -- the floor in the session ----------------------------------------------------------------------------------------
+def _floor_run(root, tool, rep, peak, outcome="ok"):
+    run = root / f"{tool}-{rep}"
+    run.mkdir()
+    manifest.write_manifest(run, {"labels": {"tool": tool, "probe": "floor", "rep": rep}, "outcome": outcome,
+                                  "memory_cap": {"resident": {"peak_bytes": peak}}})
+    return run
+
+
+def test_the_floor_is_the_median_of_the_runs_after_the_warm_up(tmp_path):
+    runs = [_floor_run(tmp_path, "maq", 0, 900 << 20)]  # the warm-up, which read the code: left out
+    runs += [_floor_run(tmp_path, "maq", rep, peak) for rep, peak in ((1, 140 << 20), (2, 142 << 20), (3, 141 << 20))]
+    measured = floors.floors_of(runs)["maq"]
+    assert measured["floor_bytes"] == 141 << 20 and measured["floor_runs"] == sizing.FLOOR_REPEATS
+    assert measured["floor_sd_bytes"] == pytest.approx(1 << 20, rel=0.01)
+
+
+def test_a_tool_with_no_floor_run_ok_stops_the_caps_naming_it(tmp_path):
+    runs = [_floor_run(tmp_path, "blat", rep, None, "failed") for rep in range(4)]
+    with pytest.raises(floors.FloorError, match="blat: no floor run ended ok.*rep 3 failed"):
+        floors.floors_of(runs)
+
+
+def test_every_capped_task_gets_its_floor_plus_its_data_memory():
+    measured = {"bwa": {"floor_bytes": 3 << 20, "floor_sd_bytes": 4096.0, "floor_runs": 3},
+                "gatk_printreads": {"floor_bytes": 100 << 20, "floor_sd_bytes": 0.0, "floor_runs": 3}}
+    tasks = [{"tool": "bwa", "mem": "6554K", "mem_bytes": None, "data_memory_bytes": 6554 << 10, "labels": {"rep": 1}},
+             {"tool": "gatk_printreads", "mem": "1M", "mem_bytes": None, "data_memory_bytes": 1 << 20, "labels": {}},
+             {"tool": "bwa", "mem": "64M", "mem_bytes": 64 << 20, "labels": {}},  # a cap as given: kept
+             {"pipeline": "p", "steps": [{"tool": "bwa", "mem": "6554K", "mem_bytes": None,
+                                          "data_memory_bytes": 6554 << 10}], "job_mem_bytes": None}]
+    capped = floors.with_caps(tasks, measured, lambda tool: 128 << 20 if tool.startswith("gatk") else 2 << 20)
+    assert capped[0]["mem_bytes"] == sizing.cap_bytes(3 << 20, 6554 << 10)
+    assert capped[0]["labels"] == {"rep": 1, "floor_bytes": 3 << 20, "floor_sd_bytes": 4096.0, "floor_runs": 3,
+                                   "data_memory_bytes": 6554 << 10}
+    assert capped[0]["job_mem_bytes"] == capped[0]["mem_bytes"] + matrix.PROFILER_JOB_OVERHEAD_BYTES
+    assert capped[1]["mem_bytes"] == 128 << 20, "a cap is never below what a run of the tool needs"
+    assert capped[2] == tasks[2]
+    assert capped[3]["steps"][0]["mem_bytes"] == capped[0]["mem_bytes"]
+    assert capped[3]["steps"][0]["floor_labels"]["floor_bytes"] == 3 << 20
+    with pytest.raises(floors.FloorError, match="maq: no floor runs were given"):
+        floors.with_caps([{"tool": "maq", "mem_bytes": None, "data_memory_bytes": 1}], measured, lambda t: 0)
+
+
+def test_a_sized_plan_measures_floors_first_and_leaves_the_caps_to_them():
+    p = matrix.plan({"tools": "bwa,gatk_printreads", "mem_caps": "1G", "tool_caps": "gatk_*=4G",
+                     "tool_data_memory": "bwa=6554K;gatk_*=1639K,6554K", "data_memory": "6554K", "scales": "1",
+                     "repeats": 2, "input_size": "8M", "storage_classes": "ssd,hdd", "host": "h"}, stub=True)
+    assert p.problems == [] and p.floors_in_session and p.caps == {"bwa": ["6554K"], "gatk_printreads": ["1639K", "6554K"]}
+    floor_tasks = p.floor_tasks()
+    assert [(t["tool"], t["rep"]) for t in floor_tasks] == [(t, r) for t in ("bwa", "gatk_printreads")
+                                                             for r in range(sizing.FLOOR_REPEATS + 1)]
+    assert {t["storage"] for t in floor_tasks} == {"ssd"} and all(t["probe"] == "floor" for t in floor_tasks)
+    assert floor_tasks[1]["publish"] == "h-ssd/probes/floor/bwa/1"
+    assert floor_tasks[0]["input"].endswith(f"div{sizing.FLOOR_DIVISOR}")
+    assert {i["id"] for i in p.inputs()} >= {t["input"] for t in floor_tasks}
+    runs = [t for t in p.tasks() if not t.get("probe")]
+    assert runs and all(t["mem_bytes"] is None and t["data_memory_bytes"] == parse_size(t["mem"]) for t in runs)
+
+
+# -- a sizing that jitter cannot move ----------------------------------------------------------------------------------
+class _Ladder:
+    """A stand-in for the sizer's runner (the real one is exercised by tests/test_sizer.py): wall
+    times from ``walls(size, how many times timed)``; records every run."""
+
+    def __init__(self, walls):
+        self.walls, self.runs = walls, []
+
+    def run(self, tool, size, cap, settings, step, timeout_s):
+        n = sum(1 for r in self.runs if r[:3] == (tool, size, cap))
+        self.runs.append((tool, size, cap, step))
+        return {"outcome": "ok", "wall_s": self.walls(size, n), "resident_peak_bytes": 1 << 20}
+
+
+def test_a_step_next_to_the_budget_is_timed_three_times_and_its_median_decides():
+    budget = 5.0
+
+    def walls(size, n):  # 8M adds 5.10 s, then 4.95 and 4.96 (the jitter that moved ABySS); past it, over
+        if size == 8 << 20:
+            return 1.0 + (5.10, 4.95, 4.96)[n % 3]
+        return 1.0 + (0.0 if size < 8 << 20 else size / (1 << 20) * 0.6)
+
+    ladder = _Ladder(walls)
+    best = sizer._ladder(ladder, ["abyss"], {}, budget, 256 << 20, 60)
+    timed = [r for r in ladder.runs if r[1] == 8 << 20]
+    reference = [r for r in ladder.runs if r[1] == (8 << 20) // sizing.FLOOR_DIVISOR]
+    assert len(timed) == len(reference) == sizing.RETIME_REPEATS
+    assert best == 8 << 20, "the median (4.96 s) is within the budget, though the first timing (5.10 s) was not"
+    fine = sizing.fine_step(16 << 20)
+    assert any(r[1] == fine for r in ladder.runs), "the step √2 below the first over the budget is tried"
+
+
+def test_the_fine_step_is_taken_when_it_fits():
+    def walls(size, n):
+        return 1.0 + size / (1 << 20) * 0.4  # adds 0.4 s a MiB: 8M 3.2 s, 11.3M 4.5 s, 16M 6.4 s
+    best = sizer._ladder(_Ladder(walls), ["maq"], {}, 5.0, 256 << 20, 60)
+    assert best == sizing.fine_step(16 << 20) and 8 << 20 < best < 16 << 20
+
+
+def test_an_input_over_half_the_limit_steps_down_by_root_two():
+    def walls(size, n):
+        return size / (1 << 20) * 2.0  # capped: 2 s a MiB against a bound of 30 s
+    chosen = {"cluster3": 32 << 20}
+    ladder = _Ladder(walls)
+    sizer._fit_time_limit(ladder, chosen, {"cluster3": 1 << 20}, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None)
+    sizes = [r[1] for r in ladder.runs]
+    assert sizes[:3] == [32 << 20, sizing.fine_step(32 << 20), sizing.fine_step(sizing.fine_step(32 << 20))]
+    assert chosen["cluster3"] * 2.0 / (1 << 20) <= 30.0 < chosen["cluster3"] * sizing.FINE_STEP * 2.0 / (1 << 20)
+
+
+def test_the_rule_s_small_pieces():
+    assert sizing.floor_of([3, 1, 2]) == (1024, 1.0) and sizing.floor_of([5000]) == (5120, 0.0)
+    assert sizing.band_bytes(6 << 20, 10) == 3 << 20 and sizing.band_bytes(1 << 20, 1 << 20) == 3 << 20
+    assert sizing.needs_retiming(5.4, 5.0) and not sizing.needs_retiming(5.6, 5.0)
+    assert sizing.data_memories("bwa", 6 << 20, 8 << 20) == [6 << 20]
+    assert sizing.data_memories("gatk_printreads", 6 << 20, 10 << 20) == [sizing.round_kib(f * (10 << 20))
+                                                                          for f in sizing.FIG9_MEMORY_PER_INPUT]
+
+
+# -- the load outside a run ------------------------------------------------------------------------------------------
+BUSY = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
+
+
+def test_a_busy_program_beside_a_run_is_load_outside_it_and_the_run_is_not():
+    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    load = hostload.HostLoad(run.pid).start()
+    beside = subprocess.Popen([sys.executable, "-c", BUSY.format(s=1.0)], start_new_session=True)
+    beside.wait()
+    run.wait()
+    load.stop()
+    busy = load.record(run_cpu_s=0.0)
+    assert busy["measured"] and busy["outside_cores"] > 0.4 and busy["busy"], busy
+
+    # The same work as the run's own (its accounting, wait4's, says so): not outside it.
+    command = subprocess.Popen([sys.executable, "-c", BUSY.format(s=1.0)])
+    quiet = hostload.HostLoad(command.pid).start()
+    _, _, usage = os.wait4(command.pid, 0)
+    quiet.stop()
+    command.returncode = 0
+    mine = quiet.record(run_cpu_s=usage.ru_utime + usage.ru_stime)
+    assert mine["outside_cores"] < busy["outside_cores"] - 0.3, (mine, busy)
+    assert json.dumps(mine) and "steal_cores" in mine and hostload.HostLoad(None).record(0.0)["measured"] is False
