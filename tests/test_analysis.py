@@ -269,7 +269,11 @@ def test_the_answer_and_each_disagreement_come_from_the_features(fixture):
     plus = (ran["group"] == "G+").sum()
     assert f"accelerated {plus} of the {len(ran)} tools" in text
     agree = int((explained["agrees"] == True).sum())  # noqa: E712
-    assert f"{agree} land in the paper's group" in text
+    called = explained["agrees"].notna().sum()
+    assert f"{called} have a firm call (G+ or G0), of which {agree} agree with the paper" in text.replace(
+        " has a firm", " have a firm").replace(" agrees with", " agree with")
+    paper = explained[explained["paper_group"].ne("") & explained["substitute_of"].eq("")]
+    assert f"Of the paper's {len(paper)} tools, {paper['mem'].ne('').sum()} ran here" in text
     lines = verdict.disagreements_text(explained)
     assert len(lines) == int((explained["agrees"] == False).sum())  # noqa: E712
 

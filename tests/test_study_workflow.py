@@ -141,8 +141,11 @@ def test_notebooks_render_the_real_result_set_deterministically(result_set, bios
 
     row = next(r for r in csv.DictReader(io.StringIO(table1)) if r["tool"] == "samtools_sort")
     assert row["status"] == "ok" and row["mem"] == "64M" and row["scale"] == "1"
-    # Set against the paper's group, unless it falls between the groups (neither agrees nor disagrees).
-    assert row["agrees"] in ("True", "False") or (row["group"] == "between" and row["agrees"] == ""), row
+    # Set against the paper's group, unless its call falls between the groups or sits at an edge
+    # (marginal): neither agrees nor disagrees.
+    assert (row["agrees"] in ("True", "False") and row["call"] == row["group"]) or (
+        row["call"] in ("between", "marginal") and row["agrees"] == ""), row
+    assert (row["call"] == "marginal") == bool(row["marginal_edge"]), row
     executed = (report_dir / "notebooks" / "03_patterns.ipynb").read_text()
     assert "clustering needs at least two tools" in executed
     assert "emulated Seagate Barracuda" in (report_dir / "tables" / "table4_hdd_devices.csv").read_text()

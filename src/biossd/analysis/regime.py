@@ -4,7 +4,8 @@ and whether it paged depends on how far what grows with its input exceeds M — 
 paper's single RAM created (Lee, Min and Yoon 2015, §3.7: speedup comes "when the memory
 footprint of a program exceeds the capacity of main memory").
 
-Per tool at its baseline: F (cap − M), its input, M, the data part over M — from the sizing
+Per tool at its baseline: F (measured in the study's session and recorded by every run; for a
+study whose caps were given, cap − M), its input, M, the data part over M — from the sizing
 record's *uncapped* run of the full input (``pipeline_info/sizing.json``; a capped run cannot
 show more than about M) — the input over M, and per class the page swaps per second (Pfault),
 the major faults, the pages swapped in and out and the swap-in reads, and on the slow class who
@@ -70,12 +71,17 @@ def regime_table(a: Analysis) -> pd.DataFrame:
     uncapped = sizing_record.data_over_m(a.rs.sizing)
     rows = []
     for tool, runs in a.baseline_runs.groupby("tool", sort=True):
-        cap = float(runs["mem_bytes"].dropna().iloc[0]) if runs["mem_bytes"].notna().any() else math.nan
+        cap = float(runs["cap_bytes"].dropna().median()) if runs["cap_bytes"].notna().any() else math.nan
         input_bytes = float(runs["input_bytes"].mean()) if "input_bytes" in runs else math.nan
-        # The GATK steps' data memory follows their shared input (Fig. 9's 4 GB on 20 GB).
+        # The GATK steps' data memory follows their shared input (Fig. 9's 4 GB on 20 GB); a study
+        # that measured its floors in its session recorded both in every run.
         m = input_bytes / sizing.INPUT_PER_MEMORY if sizing.is_gatk(tool) and np.isfinite(m_study) else m_study
+        if "data_memory_bytes" in runs and runs["data_memory_bytes"].notna().any():
+            m = float(runs["data_memory_bytes"].dropna().median())
+        floor = (float(runs["floor_bytes"].dropna().median()) if "floor_bytes" in runs and runs["floor_bytes"].notna().any()
+                 else cap - m)
         issuer, share = _issuer(runs, slow)
-        row = {"tool": tool, "floor_bytes": cap - m, "input_bytes": input_bytes, "data_memory_bytes": m,
+        row = {"tool": tool, "floor_bytes": floor, "input_bytes": input_bytes, "data_memory_bytes": m,
                "data_over_m": float(uncapped.get(tool, math.nan)), "input_over_m": input_bytes / m if m else math.nan,
                "swap_read_issuer_slow": issuer, "swap_read_issuer_share_slow": share}
         for column, key in (("pfault", "Pfault"), ("major_faults", "major_faults"), ("swap_ins", "swap_ins"),
@@ -138,13 +144,14 @@ def sizing_text(a: Analysis) -> str:
     if rec and rec.get("format") == sizing_record.FORMAT:
         how = sizing_record.provenance(rec)
         return (f"Sized by the rule (`biossd study size` on {how['host']}, {how['created']}: {how['run_s']:g} s "
-                f"an input may add to a run, a {how['time_limit_s']:g} s limit); both sides ran its inputs, caps, "
-                "settings and limit, so each tool ran in the paper's regime as the rule defines it.")
+                f"an input may add to a run, a {how['time_limit_s']:g} s limit); both sides ran its inputs, data "
+                "memory, settings and limit, each capped at the floor its own session measured plus that data memory, "
+                "so each tool ran in the paper's regime as the rule defines it.")
     if rec:
         return ("Sized by the rule, measured by benchmarks/sizing.py on the machine that ran the study (its record "
                 "is kept in pipeline_info/sizing.json).")
-    base = a.baseline_runs.groupby("tool")[["input_bytes", "mem_bytes"]].mean()
-    ratios = (base["input_bytes"] / base["mem_bytes"]).dropna()
+    base = a.baseline_runs.groupby("tool")[["input_bytes", "cap_bytes"]].mean()
+    ratios = (base["input_bytes"] / base["cap_bytes"]).dropna()
     listed = ", ".join(f"{tool} {ratio:.2g}" for tool, ratio in ratios.sort_values().items())
     if len(ratios) and (ratios >= sizing.INPUT_PER_MEMORY).all():
         return (f"Caps and inputs as given, not measured by the rule (the paper's own setup is given so: "

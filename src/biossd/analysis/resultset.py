@@ -69,9 +69,7 @@ class ResultSet:
             factor = float((record.get("params") or {}).get("memory_factor") or factor)
         if factor == 1:
             return dict(rec.get("parameters") or {})
-        from biossd.study.plan_params import MIN_CAP_BYTES
-
-        return sizer.parameters(rec, memory_factor=factor, min_cap_bytes=MIN_CAP_BYTES)
+        return sizer.parameters(rec, memory_factor=factor)
 
     def study_params(self) -> dict[str, Any]:
         """The study's parameters as its runs recorded them (the last record of each wins), those
@@ -133,7 +131,11 @@ def load(roots: Iterable[Path | str]) -> ResultSet:
         first = runs.loc[dup, list(features.LABEL_COLUMNS)].iloc[0].to_dict()
         raise ResultSetError(f"run {first} appears in more than one of {', '.join(map(str, roots))}; "
                              "give each result folder once")
+    # The configuration's memory as labelled (the cap as given, or the data memory M_t of a study
+    # that measured its floors in its session), and the cap each run had (its record's; the label's
+    # for a table of an older version).
     runs["mem_bytes"] = runs["mem"].map(_cap_bytes)
+    runs["cap_bytes"] = runs["cap_bytes"].where(runs["cap_bytes"].notna(), runs["mem_bytes"])
     runs["scale"] = runs["scale"].astype(int)
     return ResultSet(roots=roots, runs=runs, devices=devices, hosts=hosts, provenance=provenance,
                      sizing=next((s for s in sizings.values() if s), None))

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from biossd.analysis import Analysis, regime, speedup
+from biossd.analysis import Analysis, calls, regime, speedup
 
 #: A tool *paged* when its swap-in reads on the slow side, each at that device's mean random
 #: read time (its fio record, 4 KiB at depth 1), would take at least this share of its runtime on
@@ -67,9 +67,10 @@ def evidence(a: Analysis) -> pd.DataFrame:
     fast, slow = a.sides
     runs = a.baseline_runs
     reg = regime.regime_table(a)
+    called = calls.call_table(a)
     rows = []
     for tool, tool_runs in runs.groupby("tool", sort=True):
-        cap = tool_runs["mem_bytes"].dropna()
+        cap = tool_runs["cap_bytes"].dropna()
         device_kib = (tool_runs["Riops"] * tool_runs["Rsize"].fillna(0) + tool_runs["Wiops"] * tool_runs["Wsize"].fillna(0)
                       ) * tool_runs["runtime_s"]
         row = {
@@ -86,13 +87,28 @@ def evidence(a: Analysis) -> pd.DataFrame:
             "cpu_cores_used": _mean(tool_runs, fast, "cpu_cores_used"),
             "runtime_fast_s": _mean(tool_runs, fast, "runtime_s"),
             "random_read_slow_ms": random_read_ms(a, slow),
+            "transient_mib": _mean(tool_runs, slow, "transient_write_bytes", COUNTED) / MIB,
+            "transient_top": _mode(speedup.side_rows(tool_runs, slow), "transient_write_top"),
         }
         if tool in reg.index:
             row.update(issuer=reg.loc[tool, "swap_read_issuer_slow"], issuer_share=reg.loc[tool, "swap_read_issuer_share_slow"],
                        data_over_m=reg.loc[tool, "data_over_m"])
+        if tool in called.index:
+            row.update({k: called.loc[tool, k] for k in ("code_read_bytes", "code_read_device", "band_bytes",
+                                                         "marginal_edge")})
         row["kept_from_paging"] = kept_from_paging(a, tool, row)
         rows.append(row)
     return pd.DataFrame(rows).set_index("tool") if rows else pd.DataFrame(columns=["tool"]).set_index("tool")
+
+
+def _mode(rows: pd.DataFrame, column: str) -> str:
+    values = rows[column].dropna().astype(str) if column in rows else pd.Series(dtype=str)
+    return values.mode().iloc[0] if len(values) else ""
+
+
+#: Writes to files a run removed before it ended (an MPI launcher's segments, say) are named in a
+#: tool's reason from this many MiB a run.
+TRANSIENT_MIB = 1.0
 
 
 def paging_s(facts: pd.Series | pd.DataFrame) -> pd.Series | float:
@@ -128,6 +144,10 @@ def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str) -> st
               f"{_share(facts['read_service_slow_s'], busy)} and writes {_share(facts['write_service_slow_s'], busy)}")
     paging = (f"it paged: {reads}, {cost}; {footprint}" if did_page else
               f"no paging that costs {slow} much: {reads}; {footprint}")
+    transient = facts.get("transient_mib", math.nan)
+    if isinstance(transient, float) and np.isfinite(transient) and transient >= TRANSIENT_MIB:
+        device += (f"; at least {transient:.1f} MiB a run dirtied on {slow} in files its processes removed before it "
+                   f"ended — temporary files, a launcher's segments (largest, {facts.get('transient_top') or '?'})")
     cpu = facts["cpu_cores_used"]
     busy_cpu = f"; CPU-bound ({cpu:.1f} cores busy)" if np.isfinite(cpu) and cpu >= CPU_BOUND_CORES else ""
     kept = facts.get("kept_from_paging")
@@ -138,24 +158,42 @@ def _reason(row: pd.Series, facts: pd.Series | None, fast: str, slow: str) -> st
 
 def kept_from_paging(a: Analysis, tool: str, facts: dict) -> str:
     """Which variable of the sizing rule keeps a tool from paging, from its data: its data part
-    fits in M (and its input was halved by the time limit, when it was), or it grows uncapped but
-    does without under the cap (a JVM within its fixed heap)."""
+    fits in M (and its input was stepped down by the time limit, when it was), it grows uncapped
+    but does without under the cap (a JVM within its fixed heap), its cap squeezed its code rather
+    than its data (the code its capped runs read again), or its call sits at an edge."""
     data = facts.get("data_over_m", math.nan)
+    extra = _edge_and_code(facts)
     if not (isinstance(data, float) and np.isfinite(data)):
-        return ""
+        return "; ".join(extra)
     if data < 1:
         text = f"its data part is {data:.2g} x M uncapped, so it fits in M"
         halved = regime.halved_from(a, tool)
         if halved:
-            text += (f"; the rule halved its input because {', '.join(f'{b >> 10:,} KiB' for b in halved)} ran capped "
-                     "past half the time limit")
-        return text
+            text += (f"; the rule stepped its input down because {', '.join(f'{b >> 10:,} KiB' for b in halved)} ran "
+                     "capped past half the time limit")
+        return "; ".join([text, *extra])
     settings = a.baseline_runs.loc[a.baseline_runs["tool"] == tool, "settings"].dropna().astype(str)
     heap = next((kv.split("=", 1)[1] for kv in (settings.iloc[0].split(",") if len(settings) else [])
                  if kv.startswith("java_mem=")), None)
-    return (f"uncapped it grows to {data:.2g} x M above its floor, but under the cap it did without it (peak resident "
-            f"{_whole(facts['resident_mib'], ' MiB')} of {_whole(facts['cap_mib'], ' MiB')})"
-            + (f"; its JVM's heap is bounded at -Xmx {heap}" if heap else ""))
+    return "; ".join([
+        f"uncapped it grows to {data:.2g} x M above its floor, but under the cap it did without it (peak resident "
+        f"{_whole(facts['resident_mib'], ' MiB')} of {_whole(facts['cap_mib'], ' MiB')})"
+        + (f"; its JVM's heap is bounded at -Xmx {heap}" if heap else ""), *extra])
+
+
+def _edge_and_code(facts: dict) -> list[str]:
+    """What else a tool's runs say kept it from paging (its :func:`evidence` from
+    :mod:`biossd.analysis.calls`): its cap squeezed its code rather than its data (its capped runs
+    read more code than one band from elsewhere than the device under study), and the edge its
+    call sits on."""
+    out = []
+    code, band = facts.get("code_read_bytes", math.nan), facts.get("band_bytes", math.nan)
+    if isinstance(code, float) and isinstance(band, float) and np.isfinite(code) and np.isfinite(band) and code >= band:
+        out.append(f"the cap squeezed its code rather than its data: its capped runs read {code / MIB:.1f} MiB of code "
+                   f"again from {facts.get('code_read_device') or 'the host disk'} a run")
+    if facts.get("marginal_edge"):
+        out.append(f"its call is marginal — {facts['marginal_edge']}")
+    return out
 
 
 def explain(a: Analysis, table1: pd.DataFrame) -> pd.DataFrame:
@@ -183,6 +221,14 @@ def disagreements_text(explained: pd.DataFrame) -> list[str]:
     return lines
 
 
+def marginal_text(explained: pd.DataFrame) -> list[str]:
+    """One line per tool whose call is marginal: its group here and in the paper, its speedup,
+    the edge it sits on, and why its speedup is what it is."""
+    return [f"{r['name']}: marginal ({r['group']} here at {_fmt(r['speedup'], 'x')}, {r['paper_group'] or 'not in'} the "
+            f"paper) - {r['marginal_edge']}; {r['reason']}."
+            for _, r in explained[explained["call"] == calls.MARGINAL].iterrows()]
+
+
 def answer_text(a: Analysis, explained: pd.DataFrame) -> str:
     """The answer in prose: which tools the fast side accelerated, by how much, and where that
     agrees with the paper."""
@@ -194,17 +240,14 @@ def answer_text(a: Analysis, explained: pd.DataFrame) -> str:
     named = ", ".join(f"{r['name']} ({'at least ' if r.get('speedup_is_lower_bound') else ''}{_fmt(r['speedup'], 'x')})"
                       for _, r in plus.iterrows())
     rest = have[have["group"] != speedup.GROUP_FAST]
-    compared = explained[explained["agrees"].notna()]
-    agree = int((compared["agrees"] == True).sum())  # noqa: E712
     text = (f"The {fast} side accelerated {len(plus)} of the {len(have)} tools with a speedup by "
             f"{a.threshold:g}x or more" + (f": {named}." if len(plus) else ".") +
             (f" The other {len(rest)} changed by less than {a.threshold:g}x (median "
              f"{_fmt(float(rest['speedup'].median()), 'x')})." if len(rest) else "") +
-            f" Of the {len(compared)} tools the paper profiled that ran here, {agree} land in the paper's group.")
-    between = have[have["group"] == speedup.GROUP_BETWEEN]
-    if len(between):
-        text += (f" {len(between)} fell between negligible ({speedup.NEGLIGIBLE_BELOW:g}x) and {a.threshold:g}x, "
-                 f"counted as neither agreeing nor disagreeing: {', '.join(between['name'])}.")
+            " " + calls.counts_text(explained) +
+            " A marginal call sits at an edge — its headroom or its uncapped demand within one band of its cap, or "
+            f"its interval touching {speedup.NEGLIGIBLE_BELOW:g}x or {a.threshold:g}x — and, like one between "
+            f"{speedup.NEGLIGIBLE_BELOW:g}x and {a.threshold:g}x, counts as neither agreeing nor disagreeing.")
     pagers = have[paged(have)]
     text += (f" {len(pagers)} of the {len(have)} paged (swap-in reads on {slow} costing at least "
              f"{PAGING_SHARE:.0%} of the {fast} runtime at {slow}'s random-read time)"

@@ -42,6 +42,9 @@ class Artefact:
     in_supplement: bool = True
     #: Whether it can be absent (a table of a clustering that the data did not allow).
     optional: bool = field(default=False)
+    #: A table's LaTeX view (what a page sets, in human units) of what ``function`` returns; the
+    #: CSV keeps every column. ``None``: the same columns.
+    latex: Callable[[pd.DataFrame], pd.DataFrame] | None = None
 
     @property
     def files(self) -> tuple[PurePosixPath, ...]:
@@ -68,9 +71,16 @@ class Artefact:
 
 
 ARTEFACTS: tuple[Artefact, ...] = (
-    Artefact("table1_tools", TABLE, "1", "The tools: task, the paper's group and speedup beside this result set's "
-             "baseline speedup and group (G+ at the threshold or more), and why a tool has none",
-             "01_speedup", tables.table1_tools),
+    Artefact("table1_tools", TABLE, "1", "The tools: the paper's group and speedup beside this result set's "
+             "baseline speedup with its 95% interval, group and call (G+ at the threshold or more, G0 below 1.2x, "
+             "marginal at an edge, counted as neither agreement nor disagreement), the repeats that ended ok and those "
+             "redone because the host was busy, and why a tool has none",
+             "01_speedup", tables.table1_tools, latex=tables.table1_latex),
+    Artefact("tables6_regime", TABLE, "S6", "The regime each tool ran in and what its call rests on, in MiB: its floor "
+             "F measured in the session and its spread, its data memory, cap, the headroom its capped runs left and "
+             "the dead band, its uncapped data demand over its data memory, what it swapped out, the code its capped "
+             "runs read from elsewhere than the device under study, page swaps per second, and the CPU busy outside "
+             "its runs", "01_speedup", tables.table_regime, latex=tables.regime_latex),
     Artefact("fig01_aligners", FIGURE, "1", "Short-read aligners: runtime on both storage classes and quality "
              "against the synthetic truth", "01_speedup", figures.fig01_aligners),
     Artefact("fig02_speedup", FIGURE, "2", "Speedup of every tool, one panel per pair of a fast and a slow side",
@@ -94,9 +104,11 @@ ARTEFACTS: tuple[Artefact, ...] = (
     Artefact("fig09_memory", FIGURE, "9", "Main memory size and SSD effectiveness", "04_scaling", figures.fig09_memory),
     Artefact("fig10_cpu_memory", FIGURE, "10", "CPU and memory features with speedup",
              "02_storage_features", figures.fig10_cpu_memory),
-    Artefact("table3_ssd_devices", TABLE, "3", "The fast class's devices as measured, beside the paper's SSDs",
+    Artefact("table3_ssd_devices", TABLE, "3", "The fast class's devices as measured (the sequential write effective, "
+             "with its final sync; fio's own figure beside it), beside the paper's SSDs",
              "05_devices_inputs", lambda a: tables.table_devices(a, "SSD")),
-    Artefact("table4_hdd_devices", TABLE, "4", "The slow class's devices as measured, beside the paper's HDDs",
+    Artefact("table4_hdd_devices", TABLE, "4", "The slow class's devices as measured (the sequential write effective, "
+             "with its final sync), beside the paper's HDDs",
              "05_devices_inputs", lambda a: tables.table_devices(a, "HDD")),
     Artefact("table5_inputs", TABLE, "5", "The inputs of each tool", "05_devices_inputs", tables.table5_inputs),
     Artefact("tables1_prediction", TABLE, "S1", "Prediction validated: each tool's baseline runs on one side predicted "
@@ -137,7 +149,7 @@ def make(stem: str, a: Analysis, out: Mapping[str, Path], **params: Any) -> pd.D
         report.save_figure(made, Path(out["figures"]) / stem)
         return None
     if made is not None:
-        tables.write(made, Path(out["tables"]) / stem)
+        tables.write(made, Path(out["tables"]) / stem, artefact.latex(made) if artefact.latex else None)
     return made
 
 

@@ -157,7 +157,8 @@ def _measurement_tex(a: analysis.Analysis, params: dict[str, Any]) -> list[str]:
                   f"({_join([esc(t) for t in firmed])})" if firmed else "")
                + (f" and {int(others.max())} of its other caps and scales (the input-size and memory-size "
                   "experiments)" if len(others) else "")
-               + "; each run starts with the page cache dropped"
+               + "; each run starts cold on its device (what it reads from the device under study evicted "
+                 "from the page cache, its code kept resident outside its cap)"
                + (f", gets {esc(str(params['swap']))} of swap on its class's device" if params.get("swap") else "")
                + (f" and is stopped after {esc(str(params['time_limit']))} (outcome timeout; a tool whose runs "
                   "on the slow side all time out has a speedup of at least the limit over its fast runtime)"
@@ -192,8 +193,12 @@ def _sizing_tex(a: analysis.Analysis, params: dict[str, Any], sizes: Any) -> str
 
         return (r"Sizing rule (\texttt{biossd.study.sizing}): scale the paper's machine, not each tool. The paper "
                    r"gave every program one RAM (1~GB; GATK 4~GB) and chose an input for each program (\S5.1). Here "
-                   r"each tool's cap is its floor F (the peak resident memory of all its processes, uncapped, on 1/"
-                   f"{sizing.FLOOR_DIVISOR}" r" of its input; a JVM's heap sized at "
+                   r"each tool's cap is its floor F (the median peak resident memory of all its processes over "
+                   f"{sizing.FLOOR_REPEATS}" r" uncapped runs on 1/"
+                   f"{sizing.FLOOR_DIVISOR}" r" of its input, after a warm-up, measured in the study's own session on "
+                   r"its own host before the tool's capped runs; its code, read by the warm-up and charged to the "
+                   r"warm-up's cgroup, stays resident and outside every cap, and between runs only what a run reads "
+                   r"from the device under study is evicted from the page cache; a JVM's heap sized at "
                    f"{sizing.HEAP_MARGIN}" r"$\times$ the smallest that completes the input, not pre-touched, so "
                    r"that what it touches beyond the floor is data) plus one data memory "
                    f"M = {esc(str(params['data_memory']))} for every tool: the median per-program input over "
@@ -202,12 +207,21 @@ def _sizing_tex(a: analysis.Analysis, params: dict[str, Any], sizes: Any) -> str
                    + "/".join(f"{f:g}" for f in sizing.FIG9_MEMORY_PER_INPUT) + r"$\times$ that input. Tools' own "
                    r"memory settings (samtools sort \texttt{-m}, bwa mem \texttt{-K}, igvtools sort \texttt{-m}) are "
                    r"their paper-era defaults divided by D = 1~GB / M, never a fraction of the cap; ABySS runs its "
-                   r"hash-table assembler (MPI mode, one process). Each program's input is the largest doubling step "
+                   r"hash-table assembler (MPI mode, one process). Each program's input is the largest step of a "
+                   r"doubling ladder, refined by $\sqrt{2}$ next to the budget, "
                    f"whose uncapped native run adds at most {sized['run_s']:g}~s to its 1/{sizing.FLOOR_DIVISOR} "
-                   r"run (the GATK steps and Fig.~1's aligners share one input, as in the paper), halved while its "
+                   f"run, a step within {sizing.RETIME_WITHIN:.0%} of the budget decided by the median of "
+                   f"{sizing.RETIME_REPEATS} timings "
+                   r"(the GATK steps and Fig.~1's aligners share one input, as in the paper), stepped down by "
+                   r"$\sqrt{2}$ while its "
                    f"capped native run exceeds half the {sized['time_limit_s']:g}~s limit "
-                   f"(measured by \\texttt{{{esc(sized['by'])}}}{where}). No tool's input, cap or setting was "
-                   "chosen to land it in the paper's group.")
+                   f"(measured by \\texttt{{{esc(sized['by'])}}}{where}). A call is \\emph{{marginal}}, counted as "
+                   r"neither agreement nor disagreement, when its capped runs swapped out less than the band "
+                   f"b = max({sizing.BAND_DATA_MEMORY_SHARE:g} M, {sizing.BAND_FLOOR_SIGMAS} $\\sigma_F$) and peaked "
+                   r"within b of their cap, when its uncapped data demand lies within b of M, or when its interval "
+                   r"touches 1.2x or 2x; a run whose host was busier than a quarter of a core outside it was run "
+                   r"again once (Table~1 counts those). All of it was registered before the study ran "
+                   r"(docs/study.md). No tool's input, cap or setting was chosen to land it in the paper's group.")
     if sizes:
         return ("Inputs per kind as given (" + esc(str(sizes)) + "); no data memory (--data_memory) was given, so "
                 "tools ran with their own memory defaults.")
@@ -300,12 +314,13 @@ def answer_tex(a: analysis.Analysis) -> str:
     from biossd.outputs import tables
 
     explained = verdict.explain(a, tables.table1_tools(a))
-    lines = verdict.disagreements_text(explained)
     text = r"\paragraph{The answer.} " + esc(verdict.answer_text(a, explained)) + "\n"
-    if lines:
-        text += ("\n" + r"\noindent Where this study and the paper disagree, and why (from the runs' own features):"
-                 + "\n" + r"\begin{itemize}" + "\n" + "".join(rf"\item {esc(line)}" + "\n" for line in lines)
-                 + r"\end{itemize}" + "\n")
+    for lines, intro in ((verdict.disagreements_text(explained),
+                          "Where this study and the paper disagree, and why (from the runs' own features):"),
+                         (verdict.marginal_text(explained), "The marginal calls, each with the edge it sits on:")):
+        if lines:
+            text += ("\n" + rf"\noindent {esc(intro)}" + "\n" + r"\begin{itemize}" + "\n"
+                     + "".join(rf"\item {esc(line)}" + "\n" for line in lines) + r"\end{itemize}" + "\n")
     text += "\n" + r"\paragraph{Prediction.} " + esc(predict.MODEL_SUMMARY) + " "
     summary = predict.validation_summary(a.cross_prediction, a.predicted_speedups)
     if not summary["predictions"]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biossd.analysis import Analysis, patterns, regime, speedup
+from biossd.analysis import Analysis, calls, patterns, regime, speedup
 from biossd.core import paths
 from biossd.core.files import atomic_write_text
 from biossd.features import definitions
@@ -28,6 +28,7 @@ REFERENCE_DIR = paths.REFERENCE_DIR
 SIGNIFICANT_DIGITS = 4
 WHOLE_FROM = 1000.0
 MISSING_TEXT = "--"
+MIB = 1 << 20
 #: A text column whose longest cell is longer than this wraps in the LaTeX (a ``p`` column).
 WRAP_CHARS = 48
 WRAP_WIDTH = "5cm"
@@ -81,14 +82,15 @@ def to_latex(table: pd.DataFrame) -> str:
 TABLE_FORMATS = ("csv", "tex")
 
 
-def write(table: pd.DataFrame, stem: Path) -> list[Path]:
-    """``stem.csv`` and ``stem.tex``, each written whole or not at all."""
+def write(table: pd.DataFrame, stem: Path, latex: pd.DataFrame | None = None) -> list[Path]:
+    """``stem.csv`` (every column) and ``stem.tex`` (``latex``: the view a page can set, in
+    human units; else the same columns), each written whole or not at all."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     csv = table.to_csv(index=False, float_format=format_number, lineterminator="\n")
     paths = [stem.with_suffix(f".{ext}") for ext in TABLE_FORMATS]
     atomic_write_text(paths[0], csv)
-    atomic_write_text(paths[1], to_latex(table))
+    atomic_write_text(paths[1], to_latex(table if latex is None else latex))
     return paths
 
 
@@ -127,12 +129,99 @@ def table1_tools(a: Analysis) -> pd.DataFrame:
         rows.append(row)
     table = pd.DataFrame(rows)
     table["paper_speedup"] = table["paper_speedup"].astype(float)
-    table["agrees"] = speedup.agreement(table["group"], table["paper_group"])
+    # Each call, marginal or not (biossd.analysis.calls), and what it rests on; agreement is the call's.
+    called = calls.call_table(a)
+    for column in calls.CALL_COLUMNS:
+        table[column] = table["tool"].map(called[column]) if len(called) else np.nan
+    table["call"] = table["call"].fillna("")
+    table["marginal_edge"] = table["marginal_edge"].fillna("")
+    table["agrees"] = speedup.agreement(table["call"], table["paper_group"])
     # The regime each tool ran in (biossd.analysis.regime): floor, input, data memory, data part.
     reg = regime.regime_table(a)
     for column in regime.REGIME_COLUMNS:
-        table[column] = table["tool"].map(reg[column]) if len(reg) else np.nan
+        if column not in table:
+            table[column] = table["tool"].map(reg[column]) if len(reg) else np.nan
     return table
+
+
+def _mib(value: float) -> float:
+    return value / MIB if np.isfinite(value) else np.nan
+
+
+def _speedup_text(row: pd.Series) -> str:
+    if not np.isfinite(row["speedup"]):
+        return MISSING_TEXT
+    if row.get("speedup_is_lower_bound"):
+        return f">= {row['speedup']:.3g}"
+    interval = (f" [{row['speedup_low']:.2f}-{row['speedup_high']:.2f}]"
+                if np.isfinite(row["speedup_low"]) and np.isfinite(row["speedup_high"]) else "")
+    return f"{row['speedup']:.3g}{interval}"
+
+
+def table1_latex(table: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 as a page sets it: each tool as the paper names it, the paper's group and speedup,
+    this set's speedup with its interval, group and call (a marginal one with its edge), whether
+    it agrees, the repeats that ended ok and those redone, each fast/slow; the regime's columns
+    are Table S6's."""
+    def pair(row: pd.Series, key: str) -> str:
+        a, b = row.get(f"{key}_fast"), row.get(f"{key}_slow")
+        return MISSING_TEXT if pd.isna(a) and pd.isna(b) else f"{_int(a)}/{_int(b)}"
+
+    rows = []
+    for _, r in table.iterrows():
+        edge = r["marginal_edge"].split(":")[0] if isinstance(r.get("marginal_edge"), str) and r["marginal_edge"] else ""
+        rows.append({"tool": r["name"], "paper": f"{r['paper_group']} {r['paper_speedup']:g}" if r["paper_group"] else
+                     (f"for {r['substitute_of']}" if r["substitute_of"] else MISSING_TEXT),
+                     "speedup [95%]": _speedup_text(r), "group": r["group"] or MISSING_TEXT,
+                     "call": (f"marginal ({edge})" if r["call"] == calls.MARGINAL else r["call"]) or MISSING_TEXT,
+                     "agrees": {True: "yes", False: "no"}.get(r["agrees"], MISSING_TEXT),
+                     "ok fast/slow": pair(r, "n_ok"), "redone": pair(r, "redone"),
+                     "status": r["status"] if r["status"] != speedup.OK else ""})
+    return pd.DataFrame(rows)
+
+
+def _int(value: object) -> str:
+    return MISSING_TEXT if value is None or pd.isna(value) else f"{int(value)}"
+
+
+def regime_latex(table: pd.DataFrame) -> pd.DataFrame:
+    """Table S6 as a page sets it: its numbers in MiB to a tenth, without the largest program's name,
+    the swaps per second and the CPU busy outside (the CSV keeps them)."""
+    view = table.drop(columns=["largest_program", "pfault_fast", "pfault_slow", "outside_cores_max", "code_device"])
+    numbers = [c for c in view.columns if c not in ("tool", "call")]
+    view[numbers] = view[numbers].astype(float).round(1)
+    return view.rename(columns={"sd_F_mib": "sd F", "F_mib": "F", "M_mib": "M", "cap_mib": "cap", "headroom_mib": "headroom",
+                                "band_mib": "band", "demand_over_M": "d/M", "swapped_out_mib": "swapped out",
+                                "peak_anon_mib": "anon", "peak_file_mib": "file", "peak_shmem_mib": "shmem",
+                                "code_read_mib": "code read"})
+
+
+def table_regime(a: Analysis) -> pd.DataFrame:
+    """Table S6: the regime each tool's baseline ran in and what its call rests on (docs/study.md,
+    "Calls that hold"), in MiB: its floor F measured in the session and σ_F, its data memory M_t,
+    its cap and the headroom its capped runs left, the dead band, its uncapped data demand over
+    M_t, what it swapped out, the parts of its capped resident peak (anonymous, file-mapped,
+    shared) and its largest program's, the code its capped runs read from elsewhere than the
+    device under study and from which device, page swaps per second on each side, and the most
+    CPU busy outside any of its runs (cores)."""
+    called = calls.call_table(a)
+    reg = regime.regime_table(a)
+    entries = {e.id: e.data for e in catalogue.load_all()}
+    rows = []
+    for tool, c in called.iterrows():
+        r = reg.loc[tool] if tool in reg.index else pd.Series(dtype=float)
+        rows.append({"tool": entries.get(tool, {}).get("paper_name", tool), "call": c["call"],
+                     "F_mib": _mib(c["floor_bytes"]), "sd_F_mib": _mib(c["floor_sd_bytes"]),
+                     "M_mib": _mib(c["data_memory_bytes"]), "cap_mib": _mib(c["cap_bytes"]),
+                     "headroom_mib": _mib(c["headroom_bytes"]), "band_mib": _mib(c["band_bytes"]),
+                     "demand_over_M": c["demand_bytes"] / c["data_memory_bytes"] if c["data_memory_bytes"] else np.nan,
+                     "swapped_out_mib": _mib(c["swapped_out_bytes"]),
+                     "peak_anon_mib": _mib(c["peak_anon_bytes"]), "peak_file_mib": _mib(c["peak_file_mapped_bytes"]),
+                     "peak_shmem_mib": _mib(c["peak_shmem_bytes"]), "largest_program": c["top_process"] or MISSING_TEXT,
+                     "pfault_fast": r.get("pfault_fast", np.nan), "pfault_slow": r.get("pfault_slow", np.nan),
+                     "code_read_mib": _mib(c["code_read_bytes"]), "code_device": c["code_read_device"] or MISSING_TEXT,
+                     "outside_cores_max": c["outside_cores_max"]})
+    return pd.DataFrame(rows)
 
 
 def _table1_order(entry: catalogue.Entry) -> tuple[float, str]:
@@ -171,7 +260,10 @@ SPEC_COLUMNS = ("seq_read_mbs", "seq_write_mbs", "rand_read_iops", "rand_write_i
 def table_devices(a: Analysis, kind: str) -> pd.DataFrame:
     """Tables 3 (``kind="SSD"``, the fast class) and 4 (``"HDD"``, the slow class): each side's
     device as ``biossd device characterize`` measured it (direct I/O; random IOPS at queue depth
-    1), then the paper's vendor specifications."""
+    1; the sequential write *effective*, its bytes over the whole job's time with its final sync,
+    as a vendor's sustained figure is — fio's own figure, which stops before the sync and so
+    counts what a cache below the guest absorbed, beside it), then the paper's vendor
+    specifications."""
     storage = a.fast if kind == "SSD" else a.slow
     rows = []
     for side, record in sorted(a.rs.devices.items()):
@@ -181,13 +273,18 @@ def table_devices(a: Analysis, kind: str) -> pd.DataFrame:
         emulation = record.get("emulation") or {}
         note = (f"emulated {emulation.get('profile_name') or emulation.get('profile')} ({emulation.get('mechanism')})"
                 if emulation.get("emulated") else "synthetic" if record.get("synthetic") else "")
+        write = (record.get("results") or {}).get("direct_seq_write") or {}
+        effective = write.get("effective_mb_per_s")
         rows.append({"source": "measured", "device": f"{side} ({spec.get('device', '?')})", "note": note,
-                     **{c: spec.get(c, np.nan) for c in SPEC_COLUMNS}})
+                     **{c: spec.get(c, np.nan) for c in SPEC_COLUMNS},
+                     **({"seq_write_mbs": effective} if effective is not None else {}),
+                     "seq_write_fio_mbs": spec.get("seq_write_mbs", np.nan)})
     paper = reference("devices")
     for _, p in paper[paper["kind"] == kind].iterrows():
-        rows.append({"source": "paper (vendor)", "device": p["device"], "note": "", **{c: p[c] for c in SPEC_COLUMNS}})
-    table = pd.DataFrame(rows, columns=["source", "device", "note", *SPEC_COLUMNS])
-    return table.astype({c: float for c in SPEC_COLUMNS})
+        rows.append({"source": "paper (vendor)", "device": p["device"], "note": "", **{c: p[c] for c in SPEC_COLUMNS},
+                     "seq_write_fio_mbs": np.nan})
+    table = pd.DataFrame(rows, columns=["source", "device", "note", *SPEC_COLUMNS, "seq_write_fio_mbs"])
+    return table.astype({c: float for c in (*SPEC_COLUMNS, "seq_write_fio_mbs")})
 
 
 def table_pattern_means(a: Analysis) -> pd.DataFrame | None:

@@ -67,8 +67,12 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
     """Fig. 2: baseline speedup of every tool, one panel per (fast, slow) pair; each bar runs
     from 1x (no change) to the tool's speedup, coloured by its group, with its 95% bootstrap
     interval as a whisker, the paper's speedup beside it (a diamond), and the repeats the OOM
-    killer ended written above it; the band between negligible and G+ is shaded; tools in the
-    order of the first pair's speedup; tools without a speedup are labelled with why."""
+    killer ended written above it; the band between negligible and G+ is shaded; on the primary
+    pair a *marginal* call (:mod:`biossd.analysis.calls`) is hatched, marked and counted as
+    neither agreement nor disagreement; tools named as the paper names them, in the order of the
+    first pair's speedup; tools without a speedup are labelled with why."""
+    from biossd.analysis import calls
+
     pairs = a.pairs or [(a.fast, a.slow)]
     tools = sorted(a.rs.runs["tool"].unique())
     first = a.baseline["speedup"].reindex(tools)
@@ -76,7 +80,9 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
     entries = {e.id: e.data for e in catalogue.load_all()}
     paper = pd.Series({t: entries.get(t, {}).get("paper_speedup") for t in order}, dtype=float)
     paper_group = pd.Series({t: entries.get(t, {}).get("paper_group") or "" for t in order})
-    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(8, 0.42 * len(order)), 3.6 * len(pairs)), squeeze=False)
+    names = [entries.get(t, {}).get("paper_name") or t for t in order]
+    marginal = calls.call_table(a)["call"].reindex(order).eq(calls.MARGINAL) if len(a.baseline) else None
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(9, 0.5 * len(order) + 3), 3.8 * len(pairs)), squeeze=False)
     agreement = ""
     for ax, (fast, slow), letter in zip(axes[:, 0], pairs, "abcdefghij"):
         table = speedup.speedup_table(a.baseline_runs, fast, slow).set_index("tool").reindex(order)
@@ -85,9 +91,11 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         groups = speedup.group_of(values, a.threshold, bounded)
         colours = [GROUP_COLOURS[g] for g in groups]
         x = np.arange(len(order))
-        ax.axhspan(speedup.NEGLIGIBLE_BELOW, a.threshold, color=BETWEEN_BAND_COLOUR, zorder=0,
-                   label=f"between ({speedup.NEGLIGIBLE_BELOW:g}x to {a.threshold:g}x)")
-        bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours, zorder=2)
+        ax.axhspan(speedup.NEGLIGIBLE_BELOW, a.threshold, color=BETWEEN_BAND_COLOUR, zorder=0)
+        edge = (marginal.fillna(False).to_numpy() if marginal is not None and (fast, slow) == a.pair
+                else np.zeros(len(order), bool))
+        bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours, zorder=2,
+                      hatch=["xxx" if m else None for m in edge], edgecolor=["0.2" if m else "none" for m in edge])
         mark_bounds(ax, bars, values, bounded)
         low, high = table["speedup_low"], table["speedup_high"]
         has = low.notna() & high.notna()
@@ -108,15 +116,24 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         ax.axhline(1, color="0.2", lw=0.6)
         ax.axhline(a.threshold, color="0.3", lw=0.8, ls="--")
         ax.set_ylabel("speedup")
-        ax.set_xticks(x, order, rotation=60, ha="right", fontsize=7)
-        agrees = speedup.agreement(groups, paper_group).dropna()
-        between = int((groups == speedup.GROUP_BETWEEN).sum())
+        ax.set_xticks(x, names, rotation=50, ha="right", fontsize=7)
+        ax.set_xlim(-0.6, len(order) - 0.4)
+        called = pd.Series(np.where(edge, calls.MARGINAL, groups), index=groups.index)
+        agrees = speedup.agreement(called, paper_group).dropna()
+        between = int((called == speedup.GROUP_BETWEEN).sum())
         counted = (f"{int(agrees.sum())} of {len(agrees)} tools in the paper's group" if len(agrees) else
-                   "no tool comparable with the paper") + (f", {between} between" if between else "")
+                   "no tool comparable with the paper") + (f", {between} between" if between else "") + (
+                   f", {int(edge.sum())} marginal" if edge.any() else "")
         ax.set_title(f"({letter}) {slow} / {fast}: {counted}", loc="left", fontsize=10)
         # Outside the axes: a legend inside would cover the tallest bars and the paper's markers.
-        handles = [matplotlib.patches.Patch(color=GROUP_COLOURS[g], label=g) for g in
-                   (speedup.GROUP_FAST, speedup.GROUP_BETWEEN, speedup.GROUP_FLAT)]
+        handles = [matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_FAST], label=f"G+ ({a.threshold:g}x or more)"),
+                   matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_BETWEEN],
+                                            label=f"between ({speedup.NEGLIGIBLE_BELOW:g}x to {a.threshold:g}x, shaded)"),
+                   matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_FLAT],
+                                            label=f"G0 (below {speedup.NEGLIGIBLE_BELOW:g}x)")]
+        if edge.any():
+            handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch="xxx",
+                                                    label="marginal: at an edge (neither agrees nor disagrees)"))
         ax.legend(handles=handles + ax.get_legend_handles_labels()[0], fontsize=7, loc="upper left",
                   bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
         agreement = agreement or counted
