@@ -186,11 +186,18 @@ def test_the_fine_step_is_taken_when_it_fits():
 def test_an_input_over_half_the_limit_steps_down_by_root_two():
     def walls(size, n):
         return size / (1 << 20) * 2.0  # capped: 2 s a MiB against a bound of 30 s
-    chosen = {"cluster3": 32 << 20}
+    chosen, floors, sds = {"cluster3": 32 << 20}, {"cluster3": 1 << 20}, {"cluster3": 0.0}
     ladder = _Ladder(walls)
-    sizer._fit_time_limit(ladder, chosen, {"cluster3": 1 << 20}, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None)
+    measured = []
+
+    def floor_at(tool, size):  # measured again at every step down, as the study will measure it
+        measured.append(size)
+        return (1 << 20) + size // 1024, 1.0
+
+    sizer._fit_time_limit(ladder, chosen, floors, sds, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, floor_at)
     sizes = [r[1] for r in ladder.runs]
     assert sizes[:3] == [32 << 20, sizing.fine_step(32 << 20), sizing.fine_step(sizing.fine_step(32 << 20))]
+    assert measured[-1] == chosen["cluster3"] and floors["cluster3"] == (1 << 20) + chosen["cluster3"] // 1024
     assert chosen["cluster3"] * 2.0 / (1 << 20) <= 30.0 < chosen["cluster3"] * sizing.FINE_STEP * 2.0 / (1 << 20)
 
 

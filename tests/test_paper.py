@@ -109,4 +109,4 @@ def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synt
     assert f"median per-program input over {sizing.INPUT_PER_MEMORY}" in text
     assert "fraction of the cap" in text and "hash-table assembler" in text
     answer = supplement.answer_tex(a)
-    assert answer.startswith(r"\paragraph{The answer.}") and "\t" not in answer and "land in the paper's group" in answer
+    assert answer.startswith(r"\paragraph{The answer.}") and "\t" not in answer and "a firm call (G+ or G0)" in answer

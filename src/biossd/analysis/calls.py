@@ -161,7 +161,8 @@ def counts_text(table1: pd.DataFrame) -> str:
     if len(marginal):
         parts.append(f"{len(marginal)} marginal ({', '.join(marginal['name'])})")
     if len(between):
-        parts.append(f"{len(between)} between 1.2x and 2x ({', '.join(between['name'])})")
+        parts.append(f"{len(between)} between {speedup.NEGLIGIBLE_BELOW:g}x and {speedup.SPEEDUP_THRESHOLD:g}x "
+                     f"({', '.join(between['name'])})")
     if len(none):
         parts.append(f"{len(none)} without a speedup ({', '.join(none['name'])})")
     return text + ("; " + ", ".join(parts) if parts else "") + "."

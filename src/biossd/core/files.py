@@ -44,8 +44,19 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-#: The float format of the tables biossd writes as CSV (Parquet keeps every bit).
+#: The float format of the tables biossd writes as CSV (Parquet keeps every bit): six significant
+#: digits for a measured value; a whole number (a byte count, a cap) is written whole.
 CSV_FLOAT_FORMAT = "%.6g"
+#: Whole numbers up to this magnitude are exact in a float (2**53) and are written digit for digit.
+_EXACT_WHOLE_BELOW = float(1 << 53)
+
+
+def csv_float(value: float) -> str:
+    """One float of a CSV table: ``1089536.0`` → ``1089536`` (a byte count stays exact),
+    ``0.123456789`` → ``0.123457``."""
+    if value.is_integer() and abs(value) < _EXACT_WHOLE_BELOW:
+        return f"{value:.0f}"
+    return CSV_FLOAT_FORMAT % value
 
 
 def write_frame(table, path: Path, what: str = "the table") -> Path:
@@ -61,7 +72,7 @@ def write_frame(table, path: Path, what: str = "the table") -> Path:
         if path.suffix == ".parquet":
             table.to_parquet(tmp, index=False)
         else:
-            table.to_csv(tmp, index=False, float_format=CSV_FLOAT_FORMAT)
+            table.to_csv(tmp, index=False, float_format=csv_float)
         os.chmod(tmp, _FILE_MODE & ~_current_umask())
         os.replace(tmp, path)
     except BaseException:

@@ -175,7 +175,8 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
         return m_gatk if sizing.is_gatk(tool) and m_gatk else m
 
     floors, floor_sds = _floors(runner, chosen, settings_of, smallest, ladder_timeout_s)
-    _fit_time_limit(runner, chosen, floors, memory_of, settings_of, limit_s, log)
+    _fit_time_limit(runner, chosen, floors, floor_sds, memory_of, settings_of, limit_s, log,
+                    lambda tool, size: floor_at(runner, tool, size, settings_of(tool), smallest, ladder_timeout_s, 0))
 
     # 6. The regime's data / M: uncapped at the final input.
     data_over_m: dict[str, float] = {}
@@ -203,18 +204,31 @@ def _floors(runner: Runner, chosen: dict[str, int], settings_of: Callable[[str],
     floors: dict[str, int] = {}
     sds: dict[str, float] = {}
     for tool in sorted(chosen):
-        size = max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest)
-        peaks = []
-        for i in range(sizing.FLOOR_WARMUPS + sizing.FLOOR_REPEATS):
-            step = "warmup" if i < sizing.FLOOR_WARMUPS else "floor"
-            r = runner.run(tool, size, None, settings_of(tool), step, timeout_s)
-            if r["resident_peak_bytes"] is None:
-                raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
-                                  "(run as root, on a host with a memory cgroup)")
-            if step == "floor":
-                peaks.append(r["resident_peak_bytes"])
-        floors[tool], sds[tool] = sizing.floor_of(peaks)
+        floors[tool], sds[tool] = floor_at(runner, tool, chosen[tool], settings_of(tool), smallest, timeout_s,
+                                           sizing.FLOOR_WARMUPS)
     return floors, sds
+
+
+def floor_size(input_bytes: int, smallest: int) -> int:
+    """The input a floor is measured on: 1/FLOOR_DIVISOR of the tool's, at least ``smallest``."""
+    return max(input_bytes // sizing.FLOOR_DIVISOR, smallest)
+
+
+def floor_at(runner: Runner, tool: str, input_bytes: int, settings: dict[str, str], smallest: int, timeout_s: float,
+             warmups: int) -> tuple[int, float]:
+    """F and σ_F of ``tool`` at ``input_bytes``: ``warmups`` warm-up runs, then the median of
+    FLOOR_REPEATS uncapped runs on 1/FLOOR_DIVISOR of it, as a study measures it."""
+    size = floor_size(input_bytes, smallest)
+    peaks = []
+    for i in range(warmups + sizing.FLOOR_REPEATS):
+        step = "warmup" if i < warmups else "floor"
+        r = runner.run(tool, size, None, settings, step, timeout_s)
+        if r["resident_peak_bytes"] is None:
+            raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
+                              "(run as root, on a host with a memory cgroup)")
+        if step == "floor":
+            peaks.append(r["resident_peak_bytes"])
+    return sizing.floor_of(peaks)
 
 
 def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s: float, ladder_max: int,
@@ -256,11 +270,14 @@ def _fixed_heaps(runner: Runner, chosen: dict[str, int], heap_of: dict, smallest
     return heaps, smallest_heaps
 
 
-def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, int], memory_of: Callable[[str], int],
-                    settings_of: Callable[[str], dict[str, str]], limit_s: float, log: Callable[[str], None]) -> None:
+def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, int], floor_sds: dict[str, float],
+                    memory_of: Callable[[str], int], settings_of: Callable[[str], dict[str, str]], limit_s: float,
+                    log: Callable[[str], None], floor_of: Callable[[str, int], tuple[int, float]]) -> None:
     """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP (a run within
     RETIME_WITHIN of it decided by the median of RETIME_REPEATS), else its input stepped down by
-    FINE_STEP (in ``chosen``), unless the input is shared or the paper's."""
+    FINE_STEP (in ``chosen``), unless the input is shared or the paper's; a stepped-down input's
+    floor is measured again at it (``floor_of``: in ``floors`` and ``floor_sds``), as the study will
+    measure it, so that the capped run has the cap the study's will."""
     from biossd.study import catalogue
 
     bound_s = limit_s / sizing.CENSORED_MIN_SPEEDUP
@@ -279,9 +296,13 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
                 log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
                     "shared or the paper's; kept")
                 break
+            before = chosen[tool]
             chosen[tool] = sizing.fine_step(chosen[tool])
+            if floor_size(chosen[tool], parse_size(SMALLEST_INPUT)) != floor_size(before, parse_size(SMALLEST_INPUT)):
+                floors[tool], floor_sds[tool] = floor_of(tool, chosen[tool])
+            cap = max(sizing.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
             log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input stepped down to "
-                f"{format_size(chosen[tool])}")
+                f"{format_size(chosen[tool])}, floor {format_size(floors[tool])}")
 
 
 def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
@@ -484,10 +505,12 @@ def check(rec: Any) -> list[str]:
             problems.append(f"parameters.{name} is {given.get(name)!r}, but its own measurements give "
                             f"{derived[name]!r} (edited by hand?)")
     runs = rec.get("runs") or []
+    smallest = parse_size(SMALLEST_INPUT)
     for tool, floor in rec["chose"]["floors"].items():
-        measured = [r["resident_peak_bytes"] for r in runs
-                    if r.get("step") == "floor" and r.get("tool") == tool and r.get("resident_peak_bytes")]
-        if not measured or floor != sizing.floor_of(measured)[0]:
+        size = floor_size(rec["chose"]["inputs"].get(tool, 0), smallest)
+        measured = [r["resident_peak_bytes"] for r in runs if r.get("step") == "floor" and r.get("tool") == tool
+                    and r.get("size_bytes") == size and r.get("resident_peak_bytes")]
+        if not measured or floor != sizing.floor_of(measured[-sizing.FLOOR_REPEATS:])[0]:
             problems.append(f"chose.floors.{tool} is {floor}, which is not the median of its floor runs")
     for tool, size in rec["chose"]["inputs"].items():
         sizes = {r.get("size_bytes") for r in runs if r.get("step") == "capped" and r.get("tool") == tool}

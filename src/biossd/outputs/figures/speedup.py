@@ -80,9 +80,9 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
     entries = {e.id: e.data for e in catalogue.load_all()}
     paper = pd.Series({t: entries.get(t, {}).get("paper_speedup") for t in order}, dtype=float)
     paper_group = pd.Series({t: entries.get(t, {}).get("paper_group") or "" for t in order})
-    names = [entries.get(t, {}).get("paper_name") or t for t in order]
+    names = [(entries.get(t, {}).get("paper_name") or t).replace("(substitute for ", "(for ") for t in order]
     marginal = calls.call_table(a)["call"].reindex(order).eq(calls.MARGINAL) if len(a.baseline) else None
-    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(9, 0.5 * len(order) + 3), 3.8 * len(pairs)), squeeze=False)
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(max(9, 0.55 * len(order) + 4), 5.6 * len(pairs)), squeeze=False)
     agreement = ""
     for ax, (fast, slow), letter in zip(axes[:, 0], pairs, "abcdefghij"):
         table = speedup.speedup_table(a.baseline_runs, fast, slow).set_index("tool").reindex(order)
