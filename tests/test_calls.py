@@ -8,13 +8,14 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from biossd.core.units import parse_size
 from biossd.host import pagecache, resident
 from biossd.measure import floors, hostload, manifest, traceevents
-from biossd.study import matrix, sizer, sizing
+from biossd.study import matrix, sizer, sizerun, sizing
 
 
 # -- the page cache ------------------------------------------------------------------------------------------------
@@ -156,6 +157,28 @@ class _Ladder:
         n = sum(1 for r in self.runs if r[:3] == (tool, size, cap))
         self.runs.append((tool, size, cap, step))
         return {"outcome": "ok", "wall_s": self.walls(size, n), "resident_peak_bytes": 1 << 20}
+
+
+class _BusyOnce(sizerun.Runner):
+    """The sizer's runner with its one run replaced: the first run of each size reports a busy host."""
+
+    def _run_once(self, tool, size, cap, settings, step, timeout_s):
+        busy = not any(r["size_bytes"] == size for r in self.seen)
+        record = {"step": step, "tool": tool, "size_bytes": size, "wall_s": 9.0 if busy else 4.0,
+                  "outside_cores": 0.9 if busy else 0.02}
+        self.seen.append(record)
+        self.runs.append(record)
+        return record, busy
+
+
+def test_a_sizing_run_on_a_busy_host_is_run_again_once_and_the_quiet_one_decides():
+    logged = []
+    runner = _BusyOnce({}, Path("/nonexistent"), 7, logged.append)
+    runner.seen = []
+    got = runner.run("bwa", 1 << 20, None, {}, "input", 60.0)
+    assert got["wall_s"] == 4.0 and got["redone"] == {"first_wall_s": 9.0, "first_outside_cores": 0.9}
+    assert runner.runs == [got] and "busy outside the run (0.90 cores)" in logged[0]
+    assert runner.run("bwa", 1 << 20, None, {}, "input", 60.0)["wall_s"] == 4.0 and len(runner.runs) == 2
 
 
 def test_a_step_next_to_the_budget_is_timed_three_times_and_its_median_decides():
