@@ -84,10 +84,15 @@ def speedup_axis(ax: plt.Axes, values: Sequence[float], horizontal: bool = False
     axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
+#: The hatch of a bar whose speedup is a lower bound (:func:`mark_bounds`).
+BOUND_HATCH = "//"
+
+
 def mark_bounds(ax: plt.Axes, bars, values: pd.Series, bounded: pd.Series) -> None:
     """Hatch and mark with "≥" the bars whose speedup is a lower bound (the slow side's runs
     all reached the time limit: the true speedup is higher)."""
     for bar, is_bound, v in zip(bars, bounded.fillna(False).astype(bool), values):
         if is_bound:
-            bar.set_hatch("//")
+            if not bar.get_hatch():  # a marginal bar keeps its own hatch; the "≥" still marks it
+                bar.set_hatch(BOUND_HATCH)
             ax.text(bar.get_x() + bar.get_width() / 2, v * 1.05, "≥", ha="center", va="bottom", fontsize=8)

@@ -18,7 +18,8 @@ from biossd.analysis import Analysis  # noqa: E402
 from biossd.analysis import resultset, speedup  # noqa: E402
 from biossd.features.quality import QUALITY_COLUMNS  # noqa: E402
 from biossd.study import catalogue  # noqa: E402
-from biossd.outputs.figures._style import GROUP_COLOURS, MISSING_COLOUR, SIDE_COLOURS, empty, finish, mark_bounds, speedup_axis  # noqa: E402
+from biossd.outputs.figures._style import (BOUND_HATCH, GROUP_COLOURS, MISSING_COLOUR, SIDE_COLOURS, empty, finish,  # noqa: E402
+                                           mark_bounds, speedup_axis)
 
 
 #: Fig. 1: the short-read aligners (§2.1); their quality columns come from biossd.features.quality.
@@ -27,6 +28,9 @@ ALIGNERS = ("maq", "bwa", "bowtie2")
 
 #: Fig. 2's band of speedups neither negligible nor G+.
 BETWEEN_BAND_COLOUR = "#fbeed5"
+#: Where a bar's "oom N" note starts, times the top of the bar or its interval: just above it, or
+#: above the "≥" of a lower bound.
+OOM_ABOVE, OOM_ABOVE_BOUND = 1.08, 1.4
 
 
 def fig01_aligners(a: Analysis) -> plt.Figure:
@@ -107,7 +111,9 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
             ooms = int(np.nansum([row.get("n_oom_fast", 0), row.get("n_oom_slow", 0)]))
             if ooms:
                 top = max(v for v in (row["speedup"], row["speedup_high"], 1.0) if np.isfinite(v))
-                ax.text(xi, top * 1.08, f"oom {ooms}", rotation=90, ha="center", va="bottom", fontsize=6,
+                # Above the "≥" of a lower bound (mark_bounds), not over it.
+                above = OOM_ABOVE_BOUND if bool(bounded.get(row.name, False)) else OOM_ABOVE
+                ax.text(xi, top * above, f"oom {ooms}", rotation=90, ha="center", va="bottom", fontsize=6,
                         color=GROUP_COLOURS[speedup.GROUP_FAST])
             if pd.isna(row["speedup"]):
                 status = row["status"] if isinstance(row["status"], str) else "not run"
@@ -131,6 +137,10 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
                                             label=f"between ({speedup.NEGLIGIBLE_BELOW:g}x to {a.threshold:g}x, shaded)"),
                    matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_FLAT],
                                             label=f"G0 (below {speedup.NEGLIGIBLE_BELOW:g}x)")]
+        if bounded.any():
+            handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch=BOUND_HATCH,
+                                                    label="≥: a lower bound (the slow side's runs all reached "
+                                                          "the time limit)"))
         if edge.any():
             handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch="xxx",
                                                     label="marginal: at an edge (neither agrees nor disagrees)"))
