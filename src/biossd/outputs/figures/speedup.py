@@ -132,18 +132,7 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
                    f", {int(edge.sum())} marginal" if edge.any() else "")
         ax.set_title(f"({letter}) {slow} / {fast}: {counted}", loc="left", fontsize=10)
         # Outside the axes: a legend inside would cover the tallest bars and the paper's markers.
-        handles = [matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_FAST], label=f"G+ ({a.threshold:g}x or more)"),
-                   matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_BETWEEN],
-                                            label=f"between ({speedup.NEGLIGIBLE_BELOW:g}x to {a.threshold:g}x, shaded)"),
-                   matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_FLAT],
-                                            label=f"G0 (below {speedup.NEGLIGIBLE_BELOW:g}x)")]
-        if bounded.any():
-            handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch=BOUND_HATCH,
-                                                    label="≥: a lower bound (the slow side's runs all reached "
-                                                          "the time limit)"))
-        if edge.any():
-            handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch="xxx",
-                                                    label="marginal: at an edge (neither agrees nor disagrees)"))
+        handles = _legend_handles(a.threshold, bounded.any(), edge.any())
         ax.legend(handles=handles + ax.get_legend_handles_labels()[0], fontsize=7, loc="upper left",
                   bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
         agreement = agreement or counted
@@ -194,3 +183,21 @@ def fig03_pipelines(a: Analysis) -> plt.Figure:
             ax.legend(handles, [textwrap.fill(t, 34) for t in labels], fontsize=6.5, loc="upper left",
                       bbox_to_anchor=(1.01, 1.0), frameon=False)
     return finish(fig, a, "Pipelines, runtime per step (Lee, Min and Yoon 2015, Fig. 3)")
+
+
+def _legend_handles(threshold: float, any_bound: bool, any_marginal: bool) -> list:
+    """Fig. 2's legend: the groups' colours, and the hatches of a lower bound and a marginal call
+    where a bar has one."""
+    handles = [matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_FAST], label=f"G+ ({threshold:g}x or more)"),
+               matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_BETWEEN],
+                                        label=f"between ({speedup.NEGLIGIBLE_BELOW:g}x to {threshold:g}x, shaded)"),
+               matplotlib.patches.Patch(color=GROUP_COLOURS[speedup.GROUP_FLAT],
+                                        label=f"G0 (below {speedup.NEGLIGIBLE_BELOW:g}x)")]
+    if any_bound:
+        handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch=BOUND_HATCH,
+                                                label="≥: a lower bound (the slow side's runs all reached "
+                                                      "the time limit)"))
+    if any_marginal:
+        handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch="xxx",
+                                                label="marginal: at an edge (neither agrees nor disagrees)"))
+    return handles
