@@ -214,11 +214,11 @@ def _fixed_heaps(runner: Runner, chosen: dict[str, int], heap_of: dict, smallest
 
 def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, int], floor_sds: dict[str, float],
                     memory_of: Callable[[str], int], settings_of: Callable[[str], dict[str, str]], limit_s: float,
-                    log: Callable[[str], None], floor_of: Callable[[str, int], tuple[int, float]]) -> None:
+                    log: Callable[[str], None], measure_floor: Callable[[str, int], tuple[int, float]]) -> None:
     """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP (a run within
     RETIME_WITHIN of it decided by the median of RETIME_REPEATS), else its input stepped down by
     FINE_STEP (in ``chosen``), unless the input is shared or the paper's; a stepped-down input's
-    floor is measured again at it (``floor_of``: in ``floors`` and ``floor_sds``), as the study will
+    floor is measured again at it (``measure_floor``: in ``floors`` and ``floor_sds``), as the study will
     measure it, so that the capped run has the cap the study's will."""
     from biossd.study import catalogue
 
@@ -241,7 +241,7 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
             before = chosen[tool]
             chosen[tool] = sizing.fine_step(chosen[tool])
             if floor_size(chosen[tool], parse_size(SMALLEST_INPUT)) != floor_size(before, parse_size(SMALLEST_INPUT)):
-                floors[tool], floor_sds[tool] = floor_of(tool, chosen[tool])
+                floors[tool], floor_sds[tool] = measure_floor(tool, chosen[tool])
             cap = max(sizing.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
             log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input stepped down to "
                 f"{format_size(chosen[tool])}, floor {format_size(floors[tool])}")

@@ -46,7 +46,7 @@ class Runner:
             return first
         self.log(f"{'':<6} {tool}: the host was busy outside the run ({first['outside_cores']:.2f} cores); "
                  "running it again once")
-        self.runs.remove(first)
+        self.runs = [r for r in self.runs if r is not first]  # the busy attempt, not an equal record
         again, _ = self._run_once(tool, size, cap, settings, step, timeout_s)
         again["redone"] = {"first_wall_s": first["wall_s"], "first_outside_cores": first["outside_cores"]}
         return again
