@@ -1,6 +1,8 @@
 """One profiled run of the sizing (:mod:`biossd.study.sizer`): ``biossd catalogue stage`` plus
 ``biossd profile``, as the study's PROFILE task does it, on a synthetic input made once per (kind,
-size) in the sizing's scratch, the run's own files evicted from the page cache first; a run whose
+size) in the sizing's scratch and prepared once per tool (its indexes and conversions, as the
+study's PREPARE task: setup, not the measured program), the run's own files evicted from the page
+cache first; a run whose
 host was busy outside it is run again once, as the study's are (docs/study.md, "A quiet host,
 checked")."""
 
@@ -19,11 +21,13 @@ from biossd.study.sizing_record import SizingError
 
 
 class Runner:
-    """Profiled runs of the catalogue's tools on synthetic inputs made once per (kind, size)."""
+    """Profiled runs of the catalogue's tools on synthetic inputs made once per (kind, size) and
+    prepared once per (tool, size)."""
 
     def __init__(self, entries: dict, scratch: Path, seed: int, log: Callable[[str], None]):
         self.entries, self.scratch, self.seed, self.log = entries, scratch, seed, log
         self.made: dict[tuple[str, int], Path] = {}
+        self.prepared: dict[tuple[str, int], Path] = {}
         self.runs: list[dict[str, Any]] = []
 
     def input(self, kind: str, size: int) -> Path:
@@ -34,6 +38,26 @@ class Runner:
             data.synth(kind, out, size, self.seed, 1)
             self.made[(kind, size)] = out
         return self.made[(kind, size)]
+
+    def prepared_input(self, tool: str, size: int) -> Path:
+        """``tool``'s input of ``size``, prepared once (:func:`biossd.study.staging.prepare`) for
+        every run of it to stage, as the study's runs stage their PREPARE task's directory: a
+        repeat, a floor or a capped run of the same input builds no index again. Only one tool's
+        are kept at a time (the sizing runs a tool's steps together): its scratch holds the
+        inputs and one tool's indexes, not every tool's."""
+        from biossd.study import staging
+
+        for other in [key for key in self.prepared if key[0] != tool]:
+            remove_tree(self.prepared.pop(other), ignore_errors=True)
+        if (tool, size) not in self.prepared:
+            entry = self.entries[tool]
+            out = self.scratch / f"prepared-{tool}-{size}"
+            try:
+                staging.prepare(entry, self.input(entry.data["input"], size), out)
+            except staging.StageError as err:
+                raise SizingError(f"biossd study size: prepare {tool}: {err}") from None
+            self.prepared[(tool, size)] = out
+        return self.prepared[(tool, size)]
 
     def run(self, tool: str, size: int, cap: int | None, settings: dict[str, str], step: str,
             timeout_s: float) -> dict[str, Any]:
@@ -61,7 +85,7 @@ class Runner:
             stage_dir.mkdir()
             sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
             argv = _checked(["biossd", "catalogue", "stage", "--print0", *sets, entry.id, "--input",
-                             str(self.input(entry.data["input"], size)), "--scratch", str(stage_dir)],
+                             str(self.prepared_input(tool, size)), "--scratch", str(stage_dir)],
                             f"stage {tool}").split(b"\0")
             swap = ["--swap", sizing.SWAP_SIZE] if cap else []
             _checked(["biossd", "profile", "--mem", format_size(cap) if cap else "none", "--out", str(out),
