@@ -261,6 +261,20 @@ def test_the_plan_checks_free_space_against_the_largest_input(tmp_path):
     assert any("The scratch of class 'ssd'" in p for p in matrix.plan(params).problems)
 
 
+def test_a_study_that_sizes_first_checks_the_space_its_sizes_need_once_sized(tmp_path):
+    """-profile full with --sizing auto: before the sizing, the defaults' inputs and emulated size
+    are not the study's (the record sets them), so their space is not a problem yet; every other
+    problem still is, and by hand --sizing auto is still the workflow's."""
+    params = {"tools": "samtools_sort", "mem_caps": "64M", "scales": "1", "repeats": 1, "input_size": "1G", "sizing": "auto",
+              "storage_classes": "ssd,hdd", "emulate": f"hdd={PROFILE}", "emulate_size": "4G",
+              "scratch_dir": str(tmp_path), "storage_root": str(tmp_path)}
+    assert matrix.plan(params, before_sizing=True).problems == []
+    assert any("--sizing auto is the workflow's" in p for p in matrix.plan(params).problems)
+    unsized = matrix.plan({**params, "sizing": "none"}).problems
+    assert any("--emulate_size 4G is too small for class 'hdd'" in p for p in unsized), unsized
+    assert any("--tools: " in p or "bogus" in p for p in matrix.plan({**params, "tools": "bogus"}, before_sizing=True).problems)
+
+
 def test_storage_down_stops_its_owners_orphaned_run_first(biossd, env, tmp_path, root_required):
     """Nextflow interrupted while a run was going: its storage down ends that run (which
     cleans up) instead of failing on a busy disk."""

@@ -29,9 +29,10 @@ def studyPlan(String host) {
     def given = givenParams(host)
     // --sizing auto (-profile ssd/hdd): the sizing rule measured on this host first, unless this
     // study's folder holds its record from an earlier session; every other problem is found
-    // before the hours of sizing (the folder's plan is checked once sized). A -stub-run sizes nothing.
+    // before the hours of sizing (the space its sizes need, and the folder's plan, are checked once
+    // sized). A -stub-run sizes nothing.
     if( given.sizing == 'auto' )
-        given.sizing = workflow.stubRun ? 'none' : sizeHere(planOf(given + [sizing: 'none', replace_results: true]))
+        given.sizing = workflow.stubRun ? 'none' : sizeHere(planOf(given + [replace_results: true], false, true))
     // --estimate (-profile paper): each tool probed briefly on this host first, and the study's
     // duration per class estimated from it (src/biossd/study/estimate.py), logged before any run.
     def plan = planOf(given, params.estimate && !workflow.stubRun)
@@ -83,8 +84,8 @@ def sizeHere(Map plan) {
 }
 
 // `biossd study plan` of the given params; stops the study on any problem.
-def planOf(Map given, boolean estimate = false) {
-    def extra = []
+def planOf(Map given, boolean estimate = false, boolean beforeSizing = false) {
+    def extra = beforeSizing ? ['--before-sizing'] : []
     if( estimate )
         extra += ['--estimate', '--scratch', (params.scratch_dir ?: workflow.workDir).toString()]
     if( workflow.stubRun )

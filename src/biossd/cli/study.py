@@ -40,7 +40,7 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
     from biossd.study import matrix, plan_params
 
     params = _json_object(args.params, "--params", "parameters")
-    result = matrix.plan(params, stub=args.stub, resumed=args.resumed)
+    result = matrix.plan(params, stub=args.stub, resumed=args.resumed, before_sizing=args.before_sizing)
     body = result.as_json()
     if args.estimate and not result.problems and not args.stub:
         from biossd.study import estimate
@@ -293,6 +293,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the study resumes an earlier session (-resume): its --outdir may hold another plan's runs")
     p.add_argument("--estimate", action="store_true",
                    help="probe each tool briefly on this host (root) and estimate the study's duration per class")
+    p.add_argument("--before-sizing", action="store_true",
+                   help="the check of a --sizing auto study before it sizes: the space its sizes need is checked "
+                        "once the record has them")
     p.add_argument("--scratch", help="where the probe runs (default: --params' scratch_dir, else the temporary directory)")
     p.set_defaults(func=cmd_study_plan)
     _register_lifecycle(study_p)

@@ -295,13 +295,17 @@ def probe_input_id(kind: str, divisor: int, size: str | None = None, source: str
 
 
 def plan(params: Mapping[str, Any], stub: bool = False,
-         catalogue_dir: Path = catalogue.CATALOGUE_DIR, resumed: bool = False) -> Plan:
+         catalogue_dir: Path = catalogue.CATALOGUE_DIR, resumed: bool = False, before_sizing: bool = False) -> Plan:
     """The matrix of ``params`` (the study's Nextflow params), with every problem found
     (``resumed``: the study resumes an earlier session, which may change its plan). The schema
     checks each parameter's type and form; the steps below check what it cannot (catalogue
-    names, caps against floors, devices, space, images)."""
+    names, caps against floors, devices, space, images). ``before_sizing``: the workflow's check
+    of a ``--sizing auto`` study before it sizes; the sizes the record will set (inputs, the
+    emulated disks' size) are not known yet, so the space they need is checked with the record."""
     params = plan_checks.schema_text(params)
     problems: list[str] = plan_checks.schema_problems(params)
+    if before_sizing and params.get("sizing") == plan_params.SIZE_HERE:
+        params = {**params, "sizing": plan_params.NO_SIZING}
     sized, sizing_info = plan_params.sizing_of(params, problems)
     params = {**params, **sized}
     problems += plan_checks.path_problems(params)
@@ -349,7 +353,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
                         "name the host with --host")
         host = ""
     sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
-    if not stub:
+    if not stub and not before_sizing:
         problems += plan_checks.space_problems(params, classes, emulated, plan_params.largest_input(sizes_of, scales_of))
         problems += plan_checks.image_problems(str(params.get("container_engine") or ""),
                                                [entries[t] for t in tools if t in entries])
