@@ -61,6 +61,30 @@ def test_the_crate_s_action_status_follows_the_session_s_success(success, status
     assert crate.action_status(success) == f"http://schema.org/{status}ActionStatus"
 
 
+def test_the_crate_never_writes_through_a_link_in_the_result_set(synthetic, tmp_path):
+    """A result set whose workflow/main.nf is a link out of it: the link is replaced by the copy,
+    its target untouched; a workflow/ that is itself a link is refused, naming it, and nothing
+    is written through it."""
+    root = tmp_path / "rs"
+    shutil.copytree(synthetic["roots"][0], root, symlinks=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (root / "workflow").mkdir(exist_ok=True)
+    (root / "workflow" / "main.nf").unlink(missing_ok=True)
+    (root / "workflow" / "main.nf").symlink_to(victim)
+    crate.write(root)
+    assert victim.read_text() == "precious\n"
+    assert not (root / "workflow" / "main.nf").is_symlink()
+    assert (root / "workflow" / "main.nf").read_text() == (REPO / "study" / "main.nf").read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(root / "workflow")
+    (root / "workflow").symlink_to(elsewhere)
+    with pytest.raises(crate.CrateError, match="workflow.*symbolic link"):
+        crate.write(root)
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_crate_is_json_ld_and_lists_every_run_with_its_checksum(biossd, synthetic):
     import rdflib
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +117,14 @@ def _workflow(crate: ROCrate, root: Path, provenance: dict[str, Any]) -> tuple[A
     """The workflow, copied in so the crate says exactly which entry files ran, and its formal
     parameters (from the schema)."""
     wf_dir = root / WORKFLOW_DIR
+    if wf_dir.is_symlink() or (wf_dir.exists() and not wf_dir.is_dir()):
+        raise CrateError(f"{wf_dir} is not a folder of the result set (a symbolic link or a file): the crate writes "
+                         "its copy of the workflow only inside the result set; move it away and run `biossd crate` again")
     wf_dir.mkdir(exist_ok=True)
     for name in WORKFLOW_FILES:
-        shutil.copyfile(paths.STUDY_DIR / name, wf_dir / name)
+        # Written whole under a new name and renamed over the old: a link left at the name is
+        # replaced, never followed (its target outside the result set is not written).
+        manifest.atomic_write_text(wf_dir / name, (paths.STUDY_DIR / name).read_text())
     lang = crate.add(ContextEntity(crate, NEXTFLOW_LANG, properties={
         "@type": "ComputerLanguage", "name": "Nextflow", "url": "https://www.nextflow.io/",
         "version": str(provenance.get("nextflow_version") or "24.10.0")}))
