@@ -4,6 +4,7 @@ unless it replaces them; resuming is no leave to change the plan (biossd.study.o
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from biossd.study import matrix, outdir
@@ -103,6 +104,29 @@ def test_replacing_another_plan_s_results_sets_the_folder_aside_whole(tmp_path):
     assert outdir.set_aside(tmp_path / "none", outdir.record(PARAMS)) is None
 
 
+def test_the_new_session_s_open_trace_and_log_stay_when_the_old_plan_is_set_aside(tmp_path):
+    """Nextflow opens the session's trace and log in pipeline_info/ before the workflow sets the
+    other plan's results aside: the files its launcher holds open stay (the new session's), the
+    rest of pipeline_info/ moves, its plan record with it."""
+    import subprocess
+
+    held = tmp_path / "r"
+    _hold(held, {**PARAMS, "seed": 8})
+    info = held / "pipeline_info"
+    (info / "trace-old-1.txt").write_text("the old plan's tasks\n")
+    (held / "runs").mkdir()
+    with open(info / "trace-new-2.txt", "w") as trace, open(info / "nextflow.log", "w") as log:
+        launcher = subprocess.Popen(["sleep", "30"], stdout=trace, stderr=log)
+    try:
+        aside = outdir.set_aside(held, outdir.record(PARAMS), held_by=launcher.pid)
+    finally:
+        launcher.kill()
+        launcher.wait()
+    assert sorted(p.name for p in info.iterdir()) == ["nextflow.log", "trace-new-2.txt"]
+    assert sorted(p.name for p in (aside / "pipeline_info").iterdir()) == ["plan.json", "trace-old-1.txt"]
+    assert (aside / "runs").is_dir() and outdir.problem(held, PARAMS) is None
+
+
 def test_a_result_folder_holding_the_launch_or_work_directory_is_refused(tmp_path):
     import pytest
 
@@ -136,6 +160,10 @@ def test_a_set_aside_cut_short_leaves_the_folder_refused(tmp_path, monkeypatch):
     with pytest.raises(outdir.OutdirError, match="move the rest yourself"):
         outdir.set_aside(held, outdir.record(PARAMS))
     assert moved == ["runs"] and outdir.problem(held, PARAMS) is not None
+    os.rename(next(tmp_path.glob("r.replaced-*")), tmp_path / "first")  # Path.rename fails from here on
+    with pytest.raises(outdir.OutdirError, match="move the rest yourself"):
+        outdir.set_aside(held, outdir.record(PARAMS))  # its first move fails
+    assert list(tmp_path.glob("r.replaced-*")) == [], "a set-aside that moved nothing left an empty folder"
 
 
 def test_a_study_that_replaces_another_plan_s_results_reads_only_its_own(env, tmp_path):

@@ -54,7 +54,7 @@ def begin(outdir_path: Path, record: Mapping[str, Any], session: Mapping[str, An
     if missing:
         raise LifecycleError(f"--session: missing {', '.join(missing)} (Nextflow's workflow.sessionId, runName, "
                              "start, resume)")
-    aside = outdir.set_aside(outdir_path, dict(record), keep=keep) if replace else None
+    aside = outdir.set_aside(outdir_path, dict(record), keep=keep, held_by=launcher_pid) if replace else None
     info = info_dir(outdir_path)
     info.mkdir(parents=True, exist_ok=True)
     atomic_write_text(info / PLAN_FILE, json.dumps(record, indent=4) + "\n")

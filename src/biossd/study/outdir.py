@@ -8,6 +8,7 @@ every reader of the folder would read both.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 from pathlib import Path
@@ -71,7 +72,8 @@ SET_ASIDE_SUFFIX = ".replaced-"
 STAYS = frozenset({"README.md"})
 
 
-def set_aside(outdir: Path | str, record_now: Mapping[str, Any], keep: tuple[Path, ...] = ()) -> Path | None:
+def set_aside(outdir: Path | str, record_now: Mapping[str, Any], keep: tuple[Path, ...] = (),
+              held_by: int | None = None) -> Path | None:
     """What ``--replace_results true`` does before a study writes into ``outdir``: when the folder
     holds another plan's results (its ``plan.json`` differs from ``record_now``, or cannot be read),
     everything in it but :data:`STAYS` is moved to ``<outdir>.replaced-<UTC time>`` beside it —
@@ -80,7 +82,9 @@ def set_aside(outdir: Path | str, record_now: Mapping[str, Any], keep: tuple[Pat
     the folder still refused, and the next set-aside moves the rest. Returns the folder moved to,
     or None when there is nothing to set aside (no record, or the same plan: a fresh session of one
     plan replaces its runs one by one). ``keep``: folders the move must not carry away (the launch
-    directory, Nextflow's work directory); a result folder holding one is refused."""
+    directory, Nextflow's work directory); a result folder holding one is refused. ``held_by``: the
+    session's launcher, whose files in the folder (its trace and log, opened when it started) stay
+    where they are: they are the new session's, not the replaced plan's."""
     folder = Path(outdir).resolve()
     path = folder / PLAN_RECORD
     if not path.is_file():
@@ -102,12 +106,49 @@ def set_aside(outdir: Path | str, record_now: Mapping[str, Any], keep: tuple[Pat
         aside.mkdir()
     except FileExistsError:
         raise OutdirError(f"{aside} exists already: wait a second and start the study again") from None
+    held = open_files(held_by, folder) if held_by else set()
     info = PLAN_RECORD.parts[0]
     entries = sorted((e for e in folder.iterdir() if e.name not in STAYS), key=lambda e: e.name == info)
+    try:
+        _move(entries, aside, held, outdir)
+    except OutdirError:
+        with contextlib.suppress(OSError):
+            aside.rmdir()  # only if nothing was moved: a refused set-aside leaves no empty folder
+        raise
+    return aside
+
+
+def _move(entries: list[Path], aside: Path, held: set[Path], outdir: Path | str) -> None:
+    """Each of ``entries`` renamed into ``aside``; a folder holding a file of ``held`` is moved
+    entry by entry (its plan record last), the held files left where they are."""
     for entry in entries:
         try:
+            if entry in held:
+                continue
+            if entry.is_dir() and not entry.is_symlink() and any(entry in h.parents for h in held):
+                (aside / entry.name).mkdir()
+                inner = sorted(entry.iterdir(), key=lambda e: e.name == PLAN_RECORD.name)
+                _move(inner, aside / entry.name, held, outdir)
+                continue
             entry.rename(aside / entry.name)
         except OSError as err:
-            raise OutdirError(f"cannot move {entry} to {aside} ({err.strerror}); {len(entries)} entries of --outdir "
-                              f"{outdir} were to move there: move the rest yourself, or give another --outdir") from None
-    return aside
+            raise OutdirError(f"cannot move {entry} to {aside} ({err.strerror}); the entries of --outdir {outdir} "
+                              "were to move there: move the rest yourself, or give another --outdir") from None
+
+
+def open_files(pid: int, under: Path) -> set[Path]:
+    """The files under ``under`` that process ``pid`` holds open (none if it cannot be read)."""
+    found = set()
+    fd_dir = Path(f"/proc/{pid}/fd")
+    try:
+        fds = list(fd_dir.iterdir())
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            target = Path(fd.readlink())
+        except OSError:
+            continue
+        if target.is_absolute() and Path(under) in target.parents:
+            found.add(target)
+    return found
