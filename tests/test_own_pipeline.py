@@ -130,6 +130,17 @@ def test_a_retried_task_counts_once_and_its_failed_attempt_is_listed(profiled):
     assert row["tasks"] == 1 and row["failed_attempts"] == 1
 
 
+def test_another_session_s_failed_attempts_in_the_same_outdir_are_not_counted():
+    """An outdir that holds a killed session's runs beside the reported one's: only the reported
+    session's failed attempts count (and a resumed run keeps its session's id)."""
+    runs = pd.DataFrame({"process": ["GROW_TABLE"] * 3, "outcome": ["oom", "oom", "ok"],
+                         "session_id": ["killed", "reported", "reported"]})
+    tasks = pd.DataFrame({"process": ["GROW_TABLE"], "session_id": ["reported"]})
+    assert list(own_pipeline.reported_runs(runs, tasks)["session_id"]) == ["reported", "reported"]
+    legacy = runs.drop(columns="session_id")
+    assert len(own_pipeline.reported_runs(legacy, tasks.drop(columns="session_id"))) == 3
+
+
 def test_findings_name_what_to_change_and_the_next_run_config_does_it(profiled, env, biossd, tmp_path):
     """On real runs: GROW_TABLE's first attempt was killed at its 40 MB (BIOSSD-M02, and no other
     process gets it); every finding is a documented rule with its evidence; and the report's

@@ -219,6 +219,16 @@ def counted_tasks(runs: pd.DataFrame, trace: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def reported_runs(runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """The runs of the Nextflow session the report is of (the session of its counted tasks; a
+    resumed run keeps its session's id): an outdir that also holds another session's runs (a run
+    killed before, a second pipeline) lends that session's failed attempts to no count. Runs that
+    name no session (an older profiling config's) are all the report's."""
+    if "session_id" not in runs or "session_id" not in tasks or tasks["session_id"].isna().all():
+        return runs
+    return runs[runs["session_id"].isin(set(tasks["session_id"].dropna()))]
+
+
 def nearest_patterns(features_table: pd.DataFrame, study_dirs: Sequence[Path] | None) -> pd.DataFrame:
     """Per row (a process's median features): its nearest pattern and the distance to it."""
     if study_dirs:
@@ -362,7 +372,8 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
     preds["process"] = preds["task"].map(tasks["process"])
     preds = interleave(tasks, preds, loaded)
 
-    failed = runs[runs["outcome"] != "ok"].groupby("process").size()
+    failed = reported_runs(runs, tasks)
+    failed = failed[failed["outcome"] != "ok"].groupby("process").size()
     cached = tasks[tasks["status"] == "CACHED"].groupby("process").size()
     per = tasks.groupby("process").agg(
         tasks=("process", "size"), runtime_s=("runtime_s", "sum"), median_task_s=("runtime_s", "median"),
