@@ -387,3 +387,21 @@ def test_a_helper_dies_with_the_process_that_started_it_even_by_sigkill(tmp_path
     while helper.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not helper.alive(), "the helper outlived its SIGKILLed parent"
+
+
+def test_a_disk_whose_server_died_is_named_not_taken_for_the_tool(monkeypatch, tmp_path):
+    """The emulated disk's server gone during a run: the run is refused with why (its device went
+    away), where a live server, a native class and a path on no emulation say nothing."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    state = {"mount": str(tmp_path), "profile": "seagate-barracuda-7200",
+             "server": ProcessRef.of(os.getpid(), "pytest").record()}
+    monkeypatch.setattr(emulate, "_state_holding", lambda path: state)
+    assert emulate.server_gone(tmp_path) is None
+    state["server"] = {**state["server"], "pid": dead.pid}
+    said = emulate.server_gone(tmp_path)
+    assert said and f"pid {dead.pid}" in said and "not the tool's" in said and "biossd cleanup" in said
+    state["profile"] = emulate.NATIVE_PROFILE
+    assert emulate.server_gone(tmp_path) is None
+    monkeypatch.setattr(emulate, "_state_holding", lambda path: None)
+    assert emulate.server_gone(tmp_path) is None

@@ -248,6 +248,10 @@ class Measurement:
         self.oom_kills = (self.cap.stats()["oom_kills"] if container is None
                           else int(bool(container.get("oom_killed"))))
         self.outcome, self.exit_code, self.term_signal = accounting.outcome_of(status, self.oom_kills, self.timed_out)
+        for where in {self.cwd, Path(request.swap_dir or self.cwd)}:
+            gone = emulate.server_gone(where)
+            if gone:
+                raise ProfileError(gone)
         stderr_log = self.out_dir / "stderr.log"
         if container is not None and self.exit_code == dockerengine.DOCKER_RUN_ERROR_EXIT:
             raise ProfileError("docker run could not run the tool (exit 125: the engine's or the mount's "

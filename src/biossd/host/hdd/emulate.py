@@ -478,6 +478,23 @@ def mount_of(path: Path) -> Path | None:
     return Path(state["mount"]) if state is not None else None
 
 
+def server_gone(path: Path) -> str | None:
+    """Why the emulated disk ``path`` lives on stopped serving (its server process is gone), or
+    None while it serves (or ``path`` is on no emulation, or on a native one, which has no server).
+    A run whose device went away mid-run measured no disk: its record must not read as the tool's
+    failure."""
+    state = _state_holding(path)
+    if state is None or state.get("profile") == NATIVE_PROFILE:
+        return None
+    server = ProcessRef.from_record(state.get("server"))
+    if server is not None and server.alive():
+        return None
+    pid = (state.get("server") or {}).get("pid", "?")
+    return (f"the emulated disk at {state.get('mount')} lost its server (pid {pid}) during the run: its device went "
+            "away, so the run measured no disk and its outcome is not the tool's; `biossd cleanup` takes the "
+            "emulation down, and the run must be made again on a new one")
+
+
 def run_record(path: Path) -> dict[str, Any] | None:
     """For a run's manifest: the emulation ``path`` lives on, if any (real devices: ``None``)."""
     state = _state_holding(path)
