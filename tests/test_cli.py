@@ -1,3 +1,6 @@
+import errno
+import importlib
+import os
 import subprocess
 import sys
 
@@ -97,3 +100,30 @@ def test_every_input_kind_has_a_description_and_a_generator():
     from biossd.study.inputs import data, kinds
 
     assert set(data.KINDS) == set(kinds.DESCRIPTIONS) and all(k.description for k in data.KINDS.values())
+
+
+@pytest.mark.parametrize("err, said", [(errno.ENOSPC, "the disk is full"), (errno.EACCES, "no permission")])
+def test_a_full_disk_or_a_refused_write_is_said_not_a_traceback(monkeypatch, capsys, tmp_path, err, said):
+    cli = importlib.import_module("biossd.cli.main")
+    from biossd.outputs import crate
+
+    def full(results):
+        raise OSError(err, os.strerror(err), str(tmp_path / "rs" / "ro-crate-metadata.json"))
+
+    monkeypatch.setattr(crate, "write", full)
+    assert cli.main(["crate", str(tmp_path / "rs")]) == 2
+    text = capsys.readouterr().err
+    assert text.startswith("biossd crate: ") and said in text and "ro-crate-metadata.json" in text
+    assert "Traceback" not in text
+
+
+def test_another_os_error_is_not_dressed_up(monkeypatch, tmp_path):
+    cli = importlib.import_module("biossd.cli.main")
+    from biossd.outputs import crate
+
+    def broken(results):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(crate, "write", broken)
+    with pytest.raises(OSError):
+        cli.main(["crate", str(tmp_path)])

@@ -4,6 +4,7 @@ its parser beside its handlers; handlers parse, call the library, print."""
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 
@@ -87,6 +88,13 @@ def run_handed_off(argv: list[str]) -> int:
         return 128 + _signum_of(intr)
 
 
+#: Errors of the file system a user can act on, by errno, and what to do.
+FULL_OR_DENIED = {errno.ENOSPC: "the disk is full; free space there (or write elsewhere) and run the command again",
+                  errno.EDQUOT: "the disk quota is used up; free space there and run the command again",
+                  errno.EROFS: "the file system is read-only; write elsewhere",
+                  errno.EACCES: "no permission to write there; write elsewhere or ask its owner"}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Every error a user can act on (:class:`biossd.core.errors.BiossdError`,
     or a bad value — a size, a path — that the library refuses with ``ValueError`` or
@@ -111,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     except (BiossdError, ValueError, FileNotFoundError) as err:
         print(f"{name}: {err}", file=sys.stderr)
         return getattr(err, "exit_status", 2)
+    except OSError as err:
+        if err.errno not in FULL_OR_DENIED:
+            raise
+        # A full disk or a folder it may not write: what it names and what to do, not a traceback
+        # (whatever the command wrote is written whole or not at all).
+        where = f" ({err.filename})" if err.filename else ""
+        print(f"{name}: {err.strerror}{where}: {FULL_OR_DENIED[err.errno]}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

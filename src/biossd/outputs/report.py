@@ -126,9 +126,13 @@ def _execute(notebook: str, target: str, parameters: dict[str, Any], html: bool)
 
     out = Path(target)
     tmp = out.with_name(f".{out.stem}.tmp{out.suffix}")
-    papermill.execute_notebook(notebook, str(tmp), cwd=str(Path(notebook).parent), progress_bar=False,
-                               parameters=parameters)
-    tmp.replace(out)
+    try:
+        papermill.execute_notebook(notebook, str(tmp), cwd=str(Path(notebook).parent), progress_bar=False,
+                                   parameters=parameters)
+        tmp.replace(out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a notebook that failed, or a full disk, leaves no half-written copy
+        raise
     if html:
         _to_html(out)
     return out
