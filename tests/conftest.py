@@ -32,6 +32,15 @@ def pytest_collection_modifyitems(config, items):
                                 + ", ".join(unmarked))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_away_from_the_checkout(tmp_path_factory):
+    """As :func:`_away_from_the_checkout`, for the module- and session-scoped fixtures too (they
+    are made before any test's own folder is)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path_factory.mktemp("session-cwd"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _away_from_the_checkout(tmp_path_factory, monkeypatch):
     """Every test (and every command it starts without a cwd of its own) runs in a folder of its
