@@ -248,10 +248,6 @@ class Measurement:
         self.oom_kills = (self.cap.stats()["oom_kills"] if container is None
                           else int(bool(container.get("oom_killed"))))
         self.outcome, self.exit_code, self.term_signal = accounting.outcome_of(status, self.oom_kills, self.timed_out)
-        for where in {self.cwd, Path(request.swap_dir or self.cwd)}:
-            gone = emulate.server_gone(where)
-            if gone:
-                raise ProfileError(gone)
         stderr_log = self.out_dir / "stderr.log"
         if container is not None and self.exit_code == dockerengine.DOCKER_RUN_ERROR_EXIT:
             raise ProfileError("docker run could not run the tool (exit 125: the engine's or the mount's "
@@ -267,6 +263,10 @@ class Measurement:
         self.phases.mark("inspect")
         self.flush_s = accounting.flush_filesystem(self.cwd)
         self.phases.mark("flush")
+        for where in {self.cwd, Path(request.swap_dir or self.cwd)}:  # after the flush: it stays in the window
+            gone = emulate.server_gone(where)
+            if gone:
+                raise ProfileError(gone)
         roots = [watch.pid] if watch is not None and watch.pid else []
         collectors.stop(self.running, self.collectors, session=child.pid,
                         attribute=collectors.attribution(request, roots), roots=roots, left=_names_under(self.cwd),

@@ -479,20 +479,15 @@ def mount_of(path: Path) -> Path | None:
 
 
 def server_gone(path: Path) -> str | None:
-    """Why the emulated disk ``path`` lives on stopped serving (its server process is gone), or
-    None while it serves (or ``path`` is on no emulation, or on a native one, which has no server).
-    A run whose device went away mid-run measured no disk: its record must not read as the tool's
-    failure."""
+    """Why the emulated disk ``path`` is on stopped serving mid-run (its server is gone: the run
+    measured no disk), or None (it serves, or ``path`` is on no emulation or a native one)."""
     state = _state_holding(path)
-    if state is None or state.get("profile") == NATIVE_PROFILE:
+    server = ProcessRef.from_record(state.get("server")) if state else None
+    if state is None or state.get("profile") == NATIVE_PROFILE or (server is not None and server.alive()):
         return None
-    server = ProcessRef.from_record(state.get("server"))
-    if server is not None and server.alive():
-        return None
-    pid = (state.get("server") or {}).get("pid", "?")
-    return (f"the emulated disk at {state.get('mount')} lost its server (pid {pid}) during the run: its device went "
-            "away, so the run measured no disk and its outcome is not the tool's; `biossd cleanup` takes the "
-            "emulation down, and the run must be made again on a new one")
+    return (f"the emulated disk at {state.get('mount')} lost its server (pid {(state.get('server') or {}).get('pid', '?')}) "
+            "during the run: its device went away, so the run measured no disk and its outcome is not the tool's; "
+            "`biossd cleanup` takes the emulation down, and the run must be made again on a new one")
 
 
 def run_record(path: Path) -> dict[str, Any] | None:
