@@ -127,6 +127,22 @@ def session_and_kernel(pid: int) -> tuple[int, bool] | None:
             bool(int(fields[_STAT_FLAGS_FIELD - _STAT_FIRST_FIELD_AFTER_COMM]) & PF_KTHREAD))
 
 
+def open_targets(pid: int) -> list[str]:
+    """What process ``pid``'s open descriptors point at (``/proc/<pid>/fd`` links: paths,
+    ``socket:[inode]``, ...); none when it is gone or not ours to read."""
+    targets = []
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return targets
+    for fd in fds:
+        try:
+            targets.append(os.readlink(fd))
+        except OSError:
+            continue  # closed meanwhile
+    return targets
+
+
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot; ``None`` if there is no such process
     or it has ended (a zombie waiting for its parent runs no more)."""

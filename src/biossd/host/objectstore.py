@@ -43,7 +43,7 @@ from typing import Any
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, is_mount_point, remove_tree
-from biossd.core.owners import ProcessRef
+from biossd.core.owners import ProcessRef, open_targets
 from biossd.core.signals import signals_held
 
 STATE_ROOT = Path("/run/biossd/objectstore")
@@ -123,15 +123,8 @@ def listens(pid: int, port: int) -> bool:
                 inodes.add(fields[_INODE_FIELD])
     if not inodes:
         return False
-    try:
-        fds = list(Path(f"/proc/{pid}/fd").iterdir())
-    except OSError:
-        return False
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            if os.readlink(fd) in {f"socket:[{i}]" for i in inodes}:
-                return True
-    return False
+    sockets = {f"socket:[{i}]" for i in inodes}
+    return any(target in sockets for target in open_targets(pid))
 
 
 class ObjectStore:

@@ -138,17 +138,6 @@ def _move(entries: list[Path], aside: Path, held: set[Path], outdir: Path | str)
 
 def open_files(pid: int, under: Path) -> set[Path]:
     """The files under ``under`` that process ``pid`` holds open (none if it cannot be read)."""
-    found = set()
-    fd_dir = Path(f"/proc/{pid}/fd")
-    try:
-        fds = list(fd_dir.iterdir())
-    except OSError:
-        return found
-    for fd in fds:
-        try:
-            target = Path(fd.readlink())
-        except OSError:
-            continue
-        if target.is_absolute() and Path(under) in target.parents:
-            found.add(target)
-    return found
+    from biossd.core.owners import open_targets
+
+    return {Path(t) for t in open_targets(pid) if t.startswith("/") and Path(under) in Path(t).parents}

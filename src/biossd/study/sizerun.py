@@ -2,9 +2,8 @@
 ``biossd profile``, as the study's PROFILE task does it, on a synthetic input made once per (kind,
 size) in the sizing's scratch and prepared once per tool (its indexes and conversions, as the
 study's PREPARE task: setup, not the measured program), the run's own files evicted from the page
-cache first; a run whose
-host was busy outside it is run again once, as the study's are (docs/study.md, "A quiet host,
-checked")."""
+cache first; a run whose host was busy outside it is run again once, as the study's are
+(docs/study.md, "A quiet host, checked")."""
 
 from __future__ import annotations
 

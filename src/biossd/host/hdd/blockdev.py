@@ -15,6 +15,7 @@ from typing import Any
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
 from biossd.core.files import is_mount_point
+from biossd.core.owners import open_targets
 
 #: The native class's backing file is opened so: direct I/O, and each write durable on the host's
 #: device before it completes (the loop device keeps the file's flags).
@@ -121,7 +122,7 @@ def users_of(mount: str) -> list[str]:
         if not proc.name.isdigit():
             continue
         with contextlib.suppress(OSError):
-            links = [os.readlink(proc / "cwd")] + [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+            links = [os.readlink(proc / "cwd")] + open_targets(int(proc.name))
             if any(link == mount or link.startswith(prefix) for link in links):
                 users.append(f"{proc.name} ({(proc / 'comm').read_text().strip()})")
     return users
