@@ -2,17 +2,19 @@
 size`` run again on this machine, each record's choices — every tool's input, M and D — side by
 side with the others', and which tools, if any, were sized differently.
 
-  .venv/bin/python benchmarks/sizing_stability.py [--runs N] [--record FILE ...] [--tools all]
+  .venv/bin/python benchmarks/sizing_stability.py [--runs N] [--record FILE ...] [--tools all] [--keep DIR]
 
 ``--record`` adds records made before (the committed one, a study's ``pipeline_info/sizing.json``
 of ``--sizing auto``); ``--runs`` makes N more (about 35 minutes each on the project's 2-core VM,
-at the one-machine study's 5 s budget). Run it on a quiet machine: the sizing times runs.
+at the one-machine study's 5 s budget), kept in ``--keep`` (``sizing-N.json``) when given. Run it
+on a quiet machine: the sizing times runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +40,7 @@ def main() -> int:
     ap.add_argument("--record", action="append", default=[], help="a sizing record made before")
     ap.add_argument("--tools", default="all")
     ap.add_argument("--scratch", default="/var/tmp")
+    ap.add_argument("--keep", type=Path, help="a directory to keep the new records in")
     args = ap.parse_args()
     records = [(Path(r).name, json.loads(Path(r).read_text())) for r in args.record]
     with tempfile.TemporaryDirectory(prefix="biossd-sizing-stability-", dir=args.scratch) as tmp:
@@ -48,6 +51,11 @@ def main() -> int:
             if proc.returncode != 0:
                 return proc.returncode
             records.append((f"run {i + 1} ({out.name})", json.loads(out.read_text())))
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                kept = args.keep / f"sizing-{i + 1}.json"
+                shutil.copyfile(out, kept.with_suffix(".json.tmp"))
+                kept.with_suffix(".json.tmp").replace(kept)
     if len(records) < 2:
         print("give at least two records to compare (--record, --runs)", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ gives, a sizing that jitter cannot move, the dead band, and the load outside a r
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -199,6 +200,19 @@ def test_a_step_next_to_the_budget_is_timed_three_times_and_its_median_decides()
     assert any(r[1] == fine for r in ladder.runs), "the step √2 below the first over the budget is tried"
 
 
+def test_one_slow_run_does_not_end_the_ladder():
+    def walls(size, n):  # ABySS's 8M step: one run at 6.92 s, then 5.18 and 5.50 (the sizings of 2026-11-28)
+        if size == 8 << 20:
+            return (6.92, 5.18, 5.50)[n % 3]
+        return 1.0 + (0.0 if size < 8 << 20 else size / (1 << 20) * 0.6)
+
+    ladder = _Ladder(walls)
+    assert sizer._ladder(ladder, ["abyss"], {}, 5.0, 256 << 20, 60) == 8 << 20
+    assert sum(r[1] == 8 << 20 for r in ladder.runs) == sizing.RETIME_REPEATS
+    far_below = [r for r in ladder.runs if r[1] == 1 << 20]
+    assert len(far_below) == 1, "a step far within the budget is timed once"
+
+
 def test_the_fine_step_is_taken_when_it_fits():
     def walls(size, n):
         return 1.0 + size / (1 << 20) * 0.4  # adds 0.4 s a MiB: 8M 3.2 s, 11.3M 4.5 s, 16M 6.4 s
@@ -219,7 +233,9 @@ def test_an_input_over_half_the_limit_steps_down_by_root_two():
 
     sizer._fit_time_limit(ladder, chosen, floors, sds, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, floor_at)
     sizes = [r[1] for r in ladder.runs]
-    assert sizes[:3] == [32 << 20, sizing.fine_step(32 << 20), sizing.fine_step(sizing.fine_step(32 << 20))]
+    first = [32 << 20, sizing.fine_step(32 << 20), sizing.fine_step(sizing.fine_step(32 << 20))]
+    assert sizes[:3 * sizing.RETIME_REPEATS] == [s for s in first for _ in range(sizing.RETIME_REPEATS)], \
+        "each step over the bound is decided by the median of its timings"
     assert measured[-1] == chosen["cluster3"] and floors["cluster3"] == (1 << 20) + chosen["cluster3"] // 1024
     assert chosen["cluster3"] * 2.0 / (1 << 20) <= 30.0 < chosen["cluster3"] * sizing.FINE_STEP * 2.0 / (1 << 20)
 
@@ -227,7 +243,8 @@ def test_an_input_over_half_the_limit_steps_down_by_root_two():
 def test_the_rule_s_small_pieces():
     assert sizing.floor_of([3, 1, 2]) == (1024, 1.0) and sizing.floor_of([5000]) == (5120, 0.0)
     assert sizing.band_bytes(6 << 20, 10) == 3 << 20 and sizing.band_bytes(1 << 20, 1 << 20) == 3 << 20
-    assert sizing.needs_retiming(5.4, 5.0) and not sizing.needs_retiming(5.6, 5.0)
+    assert sizing.needs_retiming(4.6, 5.0) and sizing.needs_retiming(5.4, 5.0) and sizing.needs_retiming(9.0, 5.0)
+    assert not sizing.needs_retiming(4.4, 5.0) and not sizing.needs_retiming(math.inf, 5.0)
     assert sizing.data_memories("bwa", 6 << 20, 8 << 20) == [6 << 20]
     assert sizing.data_memories("gatk_printreads", 6 << 20, 10 << 20) == [sizing.round_kib(f * (10 << 20))
                                                                           for f in sizing.FIG9_MEMORY_PER_INPUT]

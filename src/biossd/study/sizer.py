@@ -8,8 +8,8 @@ PROFILE task does it) on a scratch directory of the host's fast class, the page 
    another; every other tool is its own group), a doubling ladder from ``LADDER_MIN``, uncapped:
    the group's input is the largest size at which each of its tools' runs adds at most the
    per-run budget over its run at 1/FLOOR_DIVISOR of that size (its start-up excluded); a step
-   within RETIME_WITHIN of the budget is timed RETIME_REPEATS times (its reference too) and the
-   medians decide, and past the first doubling over the budget the step FINE_STEP below it is
+   within RETIME_WITHIN of the budget, or over it, is timed RETIME_REPEATS times (its reference
+   too) and the medians decide, and past the first doubling over the budget the step FINE_STEP below it is
    tried. JVM tools run the ladder with a generous heap.
 2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input
    (and, for the record, the smallest that completes 1/FLOOR_DIVISOR of it); its heap size is
@@ -23,7 +23,7 @@ PROFILE task does it) on a scratch directory of the host's fast class, the page 
    FLOOR_REPEATS runs. A study measures its own (the sizing record carries no caps).
 5. **Time.** Each tool capped (F + M, with swap) on the fast class: an input whose run exceeds
    the time limit / CENSORED_MIN_SPEEDUP (by the median of RETIME_REPEATS within RETIME_WITHIN
-   of it) steps down by FINE_STEP until it fits.
+   of it or over it) steps down by FINE_STEP until it fits.
 6. **Data.** Each tool uncapped at its final input: its peak resident memory less F, over M (the
    regime's data / M, which a capped run cannot show).
 
@@ -216,7 +216,7 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
                     memory_of: Callable[[str], int], settings_of: Callable[[str], dict[str, str]], limit_s: float,
                     log: Callable[[str], None], measure_floor: Callable[[str, int], tuple[int, float]]) -> None:
     """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP (a run within
-    RETIME_WITHIN of it decided by the median of RETIME_REPEATS), else its input stepped down by
+    RETIME_WITHIN of it, or over it, decided by the median of RETIME_REPEATS), else its input stepped down by
     FINE_STEP (in ``chosen``), unless the input is shared or the paper's; a stepped-down input's
     floor is measured again at it (``measure_floor``: in ``floors`` and ``floor_sds``), as the study will
     measure it, so that the capped run has the cap the study's will."""
@@ -250,7 +250,7 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
 def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
             timeout_s: float) -> int | None:
     """Step 1 for one group: the largest step within the budget for every member — doubling, then
-    the FINE_STEP below the first doubling over it; a step within RETIME_WITHIN of the budget is
+    the FINE_STEP below the first doubling over it; a step within RETIME_WITHIN of the budget, or over it, is
     decided by the medians of RETIME_REPEATS timings of it and of its reference."""
     walls: dict[str, dict[int, list[float | None]]] = {t: {} for t in members}
     least = parse_size(sizing.LADDER_MIN)
