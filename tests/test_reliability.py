@@ -405,3 +405,83 @@ def test_a_disk_whose_server_died_is_named_not_taken_for_the_tool(monkeypatch, t
     assert emulate.server_gone(tmp_path) is None
     monkeypatch.setattr(emulate, "_state_holding", lambda path: None)
     assert emulate.server_gone(tmp_path) is None
+
+
+# -- bad input: refused before anything is done, naming the option and what to give ------------------------------------
+def test_bad_sizing_arguments_are_refused_before_the_sizing(biossd, tmp_path, root_required):
+    def refused(*args):
+        proc = biossd("study", "size", "--tools", "bwa", "--scratch", str(tmp_path), *args, check=False, timeout=60)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        return proc.stderr
+
+    assert "is a directory" in refused("--run-budget", "5s", "--out", str(tmp_path))
+    assert "does not exist" in refused("--run-budget", "5s", "--out", str(tmp_path / "no" / "sizing.json"))
+    assert "outside 0.05 s" in refused("--run-budget", "0.000001s", "--out", str(tmp_path / "s.json"))
+    assert "--budget" in refused("--budget", "999999999999h", "--out", str(tmp_path / "s.json"))
+    assert not list(tmp_path.iterdir()), "nothing was made"
+
+
+def test_a_sizing_record_whose_runs_are_not_objects_is_named():
+    from biossd.study import sizer
+
+    rec = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "sizing-2026-11-27.json").read_text())
+    rec["runs"] = [1, *rec["runs"]]
+    assert any("runs is not a list of run objects" in p for p in sizer.check(rec))
+
+
+def test_study_begin_refuses_a_dead_launcher_and_a_folder_where_its_record_goes(biossd, tmp_path):
+    from test_lifecycle import RECORD, SESSION
+
+    out = tmp_path / "out"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    proc = biossd("study", "begin", "--outdir", str(out), "--record", json.dumps(RECORD), "--session",
+                  json.dumps(SESSION), "--launcher-pid", str(dead.pid), check=False)
+    assert proc.returncode == 2 and "no such process" in proc.stderr and not out.exists(), proc.stderr
+    (out / "pipeline_info" / "plan.json").mkdir(parents=True)
+    proc = biossd("study", "begin", "--outdir", str(out), "--record", json.dumps(RECORD), "--session",
+                  json.dumps(SESSION), "--launcher-pid", str(os.getpid()), "--replace-results", check=False)
+    assert proc.returncode == 2 and "plan.json is not a file" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_out_of_range_values_are_refused_naming_the_option(biossd, tmp_path, monkeypatch):
+    import pandas as pd
+
+    from biossd.analysis import cost
+    from biossd.study.inputs import datasets
+
+    with pytest.raises(cost.CostError, match="--instance_usd_per_hour 1e\\+308"):
+        cost.per_run(pd.DataFrame({"target": ["nvme"], "predicted_wall_s": [1.0]}), 1e308)
+    with pytest.raises(datasets.DatasetError, match="--size must be at least 1 byte"):
+        datasets.prepare("any", tmp_path, tmp_path / "out", 0, 1)
+    assert any("root directory" in p for p in plan_checks.path_problems({"scratch_dir": "/"}))
+    assert plan_checks.path_problems({"scratch_dir": str(tmp_path)}) == []
+    proc = biossd("device", "emulate-hdd", "up", "--mount", str(tmp_path / "m"), "--size", "64M", "--scale", "nan",
+                  check=False)
+    assert proc.returncode == 2 and "--scale nan: give a positive number" in proc.stderr, proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_prepared_input_that_cannot_fit_is_refused_before_it_is_made(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from biossd.study.inputs import datasets
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda where: usage(1 << 30, 1 << 30, 1 << 20))
+    with pytest.raises(datasets.DatasetError, match="takes at least 8M"):
+        datasets._check_room(tmp_path / "out", 8 << 20)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_report_over_a_damaged_run_record_says_which_before_any_notebook(tmp_path):
+    from biossd.analysis import synthresults
+    from biossd.outputs import report
+
+    root = Path(synthresults.write(tmp_path, caps=("1G",), scales=(1,), repeats=1, seed=3, twins=False)["roots"][0])
+    damaged = sorted(root.glob("*/runs/*/*/*/*/run.json"))[0]
+    damaged.write_text("[1]")
+    with pytest.raises(report.ReportError, match=f"{damaged}: a JSON list"):
+        report.render([root])
+    assert not (root / "report").exists()

@@ -34,6 +34,9 @@ PRICES = REFERENCE_DIR / "cloud_prices.csv"
 #: Hours in a billing month, as both AWS and Google prorate a monthly price.
 HOURS_PER_MONTH = 730.0
 SECONDS_PER_HOUR = 3600.0
+#: The dearest machine price a user can mean: on-demand prices of the largest cloud instances
+#: (several hundred USD an hour in 2026) with a margin; a larger figure is a typo or an overflow.
+MAX_INSTANCE_USD_PER_HOUR = 10_000.0
 #: Each price row's fields; the numbers among them must be finite and not negative.
 PRICE_FIELDS = ("device", "region", "usd_per_gib_month", "usd_per_iops_month", "iops_included", "source",
                 "published", "retrieved", "note")
@@ -90,8 +93,9 @@ def per_run(pipeline: pd.DataFrame, instance_usd_per_hour: float | None = None) 
     and, given the machine's hourly price, ``instance_usd_per_run`` and ``total_usd_per_run``;
     the price's ``price_region``, ``price_source`` and ``price_published``. NaN where the target
     has no price."""
-    if instance_usd_per_hour is not None and (not math.isfinite(instance_usd_per_hour) or instance_usd_per_hour < 0):
-        raise CostError(f"--instance_usd_per_hour {instance_usd_per_hour}: give the machine's price per hour, ≥ 0")
+    if instance_usd_per_hour is not None and not 0 <= instance_usd_per_hour <= MAX_INSTANCE_USD_PER_HOUR:
+        raise CostError(f"--instance_usd_per_hour {instance_usd_per_hour}: give the machine's price per hour, from 0 to "
+                        f"{MAX_INSTANCE_USD_PER_HOUR:,.0f} USD")
     table = prices()
     out = pipeline.copy()
     if out.empty:  # no target: the columns, no rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -78,6 +79,8 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
     if args.action == "up":
         if not args.mount or not args.size:
             raise UsageError("give --mount DIR and --size SIZE")
+        if not (math.isfinite(args.scale) and args.scale > 0):
+            raise UsageError(f"--scale {args.scale}: give a positive number (the study's D = 1 GB / M; 1 unscaled)")
         state = emulate.up(Path(args.mount), args.profile, parse_size(args.size),
                            args.swap, Path(args.backing_dir), scale=args.scale)
         print(f"emulated HDD ({state['profile_name']}) up at {state['mount']} on {state['loop_device']}"

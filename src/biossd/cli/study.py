@@ -66,6 +66,11 @@ def cmd_study_begin(args: argparse.Namespace) -> int:
     """A study's (or the experiments') begin in its result folder (:func:`biossd.study.lifecycle.begin`)."""
     from biossd.study import lifecycle, outdir
 
+    from biossd.core.owners import ProcessRef
+
+    if ProcessRef.of(args.launcher_pid).start_ticks is None:
+        raise UsageError(f"--launcher-pid {args.launcher_pid}: no such process; give the pid of the running Nextflow "
+                         "(the session's launcher), which owns its runs")
     record = _json_object(args.record, "--record", "the plan record's parameters")
     session = _json_object(args.session, "--session", "Nextflow's session (id, run_name, start, resumed)")
     provenance = _json_object(args.provenance, "--provenance", "the session's provenance") if args.provenance else None
@@ -169,12 +174,22 @@ def cmd_study_size(args: argparse.Namespace) -> int:
         raise UsageError("give the study's budget (--budget 8h: the baseline matrix's worst case on the pair of "
                          "hosts) or the per-run input budget (--run-budget 5s), one of them")
     run_budget_s = args.run_budget if args.run_budget is not None else sizing.input_budget_s(args.budget, len(tools))
+    which = "--run-budget" if args.run_budget is not None else f"--budget {args.budget:g}s (over {len(tools)} tools)"
+    if not sizing.MIN_RUN_BUDGET_S <= run_budget_s <= sizing.MAX_RUN_BUDGET_S:
+        raise UsageError(f"{which}: {run_budget_s:g} s a run is outside {sizing.MIN_RUN_BUDGET_S:g} s (below it a "
+                         f"run's own start-up jitter decides) to {sizing.MAX_RUN_BUDGET_S:g} s (the paper's 72 hours "
+                         "a program); give a budget within them")
     scratch = Path(args.scratch)
     if not scratch.is_dir():
         raise UsageError(f"--scratch {scratch}: not a directory; give a directory on the fast class's disk")
     out = Path(args.out)
+    if out.is_dir() or (out.exists() and not out.is_file()):
+        raise UsageError(f"--out {out} is a directory (or not a file): the record is one JSON file; give its path, "
+                         f"e.g. {out / 'sizing.json'}")
     if out.exists() and not args.replace:
         raise UsageError(f"--out {out} exists; give another path or --replace")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: its folder {out.parent} does not exist; make it first")
     print(f"biossd study size: {len(tools)} tools, {run_budget_s:.2f} s a run "
           f"(time limit {sizing.time_limit_s(run_budget_s):g} s), in {scratch}", file=sys.stderr)
     try:

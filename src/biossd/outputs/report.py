@@ -20,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from biossd.core.errors import BiossdError  # noqa: E402
 from biossd.core.paths import EXPERIMENT_NOTEBOOKS_DIR, NOTEBOOKS_DIR  # noqa: E402,F401
 from biossd.study import layout  # noqa: E402
 
@@ -72,6 +73,25 @@ def has_study_runs(dirs: Sequence[Path]) -> bool:
                for d in dirs)
 
 
+class ReportError(BiossdError, ValueError):
+    pass
+
+
+def damaged_runs(dirs: Sequence[Path]) -> list[str]:
+    """The study's run records (``run.json``) that cannot be read, each with what is wrong with it:
+    found before any notebook runs, so that the message is not one inside a notebook's traceback."""
+    from biossd.features import extract as features
+    from biossd.measure import manifest
+
+    problems = []
+    for run_dir in features.find_run_dirs(dirs):
+        try:
+            manifest.read_manifest(run_dir)
+        except manifest.ManifestError as err:
+            problems.append(str(err))
+    return problems
+
+
 def notebooks_for(dirs: Sequence[Path], experiments_only: bool = False) -> list[Path]:
     """The notebooks a report of ``dirs`` runs: the study's when they hold its runs, and each
     experiment's whose runs (or table) they hold."""
@@ -92,6 +112,11 @@ def render(results_dirs: Sequence[Path] | Path, report_dir: Path | None = None,
     ``parameters`` override the notebooks' other parameters (fast, slow, speedup_threshold, ...)."""
     dirs = [results_dirs] if isinstance(results_dirs, (str, Path)) else list(results_dirs)
     dirs = [Path(d).resolve() for d in dirs]
+    damaged = damaged_runs(dirs)
+    if damaged:
+        raise ReportError(f"{len(damaged)} run record(s) cannot be read, so no report was made: "
+                          + "; ".join(damaged[:5]) + ("; …" if len(damaged) > 5 else "")
+                          + ". Restore them from the run's source, or move those run folders out of the result set")
     report_dir = Path(report_dir).resolve() if report_dir else dirs[0] / layout.REPORT_DIR
     executed_dir = report_dirs(report_dir)["notebooks"]
     executed_dir.mkdir(parents=True, exist_ok=True)

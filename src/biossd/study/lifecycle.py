@@ -54,8 +54,12 @@ def begin(outdir_path: Path, record: Mapping[str, Any], session: Mapping[str, An
     if missing:
         raise LifecycleError(f"--session: missing {', '.join(missing)} (Nextflow's workflow.sessionId, runName, "
                              "start, resume)")
-    aside = outdir.set_aside(outdir_path, dict(record), keep=keep, held_by=launcher_pid) if replace else None
     info = info_dir(outdir_path)
+    for name in (PLAN_FILE, SIZING_FILE, PROVENANCE_FILE, SESSIONS_FILE):
+        if (info / name).is_symlink() or ((info / name).exists() and not (info / name).is_file()):
+            raise LifecycleError(f"{info / name} is not a file (a folder or a link): the study keeps its records there; "
+                                 "move it away and run again")
+    aside = outdir.set_aside(outdir_path, dict(record), keep=keep, held_by=launcher_pid) if replace else None
     info.mkdir(parents=True, exist_ok=True)
     atomic_write_text(info / PLAN_FILE, json.dumps(record, indent=4) + "\n")
     if sizing is not None and Path(sizing).resolve() != (info / SIZING_FILE).resolve():

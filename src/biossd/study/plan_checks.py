@@ -255,6 +255,9 @@ def path_problems(params: Mapping[str, Any]) -> list[str]:
                                                   or path == Path.home().resolve()):
             problems.append(f"--{name} {text} is {path}: the study would write into it beside what is there; "
                             "give a folder of its own")
+        elif name in ("scratch_dir", "swap_dir") and path == Path(path.anchor):
+            problems.append(f"--{name} {text} is the root directory: runs would stage their inputs, outputs and swap "
+                            "files there; give a scratch folder (on the class's disk)")
     out, root = resolved.get("outdir"), resolved.get("storage_root")
     if out is not None and root is not None and (out == root or root in out.parents or out in root.parents):
         problems.append(f"--outdir {params['outdir']} and --storage_root {params['storage_root']} overlap: the "

@@ -447,6 +447,8 @@ def check(rec: Any) -> list[str]:
             problems.append(f"parameters.{name} is {given.get(name)!r}, but its own measurements give "
                             f"{derived[name]!r} (edited by hand?)")
     runs = rec.get("runs") or []
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        return problems + ["runs is not a list of run objects (edited by hand, or damaged); size again"]
     smallest = parse_size(SMALLEST_INPUT)
     for tool, floor in rec["chose"]["floors"].items():
         size = floor_size(rec["chose"]["inputs"].get(tool, 0), smallest)

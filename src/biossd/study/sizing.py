@@ -90,6 +90,11 @@ BAND_FLOOR_SIGMAS = 3
 #: Seconds an input may add to the tool's 1/FLOOR_DIVISOR run, uncapped on the native disk: the
 #: paper's "less than 72 hours" per program, scaled to a study that ends within 45 minutes.
 INPUT_BUDGET_S = 5.0
+#: The per-run budget a sizing accepts: from a twentieth of a second (the jitter of a run's start-up
+#: on the project's VM, 0.02-0.07 s between repeats of its smallest steps, would decide below it)
+#: to the paper's "less than 72 hours" a program (§5.1).
+MIN_RUN_BUDGET_S = 0.05
+MAX_RUN_BUDGET_S = 72 * 3600.0
 #: A run's time limit (outcome ``timeout``), standing for the paper's 72 hours.
 TIME_LIMIT_S = 60.0
 #: The time limit in input budgets (the one-machine study's 60 s on 5 s): a host sized with

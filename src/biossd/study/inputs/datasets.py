@@ -14,6 +14,7 @@ once and points to ``biossd data synth``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import re
@@ -315,6 +316,23 @@ def preparable(manifest: dict[str, Any], data_dir: Path) -> str | None:
     return None
 
 
+def _check_room(out_dir: Path, least_bytes: int) -> None:
+    """Refuse an input whose least size (its sources' bytes or ``--size``, the smaller, times
+    ``--scale``: what the recipe writes at the least) exceeds what ``out_dir``'s file system has free."""
+    import shutil
+
+    from biossd.core.units import format_size
+
+    where = out_dir
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if least_bytes > free:
+        raise DatasetError(f"-o {out_dir}: the input takes at least {format_size(least_bytes)} (--size or its sources, "
+                           f"times --scale), and {where}'s file system has {format_size(free)} free; free space there "
+                           "or give a smaller --size or --scale")
+
+
 def prepare(dataset_id: str, data_dir: Path, out_dir: Path, size_bytes: int, seed: int, scale: int = 1,
             manifest_dir: Path = MANIFEST_DIR) -> dict[str, Any]:
     """Make a study input of ``size_bytes`` (replicated ``scale`` times) from the fetched files
@@ -326,6 +344,9 @@ def prepare(dataset_id: str, data_dir: Path, out_dir: Path, size_bytes: int, see
 
     if scale < 1:
         raise DatasetError(f"--scale must be a whole number >= 1, got {scale}")
+    if size_bytes < 1:
+        raise DatasetError(f"--size must be at least 1 byte, got {size_bytes} (a size larger than the data set "
+                           "takes all of it)")
     manifest = get(dataset_id, manifest_dir)
     why = preparable(manifest, data_dir)
     if why:
@@ -345,11 +366,18 @@ def prepare(dataset_id: str, data_dir: Path, out_dir: Path, size_bytes: int, see
         sources.append({"role": role, "name": name, "url": by_name[name]["url"], "sha256": actual,
                         "verified": bool(fetched[name].get("verified")) and actual == by_name[name].get("sha256")})
     manifest_path = Path(manifest_dir) / f"{dataset_id}.yaml"
+    _check_room(Path(out_dir), min(size_bytes, sum(p.stat().st_size for p in paths.values())) * scale)
 
     def make(partial: Path) -> dict[str, Any]:
         try:
             made = recipe.make(paths, partial, size_bytes, seed, scale, dict(block.get("args") or {}))
-        except (UnicodeDecodeError, EOFError, OSError) as err:
+        except OSError as err:
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DatasetError(f"-o {out_dir}: its file system filled while {recipe.name} wrote the input "
+                                   f"({err.strerror}); nothing was kept; free space there or give a smaller --size "
+                                   "or --scale") from None
+            raise DatasetError(f"{dataset_id}: recipe {recipe.name} could not read its sources ({err})") from None
+        except (UnicodeDecodeError, EOFError) as err:
             raise DatasetError(f"{dataset_id}: recipe {recipe.name} could not read its sources ({err})") from None
         return {"kind": recipe.kind, "dataset": dataset_id, "recipe": recipe.name, "args": block.get("args") or {},
                 "manifest_sha256": _sha256(manifest_path), "seed": seed, "requested_size_bytes": size_bytes,
