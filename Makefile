@@ -121,5 +121,5 @@ lock:
 	python -m pip install -q pip-tools
 	pip-compile -q --allow-unsafe --generate-hashes --strip-extras --no-header \
 	  --output-file install/requirements.lock install/requirements.in
-	for tool in multiqc cffconvert nf-core; do pip-compile -q --allow-unsafe --generate-hashes --strip-extras --no-header \
+	for tool in multiqc cffconvert roc-validator nf-core; do pip-compile -q --allow-unsafe --generate-hashes --strip-extras --no-header \
 	  --output-file install/$$tool/requirements.lock install/$$tool/requirements.in; done

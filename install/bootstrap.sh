@@ -4,7 +4,7 @@
 # hash of its inputs only after it succeeded; a later call with the same inputs skips the step,
 # and a step that failed half-way is redone whole.
 #
-#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|multiqc|cffconvert|nf-core|docker|tex|all]   (all: all but tex)
+#   install/bootstrap.sh [check|system|python|nextflow|s3proxy|multiqc|cffconvert|roc-validator|nf-core|docker|tex|all]   (all: all but tex)
 #   install/bootstrap.sh pins [LIST]   the pinned packages of LIST as installed here (to refresh pins)
 #
 # Debian packages that shape a measurement are pinned (install/debian-packages.txt); the Maven
@@ -323,6 +323,21 @@ tool_env() {
   stamp_write "$name" "$key"
 }
 
+# roc-validator: checks a result set's RO-Crate against the profiles it claims (biossd crate
+# --validate), offline: its HTTP cache is seeded with the RO-Crate 1.1 context that the pinned
+# rocrate package ships, checked against install/roc-validator/context.sha256.
+roc_validator_env() {
+  tool_env roc-validator rocrate-validator
+  local cache=$venv/roc-validator/cache/context key sum
+  key=$(hash_of "$here/roc-validator/seed_context.py" "$here/roc-validator/context.sha256" "$here/roc-validator/requirements.lock")
+  if stamp_ok roc-validator-cache "$key" && [ -f "$cache.sqlite" ]; then return 0; fi
+  sum=$(grep -v '^#' "$here/roc-validator/context.sha256" | head -n1)
+  mkdir -p "$(dirname "$cache")"
+  "$venv/roc-validator/bin/python" "$here/roc-validator/seed_context.py" "$cache" "$sum" >/dev/null \
+    || die "could not seed roc-validator's cache with the RO-Crate 1.1 context (see the message above)"
+  stamp_write roc-validator-cache "$key"
+}
+
 venv_is_ours  # before any step writes a stamp into it
 case ${1:-all} in
   check) check ;;
@@ -332,10 +347,11 @@ case ${1:-all} in
   s3proxy) s3proxy_env ;;
   multiqc) tool_env multiqc multiqc ;;
   cffconvert) tool_env cffconvert cffconvert ;;
+  roc-validator) roc_validator_env ;;
   nf-core) tool_env nf-core nf-core ;;
   docker) docker_env ;;
   tex) tex ;;
   pins) pins "${2:-}" ;;
-  all) system; python_env; nextflow_env; s3proxy_env; tool_env multiqc multiqc; tool_env cffconvert cffconvert; tool_env nf-core nf-core; docker_env ;;
-  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, multiqc, cffconvert, nf-core, docker, tex, pins, all)" ;;
+  all) system; python_env; nextflow_env; s3proxy_env; tool_env multiqc multiqc; tool_env cffconvert cffconvert; roc_validator_env; tool_env nf-core nf-core; docker_env ;;
+  *) die "unknown step '$1' (check, system, python, nextflow, s3proxy, multiqc, cffconvert, roc-validator, nf-core, docker, tex, pins, all)" ;;
 esac

@@ -16,6 +16,25 @@ REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
 
+#: WfFormat 1.5's JSON Schema, a data file beside the project (never copied into it): WfCommons'
+#: own validator checks `biossd export wfformat`'s instances against it.
+WFFORMAT_SCHEMA = Path(os.environ.get("BIOSSD_WFFORMAT_SCHEMA")
+                       or REPO.parent / "shared" / "reference" / "wfformat-1.5" / "wfcommons-schema.json")
+
+
+def wfformat_validate(body: dict) -> None:
+    """Check a WfFormat instance with WfCommons' SchemaValidator (syntax and semantics) against
+    WFFORMAT_SCHEMA; skips, saying why, where the schema is absent."""
+    import logging
+
+    from wfcommons.wfinstances.schema import SchemaValidator
+
+    if not WFFORMAT_SCHEMA.is_file():
+        pytest.skip(f"{WFFORMAT_SCHEMA}: WfFormat 1.5's schema is absent (a shared data file, not part of the project; "
+                    "set BIOSSD_WFFORMAT_SCHEMA to its path)")
+    SchemaValidator(schema_file_path=WFFORMAT_SCHEMA, logger=logging.getLogger("wfformat")).validate_instance(body)
+
+
 #: The fixtures that say a test needs what `make check` does not give: root, or a tool that
 #: `make test` installs (the catalogue's programs, GNU time, GATK, Nextflow).
 INTEGRATION_FIXTURES = ("root_required", "tool_required")

@@ -284,6 +284,26 @@ def test_the_native_runs_predict_the_hdd_s_runtimes(profiled, name):
     assert held.abs().max() <= MAX_PREDICTION_ERROR, held.to_dict()
 
 
+def test_a_profiled_pipeline_is_a_wfformat_instance_with_its_dependencies(profiled, biossd, tmp_path):
+    """`biossd export wfformat` of a profiled pipeline: each task that ended ok, its parents the
+    tasks whose outputs it staged, its files with their sizes; WfCommons' own validator accepts it."""
+    from conftest import wfformat_validate
+
+    outdir = profiled[("dnaseq", "native")]
+    body = json.loads(Path(biossd("export", "wfformat", str(outdir), "--out", str(tmp_path / "wf.json"))
+                           .stdout.strip()).read_text())
+    wfformat_validate(body)
+    tasks = {t["id"]: t for t in body["workflow"]["specification"]["tasks"]}
+    name = {i: t["name"] for i, t in tasks.items()}
+    parents = {(name[i], name[p]) for i, t in tasks.items() for p in t["parents"]}
+    assert {("BWA_MEM", "BWA_INDEX"), ("SAMTOOLS_SORT", "BWA_MEM"), ("BCFTOOLS_CALL", "SAMTOOLS_SORT")} <= parents, parents
+    assert all(i in tasks[p]["children"] for i, t in tasks.items() for p in t["parents"])
+    sizes = {f["id"]: f["sizeInBytes"] for f in body["workflow"]["specification"]["files"]}
+    sort = next(t for t in tasks.values() if t["name"] == "SAMTOOLS_SORT")
+    assert sort["inputFiles"] and sort["outputFiles"] and all(sizes[f] > 0 for f in sort["outputFiles"])
+    assert len(body["workflow"]["execution"]["machines"]) == 1
+
+
 def test_a_pipeline_with_its_own_shell_is_refused(env, tmp_path, inputs):
     own = tmp_path / "own-shell"
     shutil.copytree(PIPELINES / "dnaseq", own)

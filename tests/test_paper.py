@@ -110,9 +110,44 @@ def test_crate_is_json_ld_and_lists_every_run_with_its_checksum(biossd, syntheti
     g = rdflib.Graph().parse(data=json.dumps(body), format="json-ld", base="arcp://uuid,biossd/")
     sha = rdflib.URIRef(crate.SHA256_TERM["sha256"])
     assert len(list(g.triples((None, sha, None)))) >= len(runs) + 1
+    # roc-validator, offline: a result set made outside Nextflow (no provenance) is a valid crate too.
+    from biossd.outputs import crate_validate
+
+    verdict = crate_validate.validate(root)
+    assert verdict.ok, verdict.summary()
     # A result folder that is not one is refused, naming it.
     bad = biossd("crate", str(root / "pipeline_info"), check=False)
     assert bad.returncode == 2 and "no features table" in bad.stderr
+
+
+def test_a_validator_report_with_a_skipped_or_failed_check_is_not_a_pass():
+    """The report's shape as roc-validator 0.13 writes it (``-f json``): a check it could not run
+    (its context not in the offline cache) fails the verdict as a failed one does."""
+    from biossd.outputs import crate_validate
+
+    stats = {"profiles": ["ro-crate-1.1"], "total_checks": 57, "total_skipped_checks": 0}
+    assert crate_validate.verdict_of({"statistics": stats, "issues": []}).ok
+    skipped = {"statistics": {**stats, "total_skipped_checks": 1},
+               "skipped_check_details": [{"identifier": "ro-crate-1.1_3.1", "message": "Deferred SHACL validation"}]}
+    assert crate_validate.verdict_of(skipped).skipped == ["ro-crate-1.1_3.1"]
+    assert not crate_validate.verdict_of(skipped).ok
+    failed = {"statistics": stats, "issues": [{"severity": "REQUIRED", "message": "no date", "violatingEntity": "./",
+                                               "check": {"identifier": "ro-crate-1.1_8.4"}},
+                                              {"severity": "RECOMMENDED", "message": "no author",
+                                               "check": {"identifier": "ro-crate-1.1_22.2"}}]}
+    verdict = crate_validate.verdict_of(failed)
+    assert verdict.failed == ["ro-crate-1.1_8.4: no date (./)"] and not verdict.ok
+    assert not crate_validate.verdict_of({"statistics": {}}).ok, "no check run is no pass"
+
+
+def test_a_result_set_without_start_times_or_runs_is_refused_by_the_wfformat_export(synthetic, tmp_path):
+    from biossd.outputs import wfformat
+
+    with pytest.raises(wfformat.WfFormatError, match="started_at"):
+        wfformat.instance(Path(synthetic["roots"][0]))
+    with pytest.raises(wfformat.WfFormatError, match="neither a study's result folder"):
+        wfformat.instance(tmp_path)
+    assert wfformat.file_id("/data/s 1/reads#1.fq") == "/data/s_1/reads_1.fq"
 
 
 def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synthetic):

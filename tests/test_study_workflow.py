@@ -191,6 +191,46 @@ def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_pat
     assert records <= set(ids), sorted(records - set(ids))
 
 
+def test_the_crate_of_the_real_result_set_passes_roc_validator_offline(result_set, biossd):
+    """roc-validator, pinned and offline (its RO-Crate 1.1 context from the rocrate package, seeded
+    at install), on the real result set's crate, with the profile it claims: every REQUIRED check
+    run, none failed, none skipped."""
+    from biossd.outputs import crate
+
+    proc = biossd("crate", "--validate", str(result_set), check=False, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("roc-validator"))
+    assert ", 0 failed, 0 skipped" in line and " 0 REQUIRED" not in line, line
+    claimed = json.loads((result_set / crate.METADATA_FILE).read_text())
+    root = next(e for e in claimed["@graph"] if e["@id"] == "./")
+    assert {c["@id"] for c in root["conformsTo"]} == set(crate.PROFILES)
+    for profile in ("process-run-crate-0.5", "workflow-run-crate-0.5", "workflow-ro-crate-1.0", "ro-crate-1.1"):
+        assert profile in line, (profile, line)
+
+
+def test_the_real_result_set_is_a_wfformat_instance_that_wfcommons_accepts(result_set, biossd, tmp_path):
+    """`biossd export wfformat`: every profiled run and chained step that ended ok is a task, a
+    chained step's parent the step before it, each side a machine; WfCommons' own validator
+    accepts it, and refuses it with WfCommons 1.6's schema version."""
+    from conftest import wfformat_validate
+
+    path = Path(biossd("export", "wfformat", str(result_set), "--out", str(tmp_path / "wf.json")).stdout.strip())
+    body = json.loads(path.read_text())
+    wfformat_validate(body)
+    spec, execution = body["workflow"]["specification"], body["workflow"]["execution"]
+    ok_runs = [p.parent for p in result_set.rglob(manifest.MANIFEST_NAME)
+               if "/probes/" not in str(p) and "/experiments/" not in str(p) and json.loads(p.read_text())["outcome"] == "ok"]
+    assert {t["id"] for t in spec["tasks"]} == {r.relative_to(result_set).as_posix() for r in ok_runs}
+    chained = [t for t in spec["tasks"] if "/chains/" in t["id"]]
+    assert chained and any(t["parents"] for t in chained) and all(
+        not t["parents"] or t["parents"][0].rsplit("/", 1)[0] == t["id"].rsplit("/", 1)[0] for t in chained)
+    assert {m["nodeName"] for m in execution["machines"]} == {f"testhost-{c}" for c in CLASSES}
+    assert all(t["runtimeInSeconds"] > 0 and t["memoryInBytes"] > 0 for t in execution["tasks"])
+    assert execution["makespanInSeconds"] >= max(t["runtimeInSeconds"] for t in execution["tasks"])
+    with pytest.raises(RuntimeError, match="syntax errors"):
+        wfformat_validate({**body, "schemaVersion": "1.6"})
+
+
 def test_unknown_profile_fails_with_nextflows_error(env, tmp_path):
     proc = nextflow(env, tmp_path, "-profile", "nosuch", "--outdir", str(tmp_path / "r"), check=False)
     assert proc.returncode != 0

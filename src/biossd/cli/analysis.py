@@ -89,6 +89,19 @@ def cmd_crate(args: argparse.Namespace) -> int:
     from biossd.outputs import crate
 
     print(crate.write(Path(args.results)))
+    if not args.validate:
+        return 0
+    from biossd.outputs import crate_validate
+
+    verdict = crate_validate.validate(Path(args.results))
+    print(verdict.summary(), file=sys.stdout if verdict.ok else sys.stderr)
+    return 0 if verdict.ok else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from biossd.outputs import wfformat
+
+    print(wfformat.write(Path(args.results), Path(args.out) if args.out else None))
     return 0
 
 
@@ -137,5 +150,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("crate", help="write an RO-Crate (ro-crate-metadata.json) for a result set")
     p.add_argument("results", help="a result folder (--outdir of a study run)")
+    p.add_argument("--validate", action="store_true",
+                   help="then check it with roc-validator, offline, against the profiles it claims (exit 1 if it fails)")
     p.set_defaults(func=cmd_crate)
+
+    export_p = sub.add_parser("export", help="a result set in another project's format").add_subparsers(
+        dest="export_cmd", required=True)
+    p = export_p.add_parser("wfformat", help="a WfFormat 1.5 instance (WfCommons; simulate it in WRENCH) of a study "
+                                             "session or a profiled pipeline")
+    p.add_argument("results", help="the --outdir of a study run or of a pipeline profiled with biossd")
+    p.add_argument("--out", help="where to write it (default RESULTS/pipeline_info/wfformat.json)")
+    p.set_defaults(func=cmd_export)
 

@@ -13,6 +13,7 @@ their files are listed with the checksums their generator recorded (``inputs/*/s
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from pathlib import Path
@@ -38,8 +39,11 @@ WORKFLOW_FILES = ("main.nf", "nextflow.config", "nextflow_schema.json")
 RO_CRATE_CONTEXT = "https://w3id.org/ro/crate/1.1/context"
 #: The term the checksums use, defined in the crate's own context.
 SHA256_TERM = {"sha256": "https://w3id.org/ro/terms/workflow-run#sha256"}
-PROFILES = ("https://w3id.org/ro/wfrun/process/0.5", "https://w3id.org/ro/wfrun/workflow/0.5",
-            "https://w3id.org/workflowhub/workflow-ro-crate/1.0")
+#: The profiles the crate claims, each a CreativeWork entity of the crate (name, version), as the
+#: Workflow Run Crate 0.5 specification requires of ``conformsTo``.
+PROFILES = {"https://w3id.org/ro/wfrun/process/0.5": ("Process Run Crate", "0.5"),
+            "https://w3id.org/ro/wfrun/workflow/0.5": ("Workflow Run Crate", "0.5"),
+            "https://w3id.org/workflowhub/workflow-ro-crate/1.0": ("Workflow RO-Crate", "1.0")}
 LICENCE = "https://creativecommons.org/licenses/by/4.0/"
 NEXTFLOW_LANG = "#nextflow"
 _SCHEMA_TYPES = {"string": "Text", "integer": "Integer", "number": "Float", "boolean": "Boolean"}
@@ -88,7 +92,9 @@ def write(results: Path) -> Path:
                          "profiled on storage classes with raw traces kept, made by biossd; no study runs.")
     crate.license = LICENCE
     crate.root_dataset["conformsTo"] = [{"@id": p} for p in PROFILES]
-    crate.root_dataset["datePublished"] = str(provenance.get("complete") or provenance.get("start") or "")[:10] or None
+    for uri, (name, version) in PROFILES.items():
+        crate.add(ContextEntity(crate, uri, properties={"@type": "CreativeWork", "name": name, "version": version}))
+    crate.root_dataset["datePublished"] = date_published(provenance, table_path)
 
     workflow, formal = _workflow(crate, root, provenance)
     objects = _inputs(crate, root, provenance, formal)
@@ -101,6 +107,18 @@ def write(results: Path) -> Path:
                                         f"{provenance.get('profile')}",
                          "actionStatus": {"@id": action_status(provenance.get("success"))}})
     return _write_metadata(crate, root)
+
+
+def date_published(provenance: dict[str, Any], table_path: Path) -> str:
+    """The crate's ``datePublished`` (an ISO 8601 date, which RO-Crate 1.1 requires): the day the
+    session completed, or started; for a result set without provenance (made outside Nextflow),
+    the day its features table was written, or today (UTC)."""
+    stamp = str(provenance.get("complete") or provenance.get("start") or "")[:10]
+    if stamp:
+        return stamp
+    when = table_path.stat().st_mtime if table_path.is_file() else None
+    return (datetime.datetime.fromtimestamp(when, datetime.timezone.utc) if when is not None
+            else datetime.datetime.now(datetime.timezone.utc)).date().isoformat()
 
 
 def action_status(success: Any) -> str:
