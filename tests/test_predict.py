@@ -213,3 +213,16 @@ def test_runs_side_by_side_are_served_interleaved_on_the_device_they_share():
     ssd = devicemodels.paper_target("Samsung 840 Pro")
     assert [p["target_busy_s"] for p in predict.predict_overlapping([a, b], ssd)] == pytest.approx(
         [predict.predict_stream(r, ssd)["target_busy_s"] for r in (a, b)])
+
+
+def test_a_run_is_predicted_on_a_cloud_volume_behind_its_instance(tmp_path):
+    """The cloud model (biossd.host.cloudmodel) serves a recorded trace as any target does: 100
+    random 4 KiB reads one at a time on gp3 wait its stated latency each (1-10 ms, middle 5.5)."""
+    sectors = np.random.default_rng(4).integers(0, 10**12 // 512, 100)
+    run = make_run(tmp_path / "r", [(i * 0.01, i * 0.01 + 0.001, "R", int(sectors[i]), 4096) for i in range(100)],
+                   wall_s=2.0, cpu_s=1.9)
+    gp3 = devicemodels.load_target("cloud:aws-gp3-baseline@m6id.large")
+    row = predict.predict_runs([run], [gp3]).iloc[0]
+    assert row["target_kind"] == "cloud SSD" and row["predicted_runtime_s"] == pytest.approx(1.9 + 100 * 0.0055, rel=0.01)
+    assert row["predicted_low_s"] == pytest.approx(1.9 + 0.1, rel=0.01)
+    assert row["predicted_high_s"] == pytest.approx(2.9, rel=0.01)

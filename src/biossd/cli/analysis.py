@@ -124,7 +124,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or result folders holding them")
     p.add_argument("--device", action="append", required=True, metavar="TARGET",
                    help="a `biossd device characterize` record (.json), a device profile (.yaml, or a name under "
-                        "study/devices/) or a device of the paper's tables (paper:NAME); repeatable")
+                        "study/devices/), a device of the paper's tables (paper:NAME) or a cloud volume behind an "
+                        "instance (cloud:VOLUME[@INSTANCE], docs/cloud.md); repeatable")
     p.add_argument("-o", "--output", help="the table: .csv or .parquet (default: CSV on stdout)")
     p.add_argument("--json", metavar="PATH", help="also write the predictions and the targets as JSON")
     p.set_defaults(func=cmd_predict)

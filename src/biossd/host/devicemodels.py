@@ -24,6 +24,9 @@ Where targets come from (:func:`load_target`):
   saturated share, and no faster), and the prediction's interval spans both ends.
 * a ``biossd device characterize`` record (JSON): its measured sequential MB/s and 4 KiB IOPS at
   depths 1 and 32 make a :class:`FlashTarget`; a record of an emulated HDD is that HDD's profile.
+* ``cloud:<volume>[@<instance>]`` — a cloud block volume or instance-store NVMe of
+  ``study/reference/cloud_storage.csv``, behind an instance of ``cloud_instances.csv``
+  (:mod:`biossd.host.cloudmodel`: latency, I/O-size accounting, burst buckets, the instance's limits).
 * a device profile (YAML: ``study/devices/<name>.yaml`` or a user's file): ``kind: HDD`` needs the
   fields of :data:`biossd.host.hdd.diskmodel.PROFILE_FIELDS`; ``kind: SSD`` or ``NVMe`` needs
   :data:`FLASH_FIELDS` (and may give :data:`FLASH_QD1_FIELDS`).
@@ -45,6 +48,7 @@ from biossd.core import yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REFERENCE_DIR
 from biossd.host.hdd import diskmodel
+from biossd.host.requeststream import Service, Stream  # noqa: F401 (part of this module's API)
 
 PAPER_DEVICES = REFERENCE_DIR / "paper_devices.csv"
 #: NVMe drives and cloud block volumes: their published limits, sources and dates.
@@ -61,56 +65,6 @@ FLASH_KINDS = ("SSD", "NVMe")
 
 class DeviceModelError(BiossdError, ValueError):
     """A target that cannot be made; the message names the file and field."""
-
-
-@dataclass(frozen=True)
-class Stream:
-    """A recorded request stream in issue order: direction, byte offset on its device, size,
-    the queue depth it met (requests outstanding when it was issued, itself included), how long
-    its device had been idle before it (ms) and whether its predecessor was on another device."""
-
-    is_write: np.ndarray
-    offset: np.ndarray
-    nbytes: np.ndarray
-    depth: np.ndarray
-    idle_ms: np.ndarray
-    new_stream: np.ndarray
-    #: Flushes of the device's write cache (no data; ``None``: there are none).
-    is_flush: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.nbytes)
-
-    @property
-    def flushes(self) -> np.ndarray:
-        return np.zeros(len(self), bool) if self.is_flush is None else np.asarray(self.is_flush, bool)
-
-    @property
-    def ops(self) -> list[str]:
-        """Each request as the disk model names it: ``read``, ``write`` or ``flush``."""
-        return np.where(self.flushes, diskmodel.FLUSH, np.where(self.is_write, diskmodel.WRITE, diskmodel.READ)).tolist()
-
-    @property
-    def sequential(self) -> np.ndarray:
-        """Data requests that start where the previous data request on the same device ended
-        (a flush between them does not move anything)."""
-        data = ~self.flushes
-        out = np.zeros(len(self), bool)
-        offset, end = self.offset[data], self.offset[data] + self.nbytes[data]
-        new = self.new_stream[data]
-        out[data] = (offset == np.concatenate(([-1], end[:-1]))) & ~new
-        return out
-
-
-@dataclass(frozen=True)
-class Service:
-    """Per request: expected device time (ms), its variance (ms², the model's randomness) and
-    the low and high ends of what the model's unknowns allow (ms)."""
-
-    mean_ms: np.ndarray
-    var_ms2: np.ndarray
-    low_ms: np.ndarray
-    high_ms: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -166,7 +120,7 @@ class FlashTarget:
         return Service(mean, np.zeros_like(mean), cost(fastest), cost(slowest))
 
 
-Target = HddTarget | FlashTarget
+Target = HddTarget | FlashTarget  # and biossd.host.cloudmodel.CloudTarget ("cloud:<volume>[@<instance>]")
 
 
 def _number(value: Any, where: str, field: str) -> float:
@@ -294,6 +248,13 @@ def load_target(spec: str | Path) -> Target:
         return paper_target(text.removeprefix("paper:"))
     if text.startswith("volume:"):
         return volume_target(text.removeprefix("volume:"))
+    if text.startswith("cloud:"):
+        from biossd.host import cloudmodel
+
+        try:
+            return cloudmodel.target(text.removeprefix("cloud:"))
+        except cloudmodel.CloudModelError as err:
+            raise DeviceModelError(str(err)) from None
     path = Path(text)
     if path.suffix == ".json":
         if not path.is_file():

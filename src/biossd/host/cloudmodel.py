@@ -1,0 +1,328 @@
+"""Cloud block volumes, instance-store NVMe and the instance in front of them, as data and one
+model: today's storage asked the paper's question (Lee, Min and Yoon 2015, §1: would a faster
+device make this tool faster?) of a recorded request stream.
+
+The data (``study/reference/cloud_storage.csv``, ``cloud_instances.csv``) hold each figure as its
+provider publishes it, with the source, the date it was published (a page's last change, a
+package's release) and the date it was read; a figure the provider does not publish is empty, and
+what rests on it says "unknown".
+
+The model of a volume (:class:`CloudTarget`) serves requests in issue order on a clock that moves
+by the idle gaps the trace recorded and by each request's own time, which is the longest of:
+
+* **latency** over the queue depth the request met (requests in flight overlap their waits): the
+  provider's stated per-request latency, a range (``latency_low_ms`` to ``latency_high_ms``; its
+  middle for the estimate, its ends for the interval; an unstated end is 0 ms below, or the
+  stated one);
+* **I/O operations** over the volume's IOPS: a request counts ``ceil(bytes / io_unit)`` I/Os, and
+  one that continues the previous request counts ``bytes / io_unit`` (the provider merges
+  sequential I/O up to its unit: AWS's 256 KiB for SSD-backed volumes, 1 MiB for HDD-backed ones,
+  ``ebs-io-characteristics``); a volume whose unit is not stated counts one I/O a request;
+* **bytes** over the volume's throughput;
+* the same two over the **instance's** limits to its network storage (:class:`Instance`), a second
+  bucket in front of every volume it attaches.
+
+Rates come from token buckets (:class:`Bucket`): a volume with burst credits (gp2's I/O
+credits, st1's and sc1's throughput credits) runs at its burst rate while its bucket holds credits
+and at its baseline when empty, the bucket refilling at the baseline; an instance runs at its
+maximum for ``burst_minutes_per_day`` a day and at its baseline after, the budget refilling over 24
+hours. Every bucket starts full (a volume's at creation, an instance's "at least once every 24
+hours"). Instance-store NVMe is a device of the instance: no network, no bucket, its published
+random IOPS per direction (at saturation) and nothing else known.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from biossd.core.errors import BiossdError
+from biossd.core.paths import REFERENCE_DIR
+from biossd.host.requeststream import Service, Stream
+
+STORAGE = REFERENCE_DIR / "cloud_storage.csv"
+INSTANCES = REFERENCE_DIR / "cloud_instances.csv"
+KIB, MIB, MB = 1024, 1 << 20, 1_000_000
+SECONDS_PER_DAY = 86_400.0
+#: The I/O size at which an instance's published IOPS limit is measured (``ebs-optimized``:
+#: "Baseline IOPS (16 KiB I/O)"): a larger request counts one operation and meets the bandwidth.
+INSTANCE_IOPS_UNIT_KIB = 16
+#: Fields every row must give with its figures: where each came from and when it was read.
+PROVENANCE = ("source", "retrieved")
+
+
+class CloudModelError(BiossdError, ValueError):
+    """A row that cannot make a model; the message names the file, row and field."""
+
+
+@dataclass
+class Bucket:
+    """A rate with an optional burst: ``burst`` per second while ``tokens`` last, ``base`` per
+    second when empty; ``tokens`` refill at ``refill`` per second up to ``capacity``. Bursting
+    drains the bucket by what it serves above ``base`` (for a volume, whose refill is its
+    baseline, that is AWS's "spent at the rate of IOPS … used above baseline"). No burst: ``base``."""
+
+    base: float
+    burst: float | None = None
+    capacity: float = 0.0
+    refill: float = 0.0
+    tokens: float = 0.0
+    #: A volume's credits count everything served (refilled at its baseline: gp2, st1, sc1); an
+    #: instance's budget counts only what it served above its baseline (refilled over the day).
+    above_base_only: bool = False
+
+    def seconds(self, amount: float) -> float:
+        """The time ``amount`` takes now (burst while the bucket holds what the burst spends)."""
+        if amount <= 0:
+            return 0.0
+        if self.burst is None or self.burst <= self.base or self.tokens <= 0:
+            return amount / self.base
+        at_burst = amount / self.burst
+        spend = amount - self.base * at_burst
+        if spend <= self.tokens:
+            return at_burst
+        # The bucket empties part-way: the rest at the baseline.
+        done = self.tokens / (1 - self.base / self.burst)
+        return done / self.burst + (amount - done) / self.base
+
+    def spend(self, amount: float, elapsed_s: float) -> None:
+        """``amount`` served over ``elapsed_s`` (its own time and the idle time before it)."""
+        if self.burst is None:
+            return
+        charged = max(0.0, amount - self.base * elapsed_s) if self.above_base_only else amount
+        self.tokens = min(self.capacity, max(0.0, self.tokens + self.refill * elapsed_s - charged))
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A row of ``cloud_storage.csv``."""
+
+    name: str
+    provider: str
+    backing: str
+    size_gib: float
+    read_iops: float
+    write_iops: float
+    throughput_bps: float | None
+    io_unit_bytes: float | None
+    latency_low_ms: float | None
+    latency_high_ms: float | None
+    burst_iops: float | None
+    burst_throughput_bps: float | None
+    burst_bucket: float | None
+    burst_refill_per_s: float | None
+    source: str
+    published: str
+    retrieved: str
+    note: str
+
+    @property
+    def unknown(self) -> list[str]:
+        """What the provider does not publish that the model would use."""
+        out = []
+        if self.throughput_bps is None:
+            out.append("throughput")
+        if self.latency_low_ms is None and self.latency_high_ms is None:
+            out.append("latency")
+        elif self.latency_low_ms is None:
+            out.append("latency's lower end")
+        if self.io_unit_bytes is None:
+            out.append("I/O-size accounting")
+        if not self.published:
+            out.append("publication date")
+        return out
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A row of ``cloud_instances.csv``: the instance's limits to its network storage."""
+
+    name: str
+    provider: str
+    vcpus: int
+    baseline_iops: float
+    burst_iops: float
+    baseline_bps: float
+    burst_bps: float
+    burst_minutes_per_day: float
+    local_nvme: str
+    source: str
+    published: str
+    retrieved: str
+    note: str
+
+
+def _rows(path) -> dict[str, dict[str, str]]:
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        key = reader.fieldnames[0] if reader.fieldnames else ""
+        return {row[key]: row for row in reader}
+
+
+def _num(row: dict[str, str], name: str, where: str, required: bool = False) -> float | None:
+    text = (row.get(name) or "").strip()
+    if not text:
+        if required:
+            raise CloudModelError(f"{where}: field '{name}' is empty; the model needs it")
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise CloudModelError(f"{where}: field '{name}' is {text!r}, not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise CloudModelError(f"{where}: field '{name}' is {text!r}: give a finite number >= 0")
+    return value
+
+
+def _provenance(row: dict[str, str], where: str) -> None:
+    for name in PROVENANCE:
+        if not (row.get(name) or "").strip():
+            raise CloudModelError(f"{where}: field '{name}' is empty: every figure needs its source and the date it was read")
+
+
+def volumes() -> dict[str, Volume]:
+    """Every volume of ``cloud_storage.csv`` by name."""
+    out = {}
+    for name, row in _rows(STORAGE).items():
+        where = f"{STORAGE.name}, row {name}"
+        _provenance(row, where)
+        read_iops = _num(row, "iops", where, required=True)
+        mibs = _num(row, "throughput_mibs", where)
+        burst_mibs = _num(row, "burst_throughput_mibs", where)
+        unit_kib = _num(row, "io_unit_kib", where)
+        out[name] = Volume(
+            name, row["provider"], row["backing"], _num(row, "size_gib", where, required=True), read_iops,
+            _num(row, "write_iops", where) or read_iops, mibs * MIB if mibs else None,
+            unit_kib * KIB if unit_kib else None, _num(row, "latency_low_ms", where), _num(row, "latency_high_ms", where),
+            _num(row, "burst_iops", where), burst_mibs * MIB if burst_mibs else None, _num(row, "burst_bucket", where),
+            _num(row, "burst_refill_per_s", where), row["source"], row.get("published") or "", row["retrieved"],
+            row.get("note") or "")
+    return out
+
+
+def instances() -> dict[str, Instance]:
+    """Every instance of ``cloud_instances.csv`` by name."""
+    out = {}
+    for name, row in _rows(INSTANCES).items():
+        where = f"{INSTANCES.name}, row {name}"
+        _provenance(row, where)
+        out[name] = Instance(
+            name, row["provider"], int(_num(row, "vcpus", where, required=True)),
+            _num(row, "baseline_iops", where, required=True), _num(row, "burst_iops", where, required=True),
+            _num(row, "baseline_throughput_mbs", where, required=True) * MB,
+            _num(row, "burst_throughput_mbs", where, required=True) * MB,
+            _num(row, "burst_minutes_per_day", where) or 0.0, row.get("local_nvme") or "", row["source"],
+            row.get("published") or "", row["retrieved"], row.get("note") or "")
+    return out
+
+
+def operations(nbytes: float, unit_bytes: float | None, sequential: bool) -> float:
+    """The I/O operations a request counts for: ``ceil(bytes / unit)``, or ``bytes / unit`` when it
+    continues the previous request (merged up to the unit); one without a unit."""
+    if not unit_bytes:
+        return 1.0
+    return nbytes / unit_bytes if sequential else float(max(1, math.ceil(nbytes / unit_bytes)))
+
+
+def _volume_buckets(v: Volume) -> tuple[Bucket, Bucket | None]:
+    """The volume's IOPS and throughput buckets, full (a new volume's)."""
+    iops_capacity = v.burst_bucket if v.burst_iops else 0.0
+    iops = Bucket(v.read_iops, v.burst_iops, iops_capacity or 0.0, v.burst_refill_per_s or 0.0, iops_capacity or 0.0)
+    if v.throughput_bps is None:
+        return iops, None
+    if v.burst_throughput_bps:
+        capacity = (v.burst_bucket or 0.0) * MIB
+        return iops, Bucket(v.throughput_bps, v.burst_throughput_bps, capacity, (v.burst_refill_per_s or 0.0) * MIB, capacity)
+    return iops, Bucket(v.throughput_bps)
+
+
+def _instance_buckets(i: Instance) -> tuple[Bucket, Bucket]:
+    """The instance's IOPS and bandwidth buckets: its maximum for its daily minutes, full."""
+    burst_s = i.burst_minutes_per_day * 60
+
+    def bucket(base: float, burst: float) -> Bucket:
+        capacity = burst_s * max(0.0, burst - base)
+        return Bucket(base, burst, capacity, capacity / SECONDS_PER_DAY, capacity, above_base_only=True)
+
+    return bucket(i.baseline_iops, i.burst_iops), bucket(i.baseline_bps, i.burst_bps)
+
+
+@dataclass(frozen=True)
+class CloudTarget:
+    """A volume (and the instance it is attached to) serving a request stream
+    (:class:`biossd.host.devicemodels.Stream`)."""
+
+    name: str
+    volume: Volume
+    instance: Instance | None = None
+    kind: str = "cloud"
+    source: str = field(default="")
+
+    def serve(self, stream: Stream) -> Service:
+        v = self.volume
+        low = v.latency_low_ms or 0.0
+        high = v.latency_high_ms if v.latency_high_ms is not None else low
+        mean = self._walk(stream, (low + high) / 2)
+        return Service(mean, np.zeros_like(mean), self._walk(stream, low), self._walk(stream, high))
+
+    def _walk(self, stream: Stream, latency_ms: float) -> np.ndarray:
+        """Each request's time (ms) at one latency, the buckets carried along the stream."""
+        v = self.volume
+        iops, throughput = _volume_buckets(v)
+        inst = _instance_buckets(self.instance) if self.instance and v.backing != "NVMe" else None
+        flushes, sequential = stream.flushes, stream.sequential
+        out = np.zeros(len(stream))
+        for k in range(len(stream)):
+            if flushes[k]:
+                continue
+            idle_s = float(stream.idle_ms[k]) / 1000.0  # credits earned while the device waited
+            for bucket in (iops, throughput, *(inst or ())):
+                if bucket:
+                    bucket.spend(0.0, idle_s)
+            nbytes, depth = float(stream.nbytes[k]), max(1, int(stream.depth[k]))
+            if iops.burst is None:  # a device without credits has a rate per direction (instance-store NVMe)
+                iops.base = v.write_iops if stream.is_write[k] else v.read_iops
+            ios = operations(nbytes, v.io_unit_bytes, bool(sequential[k]))
+            t = max(latency_ms / 1000.0 / depth, iops.seconds(ios), throughput.seconds(nbytes) if throughput else 0.0)
+            inst_ios = operations(nbytes, INSTANCE_IOPS_UNIT_KIB * KIB, bool(sequential[k]))
+            if inst:
+                t = max(t, inst[0].seconds(inst_ios), inst[1].seconds(nbytes))
+            iops.spend(ios, t)
+            if throughput:
+                throughput.spend(nbytes, t)
+            if inst:
+                inst[0].spend(inst_ios, t)
+                inst[1].spend(nbytes, t)
+            out[k] = t * 1000.0
+        return out
+
+    def scaled(self, scale: float) -> "CloudTarget":
+        """The target as a study scaled by D sees it: its inputs are D times smaller, so its burst
+        credits (a volume's bucket, an instance's daily minutes) are D times smaller too; rates and
+        latency stay (they are per second and per request, not per byte held)."""
+        if scale == 1:
+            return self
+        volume = replace(self.volume, burst_bucket=self.volume.burst_bucket / scale if self.volume.burst_bucket else None)
+        instance = (replace(self.instance, burst_minutes_per_day=self.instance.burst_minutes_per_day / scale)
+                    if self.instance else None)
+        return replace(self, volume=volume, instance=instance, source=f"{self.source}; burst credits / D = {scale:g}")
+
+
+def target(spec: str) -> CloudTarget:
+    """``<volume>`` or ``<volume>@<instance>`` (names of the two data files) as a target."""
+    name, _, on = spec.partition("@")
+    vols, insts = volumes(), instances()
+    if name not in vols:
+        raise CloudModelError(f"no volume {name!r} in {STORAGE.name}; known: {', '.join(vols)}")
+    if on and on not in insts:
+        raise CloudModelError(f"no instance {on!r} in {INSTANCES.name}; known: {', '.join(insts)}")
+    volume, instance = vols[name], insts.get(on) if on else None
+    unknown = volume.unknown
+    source = (f"{volume.source} (published {volume.published or 'unknown'}, read {volume.retrieved})"
+              + (f"; instance {instance.name}: {instance.source}" if instance else "")
+              + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+    return CloudTarget(spec, volume, instance, kind=f"cloud {volume.backing}", source=source)
+

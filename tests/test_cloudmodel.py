@@ -1,0 +1,94 @@
+"""Cloud volumes and instances as data, one model: the provider's I/O-size accounting, burst
+buckets that drain and refill, the instance's limits in front of the volume, latency over depth,
+and every figure with its source and dates (unknown where not published)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from biossd.host import cloudmodel, devicemodels, requeststream
+
+KIB = 1024
+
+
+def stream(n: int, nbytes: int, depth: int = 1, sequential: bool = False, idle_ms=None, write: bool = False):
+    offsets = np.arange(n) * nbytes if sequential else (np.arange(n) * 7919 % 100_003) * (1 << 20)
+    return requeststream.Stream(is_write=np.full(n, write), offset=offsets.astype(np.int64), nbytes=np.full(n, nbytes),
+                               depth=np.full(n, depth), idle_ms=np.zeros(n) if idle_ms is None else np.asarray(idle_ms, float),
+                               new_stream=np.zeros(n, bool))
+
+
+def test_every_row_has_its_source_and_dates_and_names_what_is_unknown():
+    volumes, instances = cloudmodel.volumes(), cloudmodel.instances()
+    assert {"aws-gp3-baseline", "aws-gp3-provisioned", "aws-io2-block-express", "aws-st1", "aws-sc1",
+            "aws-m6id-large-nvme", "gcp-hyperdisk-balanced", "azure-premium-ssd-v2"} <= set(volumes)
+    assert {"m6id.large", "i4i.large"} <= set(instances)
+    for v in [*volumes.values(), *instances.values()]:
+        assert v.source and v.retrieved >= "2026-11-28" and (not v.published or v.published <= v.retrieved)
+    # gp3's limits as published since 2025, not 2023's 16,000 IOPS / 1,000 MiB/s
+    assert volumes["aws-gp3-provisioned"].published >= "2025" and "80,000" in volumes["aws-gp3-provisioned"].note
+    assert volumes["aws-m6id-large-nvme"].unknown == ["throughput", "latency"]
+    assert "publication date" in volumes["gcp-hyperdisk-balanced"].unknown
+
+
+def test_a_row_without_its_source_is_refused_naming_it(tmp_path, monkeypatch):
+    text = cloudmodel.STORAGE.read_text().splitlines()
+    header, row = text[0].split(","), text[1]
+    bad = tmp_path / "cloud_storage.csv"
+    bad.write_text(",".join(header) + "\n" + row.split(',"')[0] + ",,,\n")
+    monkeypatch.setattr(cloudmodel, "STORAGE", bad)
+    with pytest.raises(cloudmodel.CloudModelError, match="row aws-gp3-baseline: field 'source' is empty"):
+        cloudmodel.volumes()
+
+
+def test_io_size_accounting_is_the_providers_ssd_256_kib_hdd_1_mib_and_sequential_merged():
+    assert cloudmodel.operations(1 << 20, 256 * KIB, sequential=False) == 4
+    assert cloudmodel.operations(1 << 20, 1024 * KIB, sequential=False) == 1
+    assert cloudmodel.operations(4 * KIB, 1024 * KIB, sequential=False) == 1, "a small random I/O is a whole 1 MiB credit"
+    assert cloudmodel.operations(4 * KIB, 1024 * KIB, sequential=True) == pytest.approx(1 / 256)
+    assert cloudmodel.operations(4 * KIB, None, sequential=False) == 1
+    st1 = devicemodels.load_target("cloud:aws-st1")
+    random_ms = st1.serve(stream(1000, 4 * KIB)).mean_ms.sum()
+    sequential_ms = st1.serve(stream(1000, 4 * KIB, sequential=True)).mean_ms.sum()
+    assert random_ms == pytest.approx(1000 / 500 * 1000)  # 500 IOPS of 1 MiB credits
+    assert sequential_ms < random_ms / 50
+
+
+def test_latency_overlaps_with_depth_and_its_range_is_the_interval():
+    gp3 = devicemodels.load_target("cloud:aws-gp3-baseline")
+    one = gp3.serve(stream(100, 4 * KIB, depth=1))
+    assert one.mean_ms.mean() == pytest.approx(5.5) and one.low_ms.mean() == 1 and one.high_ms.mean() == 10
+    deep = gp3.serve(stream(100, 4 * KIB, depth=32))
+    assert deep.mean_ms.mean() == pytest.approx(1000 / 3000), "at depth 32 the volume's 3,000 IOPS binds"
+
+
+def test_a_burst_bucket_drains_then_refills_while_idle():
+    gp2 = devicemodels.load_target("cloud:aws-gp2-100").scaled(5400)  # 1,000 credits
+    served = gp2.serve(stream(4000, 16 * KIB, depth=32)).mean_ms
+    assert served[0] == pytest.approx(1000 / 3000) and served[-1] == pytest.approx(1000 / 300)
+    drained = int(np.argmax(served > 1000 / 3000 + 1e-9))
+    # 1,000 credits spent at 3,000 - 300 a second: 1000 / 2700 s at 3,000 IOPS
+    assert drained == pytest.approx(1000 / 2700 * 3000, abs=2)
+    idle = np.zeros(4000)
+    idle[3000] = 1000 / 300 * 1000  # 3.3 s idle refills the 1,000 credits at 300 a second
+    again = gp2.serve(stream(4000, 16 * KIB, depth=32, idle_ms=idle)).mean_ms
+    assert again[3000] == pytest.approx(1000 / 3000)
+
+
+def test_the_instance_cap_binds_below_the_volume_once_its_daily_burst_is_spent():
+    alone = devicemodels.load_target("cloud:aws-gp3-provisioned")
+    behind = devicemodels.load_target("cloud:aws-gp3-provisioned@m6id.large")
+    deep = stream(20_000, 16 * KIB, depth=256)  # deep enough that 5.5 ms of latency overlaps below 1/16,000 s
+    assert alone.serve(deep).mean_ms[-1] == pytest.approx(1000 / 16000)
+    assert behind.serve(deep).mean_ms[0] == pytest.approx(1000 / 16000), "the instance's 40,000 burst is above it"
+    spent = behind.scaled(30 * 60 * 36400 / 200)  # 200 I/Os of burst budget left
+    assert spent.serve(deep).mean_ms[-1] == pytest.approx(1000 / 3600), "m6id.large's 3,600 IOPS baseline binds"
+
+
+def test_instance_store_nvme_has_its_read_and_write_iops_and_no_network_limit():
+    nvme = devicemodels.load_target("cloud:aws-m6id-large-nvme@m6id.large")
+    assert nvme.serve(stream(10, 4 * KIB, depth=32)).mean_ms[0] == pytest.approx(1000 / 33542)
+    assert nvme.serve(stream(10, 4 * KIB, depth=32, write=True)).mean_ms[0] == pytest.approx(1000 / 16771)
+    with pytest.raises(devicemodels.DeviceModelError, match="no instance 'x9.huge'"):
+        devicemodels.load_target("cloud:aws-gp3-baseline@x9.huge")
