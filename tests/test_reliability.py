@@ -485,3 +485,28 @@ def test_a_report_over_a_damaged_run_record_says_which_before_any_notebook(tmp_p
     with pytest.raises(report.ReportError, match=f"{damaged}: a JSON list"):
         report.render([root])
     assert not (root / "report").exists()
+
+
+# -- what a pipeline's tasks read as root comes only from a folder no one else can write ---------------------------------
+def test_a_session_folder_others_can_write_is_refused_and_a_listed_path_off_tracefs_is_never_claimed(tmp_path):
+    from biossd.core.files import private_folder
+    from biossd.host import tracefs
+    from biossd.measure import own_pipeline_task
+
+    outdir = tmp_path / "out"
+    folder = own_pipeline_task.session_folder(outdir)
+    assert folder == outdir / "pipeline_info" and private_folder(folder) is None
+    os.chmod(folder, 0o777)
+    with pytest.raises(own_pipeline_task.PipelineTaskError, match="writable by its group or by others.*chmod go-w"):
+        own_pipeline_task.drops_caches({"drop_caches": "once", "session": "s1"}, outdir)
+    assert not list(folder.iterdir()), "no mark was made in it"
+    os.chmod(folder, 0o755)
+    (tmp_path / "elsewhere").mkdir()
+    linked = tmp_path / "linked"
+    (linked / "pipeline_info").parent.mkdir()
+    (linked / "pipeline_info").symlink_to(tmp_path / "elsewhere")
+    assert "not a folder" in private_folder(linked / "pipeline_info")
+    # A pool list naming a folder that looks like an instance but is not on a tracefs mount.
+    fake = tmp_path / "instances" / "biossd-1234-5678-abcdef12"
+    fake.mkdir(parents=True)
+    assert not tracefs.is_pooled_instance(fake) and not tracefs.is_pooled_instance(tmp_path / "victim.txt")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,3 +180,21 @@ def remove_tree(path: Path, ignore_errors: bool = False) -> None:
         else:
             child.unlink()
     path.rmdir()
+
+
+def private_folder(path: Path) -> str | None:
+    """Why ``path`` is not a folder that only this process's user can write (None when it is):
+    what biossd reads there as root (a session's marks and its tracefs pool list) must not come
+    from another user. It must be a real folder (not a link), owned by this user, and writable by
+    neither its group nor others."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return f"{path} does not exist"
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a folder (a link or a file)"
+    if st.st_uid != os.geteuid():
+        return f"{path} belongs to uid {st.st_uid}, not to this process's user (uid {os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is writable by its group or by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None

@@ -201,6 +201,15 @@ def _claim(path: Path) -> int | None:
     return fd
 
 
+def is_pooled_instance(path: Path) -> bool:
+    """Whether ``path`` is what a pool lists: a folder (not a link) ``<tracefs mount>/instances/<a
+    biossd instance's name>`` — never any other path a listed file might name, which a root task
+    would write its settings into."""
+    path = Path(path)
+    return (not path.is_symlink() and path.is_dir() and path.parent.name == "instances"
+            and is_owned_name(path.name, PREFIX) and path.parent.parent in tracefs_mounts())
+
+
 @dataclass
 class BlockTraceInstance(HostObject):
     """Block tracepoints for ``devices`` (``(major, minor)`` pairs) in a private instance: one of
@@ -230,6 +239,8 @@ class BlockTraceInstance(HostObject):
         if os.geteuid() != 0:
             raise TracefsError("tracefs block tracepoints need root")
         for candidate in self.pooled:
+            if not is_pooled_instance(Path(candidate)):
+                continue
             fd = _claim(Path(candidate))
             if fd is None:
                 continue

@@ -41,7 +41,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.host import hostlock, tracefs
-from biossd.measure.own_pipeline_task import component
+from biossd.measure.own_pipeline_task import component, session_folder
 
 #: The session's leader mark under the outdir (its pid and start, for the tasks that wait on it).
 LEADER_MARK = "pipeline_info/.biossd-leader-{session}.json"
@@ -97,8 +97,7 @@ def join(session: str, owner_pid: int | None, outdir: Path, run_task: Callable[[
     group = token(session)
     if _leader_holds(group):
         return group
-    mark = Path(outdir) / LEADER_MARK.format(session=component(session))
-    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark = session_folder(outdir) / Path(LEADER_MARK.format(session=component(session))).name
     try:
         fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
@@ -191,7 +190,7 @@ def nextflow_of(owner_pid: int | None) -> ProcessRef | None:
 def trace_pool(session: str, outdir: Path) -> list[Path]:
     """The session's ready tracefs instances its leader listed; none when it listed none (not
     root, no tracefs: each task makes its own)."""
-    return trace_pool_file(Path(outdir) / TRACE_POOL.format(session=component(session)))
+    return trace_pool_file(session_folder(outdir) / Path(TRACE_POOL.format(session=component(session))).name)
 
 
 def trace_pool_file(pool_file: Path) -> list[Path]:

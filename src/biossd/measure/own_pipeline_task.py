@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from biossd.core.errors import BiossdError
+from biossd.core.files import private_folder
 from biossd.host.cgroups import MAX_CAP_BYTES, MIN_CAP_BYTES
 
 #: Where the config tells each task to keep its run (the config's ``env`` scope).
@@ -139,6 +140,23 @@ def outdir_from_env(environ: dict[str, str] | None = None, task: dict[str, Any] 
     return Path(value)
 
 
+def session_folder(outdir: Path) -> Path:
+    """``outdir``'s ``pipeline_info/``, where a session keeps what its tasks read as root (its
+    leader mark, its page-cache mark, its tracefs pool list): made only this user's when new, and
+    refused, naming it, when another user could write it (they could point a root task's writes
+    anywhere, or hold every task waiting)."""
+    folder = Path(outdir) / Path(DROPPED_MARK).parent
+    if not folder.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o755)
+    why = private_folder(folder)
+    if why:
+        raise PipelineTaskError(f"{why}: a session's marks and trace pool live there and biossd reads them as "
+                                f"root; make it yours and not writable by others (chmod go-w {folder}), or give "
+                                "another --biossd_outdir")
+    return folder
+
+
 def drops_caches(task: dict[str, Any], outdir: Path) -> tuple[bool, str]:
     """Whether this task drops the page cache, and why not when it does not: ``task`` always,
     ``never`` never, ``once`` only the first task of its session (the one that makes the
@@ -148,8 +166,8 @@ def drops_caches(task: dict[str, Any], outdir: Path) -> tuple[bool, str]:
         return True, ""
     if mode == "never":
         return False, "--biossd_drop_caches never"
-    mark = Path(outdir) / DROPPED_MARK.format(session=component(task.get("session"), empty="unknown-session"))
-    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark = session_folder(outdir) / Path(DROPPED_MARK.format(session=component(task.get("session"),
+                                                                                empty="unknown-session"))).name
     try:
         os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
     except FileExistsError:
