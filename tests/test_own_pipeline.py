@@ -141,6 +141,25 @@ def test_another_session_s_failed_attempts_in_the_same_outdir_are_not_counted():
     assert len(own_pipeline.reported_runs(legacy, tasks.drop(columns="session_id"))) == 3
 
 
+def test_a_run_that_did_not_finish_says_so_and_lists_what_never_completed(tmp_path):
+    """A killed or failed session: the README says so first, and a process OOM-killed on every
+    attempt (no row in the tables) is listed with its attempts' outcomes."""
+    from biossd.outputs import own_pipeline_report
+
+    runs = pd.DataFrame({"process": ["MAKE_NUMBERS", "GROW_TABLE", "GROW_TABLE", "SORT"],
+                         "outcome": ["oom", "oom", "failed", "ok"], "session_id": ["s"] * 4})
+    tasks = pd.DataFrame({"process": ["SORT"], "session_id": ["s"]})
+    never = own_pipeline.never_completed(runs, tasks)
+    assert never.to_dict("records") == [{"process": "GROW_TABLE", "attempts": 2, "outcomes": "oom 1, failed 1"},
+                                        {"process": "MAKE_NUMBERS", "attempts": 1, "outcomes": "oom 1"}]
+    rep = own_pipeline.Report(runs=runs, tasks=tasks, processes=pd.DataFrame(), predictions=pd.DataFrame(),
+                              pipeline=pd.DataFrame(), status="ERR", never_completed=never)
+    assert not rep.finished and own_pipeline.Report(runs, tasks, *[pd.DataFrame()] * 3, status="OK").finished
+    lines = own_pipeline_report._ending_lines(rep)
+    assert lines[0].startswith("**This Nextflow run did not finish** (status `ERR`")
+    assert "- `MAKE_NUMBERS`: 1 attempt(s): oom 1" in lines
+
+
 def test_findings_name_what_to_change_and_the_next_run_config_does_it(profiled, env, biossd, tmp_path):
     """On real runs: GROW_TABLE's first attempt was killed at its 40 MB (BIOSSD-M02, and no other
     process gets it); every finding is a documented rule with its evidence; and the report's

@@ -82,6 +82,16 @@ class Report:
     #: (:mod:`biossd.analysis.findings`).
     evidence: pd.DataFrame = field(default_factory=pd.DataFrame)
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: How the reported Nextflow run ended (its ``nextflow log`` status: OK, ERR, ``-`` when it was
+    #: killed or still runs); empty for an older profiling config's runs.
+    status: str = ""
+    #: Processes with runs but no completed task (killed, failed or OOM-killed on every attempt):
+    #: process, attempts and their outcomes.
+    never_completed: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("", "OK")
 
 
 def last_run(runs: pd.DataFrame) -> tuple[Path, str, str]:
@@ -217,6 +227,18 @@ def counted_tasks(runs: pd.DataFrame, trace: pd.DataFrame) -> pd.DataFrame:
         rows.append({**run.to_dict(), "status": t.status, "start_s": t.start_s, "complete_s": t.complete_s,
                      "realtime_s": t.complete_s - t.start_s})
     return pd.DataFrame(rows)
+
+
+def never_completed(runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """The processes of ``runs`` (the reported session's) that have no counted task: every attempt
+    killed, failed or OOM-killed. One row each: its attempts and their outcomes (``oom 1, failed 2``)."""
+    done = set(tasks["process"]) if len(tasks) else set()
+    rows = []
+    for process, mine in runs[~runs["process"].isin(done)].groupby("process"):
+        outcomes = mine["outcome"].value_counts()
+        rows.append({"process": process, "attempts": len(mine),
+                     "outcomes": ", ".join(f"{o} {n}" for o, n in outcomes.items())})
+    return pd.DataFrame(rows, columns=["process", "attempts", "outcomes"])
 
 
 def reported_runs(runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
@@ -364,6 +386,8 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
         raise PipelineReportError(f"{outdir / own_pipeline_task.RUNS_DIR}: no run to report"
                                   + (f" ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
     trace = load_trace(outdir, runs)
+    named = "session_id" in runs and runs["session_id"].notna().any()
+    status = last_run(runs)[2] if named else ""
     tasks = counted_tasks(runs, trace).reset_index(drop=True)
     tasks = tasks.join(overlaps(tasks))
     loaded = [devicemodels.load_target(t) for t in targets]
@@ -372,8 +396,9 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
     preds["process"] = preds["task"].map(tasks["process"])
     preds = interleave(tasks, preds, loaded)
 
-    failed = reported_runs(runs, tasks)
-    failed = failed[failed["outcome"] != "ok"].groupby("process").size()
+    reported = reported_runs(runs, tasks)
+    failed = reported[reported["outcome"] != "ok"].groupby("process").size()
+    never = never_completed(reported, tasks)
     cached = tasks[tasks["status"] == "CACHED"].groupby("process").size()
     per = tasks.groupby("process").agg(
         tasks=("process", "size"), runtime_s=("runtime_s", "sum"), median_task_s=("runtime_s", "median"),
@@ -402,5 +427,5 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
 
     ev = findings.evidence(tasks, runs, by, preds, lambda durations: critical_path(tasks, durations))
     return Report(runs=runs, tasks=tasks, processes=per.reset_index(), predictions=by,
-                  pipeline=cost.per_run(pd.DataFrame(whole), instance_usd_per_hour), skipped=skipped, evidence=ev.reset_index(),
-                  findings=findings.of(ev))
+                  pipeline=cost.per_run(pd.DataFrame(whole), instance_usd_per_hour).assign(session_status=status),
+                  skipped=skipped, evidence=ev.reset_index(), findings=findings.of(ev), status=status, never_completed=never)

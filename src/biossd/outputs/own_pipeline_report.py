@@ -54,7 +54,8 @@ def write(rep, out_dir: Path) -> list[Path]:
                write_frame(rep.pipeline, out_dir / "pipeline_predictions.csv"),
                write_frame(tasks, out_dir / "tasks.csv"),
                write_frame(rep.evidence, out_dir / "evidence.csv"),
-               write_frame(rep.findings, out_dir / "findings.csv")]
+               write_frame(rep.findings, out_dir / "findings.csv"),
+               write_frame(rep.never_completed, out_dir / "never_completed.csv")]
     written.append(next_run_config(rep, out_dir / NEXT_RUN_CONFIG))
     written += multiqc_content(rep, out_dir)
     written.append(pipeline_figure(rep, out_dir / "pipeline_speedup.png"))
@@ -69,7 +70,7 @@ def readme(rep, path: Path) -> Path:
     from biossd.analysis import findings, predict
 
     sources = sorted(set(rep.processes.get("pattern_source", []).dropna().astype(str))) if len(rep.processes) else []
-    lines = ["# Your pipeline on other devices (biossd pipeline report)", "",
+    lines = ["# Your pipeline on other devices (biossd pipeline report)", ""] + _ending_lines(rep) + [
              "| file | what it holds |", "| --- | --- |",
              "| `processes.csv` | per process: tasks, failed attempts, cached tasks, runtime, CPU share, peak RSS, "
              "the eight storage features of Lee, Min and Yoon (2015) (median over tasks), nearest pattern |",
@@ -87,6 +88,8 @@ def readme(rep, path: Path) -> Path:
              "with a margin, and `scratch` on `--fast_scratch` for the processes a faster device serves |",
              "| `biossd_processes_mqc.yaml`, `biossd_findings_mqc.yaml` | the per-process table and the findings as "
              "MultiQC custom content: `multiqc <this folder>` (or add them to your pipeline's MultiQC inputs) |",
+             "| `never_completed.csv` | each process whose every attempt was killed, failed or OOM-killed, with "
+             "the attempts' outcomes |",
              "| `evidence.csv`, `findings.csv` | per process, the evidence the findings read, and each finding that "
              "fired: its code, severity, what was measured, what to do (rules: docs/profile-your-pipeline.md) |", "",
              "## Findings", ""] + _findings_lines(rep) + ["", "## Cost per run", ""] + _cost_lines(rep) + ["",
@@ -102,6 +105,22 @@ def readme(rep, path: Path) -> Path:
     lines += ["", "## Skipped runs", ""] + ([f"- `{d}`: {why}" for d, why in rep.skipped] or ["none"])
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
+
+
+def _ending_lines(rep) -> list[str]:
+    """How the run ended, first, when it did not end well: its status, and each process that never
+    completed a task with its attempts' outcomes (a process OOM-killed at its memory directive on
+    every attempt has no row in the tables)."""
+    lines = []
+    if not rep.finished:
+        lines.append(f"**This Nextflow run did not finish** (status `{rep.status}` in `nextflow log`: "
+                     "`ERR` failed, `-` killed or still running): the tables below hold only the tasks that "
+                     "completed, and the pipeline's wall time is theirs, not the pipeline's.")
+    never = getattr(rep, "never_completed", None)
+    if never is not None and len(never):
+        lines += ["", "Processes that never completed a task (no row in the tables):", ""]
+        lines += [f"- `{r.process}`: {r.attempts} attempt(s): {r.outcomes}" for r in never.itertuples()]
+    return lines + [""] if lines else []
 
 
 def _cost_lines(rep) -> list[str]:
