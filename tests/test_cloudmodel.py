@@ -92,3 +92,24 @@ def test_instance_store_nvme_has_its_read_and_write_iops_and_no_network_limit():
     assert nvme.serve(stream(10, 4 * KIB, depth=32, write=True)).mean_ms[0] == pytest.approx(1000 / 16771)
     with pytest.raises(devicemodels.DeviceModelError, match="no instance 'x9.huge'"):
         devicemodels.load_target("cloud:aws-gp3-baseline@x9.huge")
+
+
+def test_the_device_on_the_hosts_clock_overlaps_latency_until_a_limit_binds():
+    """CloudDevice, which the emulated disk's server runs: at depth 1 each request waits its
+    latency; 64 arriving at once pass at the volume's IOPS; a drained gp2 bucket refills while idle."""
+    gp3 = cloudmodel.CloudDevice(cloudmodel.target("aws-gp3-baseline"))
+    t = 0.0
+    for k in range(5):
+        done = gp3.finish_at(False, k * 7 << 20, 4 * KIB, t)
+        assert done - t == pytest.approx(0.0055)
+        t = done
+    burst = cloudmodel.CloudDevice(cloudmodel.target("aws-gp3-baseline"))
+    ends = [burst.finish_at(False, k * 7 << 20, 4 * KIB, 100.0) for k in range(64)]
+    assert max(ends) - 100.0 == pytest.approx(64 / 3000) and min(ends) - 100.0 == pytest.approx(0.0055)
+    gp2 = cloudmodel.CloudDevice(cloudmodel.target("aws-gp2-100").scaled(5400))  # 1,000 credits
+    ends = [gp2.finish_at(False, k * 7 << 20, 16 * KIB, 0.0) for k in range(2000)]
+    gaps = np.diff(ends)
+    assert gaps[100] == pytest.approx(1 / 3000) and gaps[-1] == pytest.approx(1 / 300), "drained: the baseline"
+    later = ends[-1] + 1000 / 300  # idle long enough to earn the 1,000 credits back
+    again = [gp2.finish_at(False, k * 7 << 20, 16 * KIB, later) for k in range(100)]
+    assert np.diff(again)[50] == pytest.approx(1 / 3000)

@@ -233,3 +233,26 @@ def test_what_keeps_a_mount_busy_names_the_kernel_s_holders(tmp_path, root_requi
     finally:
         subprocess.run(["losetup", "--detach", loop], check=False)
     assert not any("loop device" in u for u in blockdev.users_of(str(tmp_path)))
+
+
+def test_an_emulated_cloud_volume_overlaps_its_latency_until_its_iops_bind(biossd, tmp_path, root_required):
+    """`emulate-hdd up --profile cloud:<volume>`: a gp3 volume's server serves requests side by
+    side (libfuse 3, one thread each): one at a time each waits the volume's latency (5.5 ms, plus
+    the emulator's own path), 32 at a time they pass at its 3,000 IOPS; down leaves nothing."""
+    mount = tmp_path / "cloud"
+    before = _host()
+    biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--profile", "cloud:aws-gp3-baseline", "--size", "256M",
+           "--backing-dir", str(tmp_path))
+    try:
+        def fio(depth: int) -> dict:
+            out = subprocess.run(["fio", "--name=t", f"--filename={mount / 'fio.dat'}", "--rw=randread", "--bs=4k",
+                                  "--size=64M", "--direct=1", "--ioengine=libaio", f"--iodepth={depth}", "--runtime=2",
+                                  "--time_based", "--output-format=json"], check=True, capture_output=True, text=True)
+            return json.loads(out.stdout)["jobs"][0]["read"]
+
+        one, deep = fio(1), fio(32)
+        assert 5.5 <= one["clat_ns"]["mean"] / 1e6 <= 5.5 * 1.1, one["clat_ns"]
+        assert abs(deep["iops"] - 3000) <= 0.05 * 3000, deep["iops"]
+    finally:
+        assert "umount" in biossd("device", "emulate-hdd", "down", "--mount", str(mount)).stdout
+    assert _host() == before, "the emulated cloud volume left something behind"

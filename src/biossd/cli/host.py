@@ -209,7 +209,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = dev_p.add_parser("emulate-hdd", help="make a directory behave like a hard disk")
     p.add_argument("action", choices=("up", "down", "status"))
     p.add_argument("--mount", help="the directory to make a mount point")
-    p.add_argument("--profile", default="seagate-barracuda-7200", help="name in study/devices/ or a YAML path")
+    p.add_argument("--profile", default="seagate-barracuda-7200",
+                   help="name in study/devices/, a YAML path, or a cloud volume behind an instance: "
+                        "cloud:VOLUME[@INSTANCE] (study/reference/cloud_storage.csv, docs/cloud.md)")
     p.add_argument("--size", help="size of the emulated disk, e.g. 20G")
     p.add_argument("--swap", type=options.swap_bytes, help="also a swap area of this size on it")
     p.add_argument("--backing-dir", default="/var/tmp", help="where the disk's data is kept")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import math
+import threading
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -325,4 +326,51 @@ def target(spec: str) -> CloudTarget:
               + (f"; instance {instance.name}: {instance.source}" if instance else "")
               + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
     return CloudTarget(spec, volume, instance, kind=f"cloud {volume.backing}", source=source)
+
+
+class CloudDevice:
+    """The model on the host's clock, for the emulated disk's server (:mod:`biossd.host.hdd.server`):
+    requests arrive from several threads at once, and each finishes at the later of its arrival
+    plus the volume's latency and the time the rate limits let it through. Each limit (the
+    volume's IOPS and throughput, the instance's) is a queue of its own with its bucket: a request
+    starts on it when the one before has passed, and takes what :class:`Bucket` says. At depth 1
+    a request waits its latency; at depth q, q latencies overlap until a limit binds — the
+    prediction's ``max(latency / q, I/Os / IOPS, bytes / throughput)`` in steady state."""
+
+    def __init__(self, target: CloudTarget, latency: str = "mean") -> None:
+        v = target.volume
+        low = v.latency_low_ms or 0.0
+        high = v.latency_high_ms if v.latency_high_ms is not None else low
+        self.latency_s = {"mean": (low + high) / 2, "low": low, "high": high}[latency] / 1000.0
+        self.volume = v
+        self.iops, self.throughput = _volume_buckets(v)
+        self.instance = _instance_buckets(target.instance) if target.instance and v.backing != "NVMe" else None
+        self._lock = threading.Lock()
+        self._next_offset: int | None = None
+        self._free_at: dict[int, float] = {}
+
+    def finish_at(self, is_write: bool, offset: int, nbytes: int, arrived_s: float) -> float:
+        """When a request that arrived at ``arrived_s`` (the host's monotonic clock) is done."""
+        with self._lock:
+            sequential = offset == self._next_offset
+            self._next_offset = offset + nbytes
+            v = self.volume
+            if self.iops.burst is None:
+                self.iops.base = v.write_iops if is_write else v.read_iops
+            demands = [(self.iops, operations(nbytes, v.io_unit_bytes, sequential)), (self.throughput, nbytes)]
+            if self.instance:
+                demands += [(self.instance[0], operations(nbytes, INSTANCE_IOPS_UNIT_KIB * KIB, sequential)),
+                            (self.instance[1], nbytes)]
+            done = arrived_s + self.latency_s
+            for bucket, amount in demands:
+                if bucket is None:
+                    continue
+                free = self._free_at.get(id(bucket), arrived_s)
+                start = max(arrived_s, free)
+                bucket.spend(0.0, start - free)  # credits earned while this limit was idle
+                took = bucket.seconds(amount)
+                bucket.spend(amount, took)
+                self._free_at[id(bucket)] = start + took
+                done = max(done, start + took)
+            return done
 

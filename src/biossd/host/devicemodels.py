@@ -78,7 +78,8 @@ class HddTarget:
 
     def serve(self, stream: Stream) -> Service:
         model = diskmodel.DiskModel(self.profile, seed=None, scale=self.scale)
-        mean, var = model.stream_ms(stream.ops, stream.offset.tolist(), stream.nbytes.tolist(), stream.idle_ms.tolist(),
+        ops = np.where(stream.flushes, diskmodel.FLUSH, np.where(stream.is_write, diskmodel.WRITE, diskmodel.READ)).tolist()
+        mean, var = model.stream_ms(ops, stream.offset.tolist(), stream.nbytes.tolist(), stream.idle_ms.tolist(),
                                     stream.new_stream.tolist())
         mean, var = np.asarray(mean, float), np.asarray(var, float)
         return Service(mean, var, mean, mean)
@@ -207,6 +208,11 @@ def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
         except devicerecord.DeviceRecordError as err:
             raise DeviceModelError(str(err)) from None
     emulation = body.get("emulation") or {}
+    if emulation.get("emulated") and str(emulation.get("profile") or "").startswith("cloud:"):
+        from biossd.host import cloudmodel
+
+        scale = float(emulation.get("scale") or 1.0)
+        return cloudmodel.target(str(emulation["profile"]).removeprefix("cloud:")).scaled(scale)
     if emulation.get("emulated") and emulation.get("profile"):
         profile = diskmodel.load_profile(str(emulation["profile"]))
         scale = float(emulation.get("scale") or 1.0)

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biossd.host.hdd import diskmodel
-
 
 @dataclass(frozen=True)
 class Stream:
@@ -31,11 +29,6 @@ class Stream:
     @property
     def flushes(self) -> np.ndarray:
         return np.zeros(len(self), bool) if self.is_flush is None else np.asarray(self.is_flush, bool)
-
-    @property
-    def ops(self) -> list[str]:
-        """Each request as the disk model names it: ``read``, ``write`` or ``flush``."""
-        return np.where(self.flushes, diskmodel.FLUSH, np.where(self.is_write, diskmodel.WRITE, diskmodel.READ)).tolist()
 
     @property
     def sequential(self) -> np.ndarray:

@@ -65,8 +65,7 @@ from biossd.host.hdd import blockdev
 from biossd.host.hdd.blockdev import EmulateError
 
 STATE_ROOT = Path("/run/biossd/emulated-hdd")
-#: The disk server's module, as its command line names it; and the name it had before, for a
-#: disk an older biossd brought up and a newer one takes down.
+#: The disk server's module, as its command line names it; and its name before (an older biossd's disk).
 SERVER_MODULE = "biossd.host.hdd.server"
 _SERVER_MODULES_BEFORE = ("biossd.host.hdd.hddserver",)
 #: The files of the disk server's FUSE mount (biossd.host.hdd.server): the disk image, the switch of
@@ -158,24 +157,24 @@ def in_use(state_dir: Path) -> bool:
 def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None,
        backing_dir: Path = Path("/var/tmp"), owner: ProcessRef | None = None, scale: float = 1.0,
        rotational: bool | None = None) -> dict[str, Any]:
-    """Make ``mount`` an emulated HDD of ``size_bytes`` (and optionally a swap area on it),
-    owned by ``owner`` (``None``: by whoever takes it down by hand). ``scale``: the study's
-    memory divisor D, by which the disk model scales its buffer and distances
-    (:mod:`biossd.host.hdd.diskmodel`). ``rotational``: the class's truth for its queue (default:
-    an HDD profile is rotational, the native disk stands for flash)."""
-    # Here, not at the top: the disk model needs NumPy, which every profiled run (that imports this
+    """Make ``mount`` an emulated HDD (or ``cloud:<volume>[@<instance>]``, a cloud volume) of
+    ``size_bytes``, optionally with swap, owned by ``owner`` (``None``: whoever takes it down).
+    ``scale``: the study's divisor D (the disk's buffer and distances, a volume's burst credits).
+    ``rotational``: the class's queue (default: an HDD is rotational; native and cloud are flash)."""
+    # Here, not at the top: the models need NumPy, which every profiled run (that imports this
     # module to find its class's mount) would otherwise read from disk after a cache drop.
     from biossd.host.hdd import diskmodel
 
     mount = Path(mount).resolve()
-    native = profile == NATIVE_PROFILE
+    native, cloud = profile == NATIVE_PROFILE, profile.startswith("cloud:")
     missing = missing_features(fuse=not native)
     if missing:
         raise EmulateError(f"cannot {'put the native disk on a loop device' if native else 'emulate an HDD'} "
                            "here; missing: " + "; ".join(missing) + " (mechanism tried: "
                            + ("a loop device over a file" if native else "FUSE-served disk image behind a loop device")
                            + ")")
-    profile_name = NATIVE_NAME if native else diskmodel.load_profile(profile).name
+    # A cloud volume's name is checked by its server (biossd.host.cloudmodel needs NumPy; see above).
+    profile_name = NATIVE_NAME if native else profile if cloud else diskmodel.load_profile(profile).name
     if size_bytes < MIN_SIZE_BYTES:
         raise EmulateError(f"--size must be at least {MIN_SIZE_BYTES >> 20} MiB")
     if swap_bytes and swap_bytes >= size_bytes // 2:
@@ -184,7 +183,7 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
         raise EmulateError(f"the disk's scale is the study's memory divisor D >= 1, got {scale}")
     from biossd.host.devices import queue_policy
 
-    policy = queue_policy(not native if rotational is None else rotational)
+    policy = queue_policy(not (native or cloud) if rotational is None else rotational)  # a volume is flash
     state_dir = _state_dir(mount)
     if state_dir.exists():
         if in_use(state_dir):

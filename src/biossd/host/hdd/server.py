@@ -3,7 +3,9 @@ and writes are answered after the time :class:`biossd.host.hdd.diskmodel.DiskMod
 would take. A loop device over that file is the emulated disk (see :mod:`biossd.host.hdd.emulate`).
 
 Run as ``python -m biossd.host.hdd.server --profile NAME --size BYTES --backing FILE --mount DIR
-[--scale D]``.
+[--scale D]``. A profile ``cloud:<volume>[@<instance>]`` serves the image as a cloud volume
+instead (:class:`CloudFilesystem`, :class:`biossd.host.cloudmodel.CloudDevice`): requests side by
+side, each held for the volume's latency and its limits.
 The data lives in ``--backing`` (a sparse file on the native disk). Service times are applied
 only once ``on`` is written to the mount's ``control`` file, so ``mkfs`` runs at native speed
 (``off`` turns them off again); reading ``stats`` gives request counts as JSON. The server opens
@@ -31,16 +33,28 @@ import errno
 import json
 import os
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
 
-import mfusepy as fuse
+#: A profile naming a cloud volume (and its instance) rather than a hard disk.
+CLOUD_PREFIX = "cloud:"
+#: A cloud volume's server uses libfuse 3, whose asynchronous direct I/O lets the kernel send a
+#: queue of requests at once (libfuse 2 sends one file's direct I/O one request at a time); it must
+#: be chosen before mfusepy is imported, which loads the library.
+if __name__ == "__main__" and any(a.startswith(CLOUD_PREFIX) for a in sys.argv):
+    os.environ.setdefault("FUSE_LIBRARY_PATH", "libfuse3.so.3")
 
-from biossd.host.hdd.diskmodel import FLUSH, READ, WRITE, DiskModel, load_profile
-from biossd.host.hdd.emulate import CONTROL_FILE, DISK_FILE, STATS_FILE
+import mfusepy as fuse  # noqa: E402 (after the library is chosen, above)
+
+from biossd.host.hdd.diskmodel import FLUSH, READ, WRITE, DiskModel, load_profile  # noqa: E402 (as mfusepy)
+from biossd.host.hdd.emulate import CONTROL_FILE, DISK_FILE, STATS_FILE  # noqa: E402 (as mfusepy)
 
 IDLE_SLACK_MS = 1.0
+#: How many requests the kernel may have outstanding at a cloud volume's server (FUSE's
+#: ``max_background``, 12 by default, which would cap a queue's overlap at 12 latencies).
+CLOUD_MAX_BACKGROUND = 256
 #: The request counts in ``stats``, by operation.
 COUNTS = {READ: "reads", WRITE: "writes", FLUSH: "flushes"}
 
@@ -154,6 +168,45 @@ class HddFilesystem(fuse.Operations):
                 "f_bavail": 0, "f_namemax": 255}
 
 
+class CloudFilesystem(HddFilesystem):
+    """The same disk image served as a cloud volume (``--profile cloud:<volume>[@<instance>]``,
+    :class:`biossd.host.cloudmodel.CloudDevice`): requests are served side by side, one thread
+    each (FUSE's multithreaded loop), each held until the model says it is done, so that a queue of
+    them overlaps its latencies as a network volume's does until a limit binds."""
+
+    def __init__(self, device, backing: Path, size_bytes: int) -> None:
+        super().__init__(None, backing, size_bytes)
+        self.device = device
+
+    def init_with_config(self, conn_info, config_3) -> None:
+        """Let the kernel keep CLOUD_MAX_BACKGROUND requests outstanding here (FUSE's default 12
+        would cap a queue's overlapping latencies at 12)."""
+        conn = conn_info.contents if hasattr(conn_info, "contents") else conn_info
+        if conn is not None:
+            conn.max_background = CLOUD_MAX_BACKGROUND
+            conn.congestion_threshold = CLOUD_MAX_BACKGROUND * 3 // 4  # the kernel's 9 of 12
+
+    def _serve(self, op: str, offset: int, nbytes: int, io):
+        with self._actuator:  # the counters only: the requests themselves are not serialised
+            self.stats[COUNTS[op]] += 1
+            if op != FLUSH:
+                self.stats[f"{op}_bytes"] += nbytes
+            enabled = self.enabled
+        if not enabled or op == FLUSH:  # a volume acknowledges a flush with its writes
+            return io()
+        # No slack for FUSE's path here: that path is the emulator's own cost, which its
+        # validation reports (benchmarks/emulated_cloud.py), not part of the volume's latency.
+        arrived = time.monotonic()
+        done = self.device.finish_at(op == WRITE, offset, nbytes, arrived)
+        with self._actuator:
+            self.stats["modelled_ms"] += (done - arrived) * 1000.0
+        result = io()
+        delay = done - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        return result
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m biossd.host.hdd.server", description=__doc__)
     ap.add_argument("--profile", required=True)
@@ -163,15 +216,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", type=float, default=1.0, help="the study's memory divisor D (diskmodel)")
     args = ap.parse_args(argv)
-    model = DiskModel(load_profile(args.profile), seed=args.seed, scale=args.scale)
-    fs = HddFilesystem(model, Path(args.backing), args.size)
+    cloud = args.profile.startswith(CLOUD_PREFIX)
+    if cloud:
+        from biossd.host import cloudmodel
+
+        device = cloudmodel.CloudDevice(cloudmodel.target(args.profile.removeprefix(CLOUD_PREFIX)).scaled(args.scale))
+        fs: HddFilesystem = CloudFilesystem(device, Path(args.backing), args.size)
+    else:
+        fs = HddFilesystem(DiskModel(load_profile(args.profile), seed=args.seed, scale=args.scale), Path(args.backing),
+                           args.size)
     # Root-only: no allow_other (only the mounting user, root, may enter the mount), and the
     # kernel checks the files' modes (the image is 0600).
     # One thread: requests are taken in the order the kernel queued them (a loop device with direct
     # I/O sends a request's pieces at once), as one actuator without command queueing serves them,
     # and a flush is served after the writes queued before it.
-    fuse.FUSE(fs, args.mount, foreground=True, raw_fi=True, default_permissions=True, fsname="biossd-hdd",
-              direct_io=True, nothreads=True)
+    # A cloud volume serves its requests side by side instead (CloudFilesystem).
+    threads = {"max_threads": CLOUD_MAX_BACKGROUND} if cloud else {}  # libfuse 3's default: 10 threads
+    fuse.FUSE(fs, args.mount, foreground=True, raw_fi=True, default_permissions=True,
+              fsname="biossd-cloud" if cloud else "biossd-hdd", direct_io=True, nothreads=not cloud, **threads)
 
 
 if __name__ == "__main__":
