@@ -113,3 +113,13 @@ def test_the_device_on_the_hosts_clock_overlaps_latency_until_a_limit_binds():
     later = ends[-1] + 1000 / 300  # idle long enough to earn the 1,000 credits back
     again = [gp2.finish_at(False, k * 7 << 20, 16 * KIB, later) for k in range(100)]
     assert np.diff(again)[50] == pytest.approx(1 / 3000)
+
+
+def test_a_cloud_class_is_a_parameter_the_study_takes_and_not_rotational():
+    from biossd.measure import storage
+    from biossd.study import plan_checks
+
+    spec = "gp3=cloud:aws-gp3-baseline@m6id.large,st1=cloud:aws-st1"
+    assert plan_checks.schema_problems({"storage_classes": "gp3,st1", "emulate": spec}) == []
+    assert storage.parse_emulate(spec.split(","))["gp3"] == "cloud:aws-gp3-baseline@m6id.large"
+    assert not storage.rotational("gp3", "cloud:aws-gp3-baseline") and storage.rotational("hdd", "seagate-barracuda-7200")

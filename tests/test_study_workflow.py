@@ -309,6 +309,7 @@ def nextflow_config(env, cwd, profiles):
 
 @pytest.mark.parametrize("profiles, expected", [
     ("emulated_hdd", ["storage_classes = 'hdd'", "emulate = 'hdd=seagate-barracuda-7200'"]),
+    ("emulated_cloud", ["storage_classes = 'gp3'", "emulate = 'gp3=cloud:aws-gp3-baseline@m6id.large'"]),
     ("ssd,apptainer", ["container_engine = 'apptainer'", "storage_classes = 'ssd'"]),
     ("hdd,docker", ["container_engine = 'docker'", "cap_backend = 'external'"]),
     ("ssd,conda", ["enabled = true", "environment.yml"]),

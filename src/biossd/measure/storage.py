@@ -70,9 +70,11 @@ ROTATIONAL_CLASSES = ("hdd",)
 
 def rotational(name: str, profile: str) -> bool:
     """The truth of a class for its devices' rotational flag: an emulated HDD is rotational; the
-    native disk is what its class says (:data:`ROTATIONAL_CLASSES`), whatever the virtual disk
-    under it reports."""
-    return profile != emulate.NATIVE_PROFILE or name in ROTATIONAL_CLASSES
+    native disk and an emulated cloud volume (``cloud:…``, a network device: no seek to schedule
+    for) are what its class says (:data:`ROTATIONAL_CLASSES`), whatever the virtual disk under it
+    reports."""
+    hard_disk = profile != emulate.NATIVE_PROFILE and not profile.startswith("cloud:")
+    return hard_disk or name in ROTATIONAL_CLASSES
 
 
 def up(classes: list[str], root: Path, emulated: dict[str, str], size_bytes: int,
