@@ -510,3 +510,24 @@ def test_a_session_folder_others_can_write_is_refused_and_a_listed_path_off_trac
     fake = tmp_path / "instances" / "biossd-1234-5678-abcdef12"
     fake.mkdir(parents=True)
     assert not tracefs.is_pooled_instance(fake) and not tracefs.is_pooled_instance(tmp_path / "victim.txt")
+
+
+def test_the_session_leader_is_no_descendant_of_the_task_that_started_it(tmp_path, monkeypatch):
+    """Nextflow stops a task (its time limit, a retry) by killing every descendant of the task's
+    process: the leader the first task started must not be one, or every task handed to it dies."""
+    from biossd.measure import own_pipeline_session
+
+    said = tmp_path / "leader.txt"
+
+    def leader_says(session, owner, mark, run_task):
+        said.write_text(f"{os.getpid()} {os.getppid()}")
+        return 0
+
+    monkeypatch.setattr(own_pipeline_session, "run_leader", leader_says)
+    pid = own_pipeline_session._fork_leader("s", os.getpid(), tmp_path / "mark", None)
+    deadline = time.monotonic() + 10
+    while not said.exists() or not said.read_text():
+        assert time.monotonic() < deadline, "the leader never ran"
+        time.sleep(0.01)
+    leader, parent = map(int, said.read_text().split())
+    assert leader == pid and parent != os.getpid()

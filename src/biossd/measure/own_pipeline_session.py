@@ -143,22 +143,39 @@ LEADER_LABEL = "biossd pipeline lead"
 def _fork_leader(session: str, owner_pid: int, mark: Path, run_task: Callable[[list[str]], int] | None) -> int:
     """Start the session's leader: a fork of this task's process (the first task's, which has
     loaded what the leader and its workers run — a new interpreter would cost the pipeline's
-    first task its start), in a session of its own, its standard streams on ``/dev/null`` and no
-    other descriptor of the task's kept (Nextflow waits for the task's output to close)."""
-    pid = os.fork()
-    if pid:
-        return pid
+    first task its start), forked twice so that it is no descendant of the task (Nextflow stops a
+    task by killing every descendant of its process: a time limit, a retry, must not take the
+    session's leader and every task handed to it), in a session of its own, its standard streams
+    on ``/dev/null`` and no other descriptor of the task's kept (Nextflow waits for the task's
+    output to close). Returns the leader's pid."""
+    read_fd, write_fd = os.pipe()
+    middle = os.fork()
+    if middle:
+        os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as said:
+            text = said.read().decode()
+        os.waitpid(middle, 0)  # it exits as soon as the leader is forked
+        if not text.strip().isdigit():
+            raise SessionError("the session's leader could not be started (its fork failed)")
+        return int(text)
     status = 1
     try:
+        os.close(read_fd)
         os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for target in (0, 1, 2):
-            os.dup2(null, target)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        owner = nextflow_of(owner_pid)
-        if owner is not None:
-            status = run_leader(session, ProcessRef(owner.pid, owner.start_ticks, f"Nextflow session {session}"), mark,
-                                run_task)
+        leader = os.fork()
+        if leader:  # the middle process: say who leads, and go (the leader is then init's)
+            os.write(write_fd, str(leader).encode())
+            status = 0
+        else:
+            os.close(write_fd)
+            null = os.open(os.devnull, os.O_RDWR)
+            for target in (0, 1, 2):
+                os.dup2(null, target)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+            owner = nextflow_of(owner_pid)
+            if owner is not None:
+                status = run_leader(session, ProcessRef(owner.pid, owner.start_ticks, f"Nextflow session {session}"),
+                                    mark, run_task)
     finally:
         os._exit(status)
 
