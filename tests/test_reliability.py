@@ -531,3 +531,29 @@ def test_the_session_leader_is_no_descendant_of_the_task_that_started_it(tmp_pat
         time.sleep(0.01)
     leader, parent = map(int, said.read_text().split())
     assert leader == pid and parent != os.getpid()
+
+
+def test_a_task_whose_leader_died_alone_starts_a_new_one(tmp_path, monkeypatch):
+    """The leader killed alone (its workers may still hold the host lock): the next task does not
+    fail; it starts a new leader, which takes the lock once they are done."""
+    from biossd.measure import own_pipeline_session
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    alive = _sleeper()
+    started = []
+
+    def fork_leader(session, owner_pid, mark, run_task):
+        started.append(mark.read_text() if mark.exists() else "")
+        return dead.pid if len(started) == 1 else alive.pid
+
+    monkeypatch.setattr(own_pipeline_session, "_fork_leader", fork_leader)
+    monkeypatch.setattr(own_pipeline_session, "_leader_holds", lambda group: len(started) == 2)
+    try:
+        group = own_pipeline_session.join("s1", os.getpid(), tmp_path / "out")
+        assert group == own_pipeline_session.token("s1") and len(started) == 2
+        mark = tmp_path / "out" / "pipeline_info" / ".biossd-leader-s1.json"
+        assert json.loads(mark.read_text())["pid"] == alive.pid
+    finally:
+        alive.kill()
+        alive.wait()

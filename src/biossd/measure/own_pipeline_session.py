@@ -59,6 +59,10 @@ POOL_WAIT_S = 1.0
 LEADER_POLL_S = 0.2
 
 
+#: How many times the tasks of a session start a new leader after theirs died (killed alone).
+LEADER_TAKEOVERS = 2
+
+
 class SessionError(BiossdError, RuntimeError):
     pass
 
@@ -98,29 +102,50 @@ def join(session: str, owner_pid: int | None, outdir: Path, run_task: Callable[[
     if _leader_holds(group):
         return group
     mark = session_folder(outdir) / Path(LEADER_MARK.format(session=component(session))).name
-    try:
-        fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        fd = None
-    if fd is not None:
-        with os.fdopen(fd, "w") as out:
-            leader = _fork_leader(session, int(owner_pid), mark, run_task)
-            out.write(json.dumps(ProcessRef.of(leader, LEADER_LABEL).record()))
+    for _ in range(LEADER_TAKEOVERS + 1):
+        try:
+            fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            fd = None
+        if fd is not None:
+            with os.fdopen(fd, "w") as out:
+                leader = _fork_leader(session, int(owner_pid), mark, run_task)
+                out.write(json.dumps(ProcessRef.of(leader, LEADER_LABEL).record()))
+        gone = _await_leader(group, mark)
+        if gone is None:
+            break
+        # The leader died (killed alone, its workers may still run and hold the host lock): this
+        # task takes over — a new leader, which takes the lock once they are done — unless
+        # another task already did (the mark then names a live one).
+        _forget_leader(mark, gone)
+    else:
+        raise SessionError(f"the session's leader, recorded in {mark}, died {LEADER_TAKEOVERS + 1} times without "
+                           "holding the host lock: see `biossd doctor`, and run the pipeline again")
+    # A task that waited for the leader (the first, and any that started beside it) waits for its pool too.
+    _await_pool(mark.parent / Path(TRACE_POOL.format(session=component(session))).name, mark)
+    return group
+
+
+def _await_leader(group: str, mark: Path) -> ProcessRef | None:
+    """Wait until the session's leader holds the host lock (None), or return the leader ``mark``
+    records when it died before it did."""
     started = time.monotonic()
     while not _leader_holds(group):
         recorded = _recorded_leader(mark)
         if recorded is not None and not recorded.alive():
-            if _leader_holds(group):
-                break
-            raise SessionError(f"the session's leader ({recorded.describe()}, recorded in {mark}) is gone without "
-                               "holding the host lock: see `biossd cleanup`, and run the pipeline again")
+            return None if _leader_holds(group) else recorded
         if recorded is None and time.monotonic() - started > LEADER_START_S:
             raise SessionError(f"{mark}: no leader recorded after {LEADER_START_S:g} s; remove it if no "
                                "pipeline of this session runs")
         time.sleep(POLL_S)
-    # A task that waited for the leader (the first, and any that started beside it) waits for its pool too.
-    _await_pool(mark.parent / Path(TRACE_POOL.format(session=component(session))).name, mark)
-    return group
+    return None
+
+
+def _forget_leader(mark: Path, gone: ProcessRef) -> None:
+    """Remove ``mark`` if it still names the dead leader ``gone`` (not another task's new one)."""
+    recorded = _recorded_leader(mark)
+    if recorded is not None and (recorded.pid, recorded.start_ticks) == (gone.pid, gone.start_ticks):
+        mark.unlink(missing_ok=True)
 
 
 def _await_pool(pool_file: Path, mark: Path) -> None:
