@@ -212,3 +212,13 @@ def test_no_run_measures_while_a_dead_leader_s_members_tear_down(env, tmp_path, 
         for record in hostlock.stale_records():
             if json.loads(record.read_text()).get("pid") == leader.pid:
                 record.unlink()
+
+
+def test_the_next_holder_takes_down_what_a_dead_run_left_without_its_record(monkeypatch):
+    """A leader that ended while its tasks still read its trace instances removed its holder record
+    but kept them: the next holder takes them down (their makers are dead), record or not."""
+    left = ["trace instance /tmp/biossd-tracefs-1-2-x/instances/biossd-1-2-abcdef12"]
+    monkeypatch.setattr(hostlock, "_take_down_dead_devices", lambda: [f"took down its {left[0]}"])
+    with hostlock.HostLock("next (this test)") as lock:
+        assert hostlock.read_holder() is not None
+        assert lock.reaped == [f"a dead run left: took down its {left[0]}"]

@@ -306,7 +306,9 @@ class HostLock:
         self.waited_s = time.monotonic() - t0
         old = read_holder()  # left by a run killed with the lock held
         try:
-            self.reaped = reap(old)
+            # What a dead run left is taken down even without its record: a leader that ended
+            # while its tasks still read its trace instances removed its record but kept them.
+            self.reaped = reap(old) if old else [f"a dead run left: {what}" for what in _take_down_dead_devices()]
         except BaseException:
             self.__exit__()
             raise
