@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from biossd.core.owners import start_ticks
+from biossd.host import hostlock
 from biossd.measure import manifest
 
 pytestmark = pytest.mark.integration
