@@ -156,3 +156,19 @@ def test_the_biossd_script_runs_a_task_itself_where_no_leader_takes_it(tmp_path)
 
     argv = task_argv(2 ** 22 + 11)[:-1]  # ... -- (nothing)
     assert entry.main(argv) == 2
+
+
+def test_a_leader_that_stalls_after_the_request_does_not_hold_the_task(tmp_path):
+    """The leader's socket took the request but nothing answers (a stalled leader): past
+    HANDOFF_START_S the task runs in its own process, saying why."""
+    code = ("import sys; from biossd.measure import handoff\n"
+            "handoff.HANDOFF_START_S = 0.5\n"
+            "status = handoff.hand_off(sys.argv[1:])\n"
+            "sys.exit(99 if status is None else status)\n")
+    owner = os.getpid()
+    with handoff.Listener(owner, lambda request: True, lambda argv: 0):  # listening, never serving
+        proc = subprocess.Popen([sys.executable, "-c", code, *task_argv(owner)], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        assert proc.wait(WAIT_S) == 99
+    # (read once the socket is closed: the request in its queue holds the task's descriptors)
+    assert b"did not start the task within 0.5 s" in proc.stderr.read()

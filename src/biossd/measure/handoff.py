@@ -55,6 +55,9 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 LAUNCHED_BY = {False: "task process", True: "session leader"}
 #: Exit status of a task whose worker ended without sending one (sysexits' EX_SOFTWARE).
 EXIT_LOST = 70
+#: How long a task waits for the leader that accepted it to start it (its worker forks at once):
+#: past it, the leader is taken for stalled and the task runs in its own process.
+HANDOFF_START_S = 60.0
 #: How long a leader waits for a connected task to send its request.
 REQUEST_TIMEOUT_S = 2.0
 
@@ -122,7 +125,14 @@ def hand_off(argv: list[str]) -> int | None:
 
     previous = signals.for_the_process(forward)
     replies = sock.makefile("rb")
-    started = replies.readline()
+    sock.settimeout(HANDOFF_START_S)  # a leader that accepted and then stalled holds no task forever
+    try:
+        started = replies.readline()
+    except TimeoutError:
+        started = b""  # the worker, if it ever forks, finds this end closed and runs nothing
+        print(f"biossd pipeline task: the session leader did not start the task within {HANDOFF_START_S:g} s; "
+              "running it here", file=sys.stderr)
+    sock.settimeout(None)
     if not started.startswith(b"started "):
         sock.close()  # declined, or the leader ended before it forked: the task is this process's
         signals.restore(previous)
