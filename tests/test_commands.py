@@ -53,3 +53,31 @@ def test_an_interrupted_command_has_ended_before_the_interrupt_is_raised(tmp_pat
                           capture_output=True, text=True, timeout=30)
     assert "interrupted; children left: 0" in proc.stdout, proc.stdout + proc.stderr
     assert (tmp_path / "finished").exists() is finished
+
+
+def test_a_killed_command_that_does_not_die_is_left_after_a_bounded_wait(monkeypatch, capsys):
+    """A command in uninterruptible sleep dies only when its device answers: after SIGKILL biossd
+    waits KILLED_COMMAND_WAIT_S for it, then goes on with the interrupt, saying so. (Popen stands
+    in for such a command: no test can make the kernel hold one in D state.)"""
+    import subprocess
+
+    from biossd.core import commands
+
+    class Stuck:
+        pid = 2 ** 22 + 11
+        calls: list = []
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def communicate(self, timeout=None):
+            Stuck.calls.append(timeout)
+            if len(Stuck.calls) == 1:
+                raise KeyboardInterrupt
+            raise subprocess.TimeoutExpired("cmd", timeout)
+
+    monkeypatch.setattr(commands.subprocess, "Popen", Stuck)
+    with pytest.raises(KeyboardInterrupt):
+        commands.run_checked(["mkfs.ext4", "/dev/loop9"], RuntimeError)
+    assert Stuck.calls == [None, commands.INTERRUPTED_COMMAND_GRACE_S, commands.KILLED_COMMAND_WAIT_S]
+    assert "has not ended 30 s after SIGKILL" in capsys.readouterr().err

@@ -14,20 +14,24 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 from typing import Sequence
 
 from biossd.core.signals import signals_held
 
-#: How long an interrupted command may go on to its own end before it is killed (and then
-#: reaped, however long its exit takes).
+#: How long an interrupted command may go on to its own end before it is killed…
 INTERRUPTED_COMMAND_GRACE_S = 60.0
+#: …and how long biossd then waits for it to die: a command in uninterruptible sleep (a device
+#: that stopped answering) dies only when its I/O returns, and biossd must stay stoppable.
+KILLED_COMMAND_WAIT_S = 30.0
 
 
 def run_checked(argv: Sequence[str], error: type[Exception], what: str | None = None) -> str:
     """Run ``argv``; return its stdout, or raise ``error`` naming the step and the command's own
     message (or that the command is not installed). An exception while it runs (a signal raised
     in this process) is re-raised once the command has ended: it is given
-    :data:`INTERRUPTED_COMMAND_GRACE_S` to finish, then killed with what it started, and reaped either way."""
+    :data:`INTERRUPTED_COMMAND_GRACE_S` to finish, then killed with what it started and reaped, for
+    at most :data:`KILLED_COMMAND_WAIT_S` more."""
     prefix = f"{what}: " if what else ""
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -43,7 +47,12 @@ def run_checked(argv: Sequence[str], error: type[Exception], what: str | None = 
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)  # its session: what it started holds its pipes too
-                proc.communicate()
+                try:
+                    proc.communicate(timeout=KILLED_COMMAND_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    print(f"biossd: `{' '.join(argv)}` (pid {proc.pid}) has not ended {KILLED_COMMAND_WAIT_S:g} s after "
+                          "SIGKILL (uninterruptible sleep: its device does not answer); going on without it — "
+                          "`biossd doctor` lists what it may hold", file=sys.stderr)
         raise
     if proc.returncode != 0:
         raise error(f"{prefix}`{' '.join(argv)}` failed: {(stderr or stdout).strip()}")
