@@ -223,3 +223,28 @@ def test_the_next_holder_takes_down_what_a_dead_run_left_without_its_record(monk
     with hostlock.HostLock("next (this test)") as lock:
         assert hostlock.read_holder() is not None
         assert lock.reaped == [f"a dead run left: took down its {left[0]}"]
+
+
+def test_a_wait_for_the_lock_ends_when_the_process_it_waits_for_is_gone():
+    """A pipeline's leader waiting behind another run stops once its Nextflow has ended, rather
+    than taking the lock for nobody when that run is done."""
+    from biossd.core.owners import ProcessRef
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = ProcessRef(dead.pid, 1, "Nextflow (this test)")
+    with hostlock.HostLock("a measured run (this test)"):
+        with pytest.raises(hostlock.OwnerGone, match="is gone; stopped waiting"):
+            with hostlock.HostLock("biossd pipeline lead (this test)", owner=gone, notify=lambda text: None):
+                pass
+
+
+def test_a_task_waiting_for_its_leader_stops_when_its_nextflow_is_gone(tmp_path, monkeypatch):
+    from biossd.core.owners import ProcessRef
+    from biossd.measure import own_pipeline_session
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(own_pipeline_session, "_leader_holds", lambda group: False)
+    with pytest.raises(own_pipeline_session.SessionError, match="is gone: this task of its session stops waiting"):
+        own_pipeline_session._await_leader("g", tmp_path / "mark", ProcessRef(dead.pid, 1, "Nextflow"))

@@ -62,6 +62,10 @@ class HostBusy(BiossdError, RuntimeError):
     """Another measured run holds the lock and this one was told not to wait."""
 
 
+class OwnerGone(BiossdError, RuntimeError):
+    """The process a lock was waited for (a pipeline's Nextflow) ended during the wait."""
+
+
 class NotInGroup(BiossdError, RuntimeError):
     """A run asked to join a concurrent group whose leader does not hold the host lock."""
 
@@ -341,6 +345,9 @@ class HostLock:
             signum = self.interrupted()
             if signum:
                 raise WaitInterrupted(signum)
+            if self.owner is not None and not self.owner.alive():  # nobody is left to measure for
+                raise OwnerGone(f"{self.owner.describe()}, for which {self.what} waited for the host lock, is gone; "
+                                "stopped waiting")
             time.sleep(POLL_S)
 
     def _await_members(self, announced: bool) -> None:

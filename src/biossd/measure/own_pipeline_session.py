@@ -111,7 +111,7 @@ def join(session: str, owner_pid: int | None, outdir: Path, run_task: Callable[[
             with os.fdopen(fd, "w") as out:
                 leader = _fork_leader(session, int(owner_pid), mark, run_task)
                 out.write(json.dumps(ProcessRef.of(leader, LEADER_LABEL).record()))
-        gone = _await_leader(group, mark)
+        gone = _await_leader(group, mark, nextflow_of(owner_pid))
         if gone is None:
             break
         # The leader died (killed alone, its workers may still run and hold the host lock): this
@@ -126,11 +126,14 @@ def join(session: str, owner_pid: int | None, outdir: Path, run_task: Callable[[
     return group
 
 
-def _await_leader(group: str, mark: Path) -> ProcessRef | None:
+def _await_leader(group: str, mark: Path, nextflow: ProcessRef | None) -> ProcessRef | None:
     """Wait until the session's leader holds the host lock (None), or return the leader ``mark``
-    records when it died before it did."""
+    records when it died before it did; stop when the session's Nextflow is gone (another run
+    holding the lock would otherwise keep this task waiting after its pipeline ended)."""
     started = time.monotonic()
     while not _leader_holds(group):
+        if nextflow is not None and not nextflow.alive():
+            raise SessionError(f"{nextflow.describe()} is gone: this task of its session stops waiting for its leader")
         recorded = _recorded_leader(mark)
         if recorded is not None and not recorded.alive():
             return None if _leader_holds(group) else recorded
