@@ -226,3 +226,14 @@ def test_a_run_is_predicted_on_a_cloud_volume_behind_its_instance(tmp_path):
     assert row["target_kind"] == "cloud SSD" and row["predicted_runtime_s"] == pytest.approx(1.9 + 100 * 0.0055, rel=0.01)
     assert row["predicted_low_s"] == pytest.approx(1.9 + 0.1, rel=0.01)
     assert row["predicted_high_s"] == pytest.approx(2.9, rel=0.01)
+
+
+def test_a_run_whose_trace_cannot_be_read_is_left_unpredicted_not_the_whole_table(tmp_path):
+    """A collector that failed half way leaves a trace file no reader can parse: that run has no
+    prediction, with the reason; the others keep theirs (a pipeline's report is not refused)."""
+    good = make_run(tmp_path / "good", [(0.0, 0.01, "R", 8, 4096)], wall_s=1.0, cpu_s=0.9)
+    bad = make_run(tmp_path / "bad", [(0.0, 0.01, "R", 8, 4096)], wall_s=1.0, cpu_s=0.9)
+    tracefile.trace_path(bad).write_bytes(b"\x00\x01 half a line\n")
+    table = predict.predict_runs([good, bad], [devicemodels.paper_target("Seagate Barracuda")]).set_index("run_dir")
+    assert table.loc[str(good), "predicted_runtime_s"] > 0
+    assert math.isnan(table.loc[str(bad), "predicted_runtime_s"]) and "cannot be read" in table.loc[str(bad), "why"]

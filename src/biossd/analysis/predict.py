@@ -65,6 +65,7 @@ import numpy as np
 import pandas as pd
 
 from biossd.analysis import speedup
+from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, write_frame
 from biossd.features import extract as features
 from biossd.host import devicemodels
@@ -202,7 +203,11 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
         raise NoTrace("the manifest does not say when the command started")
     runtime_s = float(acct["wall_s"])
     issued: list[np.ndarray] = []
-    stream, busy, waited = stream_of(tracereader.run_requests(run_dir, body), t0, t0 + runtime_s, issued)
+    try:
+        requests = tracereader.run_requests(run_dir, body)
+    except BiossdError as err:  # a trace its collector left half-written: this run is unpredicted, not the report
+        raise NoTrace(f"its block trace cannot be read ({err})") from None
+    stream, busy, waited = stream_of(requests, t0, t0 + runtime_s, issued)
     own_device = bool((body.get("emulated_storage") or {}).get("cwd"))
     started = body.get("started_at")
     epoch = (pd.Timestamp(started).timestamp() + float(t0)) if started else None
