@@ -335,3 +335,28 @@ def test_a_pipeline_with_its_own_shell_is_refused(env, tmp_path, inputs):
     assert proc.returncode != 0
     assert "sets its own task shell" in proc.stdout + proc.stderr and "nextflow.config" in proc.stdout + proc.stderr
     assert not (tmp_path / "p" / own_pipeline_task.RUNS_DIR).exists()
+
+
+def test_a_report_cut_short_leaves_the_one_before_it_whole(tmp_path, monkeypatch):
+    """A full disk half way through a report: the earlier report's files are as they were, and
+    nothing of the new one (not even its folder beside) is left."""
+    import errno
+
+    from biossd.outputs import own_pipeline_report
+
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "processes.csv").write_text("the earlier report\n")
+
+    def half(rep, folder):
+        (folder / "processes.csv").write_text("half of a new one\n")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(own_pipeline_report, "_write_all", half)
+    with pytest.raises(OSError):
+        own_pipeline_report.write(None, out)
+    assert (out / "processes.csv").read_text() == "the earlier report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+    monkeypatch.setattr(own_pipeline_report, "_write_all",
+                        lambda rep, folder: [folder / "a.csv"] if (folder / "a.csv").write_text("new\n") else [])
+    assert own_pipeline_report.write(None, out) == [out / "a.csv"] and (out / "a.csv").read_text() == "new\n"

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -45,9 +46,26 @@ DARK_CELL = 0.6
 
 
 def write(rep, out_dir: Path) -> list[Path]:
-    """Every table and figure of ``rep`` (a :class:`biossd.analysis.own_pipeline.Report`) under ``out_dir``."""
+    """Every table and figure of ``rep`` (a :class:`biossd.analysis.own_pipeline.Report`) under
+    ``out_dir``: made whole in a folder beside it, then each file moved in, so that a report cut
+    short (a full disk, an error) leaves the one before it as it was, never half of a new one."""
+    import tempfile
+
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}-") as tmp:
+        made = _write_all(rep, Path(tmp))
+        out_dir.mkdir(exist_ok=True)
+        moved = []
+        for path in made:
+            target = out_dir / path.relative_to(tmp)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+            moved.append(target)
+    return moved
+
+
+def _write_all(rep, out_dir: Path) -> list[Path]:
     tasks = rep.tasks.drop(columns=[c for c in ("settings",) if c in rep.tasks])
     written = [write_frame(rep.processes, out_dir / "processes.csv"),
                write_frame(rep.predictions, out_dir / "process_predictions.csv"),
