@@ -182,3 +182,30 @@ def test_a_study_that_replaces_another_plan_s_results_reads_only_its_own(env, tm
     assert len(aside) == 1 and (aside[0] / "runs" / "kept.txt").read_text() == "another plan's"
     assert not (held / "runs" / "kept.txt").exists()
     assert json.loads((held / outdir.PLAN_RECORD).read_text())["seed"] != "8"
+
+
+def test_a_set_aside_cut_short_is_finished_into_the_same_folder(tmp_path, monkeypatch):
+    """The next set-aside moves the rest where the first moved some: the other plan's results stay
+    in one folder, not split over two."""
+    import pytest
+
+    held = tmp_path / "r"
+    _hold(held, {**PARAMS, "seed": 8})
+    (held / "runs").mkdir()
+    (held / "features.csv").write_text("x\n")
+    real, moved = Path.rename, []
+
+    def rename_once(self, target):
+        if moved:
+            raise OSError(28, "No space left on device")
+        moved.append(self.name)
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename_once)
+    with pytest.raises(outdir.OutdirError):
+        outdir.set_aside(held, outdir.record(PARAMS))
+    monkeypatch.setattr(Path, "rename", real)
+    aside = outdir.set_aside(held, outdir.record(PARAMS))
+    assert list(tmp_path.glob("r.replaced-*")) == [aside]
+    assert sorted(p.name for p in aside.iterdir()) == ["features.csv", "pipeline_info", "runs"]
+    assert not (aside / "pipeline_info" / outdir.SET_ASIDE_MARK).exists() and outdir.problem(held, PARAMS) is None

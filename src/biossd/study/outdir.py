@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from biossd.core.files import atomic_write_text
+
 PLAN_RECORD = Path("pipeline_info") / "plan.json"
 #: The parameters that decide what a result set's runs are (study/nextflow.config): two studies
 #: that differ in one of them measure different things (a related experiment, ``--experiment``, and
@@ -67,6 +69,9 @@ class OutdirError(ValueError):
 #: The folder a replaced plan's results are moved to, beside the result folder:
 #: ``<outdir>.replaced-<UTC time>``.
 SET_ASIDE_SUFFIX = ".replaced-"
+#: Where a set-aside names the folder it moves into (in the plan record's folder, which moves last),
+#: so that one cut short is finished into the same folder, not split over two.
+SET_ASIDE_MARK = ".set-aside-to"
 #: What stays in a result folder whose results are set aside: its description (a checkout's
 #: ``results/README.md``), which no reader takes for a result.
 STAYS = frozenset({"README.md"})
@@ -100,22 +105,43 @@ def set_aside(outdir: Path | str, record_now: Mapping[str, Any], keep: tuple[Pat
         if kept == folder or folder in kept.parents:
             raise OutdirError(f"--outdir {outdir} holds another plan's results and {kept}, which setting its results "
                               "aside would carry with them: give another --outdir")
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    aside = folder.with_name(folder.name + SET_ASIDE_SUFFIX + stamp)
-    try:
-        aside.mkdir()
-    except FileExistsError:
-        raise OutdirError(f"{aside} exists already: wait a second and start the study again") from None
-    held = open_files(held_by, folder) if held_by else set()
     info = PLAN_RECORD.parts[0]
+    mark = folder / info / SET_ASIDE_MARK
+    aside = _interrupted_aside(folder, mark)  # one cut short moved some entries there: the rest follow
+    if aside is None:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        aside = folder.with_name(folder.name + SET_ASIDE_SUFFIX + stamp)
+        try:
+            aside.mkdir()
+        except FileExistsError:
+            raise OutdirError(f"{aside} exists already: wait a second and start the study again") from None
+        atomic_write_text(mark, str(aside) + "\n")
+    held = open_files(held_by, folder) if held_by else set()
     entries = sorted((e for e in folder.iterdir() if e.name not in STAYS), key=lambda e: e.name == info)
     try:
         _move(entries, aside, held, outdir)
     except OutdirError:
         with contextlib.suppress(OSError):
             aside.rmdir()  # only if nothing was moved: a refused set-aside leaves no empty folder
+        if not aside.exists():
+            mark.unlink(missing_ok=True)
         raise
+    (aside / info / SET_ASIDE_MARK).unlink(missing_ok=True)  # moved with the plan record, done with
+    mark.unlink(missing_ok=True)  # (where the launcher's files kept pipeline_info/ in place)
     return aside
+
+
+def _interrupted_aside(folder: Path, mark: Path) -> Path | None:
+    """The folder an interrupted set-aside of ``folder`` was moving into (its mark names it), if it
+    is one: beside ``folder``, named as :func:`set_aside` names them, still there."""
+    try:
+        named = Path(mark.read_text().strip())
+    except OSError:
+        return None
+    if (named.parent == folder.parent and named.name.startswith(folder.name + SET_ASIDE_SUFFIX)
+            and named.is_dir() and not named.is_symlink()):
+        return named
+    return None
 
 
 def _move(entries: list[Path], aside: Path, held: set[Path], outdir: Path | str) -> None:
