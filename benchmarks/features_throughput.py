@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd.features import blockstats
-from biossd.features import extract as features
+from biossd.features import blockstats, definitions
 from biossd.measure import blkbinary
 
 REQUEST_EVENTS = 3.2  # Q, D, C and a merge for a fifth of requests
@@ -54,7 +53,7 @@ def write_trace(stem: Path, events: int, cpus: int) -> int:
 
 def biossd_features(stem: Path) -> dict[str, float]:
     tally = blockstats.tally_records(blkbinary.iter_trace(stem))
-    return features.block_features(tally, 1e-9, (150e6, 150e6))
+    return definitions.block_features(tally, 1e-9, (150e6, 150e6))
 
 
 def blkparse(stem: Path) -> None:

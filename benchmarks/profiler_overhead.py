@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from biossd.core.units import parse_size
-from biossd.host.cgroups import MemoryCap
 from biossd.host import pagecache
+from biossd.host.cgroups import MemoryCap
 from biossd.measure import profile
 from biossd.study import catalogue
 from biossd.study.inputs import data

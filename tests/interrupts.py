@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from biossd.core.partial import INFIX as PARTIAL_INFIX
 from biossd import experiments
-from biossd.experiments import task as experiment_task
 from biossd.core import made
+from biossd.core.partial import INFIX as PARTIAL_INFIX
+from biossd.experiments import task as experiment_task
 from biossd.features import extract as features
 from biossd.host import cgroups, hostlock, swap, tracefs
 from biossd.host.hdd import emulate

@@ -149,7 +149,6 @@ def unresolved_imports(roots: list[Path]) -> list[str]:
     at module level or inside a function (which only a run reaches), that names nothing."""
     import ast
     import importlib
-
     import types
 
     bad = []

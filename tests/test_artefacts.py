@@ -8,9 +8,9 @@ import json
 import re
 
 import pytest
-from conftest import REPO
 
 from biossd.outputs import artefacts, figures
+from conftest import REPO
 
 MAKE_CALL = re.compile(r'artefacts\.make\("(\w+)"')
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from biossd.core.owners import owned_name
+from biossd.core.units import SECTOR_BYTES
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers as cgroup_leftovers
 from biossd.measure import manifest, tracereader
-from biossd.core.units import SECTOR_BYTES
 from biossd.measure.tracereader import read_blocktrace
 
 pytestmark = pytest.mark.integration

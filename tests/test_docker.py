@@ -11,12 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import STUDY_HOST, nextflow
 
 from biossd.core.owners import ProcessRef
 from biossd.host import dockerengine
 from biossd.measure import manifest
 from biossd.study import layout
+from conftest import STUDY_HOST, nextflow
 
 pytestmark = pytest.mark.integration
 
@@ -258,9 +258,8 @@ def test_an_nf_core_style_pipeline_in_docker_is_profiled_task_by_task_from_the_h
     its container and was measured from the host — Docker's cap at the task's memory directive,
     the image by id, the container's cgroup for CPU and faults, its process tree for the block
     requests — and the report names every process; no container is left."""
-    from conftest import REPO
-
     from biossd.analysis import own_pipeline
+    from conftest import REPO
 
     for sample, seed in (("s1", 1), ("s2", 2)):
         biossd("data", "synth", "bam", "--size", "8M", "--seed", str(seed), "-o", str(tmp_path / sample))

@@ -5,6 +5,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import yaml
+
 from conftest import REPO
 
 

@@ -11,7 +11,6 @@ import pytest
 from biossd.core.units import parse_size
 from biossd.study import estimate, matrix, sizing
 from biossd.study.inputs import synthgen
-
 from test_matrix import _full_params
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, STUDY_HOST, nextflow
 
 from biossd import experiments
 from biossd.core.owners import ProcessRef
@@ -29,6 +28,7 @@ from biossd.measure import manifest, profile
 from biossd.measure.filewatch import DirectoryWatch
 from biossd.outputs import artefacts
 from biossd.study import layout
+from conftest import REPO, STUDY_HOST, nextflow
 
 # -- definitions and plans (no run) ----------------------------------------------------------------
 

@@ -4,12 +4,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import measured_record
 
 from biossd.features import blockstats, definitions
 from biossd.features import extract as features
 from biossd.measure import blkbinary, manifest
 from biossd.study import layout
+from conftest import measured_record
 
 LABELS = {"host": "h", "storage": "ssd", "tool": "samtools_sort", "mem": "64M", "scale": "1", "rep": "1"}
 
@@ -35,9 +35,9 @@ def make_run(run_dir, *, wall_s=2.0, major_faults=50, outcome="ok", rusage_ran=T
 
 
 def test_pfault_is_pages_swapped_in_and_out_per_second_and_major_faults_stand_beside_it():
-    assert features.pfault_per_s(30, 20, 2.0) == 25.0
-    assert math.isnan(features.pfault_per_s(5, 0, 0.0))
-    assert features.major_faults_per_s(50, 2.0) == 25.0
+    assert definitions.pfault_per_s(30, 20, 2.0) == 25.0
+    assert math.isnan(definitions.pfault_per_s(5, 0, 0.0))
+    assert definitions.major_faults_per_s(50, 2.0) == 25.0
 
 
 def test_row_from_a_run(tmp_path):
@@ -106,7 +106,7 @@ def test_block_features_by_hand():
         "sector": np.array([100, 108, 5000, 5000 + 2048]), "bytes": np.array([4096, 4096, 1 << 20, 4096]),
     }
     tally = blockstats.tally_requests(requests, 0.0, 10.0)
-    f = features.block_features(tally, 1.0, (100e6, 50e6))
+    f = definitions.block_features(tally, 1.0, (100e6, 50e6))
     assert f["Riops"] == 0.2 and f["Wiops"] == 0.2
     assert f["Rsize"] == 4.0 and f["Wsize"] == (1024 + 4) / 2
     assert f["CAR"] == 2 / 4  # the second read, the second write

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO
 
 BOOTSTRAP = REPO / "install" / "bootstrap.sh"

@@ -5,6 +5,7 @@ storage followed by -resume. Each kill point must leave nothing of biossd's on t
 import signal
 
 import pytest
+
 from interrupts import EMULATE_EDGES, PROFILE_EDGES, SIGNALS, KillPoint, _profile, edge_points, run_points, summary
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from biossd.core import made, partial as partial_dir
+from biossd.core import made
+from biossd.core import partial as partial_dir
 from biossd.host import swap
 from biossd.measure import leftovers, rundir
 

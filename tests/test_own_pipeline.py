@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO
 
 from biossd.analysis import own_pipeline
 from biossd.core.owners import ProcessRef
 from biossd.measure import manifest, own_pipeline_task
+from conftest import REPO
 
 pytestmark = pytest.mark.integration
 

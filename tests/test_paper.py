@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, pdf_text, squeezed
 
 from biossd.analysis import synthresults
 from biossd.features import extract as features
 from biossd.outputs import artefacts, crate, supplement
+from conftest import REPO, pdf_text, squeezed
 
 pytestmark = pytest.mark.integration
 

@@ -7,13 +7,13 @@ import os
 
 import numpy as np
 import pytest
-from conftest import measured_record
 
 from biossd.analysis import predict
 from biossd.cli import main
 from biossd.host import devicemodels
 from biossd.host.hdd import diskmodel
 from biossd.measure import manifest, tracefile
+from conftest import measured_record
 
 KIB = 1024
 

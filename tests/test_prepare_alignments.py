@@ -12,10 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_prepare import pinned, publish, serve, write_manifest
 
 from biossd.measure import manifest
 from biossd.study.inputs import alignments, data, datasets, kinds, recipes
+from test_prepare import pinned, publish, serve, write_manifest
 
 SIZE = 64 << 10
 _COMPLEMENT = str.maketrans("ACGT", "TGCA")

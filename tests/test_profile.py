@@ -15,8 +15,8 @@ from biossd.features import extract as features
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers
 from biossd.measure import collectors, manifest
-from biossd.measure.tracereader import read_blocktrace
 from biossd.measure.counters import parse_perf_csv
+from biossd.measure.tracereader import read_blocktrace
 
 pytestmark = pytest.mark.integration
 

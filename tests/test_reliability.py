@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_emulate import loop_filesystem
-from conftest import measured_record
 
 from biossd.core import files
 from biossd.core.owners import ProcessRef
@@ -22,6 +20,8 @@ from biossd.features import extract as features
 from biossd.host.hdd import emulate
 from biossd.measure import manifest, storage
 from biossd.study import matrix, plan_checks
+from conftest import measured_record
+from test_emulate import loop_filesystem
 
 pytestmark = pytest.mark.integration
 PROFILE = "seagate-barracuda-7200"

@@ -47,7 +47,8 @@ def test_a_task_partial_is_published_whole_or_removed(tmp_path):
     ends, removed when it raises; an existing directory of that name is refused, untouched."""
     import os
 
-    from biossd.core import made, partial as partial_dir
+    from biossd.core import made
+    from biossd.core import partial as partial_dir
 
     out = tmp_path / "task"
     with rundir.task_partial(out) as partial:

@@ -7,13 +7,13 @@ import copy
 import json
 
 import pytest
-from conftest import STUDY_HOST, nextflow
 
 from biossd import analysis
 from biossd.analysis import regime, resultset
 from biossd.core.units import format_size, parse_duration_s, parse_size
 from biossd.study import catalogue, matrix, plan_params, sizer, sizing, sizing_record
 from biossd.study.inputs import data, datasets
+from conftest import STUDY_HOST, nextflow
 from test_prepare import pinned, publish, serve, write_manifest
 
 TOOLS = ("samtools_sort", "stringtie")

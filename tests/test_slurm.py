@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import STUDY_HOST, nextflow
 
 from biossd.features import extract
-from biossd.host.cgroups import find_leftovers
 from biossd.host import hostlock
+from biossd.host.cgroups import find_leftovers
 from biossd.host.hdd import emulate
 from biossd.host.slurm import cluster as slurm
 from biossd.measure import manifest
 from biossd.study import matrix
+from conftest import STUDY_HOST, nextflow
 
 pytestmark = pytest.mark.integration
 
@@ -191,9 +191,8 @@ def test_your_pipeline_on_slurm_is_profiled_on_the_node_that_runs_each_task(clus
     its run kept under --biossd_outdir; the report names every process."""
     import shutil
 
-    from conftest import REPO
-
     from biossd.analysis import own_pipeline
+    from conftest import REPO
 
     outdir = tmp_path / "profiled"
     outdir.mkdir()

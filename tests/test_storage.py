@@ -1,10 +1,10 @@
 """Storage classes: bad input is refused before anything is brought up."""
 
 import pytest
-from conftest import measured_record
 
 from biossd.host.hdd import emulate
 from biossd.measure import storage
+from conftest import measured_record
 
 
 def test_parse_emulate():

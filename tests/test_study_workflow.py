@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, STUDY_HOST, nextflow, pdf_text, squeezed
 
 from biossd.analysis import harness
 from biossd.features import extract as features
@@ -18,6 +17,7 @@ from biossd.host import devices
 from biossd.measure import manifest
 from biossd.outputs import artefacts
 from biossd.study import catalogue, layout
+from conftest import REPO, STUDY_HOST, nextflow, pdf_text, squeezed
 
 pytestmark = pytest.mark.integration
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import yaml
+
 from conftest import REPO
 
 #: Where a reader (or a user of --help, the report, the catalogue) meets the project's words.

@@ -67,9 +67,9 @@ import pandas as pd
 from biossd.analysis import speedup
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, write_frame
+from biossd.core.units import SECTOR_BYTES
 from biossd.features import extract as features
 from biossd.host import devicemodels
-from biossd.core.units import SECTOR_BYTES
 from biossd.measure import manifest, tracefile, tracereader
 from biossd.study import catalogue
 

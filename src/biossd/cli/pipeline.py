@@ -9,9 +9,9 @@ import signal
 import sys
 from pathlib import Path
 
-from biossd.core import signals
 from biossd.cli import options
 from biossd.cli.options import UsageError
+from biossd.core import signals
 
 
 def cmd_pipeline_task(args: argparse.Namespace) -> int:

@@ -7,8 +7,8 @@ import argparse
 import signal
 from pathlib import Path
 
-from biossd.core import signals
 from biossd.cli import options
+from biossd.core import signals
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

@@ -64,9 +64,8 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
 
 def cmd_study_begin(args: argparse.Namespace) -> int:
     """A study's (or the experiments') begin in its result folder (:func:`biossd.study.lifecycle.begin`)."""
-    from biossd.study import lifecycle, outdir
-
     from biossd.core.owners import ProcessRef
+    from biossd.study import lifecycle, outdir
 
     if ProcessRef.of(args.launcher_pid).start_ticks is None:
         raise UsageError(f"--launcher-pid {args.launcher_pid}: no such process; give the pid of the running Nextflow "

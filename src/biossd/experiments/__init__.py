@@ -15,11 +15,37 @@ re-exported here (this module holds no logic):
 """
 
 from biossd.experiments.planning import DEFAULT_SEED, input_id, plan, plan_from_params
-from biossd.experiments.spec import (EXPERIMENTS_DIR, NAMES, SIZE_KEYS, SIZES, ExperimentError, describe, load_spec,
-                                     module, names_of, substitutes, tool_version)
-from biossd.experiments.tables import (CLASS_ORDER, FAILURE_CHARS, SCALE_COLUMNS, TASK_COLUMNS, by_class, headline,
-                                       last_words, load_table, not_ok, point_dirs, run_rows, scale_keys, since_start_s,
-                                       table, table_path, window_features)
+from biossd.experiments.spec import (
+                                     EXPERIMENTS_DIR,
+                                     NAMES,
+                                     SIZE_KEYS,
+                                     SIZES,
+                                     ExperimentError,
+                                     describe,
+                                     load_spec,
+                                     module,
+                                     names_of,
+                                     substitutes,
+                                     tool_version,
+)
+from biossd.experiments.tables import (
+                                     CLASS_ORDER,
+                                     FAILURE_CHARS,
+                                     SCALE_COLUMNS,
+                                     TASK_COLUMNS,
+                                     by_class,
+                                     headline,
+                                     last_words,
+                                     load_table,
+                                     not_ok,
+                                     point_dirs,
+                                     run_rows,
+                                     scale_keys,
+                                     since_start_s,
+                                     table,
+                                     table_path,
+                                     window_features,
+)
 from biossd.experiments.task import INPUT_DIR, POINT_RECORD, Interrupted, Task, Teardown, run_task
 
 __all__ = [

@@ -42,13 +42,12 @@ import pandas as pd
 
 from biossd.core.owners import ProcessRef
 from biossd.core.signals import signals_held
-from biossd.core.units import parse_size
+from biossd.core.units import SECTOR_BYTES, parse_size
 from biossd.experiments.sort_memory import argv as sort_argv
 from biossd.experiments.spec import tool_version
 from biossd.experiments.tables import by_class, run_rows, scale_keys
 from biossd.experiments.task import Task, Teardown
 from biossd.host import hostlock, pagecache
-from biossd.core.units import SECTOR_BYTES
 from biossd.host.hdd import emulate
 from biossd.measure import tracefile, tracereader
 from biossd.measure.sampler import read_diskstats

@@ -14,7 +14,7 @@ import pandas as pd
 
 from biossd.experiments.spec import module
 from biossd.experiments.task import POINT_RECORD
-from biossd.features import extract
+from biossd.features import definitions, extract
 from biossd.measure import manifest
 from biossd.study import layout
 
@@ -183,4 +183,4 @@ def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -
     requests = tracereader.run_requests(run_dir, body)
     tally = blockstats.tally_requests(requests, start_s, max(start_s, end_s))
     device = extract.device_record(run_dir, body)
-    return extract.block_features(tally, 1.0, device.bandwidth_bps, runtime_s=max(end_s - start_s, 0.0) or None)
+    return definitions.block_features(tally, 1.0, device.bandwidth_bps, runtime_s=max(end_s - start_s, 0.0) or None)

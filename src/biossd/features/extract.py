@@ -21,9 +21,8 @@ import pyarrow as pa
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import write_frame
-from biossd.features import blockstats, quality
-from biossd.features.definitions import (BLOCK_TRACE_FEATURES, CPU_MEMORY_COLUMNS, KIB, STORAGE_FEATURES, block_features,
-                                         cpu_cores_used, cpu_memory_features, major_faults_per_s, pfault_per_s)
+from biossd.features import blockstats, definitions, quality
+from biossd.features.definitions import BLOCK_TRACE_FEATURES, CPU_MEMORY_COLUMNS, KIB, STORAGE_FEATURES
 from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
@@ -128,9 +127,9 @@ def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -
         acct = json.loads((run_dir / "rusage.json").read_text())
         row.update(
             runtime_s=acct["wall_s"], user_s=acct["user_s"], sys_s=acct["sys_s"],
-            cpu_cores_used=cpu_cores_used(acct["user_s"], acct["sys_s"], acct["wall_s"]),
-            max_rss_kib=acct["max_rss_kib"], major_faults=acct["major_faults"],
-            minor_faults=acct["minor_faults"], major_faults_per_s=major_faults_per_s(acct["major_faults"], acct["wall_s"]),
+            cpu_cores_used=definitions.cpu_cores_used(acct["user_s"], acct["sys_s"], acct["wall_s"]),
+            max_rss_kib=acct["max_rss_kib"], major_faults=acct["major_faults"], minor_faults=acct["minor_faults"],
+            major_faults_per_s=definitions.major_faults_per_s(acct["major_faults"], acct["wall_s"]),
             read_bytes=acct["read_bytes"], write_bytes=acct["write_bytes"],
         )
         if body["outcome"] in KILLED_OUTCOMES:
@@ -143,7 +142,7 @@ def run_features(run_dir: Path, device_records: dict[str, Path] | None = None) -
         missing.update({col: why for col in RUSAGE_COLUMNS})
 
     row.update(swap_counts(run_dir))
-    row["Pfault"] = pfault_per_s(row["swap_ins"], row["swap_outs"], row.get("runtime_s", math.nan))
+    row["Pfault"] = definitions.pfault_per_s(row["swap_ins"], row["swap_outs"], row.get("runtime_s", math.nan))
     if math.isnan(row["Pfault"]):
         missing["Pfault"] = "no sampler record of the host's swapping, or no runtime"
     resident = ((body.get("memory_cap") or {}).get("resident") or {}).get("peak_bytes")
@@ -352,7 +351,7 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
     # data is the run's I/O, though its time is not in the runtime the rates divide by.
     t1 = t0 + body["wall_s"] + (body.get("flush_s") or 0.0)
     tally = blockstats.tally_requests(requests, t0, t1)
-    out.update(block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
+    out.update(definitions.block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
     out["read_service_s"], out["write_service_s"] = blockstats.service_split(requests, t0, t1)
     paged = tracereader.swap_issuers(run_dir, body)
     out["swap_read_requests"], out["swap_write_requests"] = float(paged["reads"]), float(paged["writes"])
@@ -378,7 +377,7 @@ def _perf_columns(run_dir: Path, body: dict[str, Any], runtime_s: float, missing
         missing.update({c: info.get("why") or "perf did not run" for c in CPU_MEMORY_COLUMNS})
         return {c: math.nan for c in CPU_MEMORY_COLUMNS}
     counts = counters.parse_perf_csv((run_dir / counters.PERF_FILE).read_text())
-    values, why = cpu_memory_features(counts, runtime_s)
+    values, why = definitions.cpu_memory_features(counts, runtime_s)
     missing.update(why)
     return values
 

@@ -210,7 +210,6 @@ def reuse(record_file: Path, path: Path) -> dict[str, Any]:
     describes the device as it is now (its loop device, say, is new with every emulation); it says
     where it came from and what the device was then (``reused``)."""
     from biossd.core.files import sha256_file
-
     from biossd.host import devicerecord
 
     record_file = Path(record_file)

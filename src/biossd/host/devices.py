@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from biossd.core.units import SECTOR_BYTES
 from biossd.core.errors import BiossdError
+from biossd.core.units import SECTOR_BYTES
 
 SYS_DEV_BLOCK = Path("/sys/dev/block")
 

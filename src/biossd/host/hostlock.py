@@ -35,8 +35,7 @@ from typing import Any, Callable
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef, kill_tagged, session_members, start_ticks
-from biossd.core.runtime import (RUN_ROOT, UnsafeRuntimeDir, checked_runtime_dir,  # noqa: F401 (callers name them here)
-                                 ensure_runtime_dir, runtime_dir)
+from biossd.core.runtime import RUN_ROOT, UnsafeRuntimeDir, checked_runtime_dir, ensure_runtime_dir, runtime_dir  # noqa: F401 (callers name them here)
 
 LOCK_NAME = "host.lock"
 HOLDER_NAME = "host.holder.json"

@@ -21,8 +21,8 @@ from pathlib import Path
 from biossd.core import made
 from biossd.core.commands import run_checked
 from biossd.core.errors import BiossdError
-from biossd.core.units import format_size
 from biossd.core.owners import HostObject, is_owned_name, owned_name, owner_alive
+from biossd.core.units import format_size
 from biossd.host import devices
 
 FILE_PREFIX = "biossd-swap-"

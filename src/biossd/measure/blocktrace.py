@@ -32,9 +32,17 @@ from typing import Any, Iterable, Sequence
 from biossd.core.errors import BiossdError
 from biossd.core.owners import dies_with_parent, session_and_kernel
 from biossd.host import tracefs
-from biossd.measure.traceevents import (BLKPARSE_FORMAT, CanonicalWriter, parse_blkparse_line, parse_dirty_line,
-                                        parse_fork_line, parse_page_cache_line, parse_sync_line, parse_throttle_line,
-                                        parse_tracefs_line)
+from biossd.measure.traceevents import (
+    BLKPARSE_FORMAT,
+    CanonicalWriter,
+    parse_blkparse_line,
+    parse_dirty_line,
+    parse_fork_line,
+    parse_page_cache_line,
+    parse_sync_line,
+    parse_throttle_line,
+    parse_tracefs_line,
+)
 from biossd.measure.tracefile import BLOCKTRACE_FILE, KERNEL_THREAD_COMMS
 
 POLL_S = 0.25

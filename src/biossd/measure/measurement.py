@@ -21,8 +21,8 @@ from biossd.core.owners import RUN_TAG_VAR, kill_tagged, start_ticks
 from biossd.host import devices as block_devices
 from biossd.host import dockerengine, hostfacts, hostlock, pagecache
 from biossd.host.cgroups import MemoryCap
-from biossd.host.resident import ResidentWatch
 from biossd.host.hdd import emulate
+from biossd.host.resident import ResidentWatch
 from biossd.host.slurm import scheduler
 from biossd.host.swap import LoopSwap
 from biossd.host.swap import backing_path as swap_backing_path

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from biossd.core.errors import BiossdError
-from biossd.measure import rundir
 from biossd.core.files import atomic_write_text
+from biossd.measure import rundir
 from biossd.study.catalogue import QUALITY_FORMATS, Entry
 
 QUALITY_FILE = rundir.QUALITY_FILE

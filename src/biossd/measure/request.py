@@ -13,6 +13,7 @@ from biossd.host import hostlock
 from biossd.host.resident import RESIDENT_INTERVAL_S
 from biossd.measure.sampler import DEFAULT_INTERVAL_S
 
+
 class ProfileError(BiossdError, RuntimeError):
     """The run could not be started; the message says what to fix."""
 

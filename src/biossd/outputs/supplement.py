@@ -18,10 +18,10 @@ from typing import Any, Sequence
 import pandas as pd
 
 from biossd import analysis
-from biossd.core.files import remove_tree
 from biossd.analysis import resultset, speedup
 from biossd.core import paths
 from biossd.core.errors import BiossdError
+from biossd.core.files import remove_tree
 from biossd.outputs import artefacts, report
 from biossd.outputs.tables import latex_escape as esc
 from biossd.study import catalogue, layout

@@ -18,10 +18,8 @@ from typing import Any, Mapping
 
 from biossd.core import paths
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, layout, outdir, sizing
+from biossd.study import catalogue, layout, outdir, plan_checks, plan_params, sizing
 from biossd.study.inputs import sources
-from biossd.study import plan_checks, plan_params
-
 
 #: On a scheduler the job holds biossd's profiler beside the tool, and the scheduler's cgroup caps
 #: them together (``--cap-backend external``): the job asks for the tool's cap plus this (the

@@ -13,8 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from biossd.core.units import format_size, is_size_label, parse_size
 from biossd.host import cgroups
-from biossd.study import catalogue, sizing
-from biossd.study import plan_checks
+from biossd.study import catalogue, plan_checks, sizing
 
 #: The smallest cap any run may have (:data:`biossd.host.cgroups.MIN_CAP_BYTES`).
 MIN_CAP_BYTES = cgroups.MIN_CAP_BYTES

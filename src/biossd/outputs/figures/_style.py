@@ -15,8 +15,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from biossd.analysis import Analysis  # noqa: E402
-from biossd.analysis import speedup  # noqa: E402
+from biossd.analysis import (
+    Analysis,  # noqa: E402
+    speedup,  # noqa: E402
+)
 
 GROUP_COLOURS = {speedup.GROUP_FAST: "#c0392b", speedup.GROUP_FLAT: "#2c7fb8", speedup.GROUP_BETWEEN: "#e6a23c",
                  "": "#999999"}

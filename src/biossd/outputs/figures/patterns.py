@@ -15,11 +15,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.cluster import hierarchy  # noqa: E402
 
-from biossd.analysis import Analysis  # noqa: E402
-from biossd.analysis import patterns, resultset, speedup  # noqa: E402
+from biossd.analysis import (  # noqa: E402
+    Analysis,  # noqa: E402
+    patterns,
+    resultset,
+    speedup,
+)
 from biossd.core.units import SECTOR_BYTES  # noqa: E402
 from biossd.outputs.figures._style import MISSING_COLOUR, SIDE_COLOURS, empty, finish  # noqa: E402
-
 
 PATTERN_CMAP = "tab10"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import matplotlib
 import matplotlib.patches
 import matplotlib.ticker
@@ -12,11 +11,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from biossd.analysis import Analysis  # noqa: E402
-from biossd.analysis import predict, speedup  # noqa: E402
-from biossd.study import catalogue  # noqa: E402
+from biossd.analysis import (  # noqa: E402
+    Analysis,  # noqa: E402
+    predict,
+    speedup,
+)
 from biossd.outputs.figures._style import GROUP_COLOURS, SIDE_COLOURS, empty, finish, speedup_axis  # noqa: E402
-
+from biossd.study import catalogue  # noqa: E402
 
 #: Relative errors drawn as bands around y = x in the validation figure.
 ERROR_BANDS = (predict.TARGET_MEDIAN_ERROR, predict.TARGET_MAX_ERROR)

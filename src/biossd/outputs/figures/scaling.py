@@ -13,10 +13,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from biossd.analysis import Analysis  # noqa: E402
-from biossd.analysis import regime, speedup  # noqa: E402
+from biossd.analysis import (  # noqa: E402
+    Analysis,  # noqa: E402
+    regime,
+    speedup,
+)
 from biossd.outputs.figures._style import MISSING_COLOUR, SIDE_COLOURS, empty, finish, mark_bounds, speedup_axis  # noqa: E402
-
 
 #: On a log axis of several lines' points, a tick closer than this ratio to the last one is left
 #: out (its label would overprint the other's).

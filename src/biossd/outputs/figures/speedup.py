@@ -14,13 +14,23 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from biossd.analysis import Analysis  # noqa: E402
-from biossd.analysis import resultset, speedup  # noqa: E402
+from biossd.analysis import (  # noqa: E402
+    Analysis,  # noqa: E402
+    resultset,
+    speedup,
+)
 from biossd.features.quality import QUALITY_COLUMNS  # noqa: E402
+from biossd.outputs.figures._style import (  # noqa: E402
+    BOUND_HATCH,
+    GROUP_COLOURS,
+    MISSING_COLOUR,
+    SIDE_COLOURS,
+    empty,
+    finish,
+    mark_bounds,
+    speedup_axis,
+)
 from biossd.study import catalogue  # noqa: E402
-from biossd.outputs.figures._style import (BOUND_HATCH, GROUP_COLOURS, MISSING_COLOUR, SIDE_COLOURS, empty, finish,  # noqa: E402
-                                           mark_bounds, speedup_axis)
-
 
 #: Fig. 1: the short-read aligners (§2.1); their quality columns come from biossd.features.quality.
 ALIGNERS = ("maq", "bwa", "bowtie2")

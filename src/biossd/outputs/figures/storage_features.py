@@ -14,11 +14,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from biossd.analysis import Analysis  # noqa: E402
-from biossd.analysis import patterns, resultset, speedup  # noqa: E402
+from biossd.analysis import (  # noqa: E402
+    Analysis,  # noqa: E402
+    patterns,
+    resultset,
+    speedup,
+)
 from biossd.features import extract as features  # noqa: E402
 from biossd.outputs.figures._style import GROUP_COLOURS, empty, finish, speedup_axis  # noqa: E402
-
 
 #: Fig. 4: which features share a panel, with the panel's axis label and units.
 FIG04_PANELS: tuple[tuple[str, tuple[str, ...], str], ...] = (

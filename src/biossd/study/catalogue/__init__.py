@@ -4,9 +4,23 @@
 this machine can do with each (:mod:`.status`). The entries' API is re-exported here:
 ``catalogue.get("samtools_sort")``."""
 
-from biossd.study.catalogue.entries import (CATALOGUE_DIR, GROUPS, KINDS, MEMORY_RULES, QUALITY_FORMATS, REPO_ROOT,
-                                            SCHEMA, STATUSES, CatalogueError, Entry, get, load_all, load_entry,
-                                            shell_command, version_matches)
+from biossd.study.catalogue.entries import (
+                                            CATALOGUE_DIR,
+                                            GROUPS,
+                                            KINDS,
+                                            MEMORY_RULES,
+                                            QUALITY_FORMATS,
+                                            REPO_ROOT,
+                                            SCHEMA,
+                                            STATUSES,
+                                            CatalogueError,
+                                            Entry,
+                                            get,
+                                            load_all,
+                                            load_entry,
+                                            shell_command,
+                                            version_matches,
+)
 
 __all__ = ["CATALOGUE_DIR", "GROUPS", "KINDS", "MEMORY_RULES", "QUALITY_FORMATS", "REPO_ROOT", "SCHEMA", "STATUSES",
            "CatalogueError", "Entry", "get", "load_all", "load_entry", "shell_command", "version_matches"]

@@ -27,9 +27,9 @@ from typing import Any, Callable
 import numpy as np
 
 from biossd.study.inputs import alignments
-from biossd.study.inputs.formats import (RecipeError, fasta_records, fastq_records, kept, open_text, pick,
-                                         wrapped, write_genome)
+from biossd.study.inputs.formats import RecipeError, fasta_records, fastq_records, kept, open_text, pick, wrapped, write_genome
 from biossd.study.inputs.synthgen import QUERY_PROTEINS
+
 
 @dataclass(frozen=True)
 class Recipe:
