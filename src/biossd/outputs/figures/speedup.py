@@ -41,6 +41,8 @@ BETWEEN_BAND_COLOUR = "#fbeed5"
 #: Where a bar's "oom N" note starts, times the top of the bar or its interval: just above it, or
 #: above the "≥" of a lower bound.
 OOM_ABOVE, OOM_ABOVE_BOUND = 1.08, 1.4
+#: Where a marginal call's mark sits, times its speedup (just above the line across its bar).
+MARGINAL_ABOVE = 1.04
 
 
 def fig01_aligners(a: Analysis) -> plt.Figure:
@@ -111,6 +113,13 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
         bars = ax.bar(x, (values - 1).fillna(0), bottom=1, color=colours, zorder=2,
                       hatch=["xxx" if m else None for m in edge], edgecolor=["0.2" if m else "none" for m in edge])
         mark_bounds(ax, bars, values, bounded)
+        # Each speedup also as a line across its bar: a bar at about 1x has no height to see.
+        shown = values.notna().to_numpy()
+        ax.hlines(values[shown], x[shown] - 0.4, x[shown] + 0.4, colors=np.array(colours, dtype=object)[shown], lw=2.5,
+                  zorder=2.5)
+        if edge.any():  # and a marginal call's hatch, which such a bar cannot show, as a mark above it
+            ax.plot(x[edge & shown], values[edge & shown] * MARGINAL_ABOVE, ls="none", marker="x", color="0.2", ms=5,
+                    zorder=4)
         low, high = table["speedup_low"], table["speedup_high"]
         has = low.notna() & high.notna()
         ax.errorbar(x[has.to_numpy()], values[has], yerr=[(values - low)[has], (high - values)[has]], fmt="none",
@@ -209,5 +218,5 @@ def _legend_handles(threshold: float, any_bound: bool, any_marginal: bool) -> li
                                                       "the time limit)"))
     if any_marginal:
         handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.2", hatch="xxx",
-                                                label="marginal: at an edge (neither agrees nor disagrees)"))
+                                                label="marginal (x): at an edge (neither agrees nor disagrees)"))
     return handles
