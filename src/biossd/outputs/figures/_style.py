@@ -33,6 +33,15 @@ MISSING_COLOUR = "0.55"
 NOTE_WIDTH_CHARS = 110
 
 
+def tool_names(tools: Sequence[str]) -> list[str]:
+    """Each tool as the paper names it (the catalogue's ``paper_name``: a substitute as "X (for
+    Y)"), never by its catalogue id; a tool outside the catalogue by its id."""
+    from biossd.study import catalogue
+
+    entries = {e.id: e.data for e in catalogue.load_all()}
+    return [str(entries.get(t, {}).get("paper_name") or t).replace("(substitute for ", "(for ") for t in tools]
+
+
 def notes(fig: plt.Figure, a: Analysis) -> None:
     """What differs between the pair's sides besides the drive, at the top of the figure."""
     if a.differences:

@@ -29,6 +29,7 @@ from biossd.outputs.figures._style import (  # noqa: E402
     finish,
     mark_bounds,
     speedup_axis,
+    tool_names,
 )
 from biossd.study import catalogue  # noqa: E402
 
@@ -96,7 +97,7 @@ def fig02_speedup(a: Analysis) -> plt.Figure:
     entries = {e.id: e.data for e in catalogue.load_all()}
     paper = pd.Series({t: entries.get(t, {}).get("paper_speedup") for t in order}, dtype=float)
     paper_group = pd.Series({t: entries.get(t, {}).get("paper_group") or "" for t in order})
-    names = [(entries.get(t, {}).get("paper_name") or t).replace("(substitute for ", "(for ") for t in order]
+    names = tool_names(order)
     marginal = calls.call_table(a)["call"].reindex(order).eq(calls.MARGINAL) if len(a.baseline) else None
     fig, axes = plt.subplots(len(pairs), 1, figsize=(max(9, 0.55 * len(order) + 4), 5.6 * len(pairs)), squeeze=False)
     agreement = ""

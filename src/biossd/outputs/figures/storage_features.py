@@ -21,7 +21,7 @@ from biossd.analysis import (  # noqa: E402
     speedup,
 )
 from biossd.features import extract as features  # noqa: E402
-from biossd.outputs.figures._style import GROUP_COLOURS, empty, finish, speedup_axis  # noqa: E402
+from biossd.outputs.figures._style import GROUP_COLOURS, empty, finish, speedup_axis, tool_names  # noqa: E402
 
 #: Fig. 4: which features share a panel, with the panel's axis label and units.
 FIG04_PANELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -58,7 +58,11 @@ def fig04_storage_features(a: Analysis) -> plt.Figure:
         if data.empty:
             empty(ax, "not measured: " + _missing_reason(runs, feats[0]))
             continue
-        data.plot.bar(ax=ax, rot=90, legend=len(feats) > 1, width=0.7, fontsize=6)
+        data.plot.bar(ax=ax, rot=90, legend=False, width=0.7, fontsize=6)
+        ax.set_xticks(range(len(data)), tool_names(list(data.index)), rotation=90, fontsize=6)
+        if len(feats) > 1:  # above the panel, beside its title: inside it would cover the tallest bars
+            ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(feats), frameon=False,
+                      borderaxespad=0.2)
         ax.set_xlabel("")
         ax.set_ylabel(unit)
     return finish(fig, None, f"Storage features on {a.features_side} (Lee, Min and Yoon 2015, Fig. 4)")
