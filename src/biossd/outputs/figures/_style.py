@@ -33,13 +33,38 @@ MISSING_COLOUR = "0.55"
 NOTE_WIDTH_CHARS = 110
 
 
-def tool_names(tools: Sequence[str]) -> list[str]:
+def tool_names(tools: Sequence[str], short: bool = False) -> list[str]:
     """Each tool as the paper names it (the catalogue's ``paper_name``: a substitute as "X (for
-    Y)"), never by its catalogue id; a tool outside the catalogue by its id."""
+    Y)", or with ``short`` just "X"), never by its catalogue id; a tool outside the catalogue by its id."""
     from biossd.study import catalogue
 
     entries = {e.id: e.data for e in catalogue.load_all()}
-    return [str(entries.get(t, {}).get("paper_name") or t).replace("(substitute for ", "(for ") for t in tools]
+    names = [str(entries.get(t, {}).get("paper_name") or t).replace("(substitute for ", "(for ") for t in tools]
+    return [n.split(" (for ")[0] for n in names] if short else names
+
+
+#: A point's label: this many points right of it and below it, and the line height it moves by.
+LABEL_OFFSET_PT, LABEL_LINE_PT = (4, -8), 1.25
+
+
+def annotate_apart(ax: plt.Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
+                   colours: Sequence[str], fontsize: float = 6.5) -> None:
+    """Name points without one label over another: each below-right of its point, moved down a line
+    while it would overlap a label placed before it (in the axes' final scales: call it after them)."""
+    to_px = ax.figure.dpi / 72.0
+    line_px = fontsize * LABEL_LINE_PT * to_px
+    placed: list[tuple[float, float, float]] = []  # left, right, baseline of each label, in pixels
+    points = sorted(zip(xs, ys, labels, colours), key=lambda p: -ax.transData.transform((p[0], p[1]))[1])
+    for x, y, text, colour in points:
+        px, py = ax.transData.transform((x, y))
+        left = px + LABEL_OFFSET_PT[0] * to_px
+        right = left + len(text) * fontsize * 0.55 * to_px
+        dy_pt = LABEL_OFFSET_PT[1]
+        while any(abs(py + dy_pt * to_px - base) < line_px and left < r and l < right for l, r, base in placed):
+            dy_pt -= fontsize * LABEL_LINE_PT
+        placed.append((left, right, py + dy_pt * to_px))
+        ax.annotate(text, (x, y), xytext=(LABEL_OFFSET_PT[0], dy_pt), textcoords="offset points", fontsize=fontsize,
+                    color=colour)
 
 
 def notes(fig: plt.Figure, a: Analysis) -> None:

@@ -16,7 +16,15 @@ from biossd.analysis import (  # noqa: E402
     predict,
     speedup,
 )
-from biossd.outputs.figures._style import GROUP_COLOURS, SIDE_COLOURS, empty, finish, speedup_axis  # noqa: E402
+from biossd.outputs.figures._style import (  # noqa: E402
+    GROUP_COLOURS,
+    SIDE_COLOURS,
+    annotate_apart,
+    empty,
+    finish,
+    speedup_axis,
+    tool_names,
+)
 from biossd.study import catalogue  # noqa: E402
 
 #: Relative errors drawn as bands around y = x in the validation figure.
@@ -117,15 +125,16 @@ def _runtime_panel(ax1: plt.Axes, val: pd.DataFrame, summary: dict) -> None:
         if bound.any():
             ax1.plot(rows["measured_target_s"][bound], rows["predicted_target_s"][bound], ">", ms=6, color=colour,
                      label=f"{direction}: measured only a lower bound")
-        for _, r in rows.iterrows():  # named: the lower bounds and what is off by more than the inner band
-            off = r["target_is_lower_bound"] or abs(r["error"]) > ERROR_BANDS[0]
-            if pd.notna(r["predicted_target_s"]) and off:
-                ax1.annotate(r["tool"], (r["measured_target_s"], r["predicted_target_s"]), fontsize=6.5,
-                             xytext=(4, -8), textcoords="offset points", color=colour)
     ax1.set_xscale("log")
     ax1.set_yscale("log")
     ax1.set_xlim(lims)
     ax1.set_ylim(lims)
+    # Named: the lower bounds and what is off by more than the inner band (after the scales are set).
+    named = val[val["predicted_target_s"].notna() & (val["target_is_lower_bound"].astype(bool)
+                                                     | (val["error"].abs() > ERROR_BANDS[0]))]
+    colour_of = dict(zip(val["direction"].drop_duplicates(), SIDE_COLOURS))
+    annotate_apart(ax1, named["measured_target_s"], named["predicted_target_s"], tool_names(named["tool"], short=True),
+                   [colour_of[d] for d in named["direction"]])
     ax1.set_xlabel("measured mean runtime (s)")
     ax1.set_ylabel("predicted mean runtime (s)")
     ax1.set_title(f"(a) runtime: median |error| {summary['median_abs_error']:.0%}, largest "
@@ -156,10 +165,10 @@ def _speedup_panel(ax2: plt.Axes, a: Analysis, summary: dict) -> None:
     if bounded.any():
         ax2.plot(sp["measured_speedup"][bounded], sp["predicted_speedup"][bounded], ">", ms=7, mfc="none",
                  color="black", label="measured only a lower bound")
-    for _, r in sp.iterrows():  # named: G+ on either axis, or a group that differs
-        if max(r["measured_speedup"], r["predicted_speedup"]) >= a.threshold or r["group_agrees"] is False:
-            ax2.annotate(r["tool"], (r["measured_speedup"], r["predicted_speedup"]), fontsize=6.5, xytext=(4, -8),
-                         textcoords="offset points")
+    named = sp[(sp[["measured_speedup", "predicted_speedup"]].max(axis=1) >= a.threshold)
+               | sp["group_agrees"].eq(False)]  # G+ on either axis, or a group that differs
+    annotate_apart(ax2, named["measured_speedup"], named["predicted_speedup"], tool_names(named["tool"], short=True),
+                   ["black"] * len(named))
     ax2.set_xlabel(f"measured speedup {a.pair[1]} / {a.pair[0]}")
     ax2.set_ylabel(f"predicted from the {a.pair[0]} runs alone")
     ax2.set_title(f"(b) speedup: predicted group as measured for {summary['group_agreement']:.0%} of "
