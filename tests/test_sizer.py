@@ -274,3 +274,16 @@ def test_the_twin_runs_by_the_first_host_s_record_and_one_report_combines_them(s
     # samtools sort's synthetic BAM is the size asked, to its compression; StringTie's data set is
     # smaller than the size asked, and the prepared input is all of it.
     assert ran.loc["samtools_sort", "input_bytes"] == pytest.approx(rec["chose"]["inputs"]["samtools_sort"], rel=0.05)
+
+
+def test_where_a_study_keeps_its_sizing_record_and_when_it_reuses_one(tmp_path, biossd):
+    out, work = tmp_path / "results", tmp_path / "work"
+    fresh = json.loads(biossd("study", "sizing-place", "--outdir", str(out), "--work-dir", str(work), "--session",
+                              "s1").stdout)
+    assert fresh == {"record": str(out / "pipeline_info" / "sizing.json"),
+                     "log": str(out / "pipeline_info" / "sizing.log"), "reuse": False}
+    (out / "pipeline_info").mkdir(parents=True)
+    (out / "pipeline_info" / "sizing.json").write_text("{}")
+    assert sizing_record.study_place(out, work, "s1", replacing=False)["reuse"] is True, "a resumed study reuses it"
+    replacing = sizing_record.study_place(out, work, "s1", replacing=True)
+    assert replacing["record"] == str(work / "biossd-sizing-s1" / "sizing.json") and replacing["reuse"] is False

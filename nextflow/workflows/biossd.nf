@@ -16,7 +16,7 @@ include { FIRM_UP     } from '../modules/local/firm_up/main'
 include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
-include { biossdPlan; givenParams; studyBegin } from '../subworkflows/local/study_lifecycle'
+include { biossdJson; biossdPlan; givenParams; studyBegin } from '../subworkflows/local/study_lifecycle'
 
 /*
  * The experiment matrix and every problem with the parameters, from `biossd study plan`
@@ -54,25 +54,26 @@ def studyPlan(String host) {
 
 /*
  * The sizing rule measured on this host (`biossd study size`, src/biossd/study/sizer.py) for the
- * plan's tools, within the study's --budget, on the fast class's scratch: its record is written
- * into pipeline_info/ (a resumed study reuses it), its progress into pipeline_info/sizing.log.
- * A study that replaces the folder's results (--replace_results) neither reuses the record there
- * nor writes into a folder it may yet set aside: it measures into its work directory, and the
- * record is copied into the new pipeline_info/ with the plan.
+ * plan's tools, within the study's --budget, on the fast class's scratch. Where its record lives
+ * and whether an earlier session's is reused is `biossd study sizing-place`'s rule
+ * (src/biossd/study/sizing_record.py, study_place).
  */
 def sizeHere(Map plan) {
-    def replacing = params.replace_results in [true, 'true']
-    def info = replacing ? file("${workflow.workDir}/biossd-sizing-${workflow.sessionId}") : file("${params.outdir}/pipeline_info")
-    def record = file("${info}/sizing.json")
-    if( record.exists() && !replacing ) {
+    def where = ['biossd', 'study', 'sizing-place', '--outdir', params.outdir.toString(), '--work-dir',
+                 workflow.workDir.toString(), '--session', workflow.sessionId.toString()]
+    if( params.replace_results in [true, 'true'] )
+        where << '--replace-results'
+    def place = biossdJson(where)
+    def record = file(place.record)
+    if( place.reuse ) {
         log.info "biossd: --sizing auto: ${record}, measured by an earlier session of this study"
         return record.toString()
     }
-    info.mkdirs()
+    record.parent.mkdirs()
     def scratch = params.scratch_dir ?: workflow.workDir.toString()
     def argv = ['biossd', 'study', 'size', '--tools', plan.tools.join(','), '--budget', params.budget.toString(),
                 '--scratch', scratch.toString(), '--out', record.toString()]
-    def log_file = file("${info}/sizing.log")
+    def log_file = file(place.log)
     log.info "biossd: --sizing auto: measuring the sizing rule on this host within the study's budget of ${params.budget} (progress: ${log_file}; an hour or more for every tool)"
     def pb = new ProcessBuilder(argv)
     pb.redirectErrorStream(true)

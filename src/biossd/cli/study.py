@@ -162,6 +162,15 @@ def cmd_study_caps(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_study_sizing_place(args: argparse.Namespace) -> int:
+    """Where a study's --sizing auto record lives and whether it is reused (JSON)."""
+    from biossd.study import sizing_record
+
+    print(json.dumps(sizing_record.study_place(Path(args.outdir), Path(args.work_dir), args.session,
+                                               args.replace_results)))
+    return 0
+
+
 def cmd_study_size(args: argparse.Namespace) -> int:
     """Measure the sizing rule on this host and write its record (:mod:`biossd.study.sizer`)."""
     from biossd.study import catalogue, sizer, sizing, sizing_record
@@ -326,6 +335,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the plan's task lists to cap: {\"tasks\": [...], \"firm_tasks\": [...], \"chain_tasks\": [...]}")
     p.add_argument("runs", nargs="*", help="the floor runs' directories (the plan's floor_tasks)")
     p.set_defaults(func=cmd_study_caps)
+    p = study_p.add_parser("sizing-place", help="where a study's --sizing auto record lives, and whether an "
+                                                 "earlier session's is reused (JSON: record, log, reuse)")
+    p.add_argument("--outdir", required=True, help="the study's result folder")
+    p.add_argument("--work-dir", required=True, help="Nextflow's work directory")
+    p.add_argument("--session", required=True, help="Nextflow's session id")
+    p.add_argument("--replace-results", action="store_true", help="the study replaces the folder's results")
+    p.set_defaults(func=cmd_study_sizing_place)
+
     p = study_p.add_parser("size", help="measure the sizing rule on this host (inputs, heaps, M, D, floors for its own "
                                         "capped runs, time limit) and write sizing.json for --sizing")
     p.add_argument("--tools", default="all", help="catalogue ids, comma-separated, or all (the runnable ones)")

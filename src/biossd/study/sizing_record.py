@@ -40,6 +40,22 @@ def rule_constants() -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
+#: Where a study that sizes itself (``--sizing auto``) keeps its record, in its result folder.
+STUDY_RECORD = Path("pipeline_info") / "sizing.json"
+
+
+def study_place(outdir: Path, work_dir: Path, session: str, replacing: bool) -> dict[str, Any]:
+    """Where a study's ``--sizing auto`` record lives, and whether an earlier session's is reused:
+    in the result folder's ``pipeline_info/`` (a resumed study reuses the record there), except
+    for a study that replaces the folder's results (``--replace_results``), which neither reuses
+    the record there nor writes into a folder it may yet set aside: it measures into its work
+    directory, and the study copies the record into the new ``pipeline_info/`` with the plan.
+    Returns ``record``, ``log`` (the sizing's progress) and ``reuse``."""
+    folder = (Path(work_dir) / f"biossd-sizing-{session}") if replacing else Path(outdir) / STUDY_RECORD.parent
+    record = folder / STUDY_RECORD.name
+    return {"record": str(record), "log": str(folder / "sizing.log"), "reuse": record.is_file() and not replacing}
+
+
 def write(rec: dict[str, Any], path: Path) -> Path:
     """Write the record whole (a temporary name, then renamed)."""
     return atomic_write_text(Path(path), json.dumps(rec, indent=2) + "\n")
