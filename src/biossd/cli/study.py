@@ -297,6 +297,16 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _register_sizing_place(study_p: argparse._SubParsersAction) -> None:
+    p = study_p.add_parser("sizing-place", help="where a study's --sizing auto record lives, and whether an "
+                                                 "earlier session's is reused (JSON: record, log, reuse)")
+    p.add_argument("--outdir", required=True, help="the study's result folder")
+    p.add_argument("--work-dir", required=True, help="Nextflow's work directory")
+    p.add_argument("--session", required=True, help="Nextflow's session id")
+    p.add_argument("--replace-results", action="store_true", help="the study replaces the folder's results")
+    p.set_defaults(func=cmd_study_sizing_place)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """This room's commands and their options."""
     layout_p = sub.add_parser("layout", help="the result layout").add_subparsers(dest="layout_cmd", required=True)
@@ -335,14 +345,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the plan's task lists to cap: {\"tasks\": [...], \"firm_tasks\": [...], \"chain_tasks\": [...]}")
     p.add_argument("runs", nargs="*", help="the floor runs' directories (the plan's floor_tasks)")
     p.set_defaults(func=cmd_study_caps)
-    p = study_p.add_parser("sizing-place", help="where a study's --sizing auto record lives, and whether an "
-                                                 "earlier session's is reused (JSON: record, log, reuse)")
-    p.add_argument("--outdir", required=True, help="the study's result folder")
-    p.add_argument("--work-dir", required=True, help="Nextflow's work directory")
-    p.add_argument("--session", required=True, help="Nextflow's session id")
-    p.add_argument("--replace-results", action="store_true", help="the study replaces the folder's results")
-    p.set_defaults(func=cmd_study_sizing_place)
-
+    _register_sizing_place(study_p)
     p = study_p.add_parser("size", help="measure the sizing rule on this host (inputs, heaps, M, D, floors for its own "
                                         "capped runs, time limit) and write sizing.json for --sizing")
     p.add_argument("--tools", default="all", help="catalogue ids, comma-separated, or all (the runnable ones)")
