@@ -148,6 +148,7 @@ def test_a_result_set_without_start_times_or_runs_is_refused_by_the_wfformat_exp
     with pytest.raises(wfformat.WfFormatError, match="neither a study's result folder"):
         wfformat.instance(tmp_path)
     assert wfformat.file_id("/data/s 1/reads#1.fq") == "/data/s_1/reads_1.fq"
+    assert wfformat.task_id("h-ssd/runs/bwa/6554K/1/2") == "h-ssd.runs.bwa.6554K.1.2"
 
 
 def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synthetic):

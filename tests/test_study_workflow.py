@@ -220,10 +220,12 @@ def test_the_real_result_set_is_a_wfformat_instance_that_wfcommons_accepts(resul
     spec, execution = body["workflow"]["specification"], body["workflow"]["execution"]
     ok_runs = [p.parent for p in result_set.rglob(manifest.MANIFEST_NAME)
                if "/probes/" not in str(p) and "/experiments/" not in str(p) and json.loads(p.read_text())["outcome"] == "ok"]
-    assert {t["id"] for t in spec["tasks"]} == {r.relative_to(result_set).as_posix() for r in ok_runs}
-    chained = [t for t in spec["tasks"] if "/chains/" in t["id"]]
+    from biossd.outputs import wfformat
+
+    assert {t["id"] for t in spec["tasks"]} == {wfformat.task_id(r.relative_to(result_set).as_posix()) for r in ok_runs}
+    chained = [t for t in spec["tasks"] if ".chains." in t["id"]]
     assert chained and any(t["parents"] for t in chained) and all(
-        not t["parents"] or t["parents"][0].rsplit("/", 1)[0] == t["id"].rsplit("/", 1)[0] for t in chained)
+        not t["parents"] or t["parents"][0].rsplit(".", 1)[0] == t["id"].rsplit(".", 1)[0] for t in chained)
     assert {m["nodeName"] for m in execution["machines"]} == {f"testhost-{c}" for c in CLASSES}
     assert all(t["runtimeInSeconds"] > 0 and t["memoryInBytes"] > 0 for t in execution["tasks"])
     assert execution["makespanInSeconds"] >= max(t["runtimeInSeconds"] for t in execution["tasks"])

@@ -44,6 +44,8 @@ SCHEMA_VERSION = "1.5"
 RUNTIME_SYSTEM = {"name": "biossd", "version": __version__, "url": "https://github.com/biossd/biossd"}
 #: A file id's characters in WfFormat 1.5 (``files[].id``); others become ``_``.
 _FILE_ID_UNSAFE = re.compile(r"[^0-9a-zA-Z\-_./:]")
+#: A task id's characters, as its parents and children spell them (``tasks[].parents``).
+_TASK_ID_UNSAFE = re.compile(r"[^0-9a-zA-Z\-_.]")
 #: Files of a Nextflow work directory that are Nextflow's, not the task's.
 _NEXTFLOW_FILES = re.compile(r"^\.command\.|^\.exitcode$")
 
@@ -54,6 +56,12 @@ class WfFormatError(BiossdError, ValueError):
 
 def file_id(text: str) -> str:
     return _FILE_ID_UNSAFE.sub("_", text)
+
+
+def task_id(relpath: str) -> str:
+    """A run's folder (relative to the result set) as a WfFormat task id, which a task's
+    ``parents`` and ``children`` must spell without ``/`` or ``:``: ``a/b/c`` as ``a.b.c``."""
+    return _TASK_ID_UNSAFE.sub("_", relpath.replace("/", "."))
 
 
 def instance(results: Path) -> dict[str, Any]:
@@ -148,7 +156,7 @@ def _number(row: dict[str, Any], key: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _task(run_dir: Path, body: dict[str, Any], task_id: str, name: str, machine: dict[str, Any],
+def _task(run_dir: Path, body: dict[str, Any], ident: str, name: str, machine: dict[str, Any],
           row: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A run as a task (without its files and parents), from its features (``row``: its line of the
     features table, else extracted now); None for a run that did not end ok."""
@@ -156,7 +164,7 @@ def _task(run_dir: Path, body: dict[str, Any], task_id: str, name: str, machine:
         return None
     row = features.run_features(run_dir) if row is None else row
     peak = _number(row, "resident_peak_kib") or _number(row, "max_rss_kib")
-    return {"id": task_id, "name": name, "machine": machine, "argv": [str(a) for a in body.get("argv") or []],
+    return {"id": ident, "name": name, "machine": machine, "argv": [str(a) for a in body.get("argv") or []],
             "start_s": datetime.datetime.fromisoformat(body["started_at"]).timestamp()
             + float(body.get("command_started_s") or 0.0),
             "runtime_s": float(body["wall_s"]), "cores_used": _number(row, "cpu_cores_used"),
@@ -177,7 +185,7 @@ def _study_tasks(root: Path) -> list[dict[str, Any]]:
         side = f"{labels.get('host')}-{labels.get('storage')}"
         rel = run_dir.relative_to(root).as_posix()
         row = table.loc[rel].to_dict() if rel in table.index else None
-        task = _task(run_dir, body, rel, str(labels.get("tool")), _machine(side, body.get("host") or {}), row)
+        task = _task(run_dir, body, task_id(rel), str(labels.get("tool")), _machine(side, body.get("host") or {}), row)
         if task is None:
             continue
         size = _number(labels, "input_bytes") or _number(row or {}, "input_bytes")
@@ -189,7 +197,7 @@ def _study_tasks(root: Path) -> list[dict[str, Any]]:
         for step_dir in sorted(p for p in chain_dir.iterdir() if manifest.is_complete(p)):
             body = manifest.read_manifest(step_dir)
             labels = body.get("labels") or {}
-            task = _task(step_dir, body, step_dir.relative_to(root).as_posix(), str(labels.get("tool")),
+            task = _task(step_dir, body, task_id(step_dir.relative_to(root).as_posix()), str(labels.get("tool")),
                          _machine(f"{labels.get('host')}-{labels.get('storage')}", body.get("host") or {}))
             if task is None:
                 before = None
@@ -208,7 +216,7 @@ def _pipeline_tasks(root: Path) -> tuple[list[dict[str, Any]], str]:
         labels = body.get("labels") or {}
         host = body.get("host") or {}
         name = str(labels.get("process") or run_dir.parent.parent.name)
-        task = _task(run_dir, body, run_dir.relative_to(root).as_posix(), name,
+        task = _task(run_dir, body, task_id(run_dir.relative_to(root).as_posix()), name,
                      _machine(str(host.get("hostname") or "host"), host))
         if task is None:
             continue
@@ -233,7 +241,7 @@ def _pipeline_tasks(root: Path) -> tuple[list[dict[str, Any]], str]:
                 target_id = file_id(f"{made_in.name}/{made_by.relative_to(made_in).as_posix()}")
             else:  # the pipeline's own input
                 target_id = file_id(str(made_by))
-            task["inputs"][target_id] = made_by.stat().st_size
+            task["inputs"][target_id] = _size(made_by)
         task["parents"] = sorted(parents)
     gone = len(tasks) - len(workdirs)
     note = (f"{gone} of {len(tasks)} tasks' work directories were gone: those tasks have no files and no parents."
@@ -241,9 +249,21 @@ def _pipeline_tasks(root: Path) -> tuple[list[dict[str, Any]], str]:
     return tasks, note
 
 
+def _size(path: Path) -> int:
+    """A file's size, or a folder's: the sum of its files'."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
 def _workdir_files(workdir: Path) -> Iterable[tuple[Path, Path | None]]:
-    """A work directory's files, each with the file it links to (a staged input) or None (made here)."""
-    for dirpath, _dirnames, filenames in os.walk(workdir):
+    """A work directory's files, each with the file or folder it links to (a staged input) or None
+    (made here)."""
+    for dirpath, dirnames, filenames in os.walk(workdir):
+        for name in dirnames:  # a staged folder (an index, a database): a link os.walk does not enter
+            path = Path(dirpath) / name
+            if path.is_symlink() and path.resolve().is_dir():
+                yield path, path.resolve()
         for name in filenames:
             path = Path(dirpath) / name
             if _NEXTFLOW_FILES.match(name) and Path(dirpath) == workdir:
