@@ -251,6 +251,43 @@ def _instance_buckets(i: Instance) -> tuple[Bucket, Bucket]:
     return bucket(i.baseline_iops, i.burst_iops), bucket(i.baseline_bps, i.burst_bps)
 
 
+def latency_ms(v: Volume, which: str = "mean") -> float:
+    """The volume's stated per-request latency: the middle of its range, or its low or high end
+    (an unstated low end is 0 ms; an unstated high end is the low one)."""
+    low = v.latency_low_ms or 0.0
+    high = v.latency_high_ms if v.latency_high_ms is not None else low
+    return {"mean": (low + high) / 2, "low": low, "high": high}[which]
+
+
+class Limits:
+    """A volume's rate limits and its instance's, each a :class:`Bucket` (full at the start),
+    and what one request asks of each: what :class:`CloudTarget` walks a stream through and
+    :class:`CloudDevice` serves on the host's clock."""
+
+    def __init__(self, v: Volume, instance: Instance | None) -> None:
+        self.volume = v
+        self.iops, self.throughput = _volume_buckets(v)
+        self.instance = _instance_buckets(instance) if instance and v.backing != "NVMe" else None
+
+    @property
+    def buckets(self) -> list[Bucket]:
+        return [b for b in (self.iops, self.throughput, *(self.instance or ())) if b is not None]
+
+    def demands(self, is_write: bool, nbytes: float, sequential: bool) -> list[tuple[Bucket, float]]:
+        """Each limit with what the request takes of it: I/Os in the provider's units, bytes, and
+        the instance's I/Os (in its 16 KiB units) and bytes."""
+        v = self.volume
+        if self.iops.burst is None:  # a device without credits has a rate per direction (instance-store NVMe)
+            self.iops.base = v.write_iops if is_write else v.read_iops
+        out = [(self.iops, operations(nbytes, v.io_unit_bytes, sequential))]
+        if self.throughput is not None:
+            out.append((self.throughput, nbytes))
+        if self.instance:
+            out += [(self.instance[0], operations(nbytes, INSTANCE_IOPS_UNIT_KIB * KIB, sequential)),
+                    (self.instance[1], nbytes)]
+        return out
+
+
 @dataclass(frozen=True)
 class CloudTarget:
     """A volume (and the instance it is attached to) serving a request stream
@@ -263,40 +300,24 @@ class CloudTarget:
     source: str = field(default="")
 
     def serve(self, stream: Stream) -> Service:
-        v = self.volume
-        low = v.latency_low_ms or 0.0
-        high = v.latency_high_ms if v.latency_high_ms is not None else low
-        mean = self._walk(stream, (low + high) / 2)
-        return Service(mean, np.zeros_like(mean), self._walk(stream, low), self._walk(stream, high))
+        mean = self._walk(stream, latency_ms(self.volume))
+        return Service(mean, np.zeros_like(mean), self._walk(stream, latency_ms(self.volume, "low")),
+                       self._walk(stream, latency_ms(self.volume, "high")))
 
-    def _walk(self, stream: Stream, latency_ms: float) -> np.ndarray:
-        """Each request's time (ms) at one latency, the buckets carried along the stream."""
-        v = self.volume
-        iops, throughput = _volume_buckets(v)
-        inst = _instance_buckets(self.instance) if self.instance and v.backing != "NVMe" else None
+    def _walk(self, stream: Stream, latency: float) -> np.ndarray:
+        """Each request's time (ms) at one latency (ms), the buckets carried along the stream."""
+        limits = Limits(self.volume, self.instance)
         flushes, sequential = stream.flushes, stream.sequential
         out = np.zeros(len(stream))
         for k in range(len(stream)):
             if flushes[k]:
                 continue
-            idle_s = float(stream.idle_ms[k]) / 1000.0  # credits earned while the device waited
-            for bucket in (iops, throughput, *(inst or ())):
-                if bucket:
-                    bucket.spend(0.0, idle_s)
-            nbytes, depth = float(stream.nbytes[k]), max(1, int(stream.depth[k]))
-            if iops.burst is None:  # a device without credits has a rate per direction (instance-store NVMe)
-                iops.base = v.write_iops if stream.is_write[k] else v.read_iops
-            ios = operations(nbytes, v.io_unit_bytes, bool(sequential[k]))
-            t = max(latency_ms / 1000.0 / depth, iops.seconds(ios), throughput.seconds(nbytes) if throughput else 0.0)
-            inst_ios = operations(nbytes, INSTANCE_IOPS_UNIT_KIB * KIB, bool(sequential[k]))
-            if inst:
-                t = max(t, inst[0].seconds(inst_ios), inst[1].seconds(nbytes))
-            iops.spend(ios, t)
-            if throughput:
-                throughput.spend(nbytes, t)
-            if inst:
-                inst[0].spend(inst_ios, t)
-                inst[1].spend(nbytes, t)
+            for bucket in limits.buckets:  # credits earned while the device waited
+                bucket.spend(0.0, float(stream.idle_ms[k]) / 1000.0)
+            demands = limits.demands(bool(stream.is_write[k]), float(stream.nbytes[k]), bool(sequential[k]))
+            t = max([latency / 1000.0 / max(1, int(stream.depth[k]))] + [b.seconds(amount) for b, amount in demands])
+            for bucket, amount in demands:
+                bucket.spend(amount, t)
             out[k] = t * 1000.0
         return out
 
@@ -338,13 +359,8 @@ class CloudDevice:
     prediction's ``max(latency / q, I/Os / IOPS, bytes / throughput)`` in steady state."""
 
     def __init__(self, target: CloudTarget, latency: str = "mean") -> None:
-        v = target.volume
-        low = v.latency_low_ms or 0.0
-        high = v.latency_high_ms if v.latency_high_ms is not None else low
-        self.latency_s = {"mean": (low + high) / 2, "low": low, "high": high}[latency] / 1000.0
-        self.volume = v
-        self.iops, self.throughput = _volume_buckets(v)
-        self.instance = _instance_buckets(target.instance) if target.instance and v.backing != "NVMe" else None
+        self.latency_s = latency_ms(target.volume, latency) / 1000.0
+        self.limits = Limits(target.volume, target.instance)
         self._lock = threading.Lock()
         self._next_offset: int | None = None
         self._free_at: dict[int, float] = {}
@@ -354,17 +370,8 @@ class CloudDevice:
         with self._lock:
             sequential = offset == self._next_offset
             self._next_offset = offset + nbytes
-            v = self.volume
-            if self.iops.burst is None:
-                self.iops.base = v.write_iops if is_write else v.read_iops
-            demands = [(self.iops, operations(nbytes, v.io_unit_bytes, sequential)), (self.throughput, nbytes)]
-            if self.instance:
-                demands += [(self.instance[0], operations(nbytes, INSTANCE_IOPS_UNIT_KIB * KIB, sequential)),
-                            (self.instance[1], nbytes)]
             done = arrived_s + self.latency_s
-            for bucket, amount in demands:
-                if bucket is None:
-                    continue
+            for bucket, amount in self.limits.demands(is_write, nbytes, sequential):
                 free = self._free_at.get(id(bucket), arrived_s)
                 start = max(arrived_s, free)
                 bucket.spend(0.0, start - free)  # credits earned while this limit was idle
