@@ -3,11 +3,13 @@ size`` run again on this machine, each record's choices — every tool's input, 
 side with the others', and which tools, if any, were sized differently.
 
   .venv/bin/python benchmarks/sizing_stability.py [--runs N] [--record FILE ...] [--tools all] [--keep DIR]
+                                                  [--reference FILE]
 
 ``--record`` adds records made before (the committed one, a study's ``pipeline_info/sizing.json``
 of ``--sizing auto``); ``--runs`` makes N more (about 35 minutes each on the project's 2-core VM,
-at the one-machine study's 5 s budget), kept in ``--keep`` (``sizing-N.json``) when given. Run it
-on a quiet machine: the sizing times runs.
+at the one-machine study's 5 s budget), kept in ``--keep`` (``sizing-N.json``) when given, each
+given ``--reference`` when given (a timing within the re-timing band keeps its call; the reference
+is compared too). Run it on a quiet machine: the sizing times runs.
 """
 
 from __future__ import annotations
@@ -41,13 +43,16 @@ def main() -> int:
     ap.add_argument("--tools", default="all")
     ap.add_argument("--scratch", default="/var/tmp")
     ap.add_argument("--keep", type=Path, help="a directory to keep the new records in")
+    ap.add_argument("--reference", type=Path, help="the record each new sizing keeps within the band")
     args = ap.parse_args()
-    records = [(Path(r).name, json.loads(Path(r).read_text())) for r in args.record]
+    given = args.record + ([str(args.reference)] if args.reference and str(args.reference) not in args.record else [])
+    records = [(Path(r).name, json.loads(Path(r).read_text())) for r in given]
+    reference = ["--reference", str(args.reference)] if args.reference else []
     with tempfile.TemporaryDirectory(prefix="biossd-sizing-stability-", dir=args.scratch) as tmp:
         for i in range(args.runs):
             out = Path(tmp) / f"run{i + 1}.json"
             proc = subprocess.run(["biossd", "study", "size", "--tools", args.tools, "--run-budget",
-                                   f"{sizing.INPUT_BUDGET_S:g}s", "--scratch", args.scratch, "--out", str(out)])
+                                   f"{sizing.INPUT_BUDGET_S:g}s", "--scratch", args.scratch, "--out", str(out), *reference])
             if proc.returncode != 0:
                 return proc.returncode
             records.append((f"run {i + 1} ({out.name})", json.loads(out.read_text())))

@@ -231,13 +231,50 @@ def test_an_input_over_half_the_limit_steps_down_by_root_two():
         measured.append(size)
         return (1 << 20) + size // 1024, 1.0
 
-    sizer._fit_time_limit(ladder, chosen, floors, sds, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, floor_at)
+    sizer._fit_time_limit(ladder, chosen, floors, sds, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, floor_at,
+                          {})
     sizes = [r[1] for r in ladder.runs]
     first = [32 << 20, sizing.fine_step(32 << 20), sizing.fine_step(sizing.fine_step(32 << 20))]
     assert sizes[:3 * sizing.RETIME_REPEATS] == [s for s in first for _ in range(sizing.RETIME_REPEATS)], \
         "each step over the bound is decided by the median of its timings"
     assert measured[-1] == chosen["cluster3"] and floors["cluster3"] == (1 << 20) + chosen["cluster3"] // 1024
     assert chosen["cluster3"] * 2.0 / (1 << 20) <= 30.0 < chosen["cluster3"] * sizing.FINE_STEP * 2.0 / (1 << 20)
+
+
+def _session(drift):
+    """A group whose 46341K step adds about the budget (bowtie2's on the project's VM: 5.09 s in one
+    sizing, 5.20 s in another), with every timing of the session ``drift`` times slower."""
+    edge = sizing.fine_step(64 << 20)
+
+    def walls(size, n):
+        return drift * (1.0 + 5.0 * size / edge)
+    return walls
+
+
+def test_a_reference_record_s_call_holds_within_the_band_on_both_sides():
+    edge = sizing.fine_step(64 << 20)
+    for drift in (0.97, 1.0, 1.03, 1.06):  # a few per cent either way: without a reference, the step flips
+        plain = sizer._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60)
+        took = sizer._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60, edge)
+        refused = sizer._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60, 32 << 20)
+        assert plain == (edge if drift <= 1.0 else 32 << 20), drift
+        assert (took, refused) == (edge, 32 << 20), f"drift {drift}: the reference's call stands"
+    faster = sizer._ladder(_Ladder(_session(0.8)), ["bowtie2"], {}, 5.0, 256 << 20, 60, 32 << 20)
+    slower = sizer._ladder(_Ladder(_session(1.2)), ["bowtie2"], {}, 5.0, 256 << 20, 60, edge)
+    assert faster >= edge and slower == 32 << 20, "a host clearly faster or slower still moves the step"
+
+
+def test_the_time_limit_keeps_a_reference_s_input_within_the_band():
+    def walls(size, n):  # capped at 1M: 31 s, just over the bound of 30 s (60 s / 2), within its band
+        return 31.0 * size / (1 << 20)
+    for reference, kept in (({"cluster3": 1 << 20}, 1 << 20), ({"cluster3": 512 << 10}, 512 << 10)):
+        chosen = {"cluster3": 1 << 20}
+        sizer._fit_time_limit(_Ladder(walls), chosen, {"cluster3": 1 << 20}, {"cluster3": 0.0}, lambda t: 4 << 20,
+                              lambda t: {}, 60.0, lambda s: None, lambda t, s: (1 << 20, 0.0), reference)
+        assert chosen["cluster3"] == (kept if kept == 1 << 20 else sizing.fine_step(1 << 20)), reference
+    assert sizing.over_budget(5.4, 5.0) and not sizing.over_budget(5.4, 5.0, True)
+    assert sizing.over_budget(4.6, 5.0, False) and not sizing.over_budget(4.4, 5.0, False)
+    assert sizing.over_budget(5.6, 5.0, True)
 
 
 def test_the_rule_s_small_pieces():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -418,6 +419,13 @@ def test_bad_sizing_arguments_are_refused_before_the_sizing(biossd, tmp_path, ro
     assert "does not exist" in refused("--run-budget", "5s", "--out", str(tmp_path / "no" / "sizing.json"))
     assert "outside 0.05 s" in refused("--run-budget", "0.000001s", "--out", str(tmp_path / "s.json"))
     assert "--budget" in refused("--budget", "999999999999h", "--out", str(tmp_path / "s.json"))
+    committed = Path(__file__).resolve().parents[1] / "nextflow" / "conf" / "full.config"
+    reference = re.search(r'sizing\s*=\s*"\$\{projectDir\}/\.\./(\S+)"', committed.read_text()).group(1)
+    other_budget = refused("--run-budget", "3s", "--out", str(tmp_path / "s.json"), "--reference",
+                           str(committed.parents[2] / reference))
+    assert "--reference" in other_budget and "5 s a run" in other_budget and "3 s" in other_budget
+    assert "--reference" in refused("--run-budget", "5s", "--out", str(tmp_path / "s.json"), "--reference",
+                                    str(committed))
     assert not list(tmp_path.iterdir()), "nothing was made"
 
 

@@ -198,6 +198,12 @@ def cmd_study_size(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} exists; give another path or --replace")
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: its folder {out.parent} does not exist; make it first")
+    reference = None
+    if args.reference:
+        try:
+            reference = sizer.load_reference(Path(args.reference), run_budget_s)
+        except sizing_record.SizingError as err:
+            raise UsageError(str(err)) from None
     print(f"biossd study size: {len(tools)} tools, {run_budget_s:.2f} s a run "
           f"(time limit {sizing.time_limit_s(run_budget_s):g} s), in {scratch}", file=sys.stderr)
     try:
@@ -206,10 +212,10 @@ def cmd_study_size(args: argparse.Namespace) -> int:
         # Marked and recorded (a SIGKILLed sizing's is found by `biossd cleanup`), removed however it ends.
         with rundir.scratch(scratch / "biossd-sizing", unique=True) as work:
             measured = sizer.measure(tools, run_budget_s, work, args.seed, args.ladder_max or sizing.LADDER_MAX,
-                                     log=lambda line: print(line, file=sys.stderr, flush=True))
+                                     log=lambda line: print(line, file=sys.stderr, flush=True), reference=reference)
     except sizing_record.SizingError as err:
         raise UsageError(str(err)) from None
-    rec = sizer.record(measured, scratch, args.budget)
+    rec = sizer.record(measured, scratch, args.budget, Path(args.reference) if args.reference else None)
     from biossd.study import plan_params
 
     entries = {e.id: e for e in catalogue.load_all()}
@@ -356,6 +362,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true", help="replace --out if it exists")
     p.add_argument("--seed", type=int, default=7, help="seed of the synthetic inputs")
     p.add_argument("--ladder-max", help="the largest input the ladder tries (default: the rule's, 256M)")
+    p.add_argument("--reference", metavar="RECORD",
+                   help="a sizing record of the same budget whose calls a timing within the re-timing band keeps "
+                        "(docs/study.md, 'A sizing that jitter cannot move'), e.g. the committed one")
     p.set_defaults(func=cmd_study_size)
     p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
     p.add_argument("results", help="the study's --outdir (its pipeline_info/trace-*.txt, one per session)")

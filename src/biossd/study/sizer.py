@@ -10,7 +10,8 @@ PROFILE task does it) on a scratch directory of the host's fast class, the page 
    per-run budget over its run at 1/FLOOR_DIVISOR of that size (its start-up excluded); a step
    within RETIME_WITHIN of the budget, or over it, is timed RETIME_REPEATS times (its reference
    too) and the medians decide, and past the first doubling over the budget the step FINE_STEP below it is
-   tried. JVM tools run the ladder with a generous heap.
+   tried; given a reference record (``--reference``), a median within RETIME_WITHIN of the budget
+   keeps the reference's call on the step. JVM tools run the ladder with a generous heap.
 2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input
    (and, for the record, the smallest that completes 1/FLOOR_DIVISOR of it); its heap size is
    HEAP_MARGIN times that, not pre-touched.
@@ -45,7 +46,7 @@ from typing import Any, Callable
 from biossd.core.units import format_size, parse_size
 from biossd.study import sizing
 from biossd.study.sizerun import Runner
-from biossd.study.sizing_record import FORMAT, PARAMETERS, SizingError, rule_constants
+from biossd.study.sizing_record import FORMAT, PARAMETERS, SizingError, digest, rule_constants
 
 #: A JVM tool's heap while its input ladder runs (step 1), before its own heap is measured.
 JVM_LADDER_HEAP = "1G"
@@ -73,11 +74,14 @@ def group_of(tool: str) -> str:
 
 
 def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
-            ladder_max: str = sizing.LADDER_MAX, log: Callable[[str], None] = print) -> dict[str, Any]:
+            ladder_max: str = sizing.LADDER_MAX, log: Callable[[str], None] = print,
+            reference: dict[str, Any] | None = None) -> dict[str, Any]:
     """Measure the sizing rule for ``tools`` (catalogue ids) within ``run_budget_s`` a run, in
     ``scratch``, a directory of its own on the fast class's disk that the caller makes, marks and
     removes (:func:`biossd.measure.rundir.scratch`); returns the record (without host facts:
-    :func:`record` adds them)."""
+    :func:`record` adds them). Given a ``reference`` record (:func:`load_reference`), a timing
+    within RETIME_WITHIN of its bound keeps the reference's call on that step
+    (:func:`biossd.study.sizing.over_budget`)."""
     from biossd.study import catalogue
 
     entries = {e.id: e for e in catalogue.load_all()}
@@ -90,8 +94,9 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     runner = Runner(entries, Path(scratch), seed, log)
     heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
 
+    ref = (reference or {}).get("chose", {})
     chosen, left_out = _inputs_per_group(runner, tools, heap_of, run_budget_s, parse_size(ladder_max),
-                                         ladder_timeout_s, log)
+                                         ladder_timeout_s, log, ref.get("ladder_inputs", {}))
     heaps, smallest_heaps = _fixed_heaps(runner, chosen, heap_of, smallest, ladder_timeout_s, log)
 
     # 3. M and D; the paper's stated baselines from M.
@@ -118,7 +123,8 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
 
     floors, floor_sds = _floors(runner, chosen, settings_of, smallest, ladder_timeout_s)
     _fit_time_limit(runner, chosen, floors, floor_sds, memory_of, settings_of, limit_s, log,
-                    lambda tool, size: floor_at(runner, tool, size, settings_of(tool), smallest, ladder_timeout_s, 0))
+                    lambda tool, size: floor_at(runner, tool, size, settings_of(tool), smallest, ladder_timeout_s, 0),
+                    ref.get("inputs", {}))
 
     # 6. The regime's data / M: uncapped at the final input.
     data_over_m: dict[str, float] = {}
@@ -174,9 +180,11 @@ def floor_at(runner: Runner, tool: str, input_bytes: int, settings: dict[str, st
 
 
 def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s: float, ladder_max: int,
-                      timeout_s: float, log: Callable[[str], None]) -> tuple[dict[str, int], dict[str, str]]:
+                      timeout_s: float, log: Callable[[str], None],
+                      reference: dict[str, int]) -> tuple[dict[str, int], dict[str, str]]:
     """Step 1: each input group's size, the largest on the ladder that ends ok within the budget
-    (the paper's stated baselines are left to step 3); and the tools left out, with why."""
+    (the paper's stated baselines are left to step 3); and the tools left out, with why.
+    ``reference``: a reference record's ladder inputs per tool (empty: none)."""
     groups: dict[str, list[str]] = {}
     for tool in sorted(tools):
         if tool not in sizing.PAPER_BASELINE_READS:
@@ -184,7 +192,8 @@ def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s:
     chosen: dict[str, int] = {}
     left_out: dict[str, str] = {}
     for key, members in groups.items():
-        best = _ladder(runner, members, heap_of, budget_s, ladder_max, timeout_s)
+        best = _ladder(runner, members, heap_of, budget_s, ladder_max, timeout_s,
+                       next((reference[t] for t in members if t in reference), None))
         if best is None:
             for tool in members:
                 left_out[tool] = "no size on the ladder ends ok within the budget"
@@ -214,12 +223,14 @@ def _fixed_heaps(runner: Runner, chosen: dict[str, int], heap_of: dict, smallest
 
 def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, int], floor_sds: dict[str, float],
                     memory_of: Callable[[str], int], settings_of: Callable[[str], dict[str, str]], limit_s: float,
-                    log: Callable[[str], None], measure_floor: Callable[[str, int], tuple[int, float]]) -> None:
+                    log: Callable[[str], None], measure_floor: Callable[[str, int], tuple[int, float]],
+                    reference: dict[str, int]) -> None:
     """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP (a run within
     RETIME_WITHIN of it, or over it, decided by the median of RETIME_REPEATS), else its input stepped down by
     FINE_STEP (in ``chosen``), unless the input is shared or the paper's; a stepped-down input's
     floor is measured again at it (``measure_floor``: in ``floors`` and ``floor_sds``), as the study will
-    measure it, so that the capped run has the cap the study's will."""
+    measure it, so that the capped run has the cap the study's will. ``reference``: a reference
+    record's final inputs per tool, whose call a run within RETIME_WITHIN of the bound keeps."""
     from biossd.study import catalogue
 
     bound_s = limit_s / sizing.CENSORED_MIN_SPEEDUP
@@ -232,7 +243,8 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
                          for _ in range(sizing.RETIME_REPEATS - 1)]
             walls = [math.inf if r["outcome"] == "timeout" else r["wall_s"] for r in runs]
             ended = sum(r["outcome"] in ("ok", "oom", "failed") for r in runs) * 2 > len(runs)
-            if ended and sizing.fits_time_limit(statistics.median(walls), limit_s):
+            keeps = chosen[tool] <= reference[tool] if tool in reference else None
+            if ended and sizing.fits_time_limit(statistics.median(walls), limit_s, keeps):
                 break
             if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
                 log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
@@ -248,10 +260,12 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
 
 
 def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
-            timeout_s: float) -> int | None:
+            timeout_s: float, reference_input: int | None = None) -> int | None:
     """Step 1 for one group: the largest step within the budget for every member — doubling, then
     the FINE_STEP below the first doubling over it; a step within RETIME_WITHIN of the budget, or over it, is
-    decided by the medians of RETIME_REPEATS timings of it and of its reference."""
+    decided by the medians of RETIME_REPEATS timings of it and of its reference run; given a
+    reference record's choice (``reference_input``), a median within RETIME_WITHIN of the budget
+    keeps that record's call on the step."""
     walls: dict[str, dict[int, list[float | None]]] = {t: {} for t in members}
     least = parse_size(sizing.LADDER_MIN)
 
@@ -286,7 +300,8 @@ def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, 
         for tool in members:
             excess = added(tool, size)
             all_ok &= timed(tool, size) is not None
-            over |= excess is not None and excess > budget_s
+            keeps = None if reference_input is None else size <= reference_input
+            over |= excess is not None and sizing.over_budget(excess, budget_s, keeps)
         return over, all_ok
 
     size, best = least, None
@@ -374,12 +389,16 @@ def _emulate_bytes(stroke_bytes: float, largest_input: int) -> int:
     return max(stroke, math.ceil(needed / mib) * mib)
 
 
-def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None) -> dict[str, Any]:
+def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None,
+           reference: Path | None = None) -> dict[str, Any]:
     """The full record: what :func:`measure` returned, the study budget it was derived from,
-    the host's facts and the scratch device's, when, and the parameters."""
+    the host's facts and the scratch device's, when, the parameters, and the reference record
+    whose calls it kept within the band (its file and sha256), if any."""
     from biossd.host import devices, hostfacts
 
     out = dict(measured)
+    if reference is not None:
+        out["reference"] = {"file": str(reference), "sha256": digest(reference)}
     out["budget"] = {**measured["budget"], "study_s": study_budget_s}
     device = devices.device_of_path(scratch)
     out["host"] = {**hostfacts.host_facts(), "scratch": str(scratch), "scratch_device": devices.device_facts(device),
@@ -408,19 +427,30 @@ def cap_problems(rec: dict[str, Any], min_cap_bytes: Callable[[str], int]) -> li
     return out
 
 
-def load(path: Path) -> dict[str, Any]:
-    """A sizing record, checked (:func:`check`)."""
+def load_reference(path: Path, run_budget_s: float) -> dict[str, Any]:
+    """A reference record for :func:`measure`: checked as a study's (:func:`load`), and sized with
+    the same per-run budget (its calls on the ladder were made against that budget)."""
+    rec = load(path, "--reference")
+    if not math.isclose(rec["budget"]["run_s"], run_budget_s, rel_tol=1e-9):
+        raise SizingError(f"--reference {path}: it was sized with {rec['budget']['run_s']:g} s a run, this "
+                          f"sizing with {run_budget_s:g} s; its calls were made against another budget: give a "
+                          "record of the same budget, or no --reference")
+    return rec
+
+
+def load(path: Path, option: str = "--sizing") -> dict[str, Any]:
+    """A sizing record, checked (:func:`check`); ``option`` names it in errors."""
     path = Path(path)
     try:
         rec = json.loads(path.read_text())
     except OSError as err:
-        raise SizingError(f"--sizing {path}: cannot read it ({err.strerror}); give the sizing.json that "
+        raise SizingError(f"{option} {path}: cannot read it ({err.strerror}); give the sizing.json that "
                           "`biossd study size` wrote (a study keeps it in pipeline_info/)") from None
     except json.JSONDecodeError as err:
-        raise SizingError(f"--sizing {path}: not JSON ({err}); give the sizing.json that `biossd study size` wrote") from None
+        raise SizingError(f"{option} {path}: not JSON ({err}); give the sizing.json that `biossd study size` wrote") from None
     problems = check(rec)
     if problems:
-        raise SizingError(f"--sizing {path}: " + "; ".join(problems))
+        raise SizingError(f"{option} {path}: " + "; ".join(problems))
     return rec
 
 

@@ -38,7 +38,9 @@ The rule keeps that regime on a small machine, the same for every tool:
   step of a doubling ladder, refined by :data:`FINE_STEP` next to the budget, whose uncapped
   native run adds at most :data:`INPUT_BUDGET_S` to its 1/:data:`FLOOR_DIVISOR` run, a step
   within :data:`RETIME_WITHIN` of the budget, or over it, decided by the median of
-  :data:`RETIME_REPEATS` timings (:func:`needs_retiming`), so that jitter cannot move it; the GATK steps share one
+  :data:`RETIME_REPEATS` timings (:func:`needs_retiming`), so that jitter cannot move it, and,
+  given a reference record, one within that band keeps the reference's call (:func:`over_budget`),
+  so that a session's drift cannot move it either; the GATK steps share one
   input and the aligners of Fig. 1 one (the paper shares a data set there), and a tool whose
   capped native run exceeds half the time limit steps down by :data:`FINE_STEP`
   (:func:`fits_time_limit`), so that a censored slow-side run proves at least
@@ -226,6 +228,18 @@ def baseline_reads(tool: str, data_memory: int) -> int | None:
     return max(2, int(round(n * (data_memory / PAPER_MEMORY_BYTES) ** 0.5)))
 
 
+def over_budget(added_s: float, budget_s: float, reference_fits: bool | None = None) -> bool:
+    """Whether a ladder step that added ``added_s`` is over ``budget_s`` (docs/study.md, "A sizing
+    that jitter cannot move"). Given a reference record's call on the same step (``reference_fits``:
+    the step is at or below the reference's choice), a timing within RETIME_WITHIN of the budget
+    keeps that call — a step the reference took is over only past the band, one it did not take
+    fits only under it — so that drift between sessions cannot flip a step at the edge, and a host
+    clearly faster or slower still moves it."""
+    if reference_fits is None:
+        return added_s > budget_s
+    return added_s > budget_s * (1 + RETIME_WITHIN if reference_fits else 1 - RETIME_WITHIN)
+
+
 def largest_within_budget(added_s: Mapping[int, float], budget_s: float = INPUT_BUDGET_S) -> int | None:
     """The largest input size (bytes) of a doubling ladder whose run added at most ``budget_s``
     over the smallest run; sizes are taken in order and the ladder stops at the first over."""
@@ -256,7 +270,9 @@ def time_limit_s(run_budget_s: float) -> float:
     return TIME_LIMIT_PER_INPUT_BUDGET * run_budget_s
 
 
-def fits_time_limit(capped_native_s: float, limit_s: float = TIME_LIMIT_S) -> bool:
+def fits_time_limit(capped_native_s: float, limit_s: float = TIME_LIMIT_S,
+                    reference_fits: bool | None = None) -> bool:
     """Whether an input's capped native run leaves room for a censored slow side to prove
-    CENSORED_MIN_SPEEDUP x (else the input steps down by FINE_STEP)."""
-    return capped_native_s <= limit_s / CENSORED_MIN_SPEEDUP
+    CENSORED_MIN_SPEEDUP x (else the input steps down by FINE_STEP); with a reference record's
+    call on the input, a run within RETIME_WITHIN of the bound keeps it (:func:`over_budget`)."""
+    return not over_budget(capped_native_s, limit_s / CENSORED_MIN_SPEEDUP, reference_fits)
