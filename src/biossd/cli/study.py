@@ -303,6 +303,22 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _register_size(study_p: argparse._SubParsersAction) -> None:
+    p = study_p.add_parser("size", help="measure the sizing rule on this host (inputs, heaps, M, D, floors for its own "
+                                        "capped runs, time limit) and write sizing.json for --sizing")
+    p.add_argument("--tools", default="all", help="catalogue ids, comma-separated, or all (the runnable ones)")
+    p.add_argument("--budget", type=options.duration, help="the study's budget on the pair of hosts, e.g. 8h")
+    p.add_argument("--run-budget", type=options.duration, help="or the time an input may add to a run, e.g. 5s")
+    p.add_argument("--scratch", default="/var/tmp", help="a directory on the fast class's disk (default: /var/tmp)")
+    p.add_argument("--out", required=True, help="the sizing record to write (JSON)")
+    p.add_argument("--replace", action="store_true", help="replace --out if it exists")
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic inputs")
+    p.add_argument("--ladder-max", help="the largest input the ladder tries (default: the rule's, 256M)")
+    p.add_argument("--reference", metavar="RECORD", help="a record of the same budget whose calls a timing within "
+                   "the re-timing band keeps (docs/study.md, 'A sizing that jitter cannot move')")
+    p.set_defaults(func=cmd_study_size)
+
+
 def _register_sizing_place(study_p: argparse._SubParsersAction) -> None:
     p = study_p.add_parser("sizing-place", help="where a study's --sizing auto record lives, and whether an "
                                                  "earlier session's is reused (JSON: record, log, reuse)")
@@ -352,20 +368,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="*", help="the floor runs' directories (the plan's floor_tasks)")
     p.set_defaults(func=cmd_study_caps)
     _register_sizing_place(study_p)
-    p = study_p.add_parser("size", help="measure the sizing rule on this host (inputs, heaps, M, D, floors for its own "
-                                        "capped runs, time limit) and write sizing.json for --sizing")
-    p.add_argument("--tools", default="all", help="catalogue ids, comma-separated, or all (the runnable ones)")
-    p.add_argument("--budget", type=options.duration, help="the study's budget on the pair of hosts, e.g. 8h")
-    p.add_argument("--run-budget", type=options.duration, help="or the time an input may add to a run, e.g. 5s")
-    p.add_argument("--scratch", default="/var/tmp", help="a directory on the fast class's disk (default: /var/tmp)")
-    p.add_argument("--out", required=True, help="the sizing record to write (JSON)")
-    p.add_argument("--replace", action="store_true", help="replace --out if it exists")
-    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic inputs")
-    p.add_argument("--ladder-max", help="the largest input the ladder tries (default: the rule's, 256M)")
-    p.add_argument("--reference", metavar="RECORD",
-                   help="a sizing record of the same budget whose calls a timing within the re-timing band keeps "
-                        "(docs/study.md, 'A sizing that jitter cannot move'), e.g. the committed one")
-    p.set_defaults(func=cmd_study_size)
+    _register_size(study_p)
     p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
     p.add_argument("results", help="the study's --outdir (its pipeline_info/trace-*.txt, one per session)")
     p.set_defaults(func=cmd_study_harness)

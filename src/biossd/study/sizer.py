@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from biossd.core.units import format_size, parse_size
-from biossd.study import sizing
+from biossd.study import sizing, sizing_record
 from biossd.study.sizerun import Runner
-from biossd.study.sizing_record import FORMAT, PARAMETERS, SizingError, digest, rule_constants
+from biossd.study.sizing_record import FORMAT, PARAMETERS, SizingError, rule_constants
 
 #: A JVM tool's heap while its input ladder runs (step 1), before its own heap is measured.
 JVM_LADDER_HEAP = "1G"
@@ -398,7 +398,7 @@ def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None
 
     out = dict(measured)
     if reference is not None:
-        out["reference"] = {"file": str(reference), "sha256": digest(reference)}
+        out["reference"] = {"file": str(reference), "sha256": sizing_record.digest(reference)}
     out["budget"] = {**measured["budget"], "study_s": study_budget_s}
     device = devices.device_of_path(scratch)
     out["host"] = {**hostfacts.host_facts(), "scratch": str(scratch), "scratch_device": devices.device_facts(device),
