@@ -19,7 +19,7 @@ QUIET = {"tasks": 2, "runtime_s": 10.0, "cpu_share": 0.5, "paging_s": 0.0, "pagi
          "swap_outs": 0.0, "peak_memory_bytes": 100.0 * MIB, "memory_limit_bytes": 200.0 * MIB, "flush_s": 0.1,
          "flush_share": 0.01, "throttled_s": 0.0, "throttle_pauses": 0.0, "throttle_share": 0.0, "read_service_share": 0.5,
          "Rsize": 64.0, "CAR": 0.9, "oom_attempts": 0,
-         "oom_limit_bytes": math.nan, "best_target": "volume:nvme-pcie4", "best_speedup": 1.05,
+         "oom_limit_bytes": math.nan, "best_target": "nvme-pcie4", "best_speedup": 1.05,
          "best_speedup_low": 1.02, "best_speedup_high": 1.08, "saving_s": 0.5, "pipeline_saving_s": 0.5}
 
 
@@ -67,7 +67,7 @@ def test_a_gain_whose_interval_does_not_reach_the_bound_is_a_warning_that_says_s
                                      index=pd.Index(["P"], name="process")))
     row = table.set_index("code").loc["BIOSSD-D01"]
     assert row["severity"] == "warn" and "low end does not reach" in row["finding"]
-    assert "best_speedup=1.3" in row["evidence"] and "volume:nvme-pcie4" in row["advice"]
+    assert "best_speedup=1.3" in row["evidence"] and "nvme-pcie4" in row["advice"]
 
 
 def test_memory_advice_is_the_measured_need_with_the_stated_margin():

@@ -118,6 +118,32 @@ def test_every_task_is_profiled_and_every_process_reported(profiled, biossd, nam
     assert (outdir / own_pipeline.REPORT_DIR / "pipeline_speedup.png").stat().st_size > 0
 
 
+def test_the_report_names_the_storage_to_rent_behind_an_instance(profiled, biossd):
+    """On the real dnaseq runs, behind an m6id.large: every cloud volume is predicted behind the
+    instance (its own NVMe drive among them, no other instance's), and choices.csv names for the
+    pipeline and each process the cheapest within a tenth of the fastest, with what it rests on."""
+    from biossd.analysis import cost
+
+    outdir = profiled[("dnaseq", "native")]
+    said = biossd("pipeline", "report", str(outdir), "--instance", "m6id.large",
+                  "--instance_usd_per_hour", "0.2").stdout
+    report = outdir / own_pipeline.REPORT_DIR
+    pipeline = pd.read_csv(report / "pipeline_predictions.csv")
+    clouds = pipeline[pipeline["target_kind"].str.startswith("cloud")]
+    assert clouds["target"].str.endswith("@m6id.large").all() and "aws-m6id-large-nvme@m6id.large" in set(clouds["target"])
+    assert not clouds["target"].str.contains("i4i").any()
+    choices = pd.read_csv(report / "choices.csv").set_index("scope")
+    assert {"pipeline", "BWA_MEM", "SAMTOOLS_SORT"} <= set(choices.index)
+    whole = choices.loc["pipeline"]
+    chosen = clouds.set_index("target").loc[whole["choice"]]
+    assert chosen["predicted_wall_s"] <= clouds["predicted_wall_s"].min() * (1 + cost.CHEAPEST_WITHIN)
+    near = clouds[clouds["predicted_wall_s"] <= clouds["predicted_wall_s"].min() * (1 + cost.CHEAPEST_WITHIN)]
+    assert chosen["total_usd_per_run"] == near["total_usd_per_run"].min()
+    assert whole["ranked_by"] == "total_usd_per_run" and "730-hour month" in whole["assumes"]
+    assert f"rent for pipeline: {whole['choice']}" in said
+    assert "## What to rent" in (report / "README.md").read_text() and "Unpriced" in (report / "README.md").read_text()
+
+
 def test_a_retried_task_counts_once_and_its_failed_attempt_is_listed(profiled):
     """GROW_TABLE asks for 40 MB at first: biossd's cap kills it (oom), Nextflow retries it with
     80 MB; the report counts one task and one failed attempt."""

@@ -44,15 +44,23 @@ def test_the_wall_time_follows_the_trace_not_a_sum():
     assert own_pipeline.critical_path(tasks, faster_b) == pytest.approx(35.0)
 
 
-def test_every_cloud_volume_is_a_target_with_its_source_and_date():
-    for name, row in devicemodels.volumes().items():
-        target = devicemodels.load_target(f"volume:{name}")
+def test_every_default_target_loads_with_its_source_and_date():
+    for name, row in devicemodels.drives().items():
+        target = devicemodels.load_target(f"drive:{name}")
         assert target.name == name and row["retrieved"] in target.source and row["source"] in target.source
-    assert devicemodels.load_target("aws-gp3").read_iops_qd32 == 3000
-    for spec in own_pipeline.DEFAULT_TARGETS:
+    assert devicemodels.load_target("nvme-pcie4").read_iops_qd32 == 1_000_000
+    alone, behind = own_pipeline.default_targets(), own_pipeline.default_targets("m6id.large")
+    for spec in alone + behind:
         devicemodels.load_target(spec)
-    with pytest.raises(devicemodels.DeviceModelError, match="no volume"):
-        devicemodels.load_target("volume:floppy")
+    assert "cloud:aws-gp3-baseline" in alone and "cloud:aws-gp3-baseline@m6id.large" in behind
+    assert "cloud:aws-m6id-large-nvme@m6id.large" in behind and not any("i4i-large-nvme" in t for t in behind), \
+        "behind an instance, only its own instance-store drive"
+    assert own_pipeline.on_instance(["cloud:aws-st1", "cloud:aws-sc1@m5.large", "x.json"], "m6id.large") == \
+        ["cloud:aws-st1@m6id.large", "cloud:aws-sc1@m5.large", "x.json"]
+    with pytest.raises(own_pipeline.PipelineReportError, match="--instance x9.huge.*known: m5.large"):
+        own_pipeline.default_targets("x9.huge")
+    with pytest.raises(devicemodels.DeviceModelError, match="no drive"):
+        devicemodels.load_target("drive:floppy")
 
 
 def test_the_page_cache_is_dropped_once_per_session_by_default(tmp_path):

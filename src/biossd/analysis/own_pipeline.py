@@ -55,11 +55,9 @@ HISTORY_FILE = Path(".nextflow") / "history"
 #: A run's status in that list while it is still running (``OK`` or ``ERR`` once it ended).
 RUNNING_STATUS = "-"
 REPORT_DIR = "report"
-#: The targets when none is named: the paper's fastest SSD and its 7200 rpm HDD, an NVMe drive
-#: and the common cloud volumes (study/reference/cloud_volumes.csv).
-DEFAULT_TARGETS = ("paper:Samsung 840 Pro", "paper:Seagate Barracuda", "volume:nvme-pcie4", "volume:aws-gp3",
-                   "volume:aws-io2", "volume:aws-st1", "volume:aws-sc1", "volume:gcp-pd-standard",
-                   "volume:gcp-pd-balanced", "volume:gcp-pd-ssd")
+#: The devices every report predicts on: the paper's fastest SSD and its 7200 rpm HDD, and an
+#: NVMe drive (study/reference/drives.csv); the cloud storage follows (:func:`default_targets`).
+DEVICE_TARGETS = ("paper:Samsung 840 Pro", "paper:Seagate Barracuda", "drive:nvme-pcie4")
 #: Why a report without a study names no pattern.
 NO_STUDY = ("no study given (--study RESULTS): the paper gives only its P1 in numbers (§3.2), normalized over its "
             "own tools, a scale no other run can be put on")
@@ -88,6 +86,10 @@ class Report:
     #: Processes with runs but no completed task (killed, failed or OOM-killed on every attempt):
     #: process, attempts and their outcomes.
     never_completed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per process and for the pipeline, the cloud storage to rent (:func:`choices`), and the
+    #: instance the cloud volumes were put behind (``None``: each volume alone).
+    choices: pd.DataFrame = field(default_factory=pd.DataFrame)
+    instance: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -375,12 +377,62 @@ def critical_path(tasks: pd.DataFrame, duration_s: pd.Series) -> float:
     return max(finish.values()) if finish else 0.0
 
 
-def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequence[Path] | None = None,
-           instance_usd_per_hour: float | None = None) -> Report:
-    """The report of one profiled pipeline run (the module's text); each cloud target's cost per
-    run from its published price and, given the machine's hourly price, its machine time
-    (:mod:`biossd.analysis.cost`)."""
+def default_targets(instance: str | None = None) -> list[str]:
+    """:data:`DEVICE_TARGETS` and every cloud volume of ``study/reference/cloud_storage.csv``:
+    behind ``instance`` when given (its network volumes, and its own instance-store NVMe drive if
+    it has one), else each volume alone, without an instance's limits."""
+    from biossd.host import cloudmodel
+
+    if instance is None:
+        return [*DEVICE_TARGETS, *(f"cloud:{v}" for v in cloudmodel.volumes())]
+    on = instances_checked(instance)
+    cloud = [f"cloud:{name}@{instance}" for name, v in cloudmodel.volumes().items()
+             if v.backing != "NVMe" or name == on.local_nvme]
+    return [*DEVICE_TARGETS, *cloud]
+
+
+def instances_checked(instance: str):
+    """The instance ``instance`` of ``cloud_instances.csv``, or an error naming the known ones."""
+    from biossd.host import cloudmodel
+
+    known = cloudmodel.instances()
+    if instance not in known:
+        raise PipelineReportError(f"--instance {instance}: no such instance in {cloudmodel.INSTANCES.name}; "
+                                  f"known: {', '.join(known)} (docs/cloud.md says how to add one)")
+    return known[instance]
+
+
+def on_instance(targets: Sequence[str], instance: str | None) -> list[str]:
+    """``targets`` with each cloud volume named without an instance put behind ``instance``."""
+    if instance is None:
+        return list(targets)
+    instances_checked(instance)
+    return [f"{t}@{instance}" if str(t).startswith("cloud:") and "@" not in str(t) else str(t) for t in targets]
+
+
+def choices(processes: pd.DataFrame, pipeline: pd.DataFrame, instance_usd_per_hour: float | None) -> pd.DataFrame:
+    """Per process and for the whole pipeline, the storage to rent among the cloud targets
+    (:func:`biossd.analysis.cost.cheapest_within`): a process's cost is its tasks' predicted time
+    on the volume and the machine; the pipeline's is its predicted wall time."""
+    rows = []
+    clouds = pipeline[pipeline["target_kind"].astype(str).str.startswith("cloud")]
+    rows.append({"scope": "pipeline", **cost.cheapest_within(clouds, "predicted_wall_s")})
+    kinds = pipeline.set_index("target")["target_kind"].astype(str)
+    cloud_rows = processes[processes["target"].map(kinds).fillna("").str.startswith("cloud")]
+    for process, rows_of in cloud_rows.groupby("process", sort=True):
+        priced = cost.per_run(rows_of, instance_usd_per_hour, seconds="predicted_runtime_s")
+        rows.append({"scope": process, **cost.cheapest_within(priced, "predicted_runtime_s")})
+    return pd.DataFrame(rows)
+
+
+def report(outdir: Path, targets: Sequence[str] | None = None, study: Sequence[Path] | None = None,
+           instance_usd_per_hour: float | None = None, instance: str | None = None) -> Report:
+    """The report of one profiled pipeline run (the module's text) on ``targets`` (default:
+    :func:`default_targets` of ``instance``); each cloud target's cost per run from its published
+    price and, given the machine's hourly price, its machine time, and the storage to rent per
+    process and for the pipeline (:mod:`biossd.analysis.cost`)."""
     outdir = Path(outdir)
+    targets = default_targets(instance) if not targets else on_instance(targets, instance)
     runs, skipped = load_runs(outdir)
     if runs.empty:
         raise PipelineReportError(f"{outdir / own_pipeline_task.RUNS_DIR}: no run to report"
@@ -426,6 +478,7 @@ def report(outdir: Path, targets: Sequence[str] = DEFAULT_TARGETS, study: Sequen
     from biossd.analysis import findings
 
     ev = findings.evidence(tasks, runs, by, preds, lambda durations: critical_path(tasks, durations))
-    return Report(runs=runs, tasks=tasks, processes=per.reset_index(), predictions=by,
-                  pipeline=cost.per_run(pd.DataFrame(whole), instance_usd_per_hour).assign(session_status=status),
-                  skipped=skipped, evidence=ev.reset_index(), findings=findings.of(ev), status=status, never_completed=never)
+    pipeline = cost.per_run(pd.DataFrame(whole), instance_usd_per_hour).assign(session_status=status)
+    return Report(runs=runs, tasks=tasks, processes=per.reset_index(), predictions=by, pipeline=pipeline,
+                  skipped=skipped, evidence=ev.reset_index(), findings=findings.of(ev), status=status, never_completed=never,
+                  choices=choices(by, pipeline, instance_usd_per_hour), instance=instance)

@@ -100,9 +100,9 @@ def cmd_pipeline_report(args: argparse.Namespace) -> int:
     from biossd.analysis import own_pipeline
     from biossd.outputs import own_pipeline_report
 
-    targets = list(own_pipeline.DEFAULT_TARGETS) + list(args.target)
+    targets = own_pipeline.default_targets(args.instance) + list(args.target)
     rep = own_pipeline.report(Path(args.outdir), targets, [Path(args.study)] if args.study else None,
-                          args.instance_usd_per_hour)
+                              args.instance_usd_per_hour, args.instance)
     written = own_pipeline_report.write(rep, Path(args.outdir) / own_pipeline.REPORT_DIR)
     for run_dir, why in rep.skipped:
         print(f"biossd pipeline report: skipped {run_dir}: {why}", file=sys.stderr)
@@ -112,6 +112,11 @@ def cmd_pipeline_report(args: argparse.Namespace) -> int:
     money = [c for c in ("volume_usd_per_run", "total_usd_per_run") if c in rep.pipeline]
     print(rep.pipeline[["target", "measured_wall_s", "predicted_wall_s", "speedup_vs_measured", *money]].to_string(
         index=False, float_format=lambda v: f"{v:.3g}", na_rep="-"))
+    print()
+    for c in rep.choices.itertuples():
+        said = (f"{c.choice} ({c.choice_s:.3g} s; fastest {c.fastest}, {c.fastest_s:.3g} s)" if isinstance(c.choice, str)
+                else f"none: {c.why}")
+        print(f"rent for {c.scope}: {said}")
     print()
     if rep.findings.empty:
         print("findings: none (no rule fired)")
@@ -145,9 +150,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("outdir", help="the --biossd_outdir of a profiled pipeline run")
     p.add_argument("--study", help="a study result set: its pattern centroids instead of the paper's")
     p.add_argument("--target", action="append", default=[], metavar="DEVICE",
-                   help="a target device (default: the paper's, this host's records, NVMe and cloud volumes)")
+                   help="a target device besides the default ones (the paper's SSD and HDD, an NVMe drive, every "
+                        "cloud volume of study/reference/cloud_storage.csv)")
     p.add_argument("--instance_usd_per_hour", type=float, metavar="USD",
                    help="your machine's price per hour: each target's cost per run adds the machine's time "
                         "(without it, only the cloud volume's own cost, from study/reference/cloud_prices.csv)")
+    p.add_argument("--instance", metavar="TYPE",
+                   help="the instance the cloud volumes are attached to (study/reference/cloud_instances.csv, e.g. "
+                        "m6id.large): its limits in front of every volume, and its own NVMe drive among the choices")
     p.set_defaults(func=cmd_pipeline_report)
 

@@ -27,6 +27,8 @@ Where targets come from (:func:`load_target`):
 * ``cloud:<volume>[@<instance>]`` — a cloud block volume or instance-store NVMe of
   ``study/reference/cloud_storage.csv``, behind an instance of ``cloud_instances.csv``
   (:mod:`biossd.host.cloudmodel`: latency, I/O-size accounting, burst buckets, the instance's limits).
+* ``drive:<name>`` (or just the name) — a drive one could buy, ``study/reference/drives.csv``
+  (a PCIe 4.0 NVMe SSD), as a :class:`FlashTarget` of its data sheet.
 * a device profile (YAML: ``study/devices/<name>.yaml`` or a user's file): ``kind: HDD`` needs the
   fields of :data:`biossd.host.hdd.diskmodel.PROFILE_FIELDS`; ``kind: SSD`` or ``NVMe`` needs
   :data:`FLASH_FIELDS` (and may give :data:`FLASH_QD1_FIELDS`).
@@ -51,8 +53,9 @@ from biossd.host.hdd import diskmodel
 from biossd.host.requeststream import Service, Stream  # noqa: F401 (part of this module's API)
 
 PAPER_DEVICES = REFERENCE_DIR / "paper_devices.csv"
-#: NVMe drives and cloud block volumes: their published limits, sources and dates.
-CLOUD_VOLUMES = REFERENCE_DIR / "cloud_volumes.csv"
+#: Drives a user could buy (an NVMe SSD), by their published limits, sources and dates; cloud
+#: volumes are :mod:`biossd.host.cloudmodel`'s.
+DRIVES = REFERENCE_DIR / "drives.csv"
 #: Queue depth at which vendors quote an SSD's random IOPS, and the deeper of the two depths
 #: ``biossd device characterize`` measures.
 SATURATED_DEPTH = 32
@@ -174,26 +177,25 @@ def paper_target(name: str) -> Target:
     return flash_target(row["device"], fields, where, f"{source} (vendor IOPS at depth {SATURATED_DEPTH}; depth 1 bounded)")
 
 
-def volumes() -> dict[str, dict[str, str]]:
-    """NVMe and cloud block volumes by name (``study/reference/cloud_volumes.csv``: each row's
-    published limits, its source and the date they were read)."""
-    with CLOUD_VOLUMES.open(newline="") as f:
+def drives() -> dict[str, dict[str, str]]:
+    """Drives by name (``study/reference/drives.csv``: each row's published limits, its source
+    and the date they were read)."""
+    with DRIVES.open(newline="") as f:
         return {row["device"]: row for row in csv.DictReader(f)}
 
 
-def volume_target(name: str) -> FlashTarget:
-    """An NVMe drive or a cloud volume of :func:`volumes` as a flash model of its published
-    limits (depth-1 IOPS bounded as for the paper's SSDs; an HDD-backed volume's seeks are not
-    modelled, which its row's note says)."""
-    rows = {_key(k): row for k, row in volumes().items()}
+def drive_target(name: str) -> FlashTarget:
+    """A drive of :func:`drives` as a flash model of its published limits (depth-1 IOPS bounded
+    as for the paper's SSDs)."""
+    rows = {_key(k): row for k, row in drives().items()}
     row = rows.get(_key(name))
     if row is None:
-        raise DeviceModelError(f"no volume {name!r} in {CLOUD_VOLUMES.name}; known: {', '.join(volumes())}")
+        raise DeviceModelError(f"no drive {name!r} in {DRIVES.name}; known: {', '.join(drives())} (a cloud "
+                               "volume is cloud:VOLUME[@INSTANCE])")
     fields = {"seq_read_mbs": row["seq_read_mbs"], "seq_write_mbs": row["seq_write_mbs"],
               "read_iops_qd32": row["read_iops_qd32"], "write_iops_qd32": row["write_iops_qd32"]}
-    return flash_target(row["device"], fields, f"{CLOUD_VOLUMES.name}, row {row['device']}",
-                        f"{row['source']} (read {row['retrieved']}; {row['note']})",
-                        kind="NVMe" if row["kind"] == "NVMe" else f"volume, {row['kind']}")
+    return flash_target(row["device"], fields, f"{DRIVES.name}, row {row['device']}",
+                        f"{row['source']} (read {row['retrieved']}; {row['note']})", kind=row["kind"])
 
 
 def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
@@ -252,8 +254,8 @@ def load_target(spec: str | Path) -> Target:
     text = str(spec)
     if text.startswith("paper:"):
         return paper_target(text.removeprefix("paper:"))
-    if text.startswith("volume:"):
-        return volume_target(text.removeprefix("volume:"))
+    if text.startswith("drive:"):
+        return drive_target(text.removeprefix("drive:"))
     if text.startswith("cloud:"):
         from biossd.host import cloudmodel
 
@@ -275,8 +277,8 @@ def load_target(spec: str | Path) -> Target:
         return profile_target(named)
     if _key(text) in {_key(k) for k in paper_devices()}:
         return paper_target(text)
-    if _key(text) in {_key(k) for k in volumes()}:
-        return volume_target(text)
+    if _key(text) in {_key(k) for k in drives()}:
+        return drive_target(text)
     known = [p.stem for p in sorted(diskmodel.profiles_dir().glob("*.yaml"))] + list(paper_devices())
     raise DeviceModelError(f"no device {text!r}: give a characterize record (.json), a profile (.yaml) or one of "
                            + ", ".join(known))

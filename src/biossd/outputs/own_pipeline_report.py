@@ -6,6 +6,8 @@
   interval) and speedup over the measured device, per process and for the whole pipeline (its
   critical path), on each target;
 - ``tasks.csv``: every counted task with its run;
+- ``choices.csv``: per process and for the pipeline, the cloud storage to rent — the cheapest within
+  a tenth of the fastest — with its cost per run and what the figure rests on;
 - ``evidence.csv`` and ``findings.csv``: per process, the evidence the findings' rules read, and
   each coded finding that fired, with its severity, evidence and advice
   (:mod:`biossd.analysis.findings`);
@@ -73,7 +75,8 @@ def _write_all(rep, out_dir: Path) -> list[Path]:
                write_frame(tasks, out_dir / "tasks.csv"),
                write_frame(rep.evidence, out_dir / "evidence.csv"),
                write_frame(rep.findings, out_dir / "findings.csv"),
-               write_frame(rep.never_completed, out_dir / "never_completed.csv")]
+               write_frame(rep.never_completed, out_dir / "never_completed.csv"),
+               write_frame(rep.choices, out_dir / "choices.csv")]
     written.append(next_run_config(rep, out_dir / NEXT_RUN_CONFIG))
     written += multiqc_content(rep, out_dir)
     written.append(pipeline_figure(rep, out_dir / "pipeline_speedup.png"))
@@ -97,6 +100,8 @@ def readme(rep, path: Path) -> Path:
              "| `pipeline_predictions.csv` | the whole pipeline per target: its wall time in Nextflow's task order "
              "(the critical path, not a sum), with the interval, and on a cloud volume what a run costs "
              "(`volume_usd_per_run`; with `--instance_usd_per_hour`, `total_usd_per_run`) and the price's source |",
+             "| `choices.csv` | per process and for the pipeline: the cloud storage to rent (the cheapest within "
+             "a tenth of the fastest), the fastest, the unpriced ones that were as fast, the costs, what they rest on |",
              "| `tasks.csv` | every task that counts once (its last completed attempt, or the run a cached task "
              "came from), with the tasks it ran beside (`overlap_group`, `overlapped_with`, `overlap_s`) and its "
              "kernel-thread requests, those issued while another task ran counted apart "
@@ -110,7 +115,8 @@ def readme(rep, path: Path) -> Path:
              "the attempts' outcomes |",
              "| `evidence.csv`, `findings.csv` | per process, the evidence the findings read, and each finding that "
              "fired: its code, severity, what was measured, what to do (rules: docs/profile-your-pipeline.md) |", "",
-             "## Findings", ""] + _findings_lines(rep) + ["", "## Cost per run", ""] + _cost_lines(rep) + ["",
+             "## Findings", ""] + _findings_lines(rep) + ["", "## What to rent", ""] + _choice_lines(rep) + [
+             "", "## Cost per run", ""] + _cost_lines(rep) + ["",
              "## Side by side", ""] + _overlap_lines(rep) + ["",
              "## The model, its interval and where it is blind", "", predict.MODEL_SUMMARY, "",
              f"The interval spans a hard disk's random service time (±{predict.INTERVAL_SIGMAS:g} "
@@ -146,11 +152,15 @@ def _cost_lines(rep) -> list[str]:
     from biossd.analysis import cost
 
     priced = rep.pipeline[rep.pipeline["volume_usd_per_hour"].notna()] if "volume_usd_per_hour" in rep.pipeline else []
+    clouds = rep.pipeline[rep.pipeline["target_kind"].astype(str).str.startswith("cloud")] if len(rep.pipeline) else []
+    unpriced = sorted(set(clouds["target"]) - set(priced["target"])) if len(clouds) else []
+    tail = ([f"Unpriced (no primary source for the price could be read; study/reference/cloud_prices.csv says "
+             f"why): {', '.join(unpriced)}."] if unpriced else [])
     if not len(priced):
-        return ["No target has a price (study/reference/cloud_prices.csv prices the cloud volumes)."]
+        return ["No target has a price (study/reference/cloud_prices.csv prices the cloud volumes)."] + tail
     total = "total_usd_per_run" in priced
-    lines = ["The volume the prediction modelled (its size and IOPS in study/reference/cloud_volumes.csv), held for "
-             f"the predicted wall time, at its list price prorated over a {cost.HOURS_PER_MONTH:g}-hour month"
+    lines = ["The volume the prediction modelled (its size, IOPS and throughput in study/reference/cloud_storage.csv), "
+             f"held for the predicted wall time, at its list price prorated over a {cost.HOURS_PER_MONTH:g}-hour month"
              + ("; the total adds your machine's time at the price you gave." if total else
                 "; give `--instance_usd_per_hour` to add your machine's time, usually the larger part."), "",
              "| target | predicted wall | volume per hour | volume per run | " + ("total per run | " if total else "")
@@ -159,7 +169,33 @@ def _cost_lines(rep) -> list[str]:
         published = r.price_published if isinstance(r.price_published, str) and r.price_published else "undated"
         lines.append(f"| {r.target} | {r.predicted_wall_s:.1f} s | ${r.volume_usd_per_hour:.4f} | ${r.volume_usd_per_run:.6f} | "
                      + (f"${r.total_usd_per_run:.6f} | " if total else "")
-                     + f"{r.price_region}, {r.price_source}, {published} |")
+                     + f"{r.price_region or '-'}, {r.price_source}, {published} |")
+    return lines + ([""] + tail if tail else [])
+
+
+def _choice_lines(rep) -> list[str]:
+    """The storage to rent, for the pipeline and per process, with what the choice rests on."""
+    from biossd.analysis import cost
+
+    choices = getattr(rep, "choices", None)
+    if choices is None or choices.empty:
+        return ["No cloud target was predicted."]
+    behind = (f"behind a `{rep.instance}` (its limits in front of every volume)" if rep.instance
+              else "each volume alone, without an instance's limits (give `--instance TYPE`)")
+    lines = [f"Among the cloud targets, {behind}: the cheapest whose predicted time is within "
+             f"{cost.CHEAPEST_WITHIN:.0%} of the fastest's.", "",
+             "| scope | rent | its time | fastest | its time | volume per run | as fast, unpriced |",
+             "| --- | --- | ---: | --- | ---: | ---: | --- |"]
+    for c in choices.itertuples():
+        if not isinstance(c.choice, str):
+            lines.append(f"| {c.scope} | none: {c.why} | | {getattr(c, 'fastest', '') or ''} | | | "
+                         f"{getattr(c, 'unpriced_within', '') or ''} |")
+            continue
+        lines.append(f"| {c.scope} | {c.choice} | {c.choice_s:.3g} s | {c.fastest} | {c.fastest_s:.3g} s | "
+                     f"${c.volume_usd_per_run:.6f} | {c.unpriced_within or '-'} |")
+    first = choices[choices["choice"].notna()] if "choice" in choices else choices.iloc[:0]
+    if len(first):
+        lines += ["", f"Each figure rests on: {first.iloc[0]['assumes']}."]
     return lines
 
 
