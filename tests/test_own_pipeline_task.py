@@ -55,9 +55,10 @@ def test_every_default_target_loads_with_its_source_and_date():
     assert "cloud:aws-gp3-baseline" in alone and "cloud:aws-gp3-baseline@m6id.large" in behind
     assert "cloud:aws-m6id-large-nvme@m6id.large" in behind and not any("i4i-large-nvme" in t for t in behind), \
         "behind an instance, only its own instance-store drive"
+    assert "cloud:azure-premium-ssd-v2" in behind, "another provider's volume alone, not behind an AWS instance"
     assert own_pipeline.on_instance(["cloud:aws-st1", "cloud:aws-sc1@m5.large", "x.json"], "m6id.large") == \
         ["cloud:aws-st1@m6id.large", "cloud:aws-sc1@m5.large", "x.json"]
-    with pytest.raises(own_pipeline.PipelineReportError, match="--instance x9.huge.*known: m5.large"):
+    with pytest.raises(own_pipeline.PipelineReportError, match="--instance x9.huge: no instance .x9.huge.*known: m5.large"):
         own_pipeline.default_targets("x9.huge")
     with pytest.raises(devicemodels.DeviceModelError, match="no drive"):
         devicemodels.load_target("drive:floppy")

@@ -172,6 +172,27 @@ def test_prediction_is_validated_on_the_real_result_set(result_set):
     assert facts.notna().all().all() and set(facts["device_source"]) == {"run record"}
 
 
+def test_the_paper_s_tools_on_today_s_storage_on_the_real_result_set(result_set):
+    """The panel of today's storage on a small real set: every tool's fast-side runs predicted on
+    every volume on offer with the instance, each with its interval and a run's cost where the
+    volume is priced, and for each tool one storage to rent, priced, within a tenth of the fastest."""
+    from biossd import analysis
+    from biossd.analysis import cost, today
+    from biossd.host import cloudmodel
+
+    table = analysis.open_results([result_set]).today_storage
+    assert set(table["storage"]) == set(cloudmodel.storage_behind(today.INSTANCE))
+    done = table[table["runtime_s"].notna()]
+    assert len(done) and (done["basis"] == today.PREDICTED).all() and (done["why"] == "").all()
+    assert ((done["low_s"] <= done["runtime_s"]) & (done["runtime_s"] <= done["high_s"])).all()
+    for tool, rows in done.groupby("tool"):
+        rent = rows[rows["rent"]]
+        assert len(rent) == 1 and rent["volume_usd_per_run"].notna().all(), rows.to_string()
+        assert float(rent["runtime_s"].iloc[0]) <= rows["runtime_s"].min() * (1 + cost.CHEAPEST_WITHIN)
+    unpriced = done[done["storage"].str.startswith("aws-sc1")]
+    assert unpriced["volume_usd_per_run"].isna().all() and not unpriced["rent"].any()
+
+
 def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_path):
     """The supplement says plainly what was emulated; the crate lists the synthetic input with
     the checksums its generator recorded, and every run record (probes and chained steps too)."""

@@ -105,6 +105,13 @@ class Analysis:
                                           rows[rows["outcome"] == speedup.OK])
 
     @cached_property
+    def today_storage(self) -> pd.DataFrame:
+        """The paper's tools on today's storage (:func:`biossd.analysis.today.table`)."""
+        from biossd.analysis import today
+
+        return today.table(self)
+
+    @cached_property
     def disk_scale(self) -> float:
         """The study's memory divisor D (:func:`biossd.study.sizing.memory_divisor` of its data
         memory), by which its hard disks are scaled (:mod:`biossd.host.hdd.diskmodel`); 1 for a

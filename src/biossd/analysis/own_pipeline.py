@@ -378,35 +378,22 @@ def critical_path(tasks: pd.DataFrame, duration_s: pd.Series) -> float:
 
 
 def default_targets(instance: str | None = None) -> list[str]:
-    """:data:`DEVICE_TARGETS` and every cloud volume of ``study/reference/cloud_storage.csv``:
-    behind ``instance`` when given (its network volumes, and its own instance-store NVMe drive if
-    it has one), else each volume alone, without an instance's limits."""
+    """:data:`DEVICE_TARGETS` and the cloud storage one could rent
+    (:func:`biossd.host.cloudmodel.storage_behind`): behind ``instance`` when given, else each
+    volume alone, without an instance's limits."""
     from biossd.host import cloudmodel
 
-    if instance is None:
-        return [*DEVICE_TARGETS, *(f"cloud:{v}" for v in cloudmodel.volumes())]
-    on = instances_checked(instance)
-    cloud = [f"cloud:{name}@{instance}" for name, v in cloudmodel.volumes().items()
-             if v.backing != "NVMe" or name == on.local_nvme]
-    return [*DEVICE_TARGETS, *cloud]
-
-
-def instances_checked(instance: str):
-    """The instance ``instance`` of ``cloud_instances.csv``, or an error naming the known ones."""
-    from biossd.host import cloudmodel
-
-    known = cloudmodel.instances()
-    if instance not in known:
-        raise PipelineReportError(f"--instance {instance}: no such instance in {cloudmodel.INSTANCES.name}; "
-                                  f"known: {', '.join(known)} (docs/cloud.md says how to add one)")
-    return known[instance]
+    try:
+        return [*DEVICE_TARGETS, *(f"cloud:{spec}" for spec in cloudmodel.storage_behind(instance))]
+    except cloudmodel.CloudModelError as err:
+        raise PipelineReportError(f"--instance {instance}: {err} (docs/cloud.md says how to add one)") from None
 
 
 def on_instance(targets: Sequence[str], instance: str | None) -> list[str]:
     """``targets`` with each cloud volume named without an instance put behind ``instance``."""
     if instance is None:
         return list(targets)
-    instances_checked(instance)
+    default_targets(instance)  # the instance checked
     return [f"{t}@{instance}" if str(t).startswith("cloud:") and "@" not in str(t) else str(t) for t in targets]
 
 

@@ -220,6 +220,30 @@ def instances() -> dict[str, Instance]:
     return out
 
 
+def company(provider: str) -> str:
+    """Whose service a row's ``provider`` names (``AWS EBS`` and ``AWS EC2`` are both AWS's)."""
+    return provider.split()[0] if provider.strip() else ""
+
+
+def storage_behind(instance: str | None = None) -> list[str]:
+    """The storage one could rent, as target specs: every volume alone; or behind ``instance``
+    its provider's network volumes and its own instance-store drive (another instance's is not on
+    offer), and every other provider's volume alone (no instance of theirs in front of it)."""
+    if instance is None:
+        return list(volumes())
+    known = instances()
+    if instance not in known:
+        raise CloudModelError(f"no instance {instance!r} in {INSTANCES.name}; known: {', '.join(known)}")
+    on = known[instance]
+    out = []
+    for name, v in volumes().items():
+        if company(v.provider) != company(on.provider):
+            out.append(name)
+        elif v.backing != "NVMe" or name == on.local_nvme:
+            out.append(f"{name}@{instance}")
+    return out
+
+
 def operations(nbytes: float, unit_bytes: float | None, sequential: bool) -> float:
     """The I/O operations a request counts for: ``ceil(bytes / unit)``, or ``bytes / unit`` when it
     continues the previous request (merged up to the unit); one without a unit."""

@@ -116,6 +116,13 @@ ARTEFACTS: tuple[Artefact, ...] = (
              tables.table_prediction),
     Artefact("figs1_prediction", FIGURE, "S1", "Predicted against measured runtime and speedup, per tool",
              "06_prediction", figures.figs1_prediction),
+    Artefact("tables7_today_storage", TABLE, "S7", "The paper's tools on today's storage: per tool and cloud volume "
+             "behind one instance, the runtime (measured where a class ran on it, else predicted), its interval, the "
+             "speedup over the fast side, a run's cost on the volume with the price's source, and the storage to rent",
+             "06_prediction", tables.table_today_storage, latex=tables.today_storage_latex),
+    Artefact("figs7_today_storage", FIGURE, "S7", "The paper's tools on today's storage: speedup over the fast side "
+             "on every cloud volume behind one instance, the storage to rent boxed", "06_prediction",
+             figures.figs7_today_storage),
     Artefact("fig02b_predicted_ssds", FIGURE, "2(b)", "Speedup of each tool on the paper's five other SSDs over its "
              "Seagate Barracuda, predicted from this result set's block traces, beside the paper's measured groups",
              "06_prediction", figures.fig02b_predicted_ssds),

@@ -342,3 +342,20 @@ def table_prediction(a: Analysis) -> pd.DataFrame:
                "direction": direction, "why": why, "target_is_lower_bound": False, "consistent": False, "note": ""}
               for (direction, why), g in table[unpredicted].groupby(["direction", "why"], sort=False)]
     return pd.concat([table[~unpredicted], pd.DataFrame(merged, columns=columns)], ignore_index=True)
+
+
+def table_today_storage(a: Analysis) -> pd.DataFrame:
+    """The paper's tools on today's storage (:func:`biossd.analysis.today.table`): per tool and
+    storage, the runtime (measured or predicted, with its interval), the speedup over the fast
+    side, the cost of a run on the volume and its price's source, and the storage to rent."""
+    return a.today_storage
+
+
+def today_storage_latex(table: pd.DataFrame) -> pd.DataFrame:
+    """What a page sets of it: per tool, the storage to rent and its figures (the CSV keeps every
+    storage)."""
+    rent = table[table["rent"].astype(bool)]
+    return pd.DataFrame({"tool": rent["tool"], "rent": rent["storage"].str.replace("@", " @ "),
+                         "basis": rent["basis"], "runtime (s)": rent["runtime_s"].map(format_number),
+                         "speedup": rent["speedup_over_fast_side"].map(lambda v: f"{v:.2f}x"),
+                         "volume USD/run": rent["volume_usd_per_run"].map(lambda v: f"{v:.2e}")})

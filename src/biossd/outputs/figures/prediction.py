@@ -1,4 +1,5 @@
-"""Fig. 2(b) and S1 (notebook 06_prediction): the paper's other SSDs predicted, and predicted against measured runtime."""
+"""Fig. 2(b), S1 and S7 (notebook 06_prediction): the paper's other SSDs predicted, predicted against
+measured runtime, and the paper's tools on today's storage."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from biossd.analysis import (  # noqa: E402
     Analysis,  # noqa: E402
     predict,
     speedup,
+    today,
 )
 from biossd.outputs.figures._style import (  # noqa: E402
     GROUP_COLOURS,
+    MISSING_COLOUR,
     SIDE_COLOURS,
     annotate_apart,
     empty,
@@ -174,3 +177,51 @@ def _speedup_panel(ax2: plt.Axes, a: Analysis, summary: dict) -> None:
     ax2.set_title(f"(b) speedup: predicted group as measured for {summary['group_agreement']:.0%} of "
                   f"{summary['tools_with_groups']} tools\nnamed: G+, or the group differs", loc="left", fontsize=8)
     ax2.legend(fontsize=6.5, loc="upper left")
+
+
+#: A heat-map cell this far (as a share of the colour scale's bound) from 1x is written in white.
+DARK_CELL = 0.6
+
+
+def figs7_today_storage(a: Analysis) -> plt.Figure:
+    """The paper's tools on today's storage (:mod:`biossd.analysis.today`): each tool's speedup
+    over the study's fast side on every cloud volume (its provider's behind
+    :data:`biossd.analysis.today.INSTANCE`, with its own NVMe drive; the others alone), with the
+    interval; measured where a class ran on the storage (marked "m"), predicted elsewhere; the
+    storage to rent for the tool (the cheapest within 10% of the fastest) boxed."""
+    table = a.today_storage
+    title = (f"The paper's tools on today's storage: speedup over the {a.features_side} runs; AWS's volumes behind an "
+             f"{today.INSTANCE}, the others alone (Lee, Min and Yoon 2015 asked it of an SSD and an HDD)")
+    order = [t for t in _tool_order(a) if t in set(table["tool"])] + sorted(set(table["tool"]) - set(_tool_order(a)))
+    storage = list(dict.fromkeys(table["storage"]))
+    fig, ax = plt.subplots(figsize=(max(9.0, 1.05 * len(storage) + 3), 1.6 + 0.42 * max(len(order), 1)))
+    if table.empty or table["runtime_s"].isna().all():
+        why = table["why"].replace("", np.nan).dropna() if len(table) else pd.Series(dtype=str)
+        empty(ax, "no run could be predicted on today's storage" + (f": {why.iloc[0]}" if len(why) else ""))
+        return finish(fig, None, title)
+    grid = table.set_index(["tool", "storage"])
+    values = np.log2(np.array([[grid.loc[(t, s), "speedup_over_fast_side"] for s in storage] for t in order], dtype=float))
+    bound = max(1.0, float(np.nanmax(np.abs(values))))
+    im = ax.imshow(values, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
+    for i, tool in enumerate(order):
+        for j, name in enumerate(storage):
+            row = grid.loc[(tool, name)]
+            v = row["speedup_over_fast_side"]
+            if not np.isfinite(v):
+                ax.text(j, i, "n/a", ha="center", va="center", fontsize=6.5, color=MISSING_COLOUR)
+                continue
+            lo, hi = row["fast_side_s"] / row["high_s"], row["fast_side_s"] / row["low_s"]
+            mark = " m" if row["basis"] == today.MEASURED else ""
+            dark = abs(values[i, j]) > DARK_CELL * bound
+            ax.text(j, i, f"{v:.2f}{mark}\n[{lo:.2f}–{hi:.2f}]", ha="center", va="center", fontsize=6,
+                    color="white" if dark else "black", linespacing=1.1)
+            if row["rent"]:
+                ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.6, ec="#1b7837"))
+    short = [s.removesuffix(f"@{today.INSTANCE}") for s in storage]
+    ax.set_xticks(np.arange(len(storage)), short, rotation=35, ha="right", fontsize=7.5)
+    ax.set_yticks(np.arange(len(order)), tool_names(order), fontsize=7.5)
+    bar = fig.colorbar(im, ax=ax, fraction=0.03)
+    bar.set_label("speedup over the fast side, log2 (blue faster, red slower)", fontsize=7.5)
+    ax.set_title("cell: speedup [interval]; m: measured on an emulated volume, else predicted; green box: the storage "
+                 "to rent (cheapest within 10% of the fastest; unpriced volumes never chosen)", loc="left", fontsize=7.5)
+    return finish(fig, None, title)

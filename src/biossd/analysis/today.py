@@ -1,0 +1,91 @@
+"""The paper's tools on today's storage: the question of Lee, Min and Yoon (2015) — would an SSD
+make this tool faster than a hard disk (§1) — asked of what one rents in 2026 (docs/cloud.md).
+
+Each tool's baseline runs on the study's fast side are predicted (:mod:`biossd.analysis.predict`)
+on every cloud volume of ``study/reference/cloud_storage.csv``: its provider's behind one instance,
+:data:`INSTANCE`, with that instance's own NVMe drive, and the other providers' alone
+(:func:`biossd.host.cloudmodel.storage_behind`),
+each scaled as the study's hard disks are (its burst credits by D,
+:meth:`biossd.host.cloudmodel.CloudTarget.scaled`). Where the study ran a class on an emulated cloud
+volume (``--emulate CLASS=cloud:VOLUME@INSTANCE``), that storage's runtimes are the measured ones,
+the prediction kept beside them. Each row carries what a run costs on the volume
+(:func:`biossd.analysis.cost.per_run`) and whether it is the storage to rent for the tool, the
+cheapest within :data:`biossd.analysis.cost.CHEAPEST_WITHIN` of the fastest
+(:func:`biossd.analysis.cost.cheapest_within`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from biossd.analysis import cost, predict, speedup
+from biossd.host import cloudmodel, devicemodels
+
+#: The instance every volume sits behind: 2 vCPUs, as the project's VM, with its own NVMe drive,
+#: and an EBS limit (3,600 IOPS, 81.25 MB/s at baseline) that binds below a provisioned volume's.
+INSTANCE = "m6id.large"
+MEASURED, PREDICTED = "measured", "predicted"
+COLUMNS = ["tool", "storage", "backing", "basis", "runtime_s", "low_s", "high_s", "predicted_s", "fast_side_s",
+           "speedup_over_fast_side", "runs", "volume_usd_per_hour", "volume_usd_per_run", "rent", "price_source",
+           "price_published", "why"]
+
+
+def targets(scale: float = 1.0, instance: str = INSTANCE) -> list[cloudmodel.CloudTarget]:
+    """The storage on offer with ``instance`` (:func:`biossd.host.cloudmodel.storage_behind`), as
+    targets scaled by the study's D."""
+    return [devicemodels.load_target(f"cloud:{spec}").scaled(scale) for spec in cloudmodel.storage_behind(instance)]
+
+
+def measured_sides(devices: dict[str, dict]) -> dict[str, str]:
+    """Which side ran on which emulated cloud storage: spec → side, from the sides' device records."""
+    out = {}
+    for side, record in devices.items():
+        profile = str((record.get("emulation") or {}).get("profile") or "")
+        if (record.get("emulation") or {}).get("emulated") and profile.startswith("cloud:"):
+            out[profile.removeprefix("cloud:")] = side
+    return out
+
+
+def table(a, instance: str = INSTANCE) -> pd.DataFrame:
+    """Per tool and storage behind ``instance`` (:data:`COLUMNS`): the runtime (measured where a
+    class ran on it, else predicted from the fast side's runs, with its interval), the speedup over
+    the fast side, the cost of a run on the volume, and whether it is the one to rent."""
+    rows = speedup.side_rows(a.baseline_runs, a.features_side)
+    ok = rows[rows["outcome"] == speedup.OK]
+    found = targets(a.disk_scale, instance)
+    preds = predict.predict_result_set(a.rs, found, ok)
+    good = preds[preds["why"] == ""]
+    means = good.groupby(["tool", "target"]).agg(predicted_s=("predicted_runtime_s", "mean"),
+                                                 low_s=("predicted_low_s", "mean"), high_s=("predicted_high_s", "mean"),
+                                                 runs=("predicted_runtime_s", "size"))
+    fast = ok.groupby("tool")["runtime_s"].mean()
+    measured = {spec: speedup.side_rows(a.baseline_runs, side) for spec, side in measured_sides(a.rs.devices).items()}
+    why = preds[preds["why"] != ""].groupby(["tool", "target"])["why"].first()
+    out = []
+    for tool in sorted(ok["tool"].unique()):
+        for t in found:
+            key = (tool, t.name)
+            p = means.loc[key] if key in means.index else None
+            row = {"tool": tool, "storage": t.name, "backing": t.volume.backing, "fast_side_s": fast.get(tool, np.nan),
+                   "predicted_s": p["predicted_s"] if p is not None else np.nan,
+                   "low_s": p["low_s"] if p is not None else np.nan, "high_s": p["high_s"] if p is not None else np.nan,
+                   "runs": int(p["runs"]) if p is not None else 0, "basis": PREDICTED, "why": why.get(key, "")}
+            row["runtime_s"] = row["predicted_s"]
+            side_runs = measured.get(t.name)
+            if side_runs is not None:
+                done = side_runs[(side_runs["tool"] == tool) & (side_runs["outcome"] == speedup.OK)]["runtime_s"]
+                if len(done):
+                    row.update(basis=MEASURED, runtime_s=float(done.mean()), low_s=float(done.min()),
+                               high_s=float(done.max()), runs=len(done))
+            out.append(row)
+    frame = pd.DataFrame(out, columns=[c for c in COLUMNS if c not in ("speedup_over_fast_side", "volume_usd_per_hour",
+                                                                        "volume_usd_per_run", "rent", "price_source",
+                                                                        "price_published")])
+    frame["speedup_over_fast_side"] = frame["fast_side_s"] / frame["runtime_s"]
+    priced = cost.per_run(frame.rename(columns={"storage": "target"}), seconds="runtime_s").rename(columns={"target": "storage"})
+    priced["rent"] = False
+    for tool, group in priced.groupby("tool"):
+        choice = cost.cheapest_within(group.rename(columns={"storage": "target"}), "runtime_s").get("choice")
+        priced.loc[(priced["tool"] == tool) & (priced["storage"] == choice), "rent"] = True
+    return priced.reindex(columns=COLUMNS)
