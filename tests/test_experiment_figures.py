@@ -1,13 +1,10 @@
 """biossd.outputs.figures.experiments: each related experiment's figure, and what it says when
 the result set holds none of that experiment's runs."""
 
-import matplotlib
+import pandas as pd
+import pytest
 
-matplotlib.use("Agg")
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from biossd.outputs.figures import experiments  # noqa: E402
+from biossd.outputs.figures import experiments
 
 FIGURES = {"sort_memory": experiments.figs2_sort_memory, "object_store": experiments.figs3_object_store,
            "kmer_io": experiments.figs4_kmer_io, "shared_device": experiments.figs5_shared_device}

@@ -2,14 +2,11 @@
 
 import hashlib
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from biossd.core import paths  # noqa: E402
-from biossd.outputs import report  # noqa: E402
+from biossd.core import paths
+from biossd.outputs import report
 
 
 def _figure():

@@ -28,14 +28,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from biossd.core.files import atomic_write_text, write_frame  # noqa: E402
+from biossd.core.files import atomic_write_text, write_frame
 
 NEXT_RUN_CONFIG = "next-run.config"
 #: MultiQC custom content: its files end in ``_mqc.yaml``; the sections' ids.

@@ -16,13 +16,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from biossd.core.errors import BiossdError  # noqa: E402
-from biossd.core.paths import EXPERIMENT_NOTEBOOKS_DIR, NOTEBOOKS_DIR  # noqa: E402,F401
-from biossd.study import layout  # noqa: E402
+from biossd.core.errors import BiossdError
+from biossd.core.paths import EXPERIMENT_NOTEBOOKS_DIR, NOTEBOOKS_DIR  # noqa: F401 (callers name them here)
+from biossd.study import layout
 
 FIGURE_FORMATS = ("png", "pdf")
 FIGURE_DPI = 150

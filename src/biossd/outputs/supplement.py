@@ -32,6 +32,7 @@ GENERATED_DIR = "generated"
 LATEXMK_TIMEOUT_S = 600
 GIB = 1 << 30
 
+
 #: Every artefact of Lee, Min and Yoon 2015, in the paper's order: (kind, number, file stem, caption). The
 #: file stems are those the notebooks write (biossd.outputs.report / notebooks/).
 class SupplementError(BiossdError, RuntimeError):
@@ -306,6 +307,7 @@ def _tools_tex(a: analysis.Analysis) -> list[str]:
             + (f" (recipe-only here: {esc(entries[t].data.get('status_reason', ''))})"
                if entries[t].data["status"] != "runnable" else "") for t in absent) + ".")
     return out
+
 
 def answer_tex(a: analysis.Analysis) -> str:
     """The results open with the answer (:mod:`biossd.analysis.verdict`): which tools the fast side

@@ -8,16 +8,14 @@ from typing import Sequence
 
 import matplotlib
 import matplotlib.patches
+import matplotlib.pyplot as plt
 import matplotlib.ticker
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
 from biossd.analysis import (
-    Analysis,  # noqa: E402
-    speedup,  # noqa: E402
+    Analysis,
+    speedup,
 )
 
 GROUP_COLOURS = {speedup.GROUP_FAST: "#c0392b", speedup.GROUP_FLAT: "#2c7fb8", speedup.GROUP_BETWEEN: "#e6a23c",

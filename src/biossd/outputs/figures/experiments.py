@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import textwrap
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from biossd.experiments import kmer_io, shared_device, sort_memory  # noqa: E402
+from biossd.experiments import kmer_io, shared_device, sort_memory
 
 CLASS_COLOURS = {"ssd": "#2c7fb8", "hdd": "#c0392b"}
 #: A class's marker (the slow class hollow and square, so equal values of both stay visible).

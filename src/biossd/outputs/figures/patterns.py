@@ -8,21 +8,19 @@ from typing import Sequence
 
 import matplotlib
 import matplotlib.patches
+import matplotlib.pyplot as plt
 import matplotlib.ticker
+import numpy as np
+from scipy.cluster import hierarchy
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy.cluster import hierarchy  # noqa: E402
-
-from biossd.analysis import (  # noqa: E402
-    Analysis,  # noqa: E402
+from biossd.analysis import (
+    Analysis,
     patterns,
     resultset,
     speedup,
 )
-from biossd.core.units import SECTOR_BYTES  # noqa: E402
-from biossd.outputs.figures._style import MISSING_COLOUR, SIDE_COLOURS, empty, finish  # noqa: E402
+from biossd.core.units import SECTOR_BYTES
+from biossd.outputs.figures._style import MISSING_COLOUR, SIDE_COLOURS, empty, finish
 
 PATTERN_CMAP = "tab10"
 

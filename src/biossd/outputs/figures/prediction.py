@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import matplotlib
 import matplotlib.patches
+import matplotlib.pyplot as plt
 import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from biossd.analysis import (  # noqa: E402
-    Analysis,  # noqa: E402
+from biossd.analysis import (
+    Analysis,
     predict,
     speedup,
     today,
 )
-from biossd.outputs.figures._style import (  # noqa: E402
+from biossd.outputs.figures._style import (
     GROUP_COLOURS,
     MISSING_COLOUR,
     SIDE_COLOURS,
@@ -28,7 +26,7 @@ from biossd.outputs.figures._style import (  # noqa: E402
     speedup_axis,
     tool_names,
 )
-from biossd.study import catalogue  # noqa: E402
+from biossd.study import catalogue
 
 #: Relative errors drawn as bands around y = x in the validation figure.
 ERROR_BANDS = (predict.TARGET_MEDIAN_ERROR, predict.TARGET_MAX_ERROR)

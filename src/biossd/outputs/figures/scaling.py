@@ -6,19 +6,17 @@ import textwrap
 
 import matplotlib
 import matplotlib.patches
+import matplotlib.pyplot as plt
 import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from biossd.analysis import (  # noqa: E402
-    Analysis,  # noqa: E402
+from biossd.analysis import (
+    Analysis,
     regime,
     speedup,
 )
-from biossd.outputs.figures._style import MISSING_COLOUR, SIDE_COLOURS, empty, finish, mark_bounds, speedup_axis  # noqa: E402
+from biossd.outputs.figures._style import MISSING_COLOUR, SIDE_COLOURS, empty, finish, mark_bounds, speedup_axis
 
 #: On a log axis of several lines' points, a tick closer than this ratio to the last one is left
 #: out (its label would overprint the other's).

@@ -7,20 +7,18 @@ import textwrap
 
 import matplotlib
 import matplotlib.patches
+import matplotlib.pyplot as plt
 import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from biossd.analysis import (  # noqa: E402
-    Analysis,  # noqa: E402
+from biossd.analysis import (
+    Analysis,
     resultset,
     speedup,
 )
-from biossd.features.quality import QUALITY_COLUMNS  # noqa: E402
-from biossd.outputs.figures._style import (  # noqa: E402
+from biossd.features.quality import QUALITY_COLUMNS
+from biossd.outputs.figures._style import (
     BOUND_HATCH,
     GROUP_COLOURS,
     MISSING_COLOUR,
@@ -31,7 +29,7 @@ from biossd.outputs.figures._style import (  # noqa: E402
     speedup_axis,
     tool_names,
 )
-from biossd.study import catalogue  # noqa: E402
+from biossd.study import catalogue
 
 #: Fig. 1: the short-read aligners (§2.1); their quality columns come from biossd.features.quality.
 ALIGNERS = ("maq", "bwa", "bowtie2")

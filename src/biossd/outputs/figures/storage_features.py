@@ -6,22 +6,17 @@ from __future__ import annotations
 import textwrap
 from typing import Sequence
 
-import matplotlib
-import matplotlib.patches
-import matplotlib.ticker
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from biossd.analysis import (  # noqa: E402
-    Analysis,  # noqa: E402
+from biossd.analysis import (
+    Analysis,
     patterns,
     resultset,
     speedup,
 )
-from biossd.features import extract as features  # noqa: E402
-from biossd.outputs.figures._style import GROUP_COLOURS, empty, finish, speedup_axis, tool_names  # noqa: E402
+from biossd.features import extract as features
+from biossd.outputs.figures._style import GROUP_COLOURS, empty, finish, speedup_axis, tool_names
 
 #: Fig. 4: which features share a panel, with the panel's axis label and units.
 FIG04_PANELS: tuple[tuple[str, tuple[str, ...], str], ...] = (
