@@ -86,6 +86,7 @@ test: install tools tex
 check:
 	@install/bootstrap.sh python
 	ruff check --no-cache src tests benchmarks
+	ruff check --no-cache --preview --select E301,E302,E303,E304,E305,E306 src tests benchmarks
 	python -m pytest -q -m "not integration" -p no:cacheprovider $(PYTEST_ARGS)
 
 # TeX Live and pdftotext, for the supplement and its test (not needed by `make run`).

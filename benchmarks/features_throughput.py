@@ -86,6 +86,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--memory-events", help="also stream a trace this large in a child and report peak RSS")
     args = ap.parse_args()
+
     def count(text: str) -> int:
         return int(float(text.rstrip("KMkm")) * {"k": 1e3, "m": 1e6}.get(text[-1].lower(), 1))
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import interrupts  # noqa: E402
+import interrupts  # noqa: E402 (the tests' helpers, on the path set above)
 
 
 def main() -> int:

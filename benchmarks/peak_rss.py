@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd  # noqa: F401  (imported as the profiler's process has it: its resident set)
 
-from biossd.measure import gnutime, profile  # noqa: F401
+from biossd.measure import gnutime, profile  # noqa: F401 (as the profiler's process has them)
 
 HOG = Path(__file__).resolve().parents[1] / "tests" / "programs" / "memory_hog.py"
 

@@ -21,11 +21,11 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np  # noqa: E402 (after the thread counts are set)
 
-from biossd import analysis  # noqa: E402
-from biossd.analysis import predict  # noqa: E402
-from biossd.host import devicemodels  # noqa: E402
+from biossd import analysis  # noqa: E402 (after the thread counts are set)
+from biossd.analysis import predict  # noqa: E402 (after the thread counts are set)
+from biossd.host import devicemodels  # noqa: E402 (after the thread counts are set)
 
 TARGET_REQUESTS_PER_S = 1_000_000
 TARGET_RESULT_SET_S = 10.0

@@ -268,14 +268,14 @@ def test_the_answer_and_each_disagreement_come_from_the_features(fixture):
     text = verdict.answer_text(a, explained)
     plus = (ran["group"] == "G+").sum()
     assert f"accelerated {plus} of the {len(ran)} tools" in text
-    agree = int((explained["agrees"] == True).sum())  # noqa: E712
+    agree = int(explained["agrees"].eq(True).sum())
     called = explained["agrees"].notna().sum()
     assert f"{called} have a firm call (G+ or G0), of which {agree} agree with the paper" in text.replace(
         " has a firm", " have a firm").replace(" agrees with", " agree with")
     paper = explained[explained["paper_group"].ne("") & explained["substitute_of"].eq("")]
     assert f"Of the paper's {len(paper)} tools, {paper['mem'].ne('').sum()} ran here" in text
     lines = verdict.disagreements_text(explained)
-    assert len(lines) == int((explained["agrees"] == False).sum())  # noqa: E712
+    assert len(lines) == int(explained["agrees"].eq(False).sum())
 
 
 def test_trace_durations_are_read_as_nextflow_writes_them():
@@ -363,8 +363,8 @@ def test_groups_have_a_between_band_counted_as_neither_agreement_nor_disagreemen
     groups = speedup.group_of(values, 2.0, bound)
     assert list(groups) == ["G+", "between", "G0", ""]  # a lower bound below 2x decides nothing
     agrees = speedup.agreement(groups, pd.Series(["G+", "G0", "G0", "G0"], index=list("abcd")))
-    assert agrees["a"] is True or agrees["a"] == True  # noqa: E712
-    assert pd.isna(agrees["b"]) and pd.isna(agrees["d"]) and agrees["c"] == True  # noqa: E712
+    assert agrees["a"] is True or agrees["a"] == True  # noqa: E712 (numpy's True is not True itself)
+    assert pd.isna(agrees["b"]) and pd.isna(agrees["d"]) and agrees["c"] == True  # noqa: E712 (numpy's True is not True itself)
 
 
 def test_a_speedup_s_bootstrap_interval_and_whether_it_is_firm():

@@ -58,16 +58,24 @@ def test_an_upward_import_a_cycle_or_a_heavy_library_in_the_profiler_breaks_a_co
 RUFF = Path(sys.executable).with_name("ruff")
 
 
-def ruff_check(*paths: Path) -> subprocess.CompletedProcess:
+def ruff_check(*paths: Path | str) -> subprocess.CompletedProcess:
     return subprocess.run([str(RUFF), "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), *map(str, paths)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
+#: Blank lines between definitions (pycodestyle's E301-E306): preview rules in ruff 0.17, checked on
+#: their own so that preview does not change how the stable rules read (F401's submodule imports).
+BLANK_LINE_RULES = "E301,E302,E303,E304,E305,E306"
+
+
 def test_the_house_lint_is_clean():
     """``ruff check`` with the house's rules (pyproject's ``[tool.ruff]``: pyflakes, the house line,
-    the banned APIs) finds nothing in the library, the tests or the benchmarks."""
+    the banned APIs, sorted imports) and the blank lines between definitions finds nothing in the
+    library, the tests or the benchmarks."""
     done = ruff_check(REPO / "src", REPO / "tests", REPO / "benchmarks")
     assert done.returncode == 0, done.stdout + done.stderr
+    blank = ruff_check("--preview", "--select", BLANK_LINE_RULES, REPO / "src", REPO / "tests", REPO / "benchmarks")
+    assert blank.returncode == 0, blank.stdout + blank.stderr
 
 
 def test_a_banned_api_is_refused_with_the_house_way():

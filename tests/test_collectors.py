@@ -23,7 +23,7 @@ from biossd.measure.tracereader import read_blocktrace
 pytestmark = pytest.mark.integration
 PROGRAMS = Path(__file__).parent / "programs"
 sys.path.insert(0, str(PROGRAMS))
-from odirect_io import OPERATIONS  # noqa: E402
+from odirect_io import OPERATIONS  # noqa: E402 (the test programs, on the path set above)
 
 HOG_MIB = 160
 CAP = "64M"

@@ -58,7 +58,9 @@ def test_each_module_s_meta_yml_says_what_it_reads_and_writes(main_nf, plan_keys
         from_plan = {k for k, said in meta["meta_keys"].items() if said.startswith("from ") and " when " not in said}
         assert from_plan <= plan_keys[name], (name, sorted(from_plan - plan_keys[name]))
     # Inputs in order, outputs by their emit names.
-    block = lambda label: re.search(r"\n    " + label + r":\n(.*?)\n\n", text, re.S).group(1)  # noqa: E731
+
+    def block(label):
+        return re.search(r"\n    " + label + r":\n(.*?)\n\n", text, re.S).group(1)
     inputs = [re.split(r"[,)\s]", arg.strip().strip("'\""))[0]
               for line in block("input").splitlines()
               for arg in re.findall(r"\b(?:val|path|env)[( ]\s*([^,)\n]+)", line)]

@@ -149,7 +149,7 @@ def counts_text(table1: pd.DataFrame) -> str:
     paper = table1[table1["paper_group"].fillna("").ne("") & table1["substitute_of"].fillna("").eq("")]
     ran = paper[paper["mem"].fillna("").ne("")]
     called = ran[ran["call"].isin((speedup.GROUP_FAST, speedup.GROUP_FLAT))]
-    agree = int((called["agrees"] == True).sum())  # noqa: E712
+    agree = int(called["agrees"].eq(True).sum())
     marginal = ran[ran["call"] == MARGINAL]
     between = ran[ran["call"] == speedup.GROUP_BETWEEN]
     none = ran[ran["call"].fillna("") == ""]

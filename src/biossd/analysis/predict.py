@@ -253,6 +253,7 @@ def predict_overlapping(runs: Sequence[RunStream], target: devicemodels.Target) 
     when = np.concatenate([r.started_epoch_s + r.issue_s for r in runs])
     owner = np.concatenate([np.full(len(r.stream), i) for i, r in enumerate(runs)])
     order = np.argsort(when, kind="stable")
+
     def merged(field: str) -> np.ndarray:
         return np.concatenate([np.asarray(getattr(r.stream, field)) for r in runs])[order]
     stream = devicemodels.Stream(

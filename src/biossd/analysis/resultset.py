@@ -211,8 +211,6 @@ def repeats_not_run_text(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-
-
 def run_sessions(rs: ResultSet) -> pd.DataFrame:
     """Which Nextflow session measured the runs: every run's owner (the launcher's pid and start
     ticks, :mod:`biossd.core.owners`, in its ``run.json``) matched against the sessions that wrote

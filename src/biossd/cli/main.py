@@ -17,7 +17,7 @@ def _terminate_as_interrupt(signum: int, _frame: object) -> None:
 # Ctrl-C, so every command's clean-up (finally, context managers) runs and it exits 128+signal;
 # commands that measure install their own handlers. (A signal in the interpreter's own start,
 # before these lines, kills it by the signal, which a shell reports as the same 128+signal.)
-from biossd.core.signals import for_the_process  # noqa: E402
+from biossd.core.signals import for_the_process  # noqa: E402 (the handlers before anything slow loads)
 
 for_the_process(_terminate_as_interrupt)
 
@@ -28,12 +28,12 @@ def _signum_of(intr: KeyboardInterrupt) -> int:
 
 
 try:
-    import argparse  # noqa: E402
-    import logging  # noqa: E402
+    import argparse  # noqa: E402 (loaded once the handlers are set)
+    import logging  # noqa: E402 (loaded once the handlers are set)
 
-    from biossd import __version__  # noqa: E402
-    from biossd.cli import pipeline  # noqa: E402
-    from biossd.core.errors import BiossdError  # noqa: E402
+    from biossd import __version__  # noqa: E402 (loaded once the handlers are set)
+    from biossd.cli import pipeline  # noqa: E402 (loaded once the handlers are set)
+    from biossd.core.errors import BiossdError  # noqa: E402 (loaded once the handlers are set)
 except KeyboardInterrupt as _intr:  # a signal while the commands load: nothing was made yet
     sys.exit(128 + _signum_of(_intr))
 

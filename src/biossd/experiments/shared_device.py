@@ -227,7 +227,6 @@ def rows(point_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-
 def point_order(table: pd.DataFrame) -> list[str]:
     """The points by instances, then allocation in :data:`ALLOCATIONS`' order."""
     points = table.drop_duplicates("point")[["point", "instances", "allocation"]]

@@ -22,12 +22,14 @@ def pfault_per_s(swap_ins: float, swap_outs: float, runtime_s: float) -> float:
         return math.nan
     return (swap_ins + swap_outs) / runtime_s
 
+
 def major_faults_per_s(major_faults: float, runtime_s: float) -> float:
     """Major faults of the whole process tree (rusage: faults that needed a read from storage —
     swap-ins and file-backed misses) per second of wall-clock time. Units: faults/s."""
     if not runtime_s or runtime_s <= 0:
         return math.nan
     return major_faults / runtime_s
+
 
 def cpu_cores_used(user_s: float, sys_s: float, runtime_s: float) -> float:
     """CPU utilisation (Lee, Min and Yoon 2015, §3.6, Fig. 10): CPU time (user + system) over wall time.
@@ -36,27 +38,33 @@ def cpu_cores_used(user_s: float, sys_s: float, runtime_s: float) -> float:
         return math.nan
     return (user_s + sys_s) / runtime_s
 
+
 KIB = 1024
+
 
 def riops(n_reads: int, runtime_s: float) -> float:
     """**Riops** — read requests issued to the device per second of runtime (Lee, Min and Yoon 2015, §5.2:
     "how many read ... requests are made per second"). Units: requests/s."""
     return n_reads / runtime_s if runtime_s > 0 else math.nan
 
+
 def wiops(n_writes: int, runtime_s: float) -> float:
     """**Wiops** — write requests issued per second of runtime (Lee, Min and Yoon 2015, §5.2). Units:
     requests/s."""
     return n_writes / runtime_s if runtime_s > 0 else math.nan
+
 
 def rsize_kib(read_bytes: int, n_reads: int) -> float:
     """**Rsize** — mean size of a read request (Lee, Min and Yoon 2015, §5.2, "read size per request" after
     ref. 41). Units: KiB/request; NaN when the run issued no reads."""
     return read_bytes / n_reads / KIB if n_reads else math.nan
 
+
 def wsize_kib(write_bytes: int, n_writes: int) -> float:
     """**Wsize** — mean size of a write request (Lee, Min and Yoon 2015, §5.2). Units: KiB/request; NaN when
     the run issued no writes."""
     return write_bytes / n_writes / KIB if n_writes else math.nan
+
 
 def car(n_consecutive: int, n_requests: int) -> float:
     """**CAR** — consecutive access ratio (Lee, Min and Yoon 2015, §5.2, after Traeger et al. 2008, ref. 42):
@@ -68,6 +76,7 @@ def car(n_consecutive: int, n_requests: int) -> float:
     sector 0). Units: fraction 0–1; NaN without requests."""
     return n_consecutive / n_requests if n_requests else math.nan
 
+
 def wblen(write_queue_integral: float, span: float) -> float:
     """**WBlen** — time-weighted mean number of write requests outstanding at the device
     (Lee, Min and Yoon 2015, §5.2: "the number of write requests waiting in the write buffer of a storage
@@ -76,6 +85,7 @@ def wblen(write_queue_integral: float, span: float) -> float:
     complete is outstanding until the window's end; a completion with nothing outstanding
     (issued before the trace began) is ignored. Units: requests."""
     return write_queue_integral / span if span > 0 else math.nan
+
 
 def butil(busy_s: float, window_s: float) -> float:
     """**Butil** — interface bandwidth utilisation (Lee, Min and Yoon 2015, §5.2: "how much
@@ -91,6 +101,7 @@ def butil(busy_s: float, window_s: float) -> float:
         return math.nan
     return min(1.0, busy_s / window_s)
 
+
 def butil_bytes(read_bytes: float, write_bytes: float, runtime_s: float, seq_read_bps: float,
           seq_write_bps: float) -> float:
     """Butil's second reading, bytes over bandwidth (the column ``Butil_bytes``): the share of the
@@ -103,6 +114,7 @@ def butil_bytes(read_bytes: float, write_bytes: float, runtime_s: float, seq_rea
         return math.nan
     return (read_bytes / seq_read_bps + write_bytes / seq_write_bps) / runtime_s
 
+
 #: Each storage feature's defining function: its docstring is the definition (Table 2 is made
 #: from these, so a definition is written once).
 DEFINITIONS = {"Butil": butil, "Riops": riops, "Wiops": wiops, "Pfault": pfault_per_s, "CAR": car,
@@ -114,6 +126,7 @@ STORAGE_FEATURES = tuple(DEFINITIONS)
 #: Features that need a block-request trace (§5.2: measured with blktrace in the paper): all but
 #: Pfault, which the swap counters give.
 BLOCK_TRACE_FEATURES = tuple(name for name in STORAGE_FEATURES if name != "Pfault")
+
 
 def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
                    bandwidth_bps: tuple[float, float] | None, runtime_s: float | None = None) -> dict[str, float]:
@@ -139,10 +152,12 @@ def block_features(tally: blockstats.BlockTally, seconds_per_unit: float,
         out["Butil_bytes"] = butil_bytes(tally.read_bytes, tally.write_bytes, runtime_s, *bandwidth_bps)
     return out
 
+
 def ratio(numerator: float | None, denominator: float | None) -> float:
     if numerator is None or denominator is None or denominator == 0:
         return math.nan
     return numerator / denominator
+
 
 #: CPU and memory features of the paper's Fig. 10, from perf counters: (column, numerator event,
 #: denominator event). IPC: instructions per cycle; the others are miss ratios (fraction 0–1).
@@ -154,6 +169,7 @@ PERF_RATIOS = (
 )
 
 CPU_MEMORY_COLUMNS = ("ipc", "cache_miss_ratio", "llc_miss_ratio", "dtlb_miss_ratio", "page_faults_per_s")
+
 
 def cpu_memory_features(counts: dict[str, dict[str, Any]], runtime_s: float) -> tuple[dict[str, float], dict[str, str]]:
     """Fig. 10's CPU/memory features (Lee, Min and Yoon 2015, §3.6) from ``perf stat`` counts: IPC, cache, LLC

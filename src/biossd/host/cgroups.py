@@ -71,6 +71,8 @@ RESIDENT_KEYS = {"cgroup-v1": ("total_rss", "total_mapped_file", "total_shmem"),
 #: The names of a resident peak's parts (anonymous, file-mapped, shared), in the order of
 #: :data:`RESIDENT_KEYS`.
 RESIDENT_PARTS = ("anon_bytes", "file_mapped_bytes", "shmem_bytes")
+
+
 class CapError(BiossdError, RuntimeError):
     """A memory cap that cannot be set up; the message names what is missing."""
 

@@ -19,6 +19,7 @@ from biossd.measure import gnutime
 #: ``ru_inblock``/``ru_oublock`` count 512-byte units on Linux (getrusage(2)).
 RUSAGE_BLOCK_BYTES = 512
 
+
 def rusage_record(usages: Sequence[resource.struct_rusage], wall_s: float, report: gnutime.Report | None = None,
                   no_report_why: str = "") -> dict[str, float | int | str]:
     """Process accounting in the fields of GNU ``time -eUSKFW`` (wall, user, sys, RSS, faults,
@@ -54,8 +55,10 @@ def rusage_record(usages: Sequence[resource.struct_rusage], wall_s: float, repor
         "involuntary_ctx_switches": total("ru_nivcsw"),
     }
 
+
 #: The fields of a run's accounting that a container's cgroup gives for the tool itself.
 CONTAINER_ACCOUNTING_FIELDS = ("user_s", "sys_s", "major_faults", "minor_faults")
+
 
 def container_accounting(accounting: dict[str, Any], container: dict[str, float] | None) -> dict[str, Any]:
     """A Docker run's accounting: ``wait4`` saw the ``docker`` client, not the tool, so its CPU
@@ -74,6 +77,7 @@ def container_accounting(accounting: dict[str, Any], container: dict[str, float]
                                 f"{container.get('read_interval_s')} s until it ended")
     return out
 
+
 def outcome_of(status: int, oom_kills: int | None, timed_out: bool) -> tuple[str, int | None, int | None]:
     """(outcome, exit code, terminating signal) from a wait status and the cap's OOM count."""
     exit_code = os.waitstatus_to_exitcode(status)
@@ -84,6 +88,7 @@ def outcome_of(status: int, oom_kills: int | None, timed_out: bool) -> tuple[str
     if timed_out:
         return "timeout", code, sig
     return ("ok" if exit_code == 0 else "failed"), code, sig
+
 
 def flush_filesystem(path: Path) -> float | None:
     """``syncfs`` the file system holding ``path`` (the run's scratch) and return how long it
@@ -102,9 +107,11 @@ def flush_filesystem(path: Path) -> float | None:
     finally:
         os.close(fd)
 
+
 #: A failed run whose working directory's file system has less than this left (or whose
 #: stderr says ENOSPC) ran out of scratch: a fault of the harness, not a result of the tool.
 FULL_DISK_BYTES = 4 << 20
+
 
 def last_line(log: Path) -> str:
     """The last non-empty line a command wrote to ``log`` (or a note that it wrote none)."""
@@ -113,6 +120,7 @@ def last_line(log: Path) -> str:
     except OSError:
         lines = []
     return lines[-1] if lines else "it wrote nothing on stderr"
+
 
 def scratch_full(cwd: Path, stderr_log: Path) -> str | None:
     """Why the run's scratch counts as full, or ``None``."""

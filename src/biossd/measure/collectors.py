@@ -27,8 +27,10 @@ PERF_MODES = ("auto", "pmu", "off")
 NO_PMU_WHY = ("this host has no PMU (no hardware counters): perf stat would count only software events, which the "
               "process accounting records (CPU time, page faults, context switches)")
 
+
 def not_run(why: str) -> dict[str, Any]:
     return {"ran": False, "why": why, "files": []}
+
 
 def traced_devices(names: Sequence[str]) -> dict[tuple[int, int], str]:
     out = {}
@@ -36,6 +38,7 @@ def traced_devices(names: Sequence[str]) -> dict[tuple[int, int], str]:
         major, minor = (int(x) for x in Path(f"/sys/class/block/{name}/dev").read_text().split(":"))
         out[(major, minor)] = name
     return out
+
 
 @dataclass
 class Running:
@@ -45,6 +48,7 @@ class Running:
     tracer: Any
     trace_notes: Sequence[str]
     sampler: Sampler | None
+
 
 def start(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float, pid: int,
                       cap: MemoryCap, stack: contextlib.ExitStack, collectors: dict[str, Any]) -> Running:
@@ -66,6 +70,7 @@ def start(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float, 
         sampler = None
     return Running(_perf_counting(perf, collectors), tracer, trace_notes, sampler)
 
+
 def attribution(request: ProfileRequest, roots: list[int] = ()) -> str | None:
     """Why a run's block requests are not attributed to processes (``None``: they are). A tool in
     Docker's container is attributed when its container was seen running (``roots``: its first
@@ -77,6 +82,7 @@ def attribution(request: ProfileRequest, roots: list[int] = ()) -> str | None:
         return ("the tool runs in Docker's container, outside the profiler's process tree"
                 + ("" if roots else " (its first process was not seen running)"))
     return None
+
 
 def stop(running: Running, collectors: dict[str, Any], session: int,
                      attribute: str | None = None, roots: list[int] = (), left: dict[int, str] | None = None,
@@ -106,6 +112,7 @@ def stop(running: Running, collectors: dict[str, Any], session: int,
                 running.tracer.writer, time.monotonic() - running.tracer.writer.t0_s,
                 session if attribute is None else None, roots)
 
+
 def record_after(request: ProfileRequest, out_dir: Path, accounting: dict[str, Any] | None, started: bool,
                   collectors: dict[str, Any]) -> None:
     """What is recorded once everything is torn down: the process accounting, and the cachegrind
@@ -119,12 +126,14 @@ def record_after(request: ProfileRequest, out_dir: Path, accounting: dict[str, A
     else:
         collectors["cachegrind"] = not_run("opt-in: pass --cachegrind (slow; small inputs)")
 
+
 def _start_blocktrace(request: ProfileRequest, out_dir: Path, traced: list[str], t0: float,
                       collectors: dict[str, Any]):
     tracer, notes = blocktrace.start(request.blocktrace, out_dir, traced_devices(traced), t0, request.trace_pool)
     if tracer is None:
         collectors["blocktrace"] = not_run("; ".join(notes) or "no tracer available")
     return tracer, notes
+
 
 def _start_perf(request: ProfileRequest, out_dir: Path, pid: int, collectors: dict[str, Any]):
     if request.perf == "off":
@@ -141,6 +150,7 @@ def _start_perf(request: ProfileRequest, out_dir: Path, pid: int, collectors: di
         return None
     return perf
 
+
 def _perf_counting(perf: counters.PerfStat | None, collectors: dict[str, Any]) -> counters.PerfStat | None:
     """``perf`` once it counts; ``None`` (and why, in ``collectors``) when it did not start."""
     if perf is None:
@@ -151,6 +161,7 @@ def _perf_counting(perf: counters.PerfStat | None, collectors: dict[str, Any]) -
         collectors["perf"] = not_run(str(err))
         return None
     return perf
+
 
 def _collect(stop, notes: Sequence[str] = ()) -> dict[str, Any]:
     """A collector's record from its ``stop``; a failure is recorded, not raised."""

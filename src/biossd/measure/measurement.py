@@ -35,8 +35,10 @@ GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
 
 DEVICE_RECORD = "device.json"
 
+
 def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
 
 def evict_page_cache(request: ProfileRequest, cwd: Path, traced: list[str]) -> dict[str, Any]:
     """The run starts cold on its device: the page cache evicted as ``request.evict`` says
@@ -51,6 +53,7 @@ def evict_page_cache(request: ProfileRequest, cwd: Path, traced: list[str]) -> d
     except block_devices.DeviceError:
         root_disk = None
     return pagecache.evict_run(roots, [d for d in traced if d != root_disk])
+
 
 @dataclass
 class RunState:
@@ -80,6 +83,7 @@ class RunState:
         """Raise :class:`Interrupted` once a signal came."""
         if self.received:
             raise Interrupted(self.received[0])
+
 
 class Measurement:
     """One measured run in its partial run directory ``out_dir``: set up (swap, device check,
@@ -316,6 +320,7 @@ class Measurement:
             "harness_s": self.phases.seconds,
         }
 
+
 def _where(request: ProfileRequest, cwd: Path, out_dir: Path, traced: list[str],
            swap: LoopSwap | None) -> dict[str, Any]:
     """Where the run happens: the host, the traced devices, the mounts of its working directory
@@ -328,6 +333,7 @@ def _where(request: ProfileRequest, cwd: Path, out_dir: Path, traced: list[str],
         "emulated_storage": {"cwd": emulate.run_record(cwd),
                              "swap": emulate.run_record(Path(request.swap_dir or cwd)) if swap else None},
     }
+
 
 #: The files a run left in its working directory named by inode, at most this many (a tool that
 #: writes thousands of temporary files keeps the walk short).
@@ -366,6 +372,7 @@ class _Phases:
     def skip(self) -> None:
         """What ran since the last mark is not the harness's (the command itself)."""
         self._last = time.monotonic()
+
 
 def _close_quietly(fd: int) -> None:
     with contextlib.suppress(OSError):

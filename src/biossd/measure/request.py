@@ -17,15 +17,18 @@ from biossd.measure.sampler import DEFAULT_INTERVAL_S
 class ProfileError(BiossdError, RuntimeError):
     """The run could not be started; the message says what to fix."""
 
+
 class Busy(ProfileError):
     """Another measured run holds the host lock and the run was told not to wait."""
 
     exit_status = hostlock.EXIT_BUSY
 
+
 class Interrupted(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(f"interrupted by signal {signum}")
         self.signum = signum
+
 
 @dataclass
 class ProfileRequest:

@@ -17,12 +17,14 @@ from biossd.measure.tracefile import TraceFile
 #: The write-back throttling event gives its pause in milliseconds.
 MS_PER_S = 1000.0
 
+
 def op_of(rwbs: str) -> str:
     """The request's data direction from the kernel's RWBS flags."""
     for letter in "RWD":
         if letter in rwbs:
             return letter
     return "F" if "F" in rwbs else "N"
+
 
 @dataclass
 class Event:
@@ -38,6 +40,7 @@ class Event:
     pid: int | None = None
     comm: str | None = None
     error: int | None = None
+
 
 # -- parsing -----------------------------------------------------------------------------------------------------------
 _TRACEFS_LINE = re.compile(
@@ -62,6 +65,7 @@ _TRACEFS_KINDS = {"block_rq_issue": "issue", "block_rq_complete": "complete",
 #: The events that name the task submitting a request (in its own context).
 SUBMITTER_KINDS = ("insert", "getrq", "frontmerge")
 
+
 def parse_tracefs_line(line: str) -> Event | None:
     """One ``trace_pipe`` line of a block event biossd records (:data:`_TRACEFS_KINDS`); ``None``
     for other lines. Raises ``ValueError`` for a block line this parser does not understand."""
@@ -84,6 +88,7 @@ def parse_tracefs_line(line: str) -> Event | None:
         event.error = int(body["last"])
     return event
 
+
 _FORK_PAYLOAD = re.compile(r"^comm=.* pid=(?P<parent>\d+) child_comm=.* child_pid=(?P<child>\d+)\s*$")
 
 _FORK_LINE = re.compile(r"^.*?\s(?P<ts>\d+\.\d+): sched_process_fork: (?P<payload>.*)$")
@@ -92,6 +97,7 @@ _THROTTLE_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?\s(?P<ts>\d+\.\
                             r"(?P<payload>.*)$")
 
 _THROTTLE_PAUSE = re.compile(r"\spause=(?P<pause>-?\d+)\s")
+
 
 def parse_throttle_line(line: str) -> tuple[int, float] | None:
     """``(pid, pause in seconds)`` of one ``writeback:balance_dirty_pages`` line of
@@ -105,7 +111,9 @@ def parse_throttle_line(line: str) -> tuple[int, float] | None:
         return None
     return int(head["pid"]), max(0, int(body["pause"])) / MS_PER_S
 
+
 _SYNC_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?\s(?P<ts>\d+\.\d+): ext4_sync_file_(?P<kind>enter|exit): ")
+
 
 def parse_sync_line(line: str) -> tuple[int, str, float] | None:
     """``(pid, "enter" or "exit", time in seconds)`` of one ``ext4:ext4_sync_file_enter`` or
@@ -116,8 +124,10 @@ def parse_sync_line(line: str) -> tuple[int, str, float] | None:
     head = _SYNC_LINE.match(line)
     return (int(head["pid"]), head["kind"], float(head["ts"])) if head else None
 
+
 _PAGE_CACHE_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?: mm_filemap_add_to_page_cache: "
                               r"dev (?P<major>\d+):(?P<minor>\d+) ino \S+ pfn=\S+ ofs=\d+(?: order=(?P<order>\d+))?")
+
 
 def parse_page_cache_line(line: str) -> tuple[int, tuple[int, int], int] | None:
     """``(pid, (major, minor) of the file system's device, pages)`` of one
@@ -130,8 +140,10 @@ def parse_page_cache_line(line: str) -> tuple[int, tuple[int, int], int] | None:
         return None
     return int(head["pid"]), (int(head["major"]), int(head["minor"])), 1 << int(head["order"] or 0)
 
+
 _DIRTY_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?: writeback_dirty_folio: bdi (?P<bdi>\S+): "
                          r"ino=(?P<ino>\d+) index=\d+")
+
 
 def parse_dirty_line(line: str) -> tuple[int, str, int] | None:
     """``(pid, comm, inode)`` of one ``writeback:writeback_dirty_folio`` line of ``trace_pipe`` (a
@@ -140,6 +152,7 @@ def parse_dirty_line(line: str) -> tuple[int, str, int] | None:
         return None
     head = _DIRTY_LINE.match(line)
     return (int(head["pid"]), head["comm"].strip(), int(head["ino"])) if head else None
+
 
 def parse_fork_line(line: str) -> tuple[int, int] | None:
     """``(parent pid, child pid)`` of one ``sched_process_fork`` line of ``trace_pipe``; ``None``
@@ -150,10 +163,12 @@ def parse_fork_line(line: str) -> tuple[int, int] | None:
     body = _FORK_PAYLOAD.match(head["payload"]) if head else None
     return (int(body["parent"]), int(body["child"])) if body else None
 
+
 #: ``blkparse -f`` format giving the fields :func:`parse_blkparse_line` reads.
 BLKPARSE_FORMAT = "%a %M %m %d %S %n %N %T.%9t %p %C\\n"
 
 _BLKPARSE_KINDS = {"D": "issue", "C": "complete", "R": "requeue", "I": "insert", "G": "getrq", "F": "frontmerge"}
+
 
 def parse_blkparse_line(line: str) -> Event | None:
     """One line of ``blkparse -f BLKPARSE_FORMAT``; ``None`` for actions biossd does not record
@@ -172,9 +187,11 @@ def parse_blkparse_line(line: str) -> Event | None:
         event.error = 0
     return event
 
+
 # -- pairing and writing -----------------------------------------------------------------------------------------------
 #: The key under which a device's flushes are paired (they have no sector of their own).
 FLUSH_KEY = -1
+
 
 def request_key(event: Event) -> tuple[tuple[int, int], int]:
     """What pairs an event with its request: the device and first sector. A flush carries no
@@ -182,10 +199,12 @@ def request_key(event: Event) -> tuple[tuple[int, int], int]:
     paired in order, under :data:`FLUSH_KEY`."""
     return event.dev, FLUSH_KEY if event.nr_sectors == 0 and op_of(event.rwbs) == "F" else event.sector
 
+
 #: Requests whose submitter is remembered until they are issued. A device holds at most its
 #: ``nr_requests`` per hardware queue (hundreds) between allocation and issue; a request merged
 #: into another is never issued, so the oldest entries past this bound are forgotten (counted).
 MAX_UNISSUED_REQUESTS = 65536
+
 
 class CanonicalWriter:
     """Pairs issues with completions and writes ``blocktrace.tsv.gz`` as requests complete.

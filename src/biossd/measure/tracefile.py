@@ -48,11 +48,13 @@ COLUMNS = (("issue_s", "float64"), ("complete_s", "float64"), ("device", "string
 
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 
+
 def trace_path(run_dir: Path) -> Path:
     """A run's block trace: ``blocktrace.tsv.gz``, or the Parquet file of an older result set."""
     path = Path(run_dir) / BLOCKTRACE_FILE
     legacy = Path(run_dir) / LEGACY_BLOCKTRACE_FILE
     return legacy if not path.exists() and legacy.exists() else path
+
 
 def _field(value: Any) -> str:
     """One value as the file writes it: empty for null, floats exactly, the rest as text."""
@@ -61,6 +63,7 @@ def _field(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
 
 class TraceFile:
     """Rows of the canonical table written to ``path``'s temporary name, renamed on :meth:`close`
@@ -87,6 +90,7 @@ class TraceFile:
         finally:
             self.tmp.unlink(missing_ok=True)
 
+
 def write_trace(path: Path, columns: dict[str, Sequence[Any]]) -> Path:
     """A whole canonical table (every column of :data:`COLUMNS`, equal lengths) written to
     ``path``; for traces made rather than measured (synthetic result sets, tests)."""
@@ -105,6 +109,7 @@ def write_trace(path: Path, columns: dict[str, Sequence[Any]]) -> Path:
         raise
     out.close()
     return Path(path)
+
 
 #: The kernel's mark of a synchronous request in ``rwbs`` (REQ_SYNC): reads, O_DIRECT and
 #: O_SYNC/fsync writes, journal commits. A write without it is writeback that whoever dirtied the

@@ -14,6 +14,7 @@ from biossd.measure.tracefile import COLUMN_NAMES, COLUMNS, KERNEL_THREAD_COMMS,
 if TYPE_CHECKING:
     import numpy
 
+
 def waited_for(op, rwbs, comm=None, issue_s=None, windows=()):
     """Per request (NumPy arrays of ``op``, ``rwbs`` and the issuing ``comm``): whether the task
     that caused it waited for it — every read, a write carrying :data:`SYNC_FLAG`, a flush the
@@ -36,6 +37,7 @@ def waited_for(op, rwbs, comm=None, issue_s=None, windows=()):
     for_a_sync = inside(issue_s, windows) if issue_s is not None else np.zeros(op.shape, bool)
     return waited | ((op == "F") & (~kernel | for_a_sync))
 
+
 def inside(times_s, windows) -> "numpy.ndarray":
     """Per time, whether it falls in one of ``windows`` (``[start, end]`` pairs, any order)."""
     import numpy as np
@@ -45,6 +47,7 @@ def inside(times_s, windows) -> "numpy.ndarray":
     for start, end in windows or ():
         found |= (times >= start) & (times <= end)
     return found
+
 
 def window_ends(times_s, windows) -> "numpy.ndarray":
     """Per time, the earliest end of a window in ``windows`` holding it (NaN where none does)."""
@@ -56,14 +59,17 @@ def window_ends(times_s, windows) -> "numpy.ndarray":
         ends = np.where((times >= start) & (times <= end), np.minimum(ends, end), ends)
     return np.where(np.isinf(ends), np.nan, ends)
 
+
 def sync_windows(body: dict[str, Any]) -> list[list[float]]:
     """The ``[entered, returned]`` of each sync call a run's manifest lists (:func:`sync_waits`)."""
     return (((body.get("collectors") or {}).get("blocktrace") or {}).get("sync") or {}).get("windows_s") or []
+
 
 def excluded_pids(body: dict[str, Any]) -> list[int]:
     """The pids a run's manifest names as foreign issuers (:func:`foreign_issuers`)."""
     foreign = ((body.get("collectors") or {}).get("blocktrace") or {}).get("foreign") or {}
     return [int(pid) for pid in foreign.get("pids") or {}]
+
 
 def stacked_devices(body: dict[str, Any]) -> list[str]:
     """Traced devices whose every request reaches another traced device below them: a run's swap
@@ -84,16 +90,19 @@ def stacked_devices(body: dict[str, Any]) -> list[str]:
             under = next((d for d in traced if d != Path(loop).name), None)
     return [Path(loop).name] if under in traced else []
 
+
 def swap_device(body: dict[str, Any]) -> str | None:
     """The run's swap device, when it was traced."""
     loop = (body.get("swap") or {}).get("loop_device")
     return Path(loop).name if loop and Path(loop).name in (body.get("devices") or []) else None
+
 
 def run_requests(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     """A run's own requests, each counted once (:func:`request_arrays` without its foreign
     issuers' and without those of a device stacked on another traced one, :func:`stacked_devices`)."""
     return request_arrays(trace_path(run_dir), excluded_pids(body), exclude_devices=stacked_devices(body),
                           sync_windows_s=sync_windows(body))
+
 
 def kernel_thread_issue_s(run_dir: Path, body: dict[str, Any]) -> "numpy.ndarray":
     """When the run's kept requests that a kernel thread issued (write-back, the journal:
@@ -109,6 +118,7 @@ def kernel_thread_issue_s(run_dir: Path, body: dict[str, Any]) -> "numpy.ndarray
         kernel |= np.char.startswith(comms, prefix)
     kept = kernel & ~np.isin(pids, np.asarray(excluded_pids(body), dtype=float))
     return table.column("issue_s").to_numpy()[kept]
+
 
 def swap_issuers(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     """Who paged: the read and write requests of the run's swap device (swap-ins and swap-outs as
@@ -132,6 +142,7 @@ def swap_issuers(run_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
             counts[comm or "?"] = counts.get(comm or "?", 0) + 1
     out["read_comms"] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     return out
+
 
 def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices: Sequence[str] = (),
                    sync_windows_s: Sequence[Sequence[float]] = ()) -> dict[str, Any]:
@@ -168,6 +179,7 @@ def request_arrays(path: Path, exclude_pids: Sequence[int] = (), exclude_devices
         "bytes": table.column("bytes").to_numpy()[order],
     }
 
+
 def read_table(path: Path):
     """The canonical trace at ``path`` as an Arrow table of :data:`COLUMNS` (a ``.parquet`` path:
     an older result set's)."""
@@ -188,6 +200,7 @@ def read_table(path: Path):
     if table.column_names != list(COLUMN_NAMES):
         raise BiossdError(f"{path}: block-trace columns {table.column_names}, expected {list(COLUMN_NAMES)}")
     return table
+
 
 def read_blocktrace(path: Path):
     """The canonical trace as a pandas DataFrame, in issue order."""

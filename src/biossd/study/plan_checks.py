@@ -22,6 +22,7 @@ SCHEMA_PATH = paths.STUDY_DIR / "nextflow_schema.json"
 #: What a class's scratch must have free: this many times the largest input (the sizing module says why).
 SCRATCH_PER_INPUT = sizing.SCRATCH_PER_INPUT
 
+
 def device_problems(classes: list[str], named: Mapping[str, str], scratch_dir: str | None,
                     emulated: set[str]) -> list[str]:
     """A named device that does not exist, a device named for an emulated class (which gets its
@@ -49,6 +50,7 @@ def device_problems(classes: list[str], named: Mapping[str, str], scratch_dir: s
                             "(runs would use the task directory, on whatever device that is)")
     return problems
 
+
 def slurm_partitions() -> dict[str, list[str]] | None:
     """The SLURM cluster's partitions and the nodes of each (``sinfo``, as ``SLURM_CONF`` points);
     ``None`` when SLURM cannot be asked."""
@@ -67,6 +69,7 @@ def slurm_partitions() -> dict[str, list[str]] | None:
         partition, _, node = line.strip().partition(" ")
         out.setdefault(partition.rstrip("*"), []).append(node)
     return out
+
 
 def slurm_problems(classes: list[str], emulated: set[str], partitions: Mapping[str, str],
                    default: object, cluster: Mapping[str, list[str]] | None = None,
@@ -99,9 +102,11 @@ def slurm_problems(classes: list[str], emulated: set[str], partitions: Mapping[s
                      "(`biossd slurm up`)" for c in sorted(emulated)]
     return problems
 
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
+
 
 def schema_parameters(schema: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every parameter of a Nextflow schema by name: the properties of each group under ``$defs``
@@ -111,6 +116,7 @@ def schema_parameters(schema: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         out.update(group.get("properties") or {})
     out.update(schema.get("properties") or {})
     return out
+
 
 def schema_text(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
     """``params`` with a number given for a parameter the schema takes only as text read as its
@@ -126,6 +132,7 @@ def schema_text(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> d
                 and not types & {"integer", "number"}:
             out[name] = str(value)
     return out
+
 
 def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) -> list[str]:
     """Every parameter checked against the study's schema (types, enums, patterns), and every
@@ -157,6 +164,7 @@ def schema_problems(params: Mapping[str, Any], schema_path: Path = SCHEMA_PATH) 
         said = rule.get("description", "").split(". ")[0].rstrip(".")
         problems.append(f"Parameter --{name} = {error.instance!r} {why} ({said})")
     return problems
+
 
 def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[str],
                    input_bytes: int) -> list[str]:
@@ -195,6 +203,7 @@ def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[
                             f"need {format_size(total)} ({len(emulated)} x --emulate_size)")
     return problems
 
+
 def image_problems(engine: str, entries: list[catalogue.Entry]) -> list[str]:
     """With a container engine: the engine must answer and every planned tool's image must be
     there, before any run (each missing image named with the command that builds it)."""
@@ -209,6 +218,7 @@ def image_problems(engine: str, entries: list[catalogue.Entry]) -> list[str]:
     missing = [e.id for e in entries if e.kind == "tool" and not containers.built(e, engine)]
     return [f"{tool}'s {engine} image is not built here: run `biossd catalogue build --engine {engine} {tool}`"
             for tool in missing]
+
 
 def device_record_problems(records_dir: object, host: str, classes: list[str]) -> list[str]:
     """--device_records DIR: an earlier result folder must hold a device record for every class
@@ -227,12 +237,14 @@ def device_record_problems(records_dir: object, host: str, classes: list[str]) -
                 f"earlier run with --host {host} and these classes, or leave it out to measure the devices"]
     return []
 
+
 #: The study's folders: where results are published, where its emulated disks and scratch live.
 PATH_PARAMS = ("outdir", "storage_root", "scratch_dir", "swap_dir", "data_dir")
 
 #: Characters a folder the study writes, mounts or traces may not hold: the kernel's tables write
 #: them escaped, and a line-based record would split on them.
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
 
 def path_problems(params: Mapping[str, Any]) -> list[str]:
     """Folders that cannot be meant: the root directory, one holding the current directory or the

@@ -26,9 +26,11 @@ SIZE_HERE = "auto"
 
 WHOLE_RE = re.compile(r"^[1-9]\d*$")
 
+
 def csv_list(value: object) -> list[str]:
     """``'a, b,,c'`` → ``['a', 'b', 'c']``; ``None`` → ``[]``; ``0`` → ``['0']``."""
     return [part.strip() for part in ("" if value is None else str(value)).split(",") if part.strip()]
+
 
 def parse_pairs(value: object, param: str, problems: list[str]) -> dict[str, str]:
     """``'ssd=/dev/sdb,hdd=/dev/sdc'`` → ``{'ssd': '/dev/sdb', ...}``; bad items become problems."""
@@ -40,6 +42,7 @@ def parse_pairs(value: object, param: str, problems: list[str]) -> dict[str, str
         else:
             out[key.strip()] = val.strip()
     return out
+
 
 def parse_tool_caps(value: object, problems: list[str], param: str = "tool_caps",
                     example: str = "gatk_*=4G,16G") -> list[tuple[str, list[str]]]:
@@ -58,8 +61,10 @@ def parse_tool_caps(value: object, problems: list[str], param: str = "tool_caps"
         out.append((pattern.strip(), csv_list(caps)))
     return out
 
+
 def _per_tool(tools: list[str], overrides: list[tuple[str, list[str]]], default: list[str]) -> dict[str, list[str]]:
     return {t: next((v for p, v in overrides if fnmatch.fnmatchcase(t, p)), default) for t in tools}
+
 
 def _cap_problems(cap: str, where: str, min_bytes: int, who: str) -> list[str]:
     if not is_size_label(cap):
@@ -70,6 +75,7 @@ def _cap_problems(cap: str, where: str, min_bytes: int, who: str) -> list[str]:
         return [f"Memory cap '{cap}' in {where} is above {format_size(cgroups.MAX_CAP_BYTES)}: no host has it, and "
                 "it would be no cap"]
     return []
+
 
 def select_tools(spec: str, entries: Mapping[str, catalogue.Entry], stub: bool,
                  problems: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -94,9 +100,11 @@ def select_tools(spec: str, entries: Mapping[str, catalogue.Entry], stub: bool,
         problems.append("--tools is empty")
     return chosen, {}
 
+
 def min_cap_bytes(entry: catalogue.Entry) -> int:
     """The smallest cap ``entry`` may run under (:meth:`biossd.study.catalogue.Entry.min_cap_bytes`)."""
     return entry.min_cap_bytes()
+
 
 def chains_of(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry], caps: list[str],
             overrides: list[tuple[str, list[str]]], stub: bool, problems: list[str]
@@ -130,6 +138,7 @@ def chains_of(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry],
                                 f"{entries[step.tool].data.get('status')} here")
     return [n for n in names if n in steps], steps, kinds
 
+
 def input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str]) -> dict[str, str]:
     """Each kind's baseline input size: its entry in --input_sizes (KIND=SIZE,...), else --input_size."""
     named = parse_pairs(params.get("input_sizes"), "input_sizes", problems)
@@ -140,6 +149,7 @@ def input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str]
     problems += [f"--input_sizes: '{v}' for '{k}' is not a size like 8M" for k, v in sorted(named.items())
                  if not is_size_label(v)]
     return {k: named.get(k, str(params.get("input_size"))) for k in kinds}
+
 
 def tool_input_sizes(params: Mapping[str, Any], tools: list[str], entries: Mapping[str, catalogue.Entry],
                       problems: list[str]) -> dict[str, str]:
@@ -158,6 +168,7 @@ def tool_input_sizes(params: Mapping[str, Any], tools: list[str], entries: Mappi
         if own and len(own) == 1 and is_size_label(own[0]):
             out[tool] = own[0]
     return out
+
 
 def settings_of(params: Mapping[str, Any], tools: list[str], entries: Mapping[str, catalogue.Entry],
               problems: list[str]) -> dict[str, dict[str, str]]:
@@ -185,6 +196,7 @@ def settings_of(params: Mapping[str, Any], tools: list[str], entries: Mapping[st
         out[tool] = entry.settings(divisor, {n: heap for n in names} if heap else None)
     return out
 
+
 def largest_input(sizes_of: Mapping[str, str], scales_of: Mapping[str, list[int]]) -> int:
     """Bytes of the largest input any run reads (its tool's baseline size times its largest scale)."""
     largest = 0
@@ -195,9 +207,11 @@ def largest_input(sizes_of: Mapping[str, str], scales_of: Mapping[str, list[int]
             continue  # named by the checks of the sizes
     return largest
 
+
 def text_of(value: Any) -> str | None:
     """A parameter's text, or None when unset."""
     return None if value in (None, "") else str(value)
+
 
 def sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str, str], dict[str, Any] | None]:
     """--sizing FILE: the parameters of a record of `biossd study size` (checked,
@@ -225,6 +239,7 @@ def sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str,
                    "host": rec["host"].get("hostname"), "created": rec.get("created"),
                    "run_budget_s": rec["budget"]["run_s"], "tools": rec["tools"], "parameters": sorted(sized)}
 
+
 def input_over_cap(sizes_of: Mapping[str, str], caps: Mapping[str, list[str]]) -> dict[str, float]:
     """Each tool's baseline input over its smallest cap: the paper's regime has inputs several
     times the memory (Fig. 9: 20 GB on 4 GB); a study far below 1 cannot page."""
@@ -237,10 +252,12 @@ def input_over_cap(sizes_of: Mapping[str, str], caps: Mapping[str, list[str]]) -
             continue  # a size or cap that is not one: named among the problems
     return out
 
+
 def whole(value: Any, default: int = 0) -> int:
     """A count parameter (the schema has checked it is a whole number >= 1), else ``default``
     (unset; or malformed, which the schema has reported)."""
     return int(value) if value is not None and WHOLE_RE.match(str(value)) else default
+
 
 def caps_of(params: Mapping[str, Any], tools: Sequence[str], entries: Mapping[str, catalogue.Entry],
              problems: list[str]) -> tuple[list[str], list[tuple[str, list[str]]], dict[str, list[str]]]:
@@ -267,6 +284,7 @@ def caps_of(params: Mapping[str, Any], tools: Sequence[str], entries: Mapping[st
                 if problem not in problems:
                     problems.append(problem)
     return caps, overrides, tool_caps
+
 
 def data_memories_of(params: Mapping[str, Any], tools: Sequence[str], problems: list[str]
                      ) -> tuple[dict[str, list[str]], list[tuple[str, list[str]]]] | None:
@@ -295,9 +313,11 @@ def data_memories_of(params: Mapping[str, Any], tools: Sequence[str], problems: 
         out[tool] = own
     return out, overrides
 
+
 #: The largest replication of a baseline input: Lee, Min and Yoon (2015) grew inputs up to 16
 #: copies (§3.4, Fig. 8); a scale above this is a typo, and would fill any disk.
 MAX_SCALE = 1024
+
 
 def scales_of(params: Mapping[str, Any], known: Sequence[str], entries: Mapping[str, catalogue.Entry],
                problems: list[str]) -> tuple[list[str], dict[str, list[int]]]:
@@ -317,6 +337,7 @@ def scales_of(params: Mapping[str, Any], known: Sequence[str], entries: Mapping[
                                  "baseline; grow the baseline (--input_size) instead" for s in texts
                                  if WHOLE_RE.match(s) and int(s) > MAX_SCALE) if p not in problems]
     return scale_texts, {t: sorted({int(s) for s in v if WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
+
 
 def storage_of(params: Mapping[str, Any], stub: bool,
                 problems: list[str]) -> tuple[list[str], set[str], dict[str, str], dict[str, str]]:

@@ -30,15 +30,19 @@ RULE_CONSTANTS = ("PAPER_MEMORY_BYTES", "INPUT_PER_MEMORY", "FIG9_MEMORY_PER_INP
 PARAMETERS = ("tool_data_memory", "tool_input_sizes", "input_sizes", "data_memory", "java_heaps", "time_limit",
               "emulate_size", "swap")
 
+
 class SizingError(BiossdError):
     """A sizing record that cannot be used; the message names the file and what is wrong."""
+
 
 def rule_constants() -> dict[str, Any]:
     """The constants of :mod:`biossd.study.sizing` that decide a record's parameters."""
     return {name: _plain(getattr(sizing, name)) for name in RULE_CONSTANTS}
 
+
 def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
+
 
 #: Where a study that sizes itself (``--sizing auto``) keeps its record, in its result folder.
 STUDY_RECORD = Path("pipeline_info") / "sizing.json"
@@ -60,6 +64,7 @@ def write(rec: dict[str, Any], path: Path) -> Path:
     """Write the record whole (a temporary name, then renamed)."""
     return atomic_write_text(Path(path), json.dumps(rec, indent=2) + "\n")
 
+
 def digest(path: Path) -> str:
     """The record's SHA-256: what a matched twin's report compares."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -79,12 +84,14 @@ def summary(rec: dict[str, Any]) -> str:
         lines.append(f"  {tool:<22} left out: {why}")
     return "\n".join(lines)
 
+
 def data_over_m(rec: dict[str, Any] | None) -> dict[str, float]:
     """Each tool's uncapped data part over M from a record (also from a record that
     ``benchmarks/sizing.py`` wrote before this command, which kept it at the top level)."""
     if not rec:
         return {}
     return dict((rec.get("chose") or {}).get("data_over_m") or rec.get("data_over_m") or {})
+
 
 def capped_timeouts(rec: dict[str, Any] | None, tool: str) -> list[int]:
     """The inputs (bytes) of ``tool`` whose capped run timed out in the sizing, largest first."""
@@ -94,6 +101,7 @@ def capped_timeouts(rec: dict[str, Any] | None, tool: str) -> list[int]:
             size = r.get("size_bytes", r.get("size"))
             sizes.add(int(size) if isinstance(size, (int, float)) else parse_size(str(size)))
     return sorted(sizes, reverse=True)
+
 
 def differences(records: dict[str, dict[str, Any] | None]) -> list[str]:
     """What differs between the sizings of result sets that one report would compare (by result
@@ -113,6 +121,7 @@ def differences(records: dict[str, dict[str, Any] | None]) -> list[str]:
             if params.get(name) != ref.get(name):
                 out.append(f"{name}: {ref.get(name)!r} in {first}, {params.get(name)!r} in {root}")
     return out
+
 
 def provenance(rec: dict[str, Any] | None) -> dict[str, Any]:
     """How a result set was sized, for its methods: the per-run budget, the time limit, the host

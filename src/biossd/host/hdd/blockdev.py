@@ -37,11 +37,14 @@ LOOP_ATTACH_TRIES = 10
 
 POLL_S = 0.1
 
+
 class EmulateError(BiossdError, RuntimeError):
     """The emulation cannot be set up or removed; the message says what and why."""
 
+
 def run(argv: list[str], what: str) -> str:
     return run_checked(argv, EmulateError, what)
+
 
 def attach_write_through(backing: Path) -> str:
     """A loop device over ``backing`` opened with :data:`WRITE_THROUGH_FLAGS` (``losetup`` cannot
@@ -84,6 +87,7 @@ def attach_write_through(backing: Path) -> str:
         os.close(fd)
     raise EmulateError(f"cannot attach a loop device to {backing}: every free one was taken by another process")
 
+
 def loops_over(files: list[str], recorded: str | None = None, disk_file: str = "disk.img") -> list[str]:
     """Loop devices whose backing file is one of ``files`` (found on the host, not recorded),
     and the ``recorded`` one if its backing file is a disk image seen through a mount that is
@@ -96,6 +100,7 @@ def loops_over(files: list[str], recorded: str | None = None, disk_file: str = "
             found.append(loop["name"])
     return found
 
+
 def loop_devices() -> list[dict[str, Any]]:
     """The host's loop devices as ``losetup`` lists them (``name``, ``back-file``, ``autoclear``);
     empty when it cannot list them."""
@@ -104,6 +109,7 @@ def loop_devices() -> list[dict[str, Any]]:
         return json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
     except (EmulateError, ValueError):
         return []
+
 
 def users_of(mount: str) -> list[str]:
     """What keeps ``mount`` busy (for the message): processes whose working directory or open
@@ -126,6 +132,7 @@ def users_of(mount: str) -> list[str]:
             if any(link == mount or link.startswith(prefix) for link in links):
                 users.append(f"{proc.name} ({(proc / 'comm').read_text().strip()})")
     return users
+
 
 def umount(path: str, grace_s: float) -> None:
     deadline = time.monotonic() + grace_s

@@ -132,7 +132,7 @@ def missing_features(fuse: bool = True) -> list[str]:
             missing.append(f"the {tool} command")
     if fuse:
         try:
-            import mfusepy  # noqa: F401
+            import mfusepy  # noqa: F401 (imported to see that it loads)
         except (ImportError, OSError) as err:
             missing.append(f"libfuse3 and mfusepy ({err})")
     return missing

@@ -71,6 +71,8 @@ def _wheel_dir(entry: Entry) -> Path | None:
 
     path = venv_dir() / "tools" / f"{spec['package']}-{spec['version']}" / "wheel"
     return path if any(path.glob("*.whl")) else None
+
+
 #: Charliecloud's conventional bind points /mnt/0 ... /mnt/9.
 CH_BIND_POINTS = 10
 
