@@ -5,10 +5,13 @@ s3fs; nested emulated disks and a concurrent group) and 6 SIGKILLs of `biossd pr
 with no cleanup between, by the next run, whose command looks around while its window is open
 (the dead run's tool, swap area, cgroup and trace instance must be gone); SIGINT, SIGTERM, SIGHUP
 and SIGKILL mixed, seeded; then (``--edges N``) N rounds of every *edge* — the moment just after
-each step of `biossd profile` and of `emulate-hdd up` — with each of the four signals.
+each step of `biossd profile` and of `emulate-hdd up` — with each of the four signals; then
+(``--session N``) N sessions of a user's pipeline profiled by biossd, cut short in turn by
+Nextflow SIGKILLed, a task killed by Nextflow's time limit and the session's leader SIGKILLed,
+the host checked before any `biossd cleanup`.
 
     sudo .venv/bin/python benchmarks/interrupts.py [--seed 15] [--profile 20] [--emulate 10] [--pipeline 3]
-        [--experiment 6] [--next 6] [--edges 3]
+        [--experiment 6] [--next 6] [--edges 3] [--session 30]
 
 Prints one line per kill point (what was left: the answer must be "nothing") and a summary;
 exits 1 if any point left something. `make test` runs a short version (tests/test_interrupts.py).
@@ -35,6 +38,7 @@ def main() -> int:
     ap.add_argument("--experiment", type=int, default=6, help="experiment tasks (object store, shared device)")
     ap.add_argument("--next", type=int, default=6, help="SIGKILLs followed by the next run, no cleanup between")
     ap.add_argument("--edges", type=int, default=3, help="rounds of every edge with every signal")
+    ap.add_argument("--session", type=int, default=30, help="sessions of a user's pipeline cut short")
     args = ap.parse_args()
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -49,6 +53,8 @@ def main() -> int:
             points += interrupts.edge_points(Path(work) / f"edges-{i}", env, interrupts.SIGNALS_WITH_HANGUP,
                                              interrupts.SIGNALS_WITH_HANGUP,
                                              report=lambda line: print(line, flush=True))
+        points += interrupts.session_points(args.seed, Path(work) / "sessions", env, args.session,
+                                            report=lambda line: print(line, flush=True))
     print(interrupts.summary(points))
     return 1 if any(p.left for p in points) else 0
 

@@ -2,7 +2,8 @@
 
 A *kill point* starts a real command (``biossd profile`` with a cap, swap and a block trace;
 ``biossd device emulate-hdd up`` or ``down``; the study pipeline with emulated storage; a task of
-the object-store or shared-device experiment: servers, s3fs, nested emulated disks, a group),
+the object-store or shared-device experiment: servers, s3fs, nested emulated disks, a group; a
+user's pipeline profiled as a session, its Nextflow, a task or its leader killed),
 sends it SIGINT, SIGTERM or SIGKILL after a random delay, then checks the host against the
 snapshot taken before: no cgroup, tracefs instance, loop device, swap area, mount, FUSE daemon,
 scratch, state or process of biossd's may remain (after ``biossd cleanup`` where the kill was
@@ -413,6 +414,108 @@ def pipeline_point(rng: random.Random, work: Path, env: dict[str, str], min_dela
     if storage_root.exists() and [p.name for p in storage_root.iterdir()]:
         point.left["storage root"] = sorted(p.name for p in storage_root.iterdir())
     return point
+
+
+#: A user's pipeline profiled as docs/profile-your-pipeline.md says (tests/pipelines/spill: GNU sort
+#: spilling, a table retried with twice its memory), at a size whose tasks run a few seconds each.
+SESSION_PIPELINE = REPO / "tests" / "pipelines" / "spill"
+SESSION_CONFIG = REPO / "nextflow" / "conf" / "profile_pipeline.config"
+SESSION_COUNT = 2_000_000
+#: The ways a session is cut short: Nextflow SIGKILLed, a task's first attempt killed by
+#: Nextflow at its time limit (then retried), the session's leader SIGKILLed.
+SESSION_KINDS = ("nextflow", "task", "leader")
+#: The processes whose first attempt runs past a one-second time limit at SESSION_COUNT.
+SESSION_SLOW_PROCESSES = ("MAKE_NUMBERS", "SORT_CHUNK")
+#: How long the host may take to be as it was once Nextflow is gone: a task notices its owner's
+#: death at its next look (biossd.core.owners), a leader between the tasks it takes.
+SESSION_SETTLE_S = 90.0
+
+
+def _leader_pids(outdir: Path) -> list[int]:
+    """The session leaders working for ``outdir`` (``biossd pipeline lead``, started by a task)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "pipeline lead" in argv and str(outdir) in argv:
+            out.append(int(proc.name))
+    return out
+
+
+def _settled(before: dict[str, object], deadline_s: float) -> dict[str, tuple[object, object]]:
+    """What still differs from ``before`` once it stops differing or ``deadline_s`` passes."""
+    end = time.monotonic() + deadline_s
+    while True:
+        left = differences(before, host_snapshot())
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(1.0)
+
+
+def session_point(rng: random.Random, work: Path, env: dict[str, str], kind: str,
+                  max_delay_s: float = 20.0) -> KillPoint:
+    """A user's pipeline profiled by biossd, cut short one way (:data:`SESSION_KINDS`): the host
+    must be as before once Nextflow has ended, with no ``biossd cleanup`` — and where only a task
+    or the leader died, the pipeline must still succeed, as it would without biossd."""
+    work.mkdir(parents=True)
+    outdir = work / "out"
+    outdir.mkdir()
+    extra: list[str] = []
+    if kind == "task":
+        slow = rng.choice(SESSION_SLOW_PROCESSES)
+        config = work / "time-limit.config"
+        config.write_text(f"process {{\n    withName: '{slow}' {{\n        time = {{ task.attempt == 1 ? '1s' : '1h' }}\n"
+                          "        errorStrategy = 'retry'\n        maxRetries = 1\n    }\n}\n")
+        extra = ["-c", str(config)]
+    point = KillPoint(f"session {kind}", "SIGKILL" if kind != "task" else f"time limit {slow}",
+                      round(rng.uniform(2.0, max_delay_s), 2))
+    before = host_snapshot()
+    exe = shutil.which("nextflow", path=env["PATH"])
+    args = [exe, "run", str(SESSION_PIPELINE), "-w", str(work / "work"), "-c", str(SESSION_CONFIG), *extra,
+            "--biossd_outdir", str(outdir), "--outdir", str(outdir / "published"), "--count", str(SESSION_COUNT)]
+    proc = subprocess.Popen(args, cwd=outdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    started = time.monotonic()
+    if kind == "nextflow":
+        time.sleep(point.delay_s)
+        point.completed = proc.poll() == 0
+        _send(proc, signal.SIGKILL)  # Nextflow alone: its tasks and the leader are left to notice
+    elif kind == "leader":
+        leaders: list[int] = []
+        while proc.poll() is None and not leaders and time.monotonic() - started < EDGE_TIMEOUT_S:
+            leaders = _leader_pids(outdir)
+            time.sleep(0.05)
+        time.sleep(min(point.delay_s, 3.0))
+        point.completed = proc.poll() is not None
+        point.appeared = f"leader {leaders}" if leaders else "no leader appeared"
+        for pid in leaders:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=900)
+    point.exit_code = proc.returncode
+    if kind != "nextflow" and proc.returncode != 0:
+        point.left["pipeline"] = f"failed (exit {proc.returncode}) where it succeeds without biossd: {out[-1500:]}"
+    if kind == "task" and "time" not in out.lower():
+        point.left["time limit"] = "Nextflow never killed the task (no time-limit message)"
+    left = _settled(before, SESSION_SETTLE_S)
+    if left:
+        point.left.update(left)
+    point.cleanup = f"settled in {time.monotonic() - started:.0f} s of the run"
+    return point
+
+
+def session_points(seed: int, work: Path, env: dict[str, str], n: int, report=print) -> list[KillPoint]:
+    """``n`` session points of one seed, the kinds in turn."""
+    rng = random.Random(seed)
+    points = []
+    for i in range(n):
+        points.append(session_point(rng, work / f"session-{i}", env, SESSION_KINDS[i % len(SESSION_KINDS)]))
+        report(points[-1].line())
+    return points
 
 
 def run_points(seed: int, work: Path, env: dict[str, str], n_profile: int, n_emulate: int,
