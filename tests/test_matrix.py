@@ -366,3 +366,19 @@ def test_a_number_on_the_command_line_for_a_text_parameter_is_its_text():
     assert p.problems == [] and p.scales == [1] and p.repeats == 2
     assert matrix.plan({"tools": "samtools_sort", "scales": "1", "mem_caps": "1G", "repeats": "2",
                         "storage_classes": "ssd", "outdir": "/nonexistent/out"}, stub=True).problems
+
+
+def test_a_configuration_whose_first_repeat_timed_out_is_not_repeated_and_is_listed():
+    from biossd.analysis import resultset
+    from biossd.study import repeats
+
+    meta = {"tool": "bwa", "storage": "hdd", "mem": "64M", "scale": 1}
+    planned = [{**meta, "rep": 2}, {**meta, "rep": 3}, {**meta, "storage": "ssd", "rep": 2}]
+    first = [({**meta, "rep": 1}, "timeout"), ({**meta, "storage": "ssd", "rep": 1}, "ok"),
+             ({**meta, "storage": "ssd", "rep": 1, "probe": True}, "timeout")]
+    run, not_run = repeats.split(planned, repeats.censored(first))
+    assert run == [planned[2]] and not_run == planned[:2], "the ssd's probe reached the limit: not a repeat"
+    text = repeats.not_run_tsv(not_run)
+    assert text.splitlines() == ["\t".join(resultset.REPEATS_NOT_RUN_COLUMNS),
+                                 f"bwa\thdd\t64M\t1\t2\t{repeats.NOT_RUN_WHY}", f"bwa\thdd\t64M\t1\t3\t{repeats.NOT_RUN_WHY}"]
+    assert repeats.not_run_tsv([]).splitlines() == ["\t".join(resultset.REPEATS_NOT_RUN_COLUMNS)]

@@ -13,6 +13,7 @@ include { PROFILE as PROFILE_FIRM } from '../modules/local/profile/main'
 include { PROFILE as PROFILE_FLOOR } from '../modules/local/profile/main'
 include { CAPS        } from '../modules/local/caps/main'
 include { FIRM_UP     } from '../modules/local/firm_up/main'
+include { REPEATS     } from '../modules/local/repeats/main'
 include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
@@ -94,17 +95,6 @@ def planOf(Map given, boolean estimate = false, boolean beforeSizing = false) {
     if( workflow.resume )
         extra << '--resumed'
     return biossdPlan('study', given, extra)
-}
-
-// A run's outcome (ok, oom, timeout, ...), from its record.
-def runOutcome(dir) {
-    def record = dir.resolve('run.json')
-    return record.exists() ? new groovy.json.JsonSlurper().parse(record.toFile()).outcome : null
-}
-
-// A configuration: the runs that differ only in their repeat.
-def configKey(meta) {
-    return [meta.tool, meta.storage, meta.mem, meta.scale].join('/')
 }
 
 // A configuration on every class: the runs of a speedup.
@@ -189,27 +179,20 @@ workflow BIOSSD {
     // path), in the plan's order: the classes side by side, so that a drift of the host's load
     // falls on both alike. Each is joined to its class's scratch and device record, its prepared
     // input and its tool's version.
-    ch_runs = withInputs(ch_tasks, ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
-        .branch { first: it[0].rep == 1; repeat: true }
+    ch_first = withInputs(ch_tasks.filter { meta -> meta.rep == 1 }, ch_classes, PREPARE.out.prepared,
+                          TOOL_VERSION.out.version)
 
-    // The first repeat of every configuration, then the others: a configuration (tool, cap,
-    // scale, class) whose first repeat reached the time limit is not repeated — its censored run
-    // already bounds the speedup from below (the sizing halves an input whose capped native run
-    // exceeds half the limit, so a censored slow run proves at least 2x), and two more runs to the
-    // limit would only spend the study's time. Those repeats are listed, not dropped silently.
-    PROFILE(ch_runs.first)
-    ch_censored = PROFILE.out.run_dir
-        .filter { meta, dir -> !meta.probe && runOutcome(dir) == 'timeout' }
-        .map { meta, dir -> configKey(meta) }
-        .collect().ifEmpty([]).map { keys -> [keys] }
-    ch_repeats = ch_runs.repeat
-        .combine(ch_censored)
-        .branch { run: !(configKey(it[0]) in it[-1]); censored: true }
-    PROFILE_REPEAT(ch_repeats.run.map { it[0..-2] })
-    ch_not_run = Channel.of('')
-        .mix(ch_repeats.censored.map { it[0] }.map { m -> "${m.tool}\t${m.storage}\t${m.mem}\t${m.scale}\t${m.rep}\tthe first repeat reached the time limit\n".toString() })
-        .collectFile(name: 'repeats_not_run.tsv', seed: "tool\tstorage\tmem\tscale\trep\twhy\n", sort: true,
-                     storeDir: "${params.outdir}/pipeline_info")
+    // The first repeat of every configuration, then the others, as `biossd study repeats` decides
+    // (src/biossd/study/repeats.py: a configuration whose first repeat reached the time limit is
+    // not repeated, and its repeats are listed in pipeline_info/repeats_not_run.tsv).
+    PROFILE(ch_first)
+    REPEATS(PROFILE.out.run_dir.filter { meta, dir -> !meta.probe }.map { meta, dir -> dir }.collect().ifEmpty([]),
+            ch_tasks.filter { meta -> meta.rep != 1 }.toList())
+    ch_repeats = withInputs(REPEATS.out.tasks.flatMap { f -> new groovy.json.JsonSlurper().parse(f) }
+                                .map { m -> new LinkedHashMap(m) },
+                            ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
+    PROFILE_REPEAT(ch_repeats)
+    ch_not_run = REPEATS.out.not_run
     // A baseline configuration whose speedup's interval straddles a group's bound (1.2x or 2x)
     // after its repeats runs to --firm_repeats in all (src/biossd/analysis/speedup.py, unfirm):
     // FIRM_UP picks those from the plan's extra repeats once the baseline runs are done.
@@ -262,7 +245,8 @@ workflow BIOSSD {
 
     // Provenance: every tool's version as each task measured it (nf-core's software_versions).
     STORAGE_UP.out.versions
-        .mix(CHARACTERIZE.out.versions, STUDY_INPUT.out.versions, PROFILE.out.versions, PROFILE_REPEAT.out.versions,
+        .mix(CHARACTERIZE.out.versions, STUDY_INPUT.out.versions, PROFILE.out.versions, REPEATS.out.versions,
+             PROFILE_REPEAT.out.versions,
              ch_firm_versions, ch_caps_versions, CHAIN.out.versions,
              FEATURES.out.versions, params.skip_report ? Channel.empty() : REPORT.out.versions)
         .map { f -> f.text }

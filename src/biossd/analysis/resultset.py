@@ -21,7 +21,7 @@ from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.host import devicerecord
 from biossd.measure import manifest, tracefile, tracereader
-from biossd.study import layout, lifecycle, sizer, sizing_record
+from biossd.study import layout, lifecycle, repeats, sizer, sizing_record
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
@@ -29,7 +29,7 @@ SIZING_FILE = "sizing.json"
 #: The study's repeats it did not run because their configuration's first repeat reached the time
 #: limit (Nextflow's workflow writes it; one row per repeat).
 REPEATS_NOT_RUN_FILE = "repeats_not_run.tsv"
-REPEATS_NOT_RUN_COLUMNS = ["tool", "storage", "mem", "scale", "rep", "why"]
+REPEATS_NOT_RUN_COLUMNS = list(repeats.NOT_RUN_COLUMNS)
 HOST_FILE_GLOB = "host-*.json"
 #: Host facts that make two sides' runtimes incomparable when they differ (the run table's).
 COMPARED_HOST_FACTS = features.HOST_FACT_COLUMNS

@@ -140,6 +140,29 @@ def cmd_study_firm_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_study_repeats(args: argparse.Namespace) -> int:
+    """Of the planned repeats (``--tasks``), those to run after the first repeats given
+    (:mod:`biossd.study.repeats`), as JSON; the others listed in ``--not-run``."""
+    from biossd.core.files import atomic_write_text
+    from biossd.measure import manifest
+    from biossd.study import repeats
+
+    planned = options.json_arg(args.tasks, "--tasks")
+    if not isinstance(planned, list) or not all(isinstance(m, dict) for m in planned):
+        raise options.UsageError("--tasks: a list of the plan's task metas (its repeats after the first)")
+    first = []
+    for run in args.runs:
+        body = manifest.read_manifest(Path(run))
+        first.append((body.get("labels") or {}, body.get("outcome")))
+    run, not_run = repeats.split(planned, repeats.censored(first))
+    atomic_write_text(Path(args.not_run), repeats.not_run_tsv(not_run))
+    for meta in not_run:
+        print(f"biossd study repeats: {meta.get('tool')} on {meta.get('storage')} at {meta.get('mem')}, scale "
+              f"{meta.get('scale')}: repeat {meta.get('rep')} not run ({repeats.NOT_RUN_WHY})", file=sys.stderr)
+    print(json.dumps(run))
+    return 0
+
+
 def cmd_study_caps(args: argparse.Namespace) -> int:
     """The plan's tasks with their caps, each tool's floor F (from its floor runs) plus its data
     memory (:mod:`biossd.measure.floors`)."""
@@ -303,6 +326,15 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _register_repeats(study_p: argparse._SubParsersAction) -> None:
+    p = study_p.add_parser("repeats", help="of the planned repeats, those to run after the first repeats (a "
+                                           "configuration whose first repeat reached the time limit is not repeated)")
+    p.add_argument("--tasks", required=True, metavar="JSON|@FILE", help="the plan's repeats after the first (metas)")
+    p.add_argument("--not-run", required=True, metavar="FILE", help="where the repeats not run are listed (TSV)")
+    p.add_argument("runs", nargs="*", help="the first repeats' run directories")
+    p.set_defaults(func=cmd_study_repeats)
+
+
 def _register_size(study_p: argparse._SubParsersAction) -> None:
     p = study_p.add_parser("size", help="measure the sizing rule on this host (inputs, heaps, M, D, floors for its own "
                                         "capped runs, time limit) and write sizing.json for --sizing")
@@ -369,6 +401,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_study_caps)
     _register_sizing_place(study_p)
     _register_size(study_p)
+    _register_repeats(study_p)
     p = study_p.add_parser("harness", help="the profiled tasks' time: the tools' own and the harness around them")
     p.add_argument("results", help="the study's --outdir (its pipeline_info/trace-*.txt, one per session)")
     p.set_defaults(func=cmd_study_harness)
