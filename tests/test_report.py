@@ -38,3 +38,22 @@ def test_the_notebooks_follow_what_the_result_set_holds(tmp_path):
 def test_nothing_to_report_is_said_naming_the_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"nothing to report in {tmp_path}"):
         report.render([tmp_path], tmp_path / "report")
+
+
+def test_a_wide_figure_is_set_sideways_in_the_supplement(tmp_path):
+    """A figure much wider than tall (Fig. 2 with every tool) is set along the page's long side,
+    so that it is not shrunk to a strip; a figure of ordinary shape stays upright."""
+    from biossd.outputs import artefacts, supplement
+
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    for stem, size in (("fig02_speedup", (13.4, 5.6)), ("fig01_aligners", (8, 6))):
+        fig, _ = plt.subplots(figsize=size)
+        fig.savefig(figures / f"{stem}.png", dpi=20)
+        plt.close(fig)
+    by_stem = {a.stem: a for a in artefacts.ARTEFACTS}
+    wide = supplement._float_tex(by_stem["fig02_speedup"], "report", tmp_path)
+    upright = supplement._float_tex(by_stem["fig01_aligners"], "report", tmp_path)
+    assert wide.startswith("\\begin{sidewaysfigure}") and "width=\\textheight" in wide
+    assert upright.startswith("\\begin{figure}[p]") and "width=\\textwidth" in upright
+    assert supplement._float_tex(by_stem["fig02_speedup"], "report").startswith("\\begin{figure}"), "no file: upright"

@@ -340,14 +340,37 @@ def answer_tex(a: analysis.Analysis) -> str:
     return text
 
 
-def _float_tex(artefact: artefacts.Artefact, report_rel: str) -> str:
-    """One artefact as a captioned float: a figure on its page, a table sideways."""
+#: A figure this many times wider than tall is set sideways, along the page's long side: scaled to
+#: the text width it would be a strip (Fig. 2 with seventeen tools: 13.4 by 5.6 inches).
+SIDEWAYS_ASPECT = 1.8
+
+
+def _aspect(png: Path) -> float | None:
+    """A PNG's width over its height, from its header; ``None`` when it cannot be read."""
+    try:
+        with png.open("rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return width / height if height else None
+
+
+def _float_tex(artefact: artefacts.Artefact, report_rel: str, report_dir: Path | None = None) -> str:
+    """One artefact as a captioned float: a figure on its page (sideways when it is wide,
+    :data:`SIDEWAYS_ASPECT`), a table sideways."""
     label, stem, caption = artefact.supplement_label, artefact.stem, artefact.caption
     if artefact.kind == artefacts.FIGURE:
-        return ("\\begin{figure}[p]\n\\centering\n"
-                f"\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]"
+        aspect = _aspect(report_dir / "figures" / f"{stem}.png") if report_dir else None
+        env = "sidewaysfigure" if aspect and aspect >= SIDEWAYS_ASPECT else "figure"
+        size = ("width=\\textheight,height=0.8\\textwidth" if env == "sidewaysfigure"
+                else "width=\\textwidth,height=0.8\\textheight")
+        return (f"\\begin{{{env}}}{'[p]' if env == 'figure' else ''}\n\\centering\n"
+                f"\\includegraphics[{size},keepaspectratio]"
                 f"{{{report_rel}/figures/{stem}.pdf}}\n"
-                f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{figure}}\n\\clearpage\n")
+                f"\\caption{{{label}. {esc(caption)}.}}\n\\end{{{env}}}\n\\clearpage\n")
     # Landscape; shrunk (never enlarged) to the page's width, then to 80% of its height.
     return ("\\begin{sidewaystable}\n\\centering\n"
             f"\\caption{{{label}. {esc(caption)}.}}\n"
@@ -357,9 +380,11 @@ def _float_tex(artefact: artefacts.Artefact, report_rel: str) -> str:
             "\\end{sidewaystable}\n\\clearpage\n")
 
 
-def body_tex(report_rel: str = "report") -> str:
-    """One captioned float per artefact, reading the copied report (relative paths)."""
-    return "\n".join(_float_tex(artefact, report_rel) for artefact in artefacts.ARTEFACTS if artefact.in_supplement)
+def body_tex(report_rel: str = "report", report_dir: Path | None = None) -> str:
+    """One captioned float per artefact, reading the copied report (relative paths; ``report_dir``:
+    the report itself, whose figures' shapes decide how each is set)."""
+    return "\n".join(_float_tex(artefact, report_rel, report_dir) for artefact in artefacts.ARTEFACTS
+                     if artefact.in_supplement)
 
 
 def experiments_tex(results_dirs: Sequence[Path], report_dir: Path, report_rel: str = "report") -> str:
@@ -451,7 +476,7 @@ def build(results_dirs: Sequence[Path], out_dir: Path = paths.PAPER_BUILD_DIR, r
     if study:
         a = analysis.open_results(dirs, fast=fast, slow=slow)
         atomic_write_text(gen / "methods.tex", methods_tex(a))
-        atomic_write_text(gen / "body.tex", body_tex())
+        atomic_write_text(gen / "body.tex", body_tex(report_dir=out_dir / "report"))
         atomic_write_text(gen / "answer.tex", answer_tex(a))
     else:
         none = "These results hold no runs of the study of Lee, Min and Yoon (2015), only the related experiments below.\n"
