@@ -21,6 +21,7 @@ process REPEATS {
     cat > planned.json <<'END_PLANNED'
     ${json}
     END_PLANNED
+    shopt -s nullglob  # no first repeat (every task a probe): no run directory, not a literal runs/*
     biossd study repeats --tasks @planned.json --not-run repeats_not_run.tsv runs/* > repeat_tasks.json
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
