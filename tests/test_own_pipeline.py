@@ -134,6 +134,7 @@ def test_the_report_names_the_storage_to_rent_behind_an_instance(profiled, bioss
     assert aws["target"].str.endswith("@m6id.large").all() and "aws-m6id-large-nvme@m6id.large" in set(aws["target"])
     assert not clouds["target"].str.contains("i4i").any()
     choices = pd.read_csv(report / "choices.csv").set_index("scope")
+    print(choices[["choice", "choice_s", "fastest", "fastest_s", "volume_usd_per_run", "unpriced_within"]].to_string())
     assert {"pipeline", "BWA_MEM", "SAMTOOLS_SORT"} <= set(choices.index)
     whole = choices.loc["pipeline"]
     chosen = clouds.set_index("target").loc[whole["choice"]]
