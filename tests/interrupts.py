@@ -37,7 +37,7 @@ from biossd.experiments import task as experiment_task
 from biossd.features import extract as features
 from biossd.host import cgroups, hostlock, swap, tracefs
 from biossd.host.hdd import emulate
-from biossd.measure import manifest, rundir
+from biossd.measure import handoff, manifest, rundir
 from biossd.study import layout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,6 +140,7 @@ def host_snapshot() -> dict[str, object]:
         "lock_holder": hostlock.held_by() is not None or (run_dir / hostlock.HOLDER_NAME).exists(),
         "stale_records": sorted(map(str, hostlock.stale_records())),
         "made_records": sorted(str(p) for p in made.records_dir().glob("*.json")),
+        "leader_sockets": handoff.find_leftovers(),
     }
 
 
@@ -453,8 +454,9 @@ def _settled(before: dict[str, object], deadline_s: float) -> dict[str, tuple[ob
 
 
 def session_point(rng: random.Random, work: Path, env: dict[str, str], kind: str,
-                  max_delay_s: float = 20.0) -> KillPoint:
-    """A user's pipeline profiled by biossd, cut short one way (:data:`SESSION_KINDS`): the host
+                  max_delay_s: float = 10.0) -> KillPoint:
+    """A user's pipeline profiled by biossd (about 15 s), cut short one way (:data:`SESSION_KINDS`)
+    within ``max_delay_s``: the host
     must be as before once Nextflow has ended, with no ``biossd cleanup`` — and where only a task
     or the leader died, the pipeline must still succeed, as it would without biossd."""
     work.mkdir(parents=True)
