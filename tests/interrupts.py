@@ -456,9 +456,9 @@ def _settled(before: dict[str, object], deadline_s: float) -> dict[str, tuple[ob
 def session_point(rng: random.Random, work: Path, env: dict[str, str], kind: str,
                   max_delay_s: float = 10.0) -> KillPoint:
     """A user's pipeline profiled by biossd (about 15 s), cut short one way (:data:`SESSION_KINDS`)
-    within ``max_delay_s``: the host
-    must be as before once Nextflow has ended, with no ``biossd cleanup`` — and where only a task
-    or the leader died, the pipeline must still succeed, as it would without biossd."""
+    within ``max_delay_s``: the host must be as before once Nextflow has ended, with no ``biossd
+    cleanup`` — and where only a task or the leader died, the pipeline must still succeed, as it
+    would without biossd."""
     work.mkdir(parents=True)
     outdir = work / "out"
     outdir.mkdir()

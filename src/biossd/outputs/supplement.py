@@ -9,6 +9,7 @@ Nothing in the methods is typed by hand: every fact comes from the result set's 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -347,15 +348,11 @@ SIDEWAYS_ASPECT = 1.8
 
 def _aspect(png: Path) -> float | None:
     """A PNG's width over its height, from its header; ``None`` when it cannot be read."""
-    try:
-        with png.open("rb") as f:
-            head = f.read(24)
-    except OSError:
-        return None
-    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n":
-        return None
-    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-    return width / height if height else None
+    with contextlib.suppress(OSError):
+        head = png.read_bytes()[:24]
+        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        return width / height if head[:8] == b"\x89PNG\r\n\x1a\n" and height else None
+    return None
 
 
 def _float_tex(artefact: artefacts.Artefact, report_rel: str, report_dir: Path | None = None) -> str:

@@ -14,14 +14,12 @@ process REPEATS {
     path 'versions.yml', emit: versions
 
     script:
-    // The plan's repeats through a quoted here-document, not an argument: a study's list can pass
-    // the kernel's limit on one argument (128 KiB).
     def json = groovy.json.JsonOutput.toJson(planned)
     """
     cat > planned.json <<'END_PLANNED'
     ${json}
     END_PLANNED
-    shopt -s nullglob  # no first repeat (every task a probe): no run directory, not a literal runs/*
+    shopt -s nullglob
     biossd study repeats --tasks @planned.json --not-run repeats_not_run.tsv runs/* > repeat_tasks.json
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
