@@ -188,15 +188,16 @@ def figs7_today_storage(a: Analysis) -> plt.Figure:
     interval; measured where a class ran on the storage (marked "m"), predicted elsewhere; the
     storage to rent for the tool (the cheapest within 10% of the fastest) boxed."""
     table = a.today_storage
-    title = (f"The paper's tools on today's storage: speedup over the {a.features_side} runs; AWS's volumes behind an "
-             f"{today.INSTANCE}, the others alone (Lee, Min and Yoon 2015 asked it of an SSD and an HDD)")
+    title = (f"The paper's tools on today's storage: speedup over the {a.features_side} runs\n"
+             f"AWS's volumes behind an {today.INSTANCE}, the others alone (Lee, Min and Yoon 2015 asked it of an SSD)")
     order = [t for t in _tool_order(a) if t in set(table["tool"])] + sorted(set(table["tool"]) - set(_tool_order(a)))
     storage = list(dict.fromkeys(table["storage"]))
-    fig, ax = plt.subplots(figsize=(max(9.0, 1.05 * len(storage) + 3), 1.6 + 0.42 * max(len(order), 1)))
     if table.empty or table["runtime_s"].isna().all():
+        fig, ax = plt.subplots(figsize=(9.0, 3.0))
         why = table["why"].replace("", np.nan).dropna() if len(table) else pd.Series(dtype=str)
         empty(ax, "no run could be predicted on today's storage" + (f": {why.iloc[0]}" if len(why) else ""))
         return finish(fig, None, title)
+    fig, ax = plt.subplots(figsize=(max(9.0, 1.05 * len(storage) + 3), 1.6 + 0.42 * max(len(order), 1)))
     grid = table.set_index(["tool", "storage"])
     values = np.log2(np.array([[grid.loc[(t, s), "speedup_over_fast_side"] for s in storage] for t in order], dtype=float))
     bound = max(1.0, float(np.nanmax(np.abs(values))))
