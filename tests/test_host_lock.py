@@ -190,8 +190,8 @@ def test_no_run_measures_while_a_dead_leader_s_members_tear_down(env, tmp_path, 
         assert leader.stdout.readline().strip() == "held"
         ended = tmp_path / "member-ended"
         member = subprocess.Popen([sys.executable, "-c", (
-            "import sys, time; from pathlib import Path; from biossd.host import hostlock\n"
-            "with hostlock.GroupMember('g'):\n"
+            "import sys, time; from pathlib import Path; from biossd.host import grouplock\n"
+            "with grouplock.GroupMember('g'):\n"
             "    print('in', flush=True); time.sleep(4)\n"
             "    Path(sys.argv[1]).write_text('teardown done')\n"), str(ended)],
             env=env, stdout=subprocess.PIPE, text=True)
@@ -219,7 +219,7 @@ def test_the_next_holder_takes_down_what_a_dead_run_left_without_its_record(monk
     """A leader that ended while its tasks still read its trace instances removed its holder record
     but kept them: the next holder takes them down (their makers are dead), record or not."""
     left = ["trace instance /tmp/biossd-tracefs-1-2-x/instances/biossd-1-2-abcdef12"]
-    monkeypatch.setattr(hostlock, "_take_down_dead_devices", lambda: [f"took down its {left[0]}"])
+    monkeypatch.setattr(hostlock, "take_down_dead_devices", lambda: [f"took down its {left[0]}"])
     with hostlock.HostLock("next (this test)") as lock:
         assert hostlock.read_holder() is not None
         assert lock.reaped == [f"a dead run left: took down its {left[0]}"]
@@ -248,3 +248,79 @@ def test_a_task_waiting_for_its_leader_stops_when_its_nextflow_is_gone(tmp_path,
     monkeypatch.setattr(own_pipeline_session, "_leader_holds", lambda group: False)
     with pytest.raises(own_pipeline_session.SessionError, match="is gone: this task of its session stops waiting"):
         own_pipeline_session._await_leader("g", tmp_path / "mark", ProcessRef(dead.pid, 1, "Nextflow"))
+
+
+def _pooled_leader(env, group: str, fork_worker: bool) -> tuple[subprocess.Popen, dict]:
+    """A concurrent group's leader holding the host lock with a trace pool of its own, and with
+    ``fork_worker`` a worker forked from it as a session leader's are (it closes the inherited lock
+    descriptor); what it made, as it says."""
+    leader = subprocess.Popen([sys.executable, "-c", (
+        "import json, os, time; from biossd.host import hostlock, tracefs\n"
+        f"with hostlock.HostLock('leader (this test)', concurrent_group={group!r}):\n"
+        "    with tracefs.InstancePool(size=2) as pool:\n"
+        "        worker = os.fork() if %s else None\n"
+        "        if worker == 0:\n"
+        "            hostlock.close_inherited(); time.sleep(30); os._exit(0)\n"
+        "        print(json.dumps({'instances': [str(p) for p in pool.paths], 'mount': str(pool.mount_point),\n"
+        "                          'worker': worker}), flush=True)\n"
+        "        time.sleep(60)\n") % fork_worker], env=env, stdout=subprocess.PIPE, text=True)
+    return leader, json.loads(leader.stdout.readline())
+
+
+def test_a_killed_leader_s_worker_does_not_keep_its_lock(env, root_required):
+    """A worker forked from a leader (a pipeline session's, running a task handed to it) closes the
+    lock's descriptor it inherited: the leader SIGKILLed, the lock is free at once, not once the
+    worker ends, so a next leader can take over."""
+    from biossd.host import grouplock, tracefs
+
+    leader, made = _pooled_leader(env, "g-fork", fork_worker=True)
+    try:
+        leader.kill()
+        leader.wait()
+        assert start_ticks(made["worker"]) is not None, "the worker should still run"
+        assert hostlock.held_by() is None, "the dead leader's worker kept the host lock"
+    finally:
+        if leader.poll() is None:
+            leader.kill()
+        os.kill(made["worker"], 9)
+        deadline = time.monotonic() + 5
+        while start_ticks(made["worker"]) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # What the killed leader left, taken down as its group's last one out does.
+        tidied = grouplock.tidy_after_group("g-fork")
+    assert any("trace instance" in line for line in tidied), tidied
+    assert not any(Path(p).exists() for p in made["instances"]) and not tracefs.find_leftovers()
+
+
+def test_the_last_member_out_takes_down_what_its_killed_leader_left(env, root_required):
+    """A leader SIGKILLed beside a member that claimed one of its pool's trace instances: nothing is
+    taken from under the member, and once it ends, the leader's record, instances and private
+    tracefs mount are gone — before any `cleanup` or next run."""
+    from biossd.host import tracefs
+
+    leader, made = _pooled_leader(env, "g-tidy", fork_worker=False)
+    member = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from pathlib import Path; from biossd.host import grouplock, tracefs\n"
+        "with grouplock.GroupMember('g-tidy'):\n"
+        "    with tracefs.BlockTraceInstance(devices=[], forks=False, pooled=[Path(p) for p in sys.argv[1:]]) as mine:\n"
+        "        print(mine.path, flush=True); sys.stdin.readline()\n"
+        "        (mine.path / 'tracing_on').write_text('1')\n"), *made["instances"]],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        claimed = member.stdout.readline().strip()
+        assert claimed in made["instances"]
+        leader.kill()
+        leader.wait()
+        assert Path(claimed).is_dir(), "the killed leader's instance went from under its member"
+        _out, err = member.communicate("end\n", timeout=30)
+        assert member.returncode == 0, err
+        assert "took down what its leader left" in err
+    finally:
+        for proc in (leader, member):
+            if proc.poll() is None:
+                proc.kill()
+    assert not any(Path(p).exists() for p in made["instances"])
+    assert made["mount"] == str(tracefs.HOST_TRACEFS) or not os.path.ismount(made["mount"])
+    assert not tracefs.find_leftovers()
+    assert hostlock.read_holder() is None and not any(
+        json.loads(r.read_text()).get("pid") == leader.pid for r in hostlock.stale_records())

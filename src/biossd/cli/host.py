@@ -34,9 +34,9 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
     options.need_root("cleanup")
     failed = 0
-    from biossd.host import hostlock
+    from biossd.host import grouplock
 
-    if not hostlock.await_dead_group():
+    if not grouplock.await_dead_group():
         print("biossd cleanup: a concurrent group's members still run after their leader died; what they "
               "made is theirs until they end: run cleanup again", file=sys.stderr)
     for line in leftovers.stop_orphans():

@@ -21,7 +21,7 @@ previous write ended) is its own, while the shared device sees them all. The dev
 **aggregate bandwidth** is what ``/proc/diskstats`` counted on A and B over the group's span.
 
 The concurrency is the experiment: the task holds the host lock for the whole group, declared
-(:class:`biossd.host.hostlock.GroupMember`), and starts the members (``biossd profile --group``)
+(:class:`biossd.host.grouplock.GroupMember`), and starts the members (``biossd profile --group``)
 side by side; each member's record names the group, its size and the other members.
 """
 

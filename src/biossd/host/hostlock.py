@@ -16,7 +16,7 @@ its own. So the next holder first *reaps* a dead holder (:func:`reap`: its comma
 its cgroups are killed) and only then measures, and says so in its run's record; the record is
 then moved to ``stale/``, and ``biossd cleanup`` removes what it names (see :func:`stale_records`).
 Runs that may measure side by side hold it as a group: behind a leader that holds it for them
-(:class:`GroupMember`), or, where no process may outlive the others (SLURM jobs), shared
+(:class:`biossd.host.grouplock.GroupMember`), or, where no process may outlive the others (SLURM jobs), shared
 (:mod:`biossd.host.sharedlock`).
 """
 
@@ -63,10 +63,6 @@ class HostBusy(BiossdError, RuntimeError):
 
 class OwnerGone(BiossdError, RuntimeError):
     """The process a lock was waited for (a pipeline's Nextflow) ended during the wait."""
-
-
-class NotInGroup(BiossdError, RuntimeError):
-    """A run asked to join a concurrent group whose leader does not hold the host lock."""
 
 
 class WaitInterrupted(Exception):
@@ -118,7 +114,11 @@ def held_by() -> dict[str, Any] | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return read_holder() or {}
+        record = read_holder() or {}
+        holder = None if MEMBERS_KEY in record else ProcessRef.from_record(record)
+        # A record naming a dead process is no holder's description: the lock is being taken
+        # over (a next holder reaping it, the last member of a dead leader's group tidying).
+        return {} if holder is not None and not holder.alive() else record
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
@@ -195,11 +195,11 @@ def reap(old: dict[str, Any] | None) -> list[str]:
         if path.name.startswith(f"{cgroups.CGROUP_PREFIX}{holder.pid}-"):
             cgroups.remove_cgroup(path)
             done.append(f"removed its cgroup {path}")
-    done += _take_down_dead_devices()
+    done += take_down_dead_devices()
     return [f"{describe(old)} died holding the host lock: " + "; ".join(done)] if done else []
 
 
-def _take_down_dead_devices() -> list[str]:
+def take_down_dead_devices() -> list[str]:
     """What dead runs left that the next run would share: their swap areas (on at the same
     priority as the next run's own, the kernel would page there round-robin, untraced) and their
     block-trace instances. Only those whose maker is gone (:mod:`biossd.core.owners`)."""
@@ -213,8 +213,29 @@ def _take_down_dead_devices() -> list[str]:
                 remove(item)
                 done.append(f"took down its {what} {item}")
             except (OSError, BiossdError) as err:
-                done.append(f"could not take down the {what} {item} ({err})")
+                done.append(f"{COULD_NOT} {what} {item} ({err})")
     return done
+
+
+#: How :func:`reap` says that something a dead run left is still there.
+COULD_NOT = "could not take down the"
+#: What a holder record may name that ``biossd cleanup`` removes once its holder is dead
+#: (:func:`biossd.measure.leftovers.find_all`'s killed runs).
+CLEANUP_KEYS = ("partial", "experiment_partial", "test_file", "swap_file")
+
+
+def retire(old: dict[str, Any] | None, done: list[str]) -> None:
+    """After :func:`reap` (call with the lock held): a dead concurrent group leader's record that
+    names nothing for ``cleanup`` and whose reap took everything down is done with, and removed
+    (its members' runs keep their own records); any other is moved aside (:func:`move_aside`)."""
+    if old is None:
+        return
+    leader_only = bool(old.get(GROUP_KEY)) and MEMBERS_KEY not in old and not any(old.get(k) for k in CLEANUP_KEYS)
+    if leader_only and not any(COULD_NOT in line for line in done):
+        with contextlib.suppress(OSError):
+            holder_path().unlink()
+        return
+    move_aside(old)
 
 
 def reap_dead_holder() -> list[str]:
@@ -301,6 +322,7 @@ class HostLock:
             os.close(self.fd)
             self.fd = None
             raise
+        _HELD[self.fd] = os.getpid()
         try:
             self._await_members(announced)
         except BaseException:
@@ -311,11 +333,11 @@ class HostLock:
         try:
             # What a dead run left is taken down even without its record: a leader that ended
             # while its tasks still read its trace instances removed its record but kept them.
-            self.reaped = reap(old) if old else [f"a dead run left: {what}" for what in _take_down_dead_devices()]
+            self.reaped = reap(old) if old else [f"a dead run left: {what}" for what in take_down_dead_devices()]
         except BaseException:
             self.__exit__()
             raise
-        move_aside(old)
+        retire(old, self.reaped)
         self._write()
         return self
 
@@ -382,7 +404,24 @@ class HostLock:
             holder_path().unlink()
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
+        _HELD.pop(self.fd, None)
         self.fd = None
+
+
+#: The host lock's descriptors this process holds, and the process that took each: a fork (a
+#: session leader's worker) inherits them, and with them the lock, until it closes its copies.
+_HELD: dict[int, int] = {}
+
+
+def close_inherited() -> None:
+    """Close the host lock's descriptors this process inherited by fork from their holder (not
+    let go: the holder keeps the lock), so that a holder that dies, even by SIGKILL, frees it
+    at once rather than when the last process forked from it ends."""
+    for fd, pid in list(_HELD.items()):
+        if pid != os.getpid():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            del _HELD[fd]
 
 
 #: The holder record's key naming a declared concurrent group (the SMUFIN NVMe-over-Fabrics study's shared device).
@@ -391,18 +430,15 @@ GROUP_KEY = "concurrent_group"
 #: every new holder takes it exclusive once (then lets go), so no run measures while a dead
 #: leader's members still tear down (they get SIGTERM when it dies, and a grace to end).
 GROUP_LOCK_NAME = "group.lock"
-#: How long `cleanup` waits for a dead leader's members to end their teardown: their grace
-#: (biossd.measure.processes.TERM_GRACE_S) and a margin.
-GROUP_TEARDOWN_WAIT_S = 15.0
 
 
-def _open_group_lock() -> int:
+def open_group_lock() -> int:
     return os.open(ensure_runtime_dir() / GROUP_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
 
 def members_running() -> bool:
     """Whether a concurrent group's member still runs (holds the group lock shared)."""
-    fd = _open_group_lock()
+    fd = open_group_lock()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -410,53 +446,3 @@ def members_running() -> bool:
     finally:
         os.close(fd)  # closing lets go of the lock
     return False
-
-
-def await_dead_group(timeout_s: float = GROUP_TEARDOWN_WAIT_S) -> bool:
-    """When the host lock is free but a group's members still run (their leader died), wait up to
-    ``timeout_s`` for them to end their teardown (what `cleanup` removes is then no longer theirs).
-    Whether none runs any more."""
-    deadline = time.monotonic() + timeout_s
-    while held_by() is None and members_running():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
-
-
-class GroupMember:
-    """A measured run that is one of a *declared concurrent group*: its leader holds the host
-    lock for the whole group (``HostLock(..., concurrent_group=TOKEN, members=[...])``) and
-    starts the members side by side; a member takes no lock of its own but checks that the
-    holder is that group's leader, alive. Anything else — no holder, another group, a dead
-    leader — is refused, so a stray ``--group`` cannot slip a run beside a measured one."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-        self.leader: dict[str, Any] | None = None
-        self.waited_s = 0.0
-        self.fd: int | None = None
-
-    def __enter__(self) -> "GroupMember":
-        holder = held_by()
-        if not holder or holder.get(GROUP_KEY) != self.token:
-            raise NotInGroup(f"concurrent group {self.token!r}: the host lock {lock_path()} is held by "
-                             f"{describe(holder)}, not by this group's leader; a group member runs only "
-                             "while its leader holds the lock (biossd experiment run does)")
-        self.leader = holder
-        self.fd = _open_group_lock()
-        fcntl.flock(self.fd, fcntl.LOCK_SH)  # the leader's lock keeps any exclusive taker out
-        again = held_by()
-        if not again or again.get("pid") != holder.get("pid"):  # the leader went meanwhile
-            self.__exit__()
-            raise NotInGroup(f"concurrent group {self.token!r}: its leader let go of the host lock as this member "
-                             "started; nothing was run")
-        return self
-
-    def update(self, **details: Any) -> None:
-        """The leader's record is the group's; a member adds nothing to it."""
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None

@@ -1,7 +1,7 @@
 """The host lock held together by a leaderless group: runs that may measure side by side, none of
 which outlives the others.
 
-A concurrent group with a leader (:class:`biossd.host.hostlock.GroupMember`) needs a process that
+A concurrent group with a leader (:class:`biossd.host.grouplock.GroupMember`) needs a process that
 holds the host lock for the whole group. Where no process may outlive a task — a SLURM job's
 processes end with it (``proctrack/cgroup`` kills a detached one too) — the tasks of one Nextflow
 run on one node hold the lock *shared* instead: each member holds ``host.lock`` with a shared

@@ -195,6 +195,9 @@ def _claim(path: Path) -> int | None:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Still the listed instance: one taken down (its claim held) after this opened it is gone.
+        if os.fstat(fd).st_ino != os.stat(path).st_ino:
+            raise FileNotFoundError(path)
     except OSError:
         os.close(fd)
         return None

@@ -42,6 +42,7 @@ import sys
 from typing import Any, Callable
 
 from biossd.core import runtime, signals
+from biossd.host import hostlock
 
 #: A session's leader socket, in biossd's runtime directory, named for its Nextflow process.
 SOCKET_NAME = "pipeline-{owner_pid}.sock"
@@ -246,6 +247,16 @@ def find_leftovers() -> list[str]:
                   if p.name[len("pipeline-"):-len(".sock")].isdigit() and not _answers(str(p)))
 
 
+def remove_dead_sockets() -> list[str]:
+    """Remove every leader socket nothing answers on (what a dead leader's last task out does:
+    :func:`biossd.host.grouplock.tidy_after_group`). Returns what was done."""
+    done = []
+    for path in find_leftovers():
+        remove_leftover(path)
+        done.append(f"removed a dead leader's socket {path}")
+    return done
+
+
 def remove_leftover(path: str) -> None:
     """Remove a dead leader's socket (:func:`find_leftovers`), unless a leader answers on it now."""
     if not _answers(path):
@@ -303,6 +314,7 @@ def _work(conn: socket.socket, fds: list[int], request: dict[str, Any], run: Cal
         import threading
 
         _worker = True
+        hostlock.close_inherited()  # the leader's lock is the leader's: a dead one frees it at once
         signals.default_child_handler()
         for target, fd in zip(STDIO, fds):
             os.dup2(fd, target)

@@ -1,7 +1,7 @@
 """A profiled pipeline's tasks side by side: one *session leader* holds the host lock for the whole
 Nextflow session as a declared concurrent group (:class:`biossd.host.hostlock.HostLock` with the
 session's token), and every task runs as a member of that group
-(:class:`biossd.host.hostlock.GroupMember`) — as Nextflow schedules it, no task waiting for
+(:class:`biossd.host.grouplock.GroupMember`) — as Nextflow schedules it, no task waiting for
 another's measurement, while no other measured run (a study's, another pipeline's) can start
 beside them.
 
@@ -40,7 +40,7 @@ from typing import Any, Callable
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
-from biossd.host import hostlock, tracefs
+from biossd.host import grouplock, hostlock, tracefs
 from biossd.measure.own_pipeline_task import component, session_folder
 
 #: The session's leader mark under the outdir (its pid and start, for the tasks that wait on it).
@@ -323,6 +323,9 @@ def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None,
                     time.sleep(LEADER_POLL_S)
                 else:
                     listener.serve(LEADER_POLL_S)
+            # Its tasks may still be ending (Nextflow was killed), their trace instances claimed
+            # from its pool: it is taken down once they are done (any left, the last one out takes).
+            grouplock.await_members(grouplock.GROUP_TEARDOWN_WAIT_S)
             return {"waited_s": lock.waited_s, "reaped": lock.reaped}
     finally:
         recorded = _recorded_leader(mark) if mark else None

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
-from biossd.host import hostlock
+from biossd.host import grouplock, hostlock
 from biossd.measure import blocktrace, collectors, gnutime, manifest, measurement, rundir
 from biossd.measure.request import Busy, Interrupted, ProfileError, ProfileRequest
 
@@ -151,7 +151,7 @@ def run(request: ProfileRequest) -> dict[str, Any]:
             raise Interrupted(intr.signum) from None
         except hostlock.HostBusy as err:
             raise Busy(str(err)) from None
-        except hostlock.NotInGroup as err:
+        except grouplock.NotInGroup as err:
             raise ProfileError(f"{err}; nothing was run") from None
     return manifest.read_manifest(target)
 
@@ -160,7 +160,9 @@ def _host_lock(request: ProfileRequest, target: Path, interrupted: Callable[[], 
     """How the run holds the host lock: a member of a group whose leader holds it, a member of a
     leaderless group that holds it shared, or alone."""
     if request.group:
-        return hostlock.GroupMember(request.group)
+        from biossd.measure import handoff
+
+        return grouplock.GroupMember(request.group, also_tidy=handoff.remove_dead_sockets)
     kwargs = dict(wait=request.wait_for_lock, owner=request.owner, interrupted=interrupted, notify=request.notify,
                   out=str(target))
     if request.shared_group:

@@ -80,7 +80,7 @@ class ProfileRequest:
     #: Notes on waiting for the host lock go here (default: stderr).
     notify: Any = None
     #: A declared concurrent group's token (the shared-device experiment): the run takes no host lock of its own but
-    #: runs only while the group's leader holds it (:class:`biossd.host.hostlock.GroupMember`).
+    #: runs only while the group's leader holds it (:class:`biossd.host.grouplock.GroupMember`).
     group: str | None = None
     #: A leaderless group's token: the run holds the host lock shared with the group's other
     #: members, none of which outlives the others (a pipeline's tasks in SLURM jobs on one node,

@@ -48,10 +48,10 @@ def reconcile() -> list[str]:
     """What a study does before it brings storage up (a resumed one after a SIGKILL of
     Nextflow above all): end the orphaned measured run, if any, then remove every leftover —
     only things whose owner is dead (:mod:`biossd.measure.leftovers`). Returns what was done."""
-    from biossd.host import hostlock
+    from biossd.host import grouplock, hostlock
     from biossd.measure import leftovers
 
-    hostlock.await_dead_group()  # a dead leader's members end their teardown first
+    grouplock.await_dead_group()  # a dead leader's members end their teardown first
     done = leftovers.stop_orphans()
     done += hostlock.reap_dead_holder()  # a tool a SIGKILLed profiler left running
     for kind, what, remove in leftovers.find_all():
