@@ -264,6 +264,21 @@ def test_a_reference_record_s_call_holds_within_the_band_on_both_sides():
     assert faster >= edge and slower == 32 << 20, "a host clearly faster or slower still moves the step"
 
 
+def test_one_fast_run_does_not_take_a_step_above_the_reference():
+    def walls(size, n):  # Lighter's 128M step: one run at 4.47 s, then 7.45, 5.81 (the re-sizings of 2026-11-28)
+        if size == 128 << 20:
+            return (4.47, 7.45, 5.81)[n % 3]
+        return 1.0 + size / (1 << 20) * 0.03  # 64M adds 1.9 s, 90.5M 2.7 s: each clearly fits
+    reference = 23171 << 10
+    ladder = _Ladder(walls)
+    best = sizer._ladder(ladder, ["lighter"], {}, 5.0, 256 << 20, 60, reference)
+    assert best == sizing.fine_step(128 << 20), "the median of three (5.81 s) is over 0.9 budgets: 128M is not taken"
+    assert sum(r[1] == 128 << 20 for r in ladder.runs) == sizing.RETIME_REPEATS
+    assert sum(r[1] == 64 << 20 for r in ladder.runs) == sizing.RETIME_REPEATS, "every step above it is timed thrice"
+    assert sum(r[1] == 16 << 20 for r in ladder.runs) == 1, "a step at or below the reference's is timed once"
+    assert sizing.needs_retiming(4.47, 5.0, above_reference=True) and not sizing.needs_retiming(math.inf, 5.0, True)
+
+
 def test_the_time_limit_keeps_a_reference_s_input_within_the_band():
     def walls(size, n):  # capped at 1M: 31 s, just over the bound of 30 s (60 s / 2), within its band
         return 31.0 * size / (1 << 20)

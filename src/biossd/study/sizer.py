@@ -11,7 +11,8 @@ PROFILE task does it) on a scratch directory of the host's fast class, the page 
    within RETIME_WITHIN of the budget, or over it, is timed RETIME_REPEATS times (its reference
    too) and the medians decide, and past the first doubling over the budget the step FINE_STEP below it is
    tried; given a reference record (``--reference``), a median within RETIME_WITHIN of the budget
-   keeps the reference's call on the step. JVM tools run the ladder with a generous heap.
+   keeps the reference's call on the step, and every step above the reference's input is timed
+   RETIME_REPEATS times. JVM tools run the ladder with a generous heap.
 2. **Heaps.** For each JVM tool, the smallest heap on a doubling ladder that completes its input
    (and, for the record, the smallest that completes 1/FLOOR_DIVISOR of it); its heap size is
    HEAP_MARGIN times that, not pre-touched.
@@ -290,7 +291,7 @@ def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, 
         if wall is None or ref is None or ref == size:
             return None
         excess = wall - timed(tool, ref)
-        if sizing.needs_retiming(excess, budget_s):
+        if sizing.needs_retiming(excess, budget_s, reference_input is not None and size > reference_input):
             excess = timed(tool, size, sizing.RETIME_REPEATS) - timed(tool, ref, sizing.RETIME_REPEATS)
         return excess
 

@@ -161,11 +161,15 @@ def band_bytes(data_memory: float, floor_sd: float) -> float:
     return max(BAND_DATA_MEMORY_SHARE * float(data_memory), BAND_FLOOR_SIGMAS * float(floor_sd or 0.0))
 
 
-def needs_retiming(added_s: float, budget_s: float) -> bool:
+def needs_retiming(added_s: float, budget_s: float, above_reference: bool = False) -> bool:
     """Whether one timing of a ladder step leaves its verdict to the median of RETIME_REPEATS: its
     added time lies within RETIME_WITHIN of the budget, or over it (a run ended, not timed out).
     A slow outlier (the sizings' repeated steps: 21 of 22 within 26% of their median, one at 65%)
-    never ends a ladder on its own (docs/study.md, "A sizing that jitter cannot move")."""
+    never ends a ladder on its own; nor does a fast one take a step above a reference record's
+    choice (``above_reference``: any timing that ended is then re-timed), docs/study.md, "A sizing
+    that jitter cannot move"."""
+    if above_reference:
+        return added_s < math.inf
     return budget_s * (1 - RETIME_WITHIN) <= added_s < math.inf
 
 
