@@ -4,7 +4,7 @@ feature, side by side with ``blkparse -i TRACE -o /dev/null`` on the same files.
   .venv/bin/python benchmarks/features_throughput.py [--events 10M] [--cpus 2] [--repeats 3]
                                                      [--memory-events 100M]
 
-The synthetic trace (biossd.measure.blkbinary.synthetic: mixed sequential/random, reads and writes,
+The synthetic trace (biossd.measure.trace.blkbinary.synthetic: mixed sequential/random, reads and writes,
 merges, overlapping requests) is written once to a temporary directory. Each repeat times
 biossd (streaming: iter_trace + tally_records + block_features) and blkparse, one after the
 other, with the files in the page cache. The figures are events/s for each, the median, and
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from biossd.features import blockstats, definitions
-from biossd.measure import blkbinary
+from biossd.measure.trace import blkbinary
 
 REQUEST_EVENTS = 3.2  # Q, D, C and a merge for a fifth of requests
 WRITE_BLOCK_REQUESTS = 1 << 20

@@ -37,7 +37,8 @@ from biossd.experiments import task as experiment_task
 from biossd.features import extract as features
 from biossd.host import cgroups, hostlock, swap, tracefs
 from biossd.host.hdd import emulate
-from biossd.measure import handoff, manifest, rundir
+from biossd.measure import manifest, rundir
+from biossd.measure.own_pipeline import handoff
 from biossd.study import layout
 
 REPO = Path(__file__).resolve().parents[1]

@@ -52,7 +52,7 @@ def test_an_upward_import_a_cycle_or_a_heavy_library_in_the_profiler_breaks_a_co
     assert done.returncode != 0
     assert "0 kept, 3 broken" in done.stdout, done.stdout
     assert "biossd.host.devices -> biossd.features.blockstats" in done.stdout
-    assert "biossd.measure.tracefile is not allowed to import numpy" in done.stdout
+    assert "biossd.measure.trace.tracefile is not allowed to import numpy" in done.stdout
 
 
 RUFF = Path(sys.executable).with_name("ruff")

@@ -168,11 +168,11 @@ def test_a_bad_input_is_refused_naming_it(bad_places, capsys, argv, names):
 def test_accepted_because_it_means_something(biossd, tmp_path):
     """A 1K BAM is a small input (a tool's start-up); a pipeline task's tag with '/' and '..'
     becomes one safe path component."""
-    from biossd.measure import own_pipeline_task
+    from biossd.measure.own_pipeline import task as pipeline_task
 
     biossd("data", "synth", "bam", "--size", "1K", "-o", str(tmp_path / "tiny"))
     assert (tmp_path / "tiny" / "reads.bam").stat().st_size > 0
-    kept = own_pipeline_task.run_dir(tmp_path / "out", {"process": "../..", "tag": "../../x"}, tmp_path / "work/ab/cdef")
+    kept = pipeline_task.run_dir(tmp_path / "out", {"process": "../..", "tag": "../../x"}, tmp_path / "work/ab/cdef")
     assert kept.resolve().is_relative_to((tmp_path / "out").resolve()) and ".." not in kept.parts
 
 

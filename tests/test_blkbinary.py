@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from biossd.features import blockstats
-from biossd.measure import blkbinary as b
+from biossd.measure.trace import blkbinary as b
 
 DEV_A, DEV_B = (8 << 20) | 16, (8 << 20) | 32
 SCENARIOS = {

@@ -5,8 +5,8 @@ import math
 import pytest
 
 from biossd.core.errors import BiossdError
-from biossd.measure import blocktrace, traceevents, tracefile, tracereader
-from biossd.measure.traceevents import CanonicalWriter, Event, parse_blkparse_line, parse_tracefs_line
+from biossd.measure.trace import blocktrace, traceevents, tracefile, tracereader
+from biossd.measure.trace.traceevents import CanonicalWriter, Event, parse_blkparse_line, parse_tracefs_line
 
 ISSUE = "              dd-19446   [001] ..... 10944.322984: block_rq_issue: 254,0 WS 1048576 () 30988288 + 2048 be,0,4 [dd]"
 COMPLETE = "          <idle>-0       [001] ..s1. 10944.323772: block_rq_complete: 254,0 WS () 30988288 + 2048 be,0,4 [0]"
@@ -131,7 +131,7 @@ def test_issuers_outside_the_run_are_foreign_and_left_out_of_its_requests(tmp_pa
     import os
     import subprocess
 
-    from biossd.measure import tracereader
+    from biossd.measure.trace import tracereader
 
     other = subprocess.Popen(["sleep", "30"], start_new_session=True)
     mine = subprocess.Popen(["sleep", "30"], start_new_session=True)
@@ -159,8 +159,8 @@ def test_issuers_outside_the_run_are_foreign_and_left_out_of_its_requests(tmp_pa
 
 
 def test_fork_lines_are_read_and_other_lines_are_not():
-    from biossd.measure.blocktrace import descendants
-    from biossd.measure.traceevents import parse_fork_line
+    from biossd.measure.trace.blocktrace import descendants
+    from biossd.measure.trace.traceevents import parse_fork_line
 
     line = ("            bash-1234    [001] d..2.  5123.456789: sched_process_fork: comm=bash pid=1234 "
             "child_comm=bash child_pid=1240")

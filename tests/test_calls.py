@@ -15,7 +15,8 @@ import pytest
 
 from biossd.core.units import parse_size
 from biossd.host import pagecache, resident
-from biossd.measure import floors, hostload, manifest, traceevents
+from biossd.measure import floors, hostload, manifest
+from biossd.measure.trace import traceevents
 from biossd.study import matrix, sizer, sizerun, sizing
 
 
@@ -58,7 +59,7 @@ def test_a_page_cache_add_line_is_read_with_its_device_and_folio():
 
 
 def test_a_dirtied_page_is_read_with_its_process_and_file_and_a_removed_file_is_transient(tmp_path):
-    from biossd.measure import blocktrace
+    from biossd.measure.trace import blocktrace
 
     line = "        FCluster-5150    [000] ..... 812.000001: writeback_dirty_folio: bdi 7:1: ino=4242 index=3"
     assert traceevents.parse_dirty_line(line) == (5150, "FCluster", 4242)

@@ -17,8 +17,9 @@ from biossd.core.owners import owned_name
 from biossd.core.units import SECTOR_BYTES
 from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers as cgroup_leftovers
-from biossd.measure import manifest, tracereader
-from biossd.measure.tracereader import read_blocktrace
+from biossd.measure import manifest
+from biossd.measure.trace import tracereader
+from biossd.measure.trace.tracereader import read_blocktrace
 
 pytestmark = pytest.mark.integration
 PROGRAMS = Path(__file__).parent / "programs"
@@ -227,7 +228,7 @@ def test_a_pool_lists_each_instance_as_it_is_ready_and_the_first_task_claims_the
     the others are made): an empty list where it cannot make one, and the list gone before them."""
     import contextlib
 
-    from biossd.measure import own_pipeline_session
+    from biossd.measure.own_pipeline import session as pipeline_session
 
     told = []
     with tracefs.InstancePool(size=2, on_ready=lambda paths: told.append(list(paths))) as pool:
@@ -235,8 +236,8 @@ def test_a_pool_lists_each_instance_as_it_is_ready_and_the_first_task_claims_the
     pool_file = tmp_path / "pool.json"
     seen = []
     with contextlib.ExitStack() as stack:
-        own_pipeline_session._open_pool(stack, pool_file)
-        seen = own_pipeline_session.trace_pool_file(pool_file)
+        pipeline_session._open_pool(stack, pool_file)
+        seen = pipeline_session.trace_pool_file(pool_file)
         assert seen and all(p.is_dir() for p in seen)
     assert not pool_file.exists() and not any(p.exists() for p in seen)
 

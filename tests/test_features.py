@@ -7,7 +7,8 @@ import pytest
 
 from biossd.features import blockstats, definitions
 from biossd.features import extract as features
-from biossd.measure import blkbinary, manifest
+from biossd.measure import manifest
+from biossd.measure.trace import blkbinary
 from biossd.study import layout
 from conftest import measured_record
 

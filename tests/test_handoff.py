@@ -1,4 +1,4 @@
-"""A pipeline task handed to its session's leader (biossd.measure.handoff): a real socket, real
+"""A pipeline task handed to its session's leader (biossd.measure.own_pipeline.handoff): a real socket, real
 descriptors and a real fork; the leader's command line is a small function here (the whole task
 path runs in tests/test_own_pipeline.py, whose later tasks are handed off)."""
 
@@ -13,21 +13,22 @@ import time
 
 import pytest
 
-from biossd.measure import handoff, own_pipeline_task
+from biossd.measure.own_pipeline import handoff
+from biossd.measure.own_pipeline import task as pipeline_task
 
 #: How long a test waits for a task's process, serving it meanwhile.
 WAIT_S = 20.0
 
 
 def task_argv(owner_pid: int, **extra) -> list[str]:
-    word = own_pipeline_task.encode({"process": "P", "concurrency": "side-by-side", "owner_pid": owner_pid, **extra})
+    word = pipeline_task.encode({"process": "P", "concurrency": "side-by-side", "owner_pid": owner_pid, **extra})
     return ["pipeline", "task", "--task", word, "--", "/bin/true"]
 
 
 def start_task(argv: list[str], cwd, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
     """A task's process as Nextflow starts it: ``biossd pipeline task ...`` (here the entry's
     hand-off only, which exits 99 where it would run the task itself)."""
-    code = ("import sys; from biossd.measure import handoff\n"
+    code = ("import sys; from biossd.measure.own_pipeline import handoff\n"
             "status = handoff.hand_off(sys.argv[1:])\n"
             "sys.exit(99 if status is None else status)\n")
     return subprocess.Popen([sys.executable, "-c", code, *argv], cwd=cwd, env={**os.environ, **(env_extra or {})},
@@ -161,7 +162,7 @@ def test_the_biossd_script_runs_a_task_itself_where_no_leader_takes_it(tmp_path)
 def test_a_leader_that_stalls_after_the_request_does_not_hold_the_task(tmp_path):
     """The leader's socket took the request but nothing answers (a stalled leader): past
     HANDOFF_START_S the task runs in its own process, saying why."""
-    code = ("import sys; from biossd.measure import handoff\n"
+    code = ("import sys; from biossd.measure.own_pipeline import handoff\n"
             "handoff.HANDOFF_START_S = 0.5\n"
             "status = handoff.hand_off(sys.argv[1:])\n"
             "sys.exit(99 if status is None else status)\n")

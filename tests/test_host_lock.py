@@ -241,13 +241,13 @@ def test_a_wait_for_the_lock_ends_when_the_process_it_waits_for_is_gone():
 
 def test_a_task_waiting_for_its_leader_stops_when_its_nextflow_is_gone(tmp_path, monkeypatch):
     from biossd.core.owners import ProcessRef
-    from biossd.measure import own_pipeline_session
+    from biossd.measure.own_pipeline import session as pipeline_session
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    monkeypatch.setattr(own_pipeline_session, "_leader_holds", lambda group: False)
-    with pytest.raises(own_pipeline_session.SessionError, match="is gone: this task of its session stops waiting"):
-        own_pipeline_session._await_leader("g", tmp_path / "mark", ProcessRef(dead.pid, 1, "Nextflow"))
+    monkeypatch.setattr(pipeline_session, "_leader_holds", lambda group: False)
+    with pytest.raises(pipeline_session.SessionError, match="is gone: this task of its session stops waiting"):
+        pipeline_session._await_leader("g", tmp_path / "mark", ProcessRef(dead.pid, 1, "Nextflow"))
 
 
 def _pooled_leader(env, group: str, fork_worker: bool) -> tuple[subprocess.Popen, dict]:

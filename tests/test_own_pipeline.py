@@ -17,7 +17,8 @@ import pytest
 
 from biossd.analysis import own_pipeline
 from biossd.core.owners import ProcessRef
-from biossd.measure import manifest, own_pipeline_task
+from biossd.measure import manifest
+from biossd.measure.own_pipeline import task as pipeline_task
 from conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -244,7 +245,7 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     Nextflow; the report names each overlap and what of it no run can tell apart."""
     from biossd.core import runtime
     from biossd.host import hostlock
-    from biossd.measure import handoff
+    from biossd.measure.own_pipeline import handoff
 
     outdir = profiled[("spill", "native")]
     runs, _ = own_pipeline.load_runs(outdir)
@@ -258,7 +259,7 @@ def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(pr
     assert hostlock.held_by() is None or "pipeline lead" not in str(hostlock.held_by())
     assert not list((outdir / "pipeline_info").glob(".biossd-leader-*")), "the leader removed its mark"
     # The first task ran in its own process and started the leader; the tasks after it were
-    # handed to the leader (biossd.measure.handoff), whose socket went with it.
+    # handed to the leader (biossd.measure.own_pipeline.handoff), whose socket went with it.
     bodies = sorted((manifest.read_manifest(Path(p)) for p in runs["run_path"]), key=lambda b: b["started_at"])
     launched = [b["labels"].get("launched_by") for b in bodies]
     assert launched[0] == handoff.LAUNCHED_BY[False] and handoff.LAUNCHED_BY[True] in launched, launched
@@ -303,7 +304,7 @@ def test_a_run_of_another_biossd_version_is_named_and_skipped(profiled, tmp_path
     the report counts the rest, names that run and says why."""
     outdir = tmp_path / "spill"
     shutil.copytree(profiled[("spill", "native")], outdir, symlinks=True)
-    run = next(iter(sorted((outdir / own_pipeline_task.RUNS_DIR / "SORT_CHUNK").glob("*/attempt-1"))))
+    run = next(iter(sorted((outdir / pipeline_task.RUNS_DIR / "SORT_CHUNK").glob("*/attempt-1"))))
     body = json.loads((run / manifest.MANIFEST_NAME).read_text())
     (run / manifest.MANIFEST_NAME).write_text(json.dumps({**body, "schema_version": manifest.SCHEMA_VERSION + 1}))
     rep = own_pipeline.report(outdir)
@@ -362,7 +363,7 @@ def test_a_pipeline_with_its_own_shell_is_refused(env, tmp_path, inputs):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "sets its own task shell" in proc.stdout + proc.stderr and "nextflow.config" in proc.stdout + proc.stderr
-    assert not (tmp_path / "p" / own_pipeline_task.RUNS_DIR).exists()
+    assert not (tmp_path / "p" / pipeline_task.RUNS_DIR).exists()
 
 
 def test_a_report_cut_short_leaves_the_one_before_it_whole(tmp_path, monkeypatch):

@@ -8,28 +8,28 @@ import pytest
 
 from biossd.analysis import own_pipeline
 from biossd.host import devicemodels
-from biossd.measure import own_pipeline_task
+from biossd.measure.own_pipeline import task as pipeline_task
 
 
 def test_a_task_travels_as_one_shell_safe_word_and_back():
     task = {"process": "NFCORE_RNASEQ:ALIGN (x)", "tag": "sample 1; rm -rf /", "attempt": 2, "memory_bytes": 1 << 30}
-    word = own_pipeline_task.encode(task)
+    word = pipeline_task.encode(task)
     assert set(word) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
-    assert own_pipeline_task.decode(word) == {**task, "drop_caches": "once", "concurrency": "serial"}  # defaults filled in
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="base64"):
-        own_pipeline_task.decode("not base64 at all!")
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="names no process"):
-        own_pipeline_task.decode(own_pipeline_task.encode({"tag": "x"}))
+    assert pipeline_task.decode(word) == {**task, "drop_caches": "once", "concurrency": "serial"}  # defaults filled in
+    with pytest.raises(pipeline_task.PipelineTaskError, match="base64"):
+        pipeline_task.decode("not base64 at all!")
+    with pytest.raises(pipeline_task.PipelineTaskError, match="names no process"):
+        pipeline_task.decode(pipeline_task.encode({"tag": "x"}))
 
 
 def test_each_attempt_is_kept_by_process_tag_and_hash(tmp_path):
     task = {"process": "NFCORE:ALIGN", "tag": "../../etc sample/1", "attempt": 2}
     work = tmp_path / "work" / "ab" / "cdef0123456789"
-    run = own_pipeline_task.run_dir(tmp_path / "out", task, work)
+    run = pipeline_task.run_dir(tmp_path / "out", task, work)
     assert run.relative_to(tmp_path / "out").parts == ("runs", "NFCORE.ALIGN", "etc_sample_1-abcdef01", "attempt-2")
-    assert own_pipeline_task.labels(task, work)["task_hash"] == "abcdef0123456789"
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="BIOSSD_PIPELINE_OUTDIR"):
-        own_pipeline_task.outdir_from_env({})
+    assert pipeline_task.labels(task, work)["task_hash"] == "abcdef0123456789"
+    with pytest.raises(pipeline_task.PipelineTaskError, match="BIOSSD_PIPELINE_OUTDIR"):
+        pipeline_task.outdir_from_env({})
 
 
 def test_the_wall_time_follows_the_trace_not_a_sum():
@@ -65,65 +65,65 @@ def test_every_default_target_loads_with_its_source_and_date():
 
 
 def test_the_page_cache_is_dropped_once_per_session_by_default(tmp_path):
-    from biossd.measure import own_pipeline_task
+    from biossd.measure.own_pipeline import task as pipeline_task
 
-    first = own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "session": "s-1"}))
+    first = pipeline_task.decode(pipeline_task.encode({"process": "A", "session": "s-1"}))
     assert first["drop_caches"] == "once"
-    assert own_pipeline_task.drops_caches(first, tmp_path) == (True, "")
-    again, why = own_pipeline_task.drops_caches(first, tmp_path)
+    assert pipeline_task.drops_caches(first, tmp_path) == (True, "")
+    again, why = pipeline_task.drops_caches(first, tmp_path)
     assert not again and "first task" in why
-    assert own_pipeline_task.drops_caches({**first, "session": "s-2"}, tmp_path)[0], "another session starts cold"
-    every = own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "session": "s-1", "drop_caches": "task"}))
-    assert own_pipeline_task.drops_caches(every, tmp_path) == (True, "")
+    assert pipeline_task.drops_caches({**first, "session": "s-2"}, tmp_path)[0], "another session starts cold"
+    every = pipeline_task.decode(pipeline_task.encode({"process": "A", "session": "s-1", "drop_caches": "task"}))
+    assert pipeline_task.drops_caches(every, tmp_path) == (True, "")
     for given, mode in ((True, "task"), (False, "never"), ("true", "task"), ("false", "never")):
-        assert own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "drop_caches": given}))["drop_caches"] == mode
-    assert not own_pipeline_task.drops_caches({"process": "A", "drop_caches": "never"}, tmp_path)[0]
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="drop_caches 'sometimes'"):
-        own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "drop_caches": "sometimes"}))
+        assert pipeline_task.decode(pipeline_task.encode({"process": "A", "drop_caches": given}))["drop_caches"] == mode
+    assert not pipeline_task.drops_caches({"process": "A", "drop_caches": "never"}, tmp_path)[0]
+    with pytest.raises(pipeline_task.PipelineTaskError, match="drop_caches 'sometimes'"):
+        pipeline_task.decode(pipeline_task.encode({"process": "A", "drop_caches": "sometimes"}))
 
 
 def test_tasks_run_side_by_side_unless_asked_serial_and_never_drop_the_cache_under_each_other():
-    from biossd.measure import own_pipeline_task
+    from biossd.measure.own_pipeline import task as pipeline_task
 
-    assert own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "concurrency": "side-by-side"}))["concurrency"] \
+    assert pipeline_task.decode(pipeline_task.encode({"process": "A", "concurrency": "side-by-side"}))["concurrency"] \
         == "side-by-side"
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="drops the page cache under tasks that run beside it"):
-        own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "concurrency": "side-by-side", "drop_caches": "task"}))
-    assert own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "concurrency": "serial",
+    with pytest.raises(pipeline_task.PipelineTaskError, match="drops the page cache under tasks that run beside it"):
+        pipeline_task.decode(pipeline_task.encode({"process": "A", "concurrency": "side-by-side", "drop_caches": "task"}))
+    assert pipeline_task.decode(pipeline_task.encode({"process": "A", "concurrency": "serial",
                                                     "drop_caches": "task"}))["drop_caches"] == "task"
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="concurrency 'parallel'"):
-        own_pipeline_task.decode(own_pipeline_task.encode({"process": "A", "concurrency": "parallel"}))
+    with pytest.raises(pipeline_task.PipelineTaskError, match="concurrency 'parallel'"):
+        pipeline_task.decode(pipeline_task.encode({"process": "A", "concurrency": "parallel"}))
 
 
 def test_a_session_is_its_nextflow_process_and_a_task_without_one_cannot_join(tmp_path):
     import os
 
-    from biossd.measure import own_pipeline_session
+    from biossd.measure.own_pipeline import session as pipeline_session
 
-    me = own_pipeline_session.session_of(os.getpid())
-    assert me and me.startswith(f"{os.getpid()}-") and own_pipeline_session.token(me).endswith(me)
-    assert own_pipeline_session.session_of(None) is None and own_pipeline_session.nextflow_of(None) is None
-    with pytest.raises(own_pipeline_session.SessionError, match="names no Nextflow session"):
-        own_pipeline_session.join("", None, tmp_path)
+    me = pipeline_session.session_of(os.getpid())
+    assert me and me.startswith(f"{os.getpid()}-") and pipeline_session.token(me).endswith(me)
+    assert pipeline_session.session_of(None) is None and pipeline_session.nextflow_of(None) is None
+    with pytest.raises(pipeline_session.SessionError, match="names no Nextflow session"):
+        pipeline_session.join("", None, tmp_path)
     assert not any(tmp_path.iterdir()), "nothing was started or marked"
 
 
 def test_a_container_launch_is_wrapped_and_an_engine_this_host_lacks_is_named(tmp_path):
-    from biossd.measure import own_pipeline_task
+    from biossd.measure.own_pipeline import task as pipeline_task
 
     docker = {"process": "A", "engine": "docker", "container": "img:1"}
-    (tmp_path / own_pipeline_task.CIDFILE).write_text("an earlier attempt's")
+    (tmp_path / pipeline_task.CIDFILE).write_text("an earlier attempt's")
     import shutil
 
     assert shutil.which("docker"), "make install installs Debian's docker.io"
-    argv, cidfile = own_pipeline_task.container_launch(docker, ["docker", "run", "-i", "img:1", "true"], tmp_path)
-    assert argv == ["docker", "run", "--cidfile", str(tmp_path / own_pipeline_task.CIDFILE), "-i", "img:1", "true"]
-    assert cidfile == tmp_path / own_pipeline_task.CIDFILE and not cidfile.exists(), "Docker refuses an existing one"
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="is not `docker run"):
-        own_pipeline_task.container_launch(docker, ["docker", "rm", "x"], tmp_path)
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="apptainer is not installed on this host"):
-        own_pipeline_task.container_launch({**docker, "engine": "apptainer"},
+    argv, cidfile = pipeline_task.container_launch(docker, ["docker", "run", "-i", "img:1", "true"], tmp_path)
+    assert argv == ["docker", "run", "--cidfile", str(tmp_path / pipeline_task.CIDFILE), "-i", "img:1", "true"]
+    assert cidfile == tmp_path / pipeline_task.CIDFILE and not cidfile.exists(), "Docker refuses an existing one"
+    with pytest.raises(pipeline_task.PipelineTaskError, match="is not `docker run"):
+        pipeline_task.container_launch(docker, ["docker", "rm", "x"], tmp_path)
+    with pytest.raises(pipeline_task.PipelineTaskError, match="apptainer is not installed on this host"):
+        pipeline_task.container_launch({**docker, "engine": "apptainer"},
                                       ["/no/such/bin/apptainer", "exec", "img.sif", "true"], tmp_path)
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="podman"):
-        own_pipeline_task.container_launch({**docker, "engine": "podman"}, ["podman", "run"], tmp_path)
-    assert own_pipeline_task.container_launch({"process": "A"}, ["/bin/bash", "-ue"], tmp_path) == (["/bin/bash", "-ue"], None)
+    with pytest.raises(pipeline_task.PipelineTaskError, match="podman"):
+        pipeline_task.container_launch({**docker, "engine": "podman"}, ["podman", "run"], tmp_path)
+    assert pipeline_task.container_launch({"process": "A"}, ["/bin/bash", "-ue"], tmp_path) == (["/bin/bash", "-ue"], None)

@@ -12,7 +12,8 @@ from biossd.analysis import predict
 from biossd.cli import main
 from biossd.host import devicemodels
 from biossd.host.hdd import diskmodel
-from biossd.measure import manifest, tracefile
+from biossd.measure import manifest
+from biossd.measure.trace import tracefile
 from conftest import measured_record
 
 KIB = 1024

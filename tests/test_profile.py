@@ -16,7 +16,7 @@ from biossd.host import swap, tracefs
 from biossd.host.cgroups import find_leftovers
 from biossd.measure import collectors, manifest
 from biossd.measure.counters import parse_perf_csv
-from biossd.measure.tracereader import read_blocktrace
+from biossd.measure.trace.tracereader import read_blocktrace
 
 pytestmark = pytest.mark.integration
 

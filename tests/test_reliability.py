@@ -499,14 +499,14 @@ def test_a_report_over_a_damaged_run_record_says_which_before_any_notebook(tmp_p
 def test_a_session_folder_others_can_write_is_refused_and_a_listed_path_off_tracefs_is_never_claimed(tmp_path):
     from biossd.core.files import private_folder
     from biossd.host import tracefs
-    from biossd.measure import own_pipeline_task
+    from biossd.measure.own_pipeline import task as pipeline_task
 
     outdir = tmp_path / "out"
-    folder = own_pipeline_task.session_folder(outdir)
+    folder = pipeline_task.session_folder(outdir)
     assert folder == outdir / "pipeline_info" and private_folder(folder) is None
     os.chmod(folder, 0o777)
-    with pytest.raises(own_pipeline_task.PipelineTaskError, match="writable by its group or by others.*chmod go-w"):
-        own_pipeline_task.drops_caches({"drop_caches": "once", "session": "s1"}, outdir)
+    with pytest.raises(pipeline_task.PipelineTaskError, match="writable by its group or by others.*chmod go-w"):
+        pipeline_task.drops_caches({"drop_caches": "once", "session": "s1"}, outdir)
     assert not list(folder.iterdir()), "no mark was made in it"
     os.chmod(folder, 0o755)
     (tmp_path / "elsewhere").mkdir()
@@ -523,7 +523,7 @@ def test_a_session_folder_others_can_write_is_refused_and_a_listed_path_off_trac
 def test_the_session_leader_is_no_descendant_of_the_task_that_started_it(tmp_path, monkeypatch):
     """Nextflow stops a task (its time limit, a retry) by killing every descendant of the task's
     process: the leader the first task started must not be one, or every task handed to it dies."""
-    from biossd.measure import own_pipeline_session
+    from biossd.measure.own_pipeline import session as pipeline_session
 
     said = tmp_path / "leader.txt"
 
@@ -531,8 +531,8 @@ def test_the_session_leader_is_no_descendant_of_the_task_that_started_it(tmp_pat
         said.write_text(f"{os.getpid()} {os.getppid()}")
         return 0
 
-    monkeypatch.setattr(own_pipeline_session, "run_leader", leader_says)
-    pid = own_pipeline_session._fork_leader("s", os.getpid(), tmp_path / "mark", None)
+    monkeypatch.setattr(pipeline_session, "run_leader", leader_says)
+    pid = pipeline_session._fork_leader("s", os.getpid(), tmp_path / "mark", None)
     deadline = time.monotonic() + 10
     while not said.exists() or not said.read_text():
         assert time.monotonic() < deadline, "the leader never ran"
@@ -544,7 +544,7 @@ def test_the_session_leader_is_no_descendant_of_the_task_that_started_it(tmp_pat
 def test_a_task_whose_leader_died_alone_starts_a_new_one(tmp_path, monkeypatch):
     """The leader killed alone (its workers may still hold the host lock): the next task does not
     fail; it starts a new leader, which takes the lock once they are done."""
-    from biossd.measure import own_pipeline_session
+    from biossd.measure.own_pipeline import session as pipeline_session
 
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -555,11 +555,11 @@ def test_a_task_whose_leader_died_alone_starts_a_new_one(tmp_path, monkeypatch):
         started.append(mark.read_text() if mark.exists() else "")
         return dead.pid if len(started) == 1 else alive.pid
 
-    monkeypatch.setattr(own_pipeline_session, "_fork_leader", fork_leader)
-    monkeypatch.setattr(own_pipeline_session, "_leader_holds", lambda group: len(started) == 2)
+    monkeypatch.setattr(pipeline_session, "_fork_leader", fork_leader)
+    monkeypatch.setattr(pipeline_session, "_leader_holds", lambda group: len(started) == 2)
     try:
-        group = own_pipeline_session.join("s1", os.getpid(), tmp_path / "out")
-        assert group == own_pipeline_session.token("s1") and len(started) == 2
+        group = pipeline_session.join("s1", os.getpid(), tmp_path / "out")
+        assert group == pipeline_session.token("s1") and len(started) == 2
         mark = tmp_path / "out" / "pipeline_info" / ".biossd-leader-s1.json"
         assert json.loads(mark.read_text())["pid"] == alive.pid
     finally:

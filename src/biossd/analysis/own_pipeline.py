@@ -2,7 +2,7 @@
 its predicted runtime and speedup — and the whole pipeline's — on the devices you could buy or
 rent (``biossd pipeline report``).
 
-The runs are those ``nextflow/conf/profile_pipeline.config`` kept (:mod:`biossd.measure.own_pipeline_task`),
+The runs are those ``nextflow/conf/profile_pipeline.config`` kept (:mod:`biossd.measure.own_pipeline.task`),
 one per task attempt; Nextflow's own record of the run (``nextflow log``, read in the launch
 directory the runs name, :func:`load_trace`) says which attempt counted. A task counts once: its
 last attempt that completed (a failed attempt is listed as failed, never summed), or, for a task
@@ -41,7 +41,8 @@ from biossd.analysis import cost, predict
 from biossd.core.files import atomic_write_text
 from biossd.features import extract as features
 from biossd.host import devicemodels
-from biossd.measure import manifest, own_pipeline_task
+from biossd.measure import manifest
+from biossd.measure.own_pipeline import task as pipeline_task
 
 #: The trace file an older profiling config had Nextflow write (read where it is there).
 LEGACY_TRACE_FILE = Path("pipeline_info") / "biossd-trace.txt"
@@ -154,11 +155,11 @@ def load_trace(outdir: Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
         trace = pd.read_csv(legacy, sep="\t", dtype=str)
     else:
         if not named:
-            raise PipelineReportError(f"{outdir / own_pipeline_task.RUNS_DIR}: no profiled run names its Nextflow session; "
+            raise PipelineReportError(f"{outdir / pipeline_task.RUNS_DIR}: no profiled run names its Nextflow session; "
                                       f"was the pipeline run with -c nextflow/conf/profile_pipeline.config "
                                       f"--biossd_outdir {outdir}?")
         launch, name, status = last_run(runs)
-        kept = outdir / TASKS_FILE.format(run_name=own_pipeline_task.component(name))
+        kept = outdir / TASKS_FILE.format(run_name=pipeline_task.component(name))
         if kept.is_file():
             text = kept.read_text()
         else:
@@ -181,7 +182,7 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """Every kept run with its task labels and features; runs that cannot be read (another biossd
     version's, damaged) are returned apart with the reason."""
     rows, skipped = [], []
-    for run_dir in features.find_run_dirs([Path(outdir) / own_pipeline_task.RUNS_DIR]):
+    for run_dir in features.find_run_dirs([Path(outdir) / pipeline_task.RUNS_DIR]):
         try:
             body = manifest.read_manifest(run_dir)
             row = features.run_features(run_dir)
@@ -189,7 +190,7 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
             skipped.append((str(run_dir), str(err)))
             continue
         labels = body.get("labels") or {}
-        row.update({k: labels.get(k) for k in own_pipeline_task.LABELS})
+        row.update({k: labels.get(k) for k in pipeline_task.LABELS})
         row["run_path"] = str(run_dir)
         row["attempt"] = int(labels.get("attempt") or 1)
         cap = body.get("memory_cap") or {}
@@ -293,8 +294,8 @@ def overlaps(tasks: pd.DataFrame) -> pd.DataFrame:
     (``process (tag)``, ``;``-joined), the seconds another task ran beside it, and its kept
     kernel-thread requests (write-back, the journal) — and how many of those were issued while
     another task ran: requests no run can tell apart, kept in each run that overlapped them and
-    shown here as unattributed (:func:`biossd.measure.tracereader.kernel_thread_issue_s`)."""
-    from biossd.measure import tracereader
+    shown here as unattributed (:func:`biossd.measure.trace.tracereader.kernel_thread_issue_s`)."""
+    from biossd.measure.trace import tracereader
 
     start, end = tasks["command_start_epoch_s"].to_numpy(float), tasks["command_end_epoch_s"].to_numpy(float)
     order = np.argsort(start, kind="stable")
@@ -422,7 +423,7 @@ def report(outdir: Path, targets: Sequence[str] | None = None, study: Sequence[P
     targets = default_targets(instance) if not targets else on_instance(targets, instance)
     runs, skipped = load_runs(outdir)
     if runs.empty:
-        raise PipelineReportError(f"{outdir / own_pipeline_task.RUNS_DIR}: no run to report"
+        raise PipelineReportError(f"{outdir / pipeline_task.RUNS_DIR}: no run to report"
                                   + (f" ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
     trace = load_trace(outdir, runs)
     named = "session_id" in runs and runs["session_id"].notna().any()

@@ -70,7 +70,8 @@ from biossd.core.files import atomic_write_text, write_frame
 from biossd.core.units import SECTOR_BYTES
 from biossd.features import extract as features
 from biossd.host import devicemodels
-from biossd.measure import manifest, tracefile, tracereader
+from biossd.measure import manifest
+from biossd.measure.trace import tracefile, tracereader
 from biossd.study import catalogue
 
 #: The model and its assumptions in words, for the supplement (the module's text states it).
@@ -122,7 +123,7 @@ class RunStream:
     busy_s: float
     note: str = ""
     #: Per request, whether the run waited for it (``None``: every one); background writeback
-    #: is served by the target but not waited for (:func:`biossd.measure.tracereader.waited_for`).
+    #: is served by the target but not waited for (:func:`biossd.measure.trace.tracereader.waited_for`).
     waited: np.ndarray | None = None
     #: Per request, when it was issued, in seconds after the command started (``None``: unknown),
     #: and when the command started on the host's clock (epoch seconds): what interleaves the

@@ -20,7 +20,8 @@ import pandas as pd
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.host import devicerecord
-from biossd.measure import manifest, tracefile, tracereader
+from biossd.measure import manifest
+from biossd.measure.trace import tracefile, tracereader
 from biossd.study import layout, lifecycle, repeats, sizer, sizing_record
 
 PIPELINE_INFO = "pipeline_info"
@@ -242,7 +243,7 @@ def run_sessions_text(table: pd.DataFrame) -> str:
 
 
 def first_trace(rs: ResultSet, rows: pd.DataFrame) -> pd.DataFrame | None:
-    """The raw block trace (:func:`biossd.measure.tracereader.read_blocktrace`) of the first of
+    """The raw block trace (:func:`biossd.measure.trace.tracereader.read_blocktrace`) of the first of
     ``rows`` (runs of the run table) whose directory holds one; ``None`` when none does. The one
     place the analysis reads a raw trace (Fig. 6)."""
     for _, row in rows.iterrows():

@@ -30,7 +30,8 @@ from biossd.core.units import parse_size
 from biossd.features import extract as features
 from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
-from biossd.measure import manifest, tracefile
+from biossd.measure import manifest
+from biossd.measure.trace import tracefile
 from biossd.study import catalogue, layout
 
 #: Normalized feature centres (Butil, Riops, Wiops, Pfault, CAR, Rsize, Wsize, WBlen) after the

@@ -77,7 +77,7 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def run_handed_off(argv: list[str]) -> int:
-    """A pipeline task's command line in its session leader's worker (:mod:`biossd.measure.handoff`):
+    """A pipeline task's command line in its session leader's worker (:mod:`biossd.measure.own_pipeline.handoff`):
     biossd's signal handlers, as in a process of its own (the worker is a fork of the leader,
     which had its own), then :func:`main`; the handlers reach the leader through the parser's
     defaults (``args.run_handed_off``)."""

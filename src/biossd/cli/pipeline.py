@@ -3,96 +3,34 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import signal
 import sys
 from pathlib import Path
 
 from biossd.cli import options
 from biossd.cli.options import UsageError
-from biossd.core import signals
 
 
 def cmd_pipeline_task(args: argparse.Namespace) -> int:
     """One task of a user's pipeline under the profiler (the profiling config's task shell); exits
-    with the task's own status, and passes its output on to Nextflow's .command.out/.err."""
-    from biossd.measure import handoff, own_pipeline_task, profile, toolrun
+    with the task's own status (:func:`biossd.measure.own_pipeline.run.run_task`)."""
+    from biossd.measure.own_pipeline import run
 
-    task = own_pipeline_task.decode(args.task)
-    task["launched_by"] = handoff.LAUNCHED_BY[handoff.in_worker()]
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        raise UsageError("biossd pipeline task: no command after `--` (Nextflow gives /bin/bash -ue .command.sh)")
-    workdir = Path.cwd()
-    outdir = own_pipeline_task.outdir_from_env(task=task)
-    out = own_pipeline_task.run_dir(outdir, task, workdir)
-    from biossd.measure import own_pipeline_session
-
-    on_slurm = task.get("executor") == "slurm"
-    if on_slurm:
-        import socket
-
-        if os.geteuid() != 0:
-            raise UsageError(f"biossd pipeline task on node {socket.gethostname()}: needs root there (it traces the "
-                             "task's block requests and reads its cgroup); run the pipeline's jobs as root, or profile "
-                             "on the local executor")
-        # Nextflow's process is on the submit host, not here: no owner to follow, and no leader
-        # (a SLURM job's processes end with it). The run's tasks on this node hold the host lock
-        # shared (biossd.host.sharedlock); the page cache is dropped once per node; memory is capped
-        # by SLURM's job.
-        task["owner_pid"] = None
-        task["session"] = f"{task.get('run')}@{socket.gethostname()}"
-    else:
-        # The session: Nextflow's process (pid and start) where it is on this host, else its run
-        # (its session id and run name, which a resumed run renames).
-        task["session"] = own_pipeline_session.session_of(task.get("owner_pid")) or task.get("run")
-    group = shared_group = None
-    if task["concurrency"] == "side-by-side" and on_slurm:
-        shared_group = own_pipeline_session.node_token(task["session"])
-    elif task["concurrency"] == "side-by-side":
-        try:
-            group = own_pipeline_session.join(str(task.get("session") or ""), task.get("owner_pid"), outdir,
-                                         getattr(args, "run_handed_off", None))
-        except own_pipeline_session.SessionError as err:
-            raise UsageError(f"biossd pipeline task: {err}") from None
-    command, cidfile = own_pipeline_task.container_launch(task, command, workdir)
-    drop, why_not = own_pipeline_task.drops_caches(task, outdir)
-    request = profile.ProfileRequest(argv=command, out_dir=out, mem_bytes=task.get("memory_bytes"),
-                                     labels=own_pipeline_task.labels(task, workdir), overwrite=True,
-                                     drop_caches=drop, kept_caches_why=why_not, group=group, shared_group=shared_group,
-                                     resident_interval_s=own_pipeline_task.RESIDENT_INTERVAL_S,
-                                     attribute_in_group=True, image=task.get("container"), perf="pmu",
-                                     trace_pool=own_pipeline_session.trace_pool(task["session"], outdir) if group else (),
-                                     owner=options.owner(args) or own_pipeline_session.nextflow_of(task.get("owner_pid")))
-    if cidfile is not None:  # Docker caps its container (Nextflow passes the memory directive as --memory)
-        request.container_id_file, request.cap_backend = cidfile, "external"
-    elif on_slurm:  # SLURM's job caps it (the memory directive is the job's --mem)
-        request.cap_backend = "external"
-    body, signum = toolrun.profiled(request, "biossd pipeline task")
-    if signum is not None:
-        return profile.signal_exit_code(signum)
-    signals.ignored_until_exit()
-    for name, stream in (("stdout.log", sys.stdout.buffer), ("stderr.log", sys.stderr.buffer)):
-        with contextlib.suppress(OSError):
-            stream.write((out / name).read_bytes())
-            stream.flush()
-    if body["outcome"] == "oom":
-        return 128 + signal.SIGKILL
-    if body.get("signal"):
-        return 128 + int(body["signal"])
-    return int(body.get("exit_code") or 0)
+    try:
+        return run.run_task(args.task, command, options.owner(args), getattr(args, "run_handed_off", None))
+    except run.TaskRefused as err:
+        raise UsageError(str(err)) from None
 
 
 def cmd_pipeline_lead(args: argparse.Namespace) -> int:
     """Hold the host lock for a Nextflow session's tasks, side by side, until Nextflow ends
-    (started by the session's first task: biossd.measure.own_pipeline_session)."""
-    from biossd.measure import own_pipeline_session
+    (started by the session's first task: biossd.measure.own_pipeline.session)."""
+    from biossd.measure.own_pipeline import session as pipeline_session
 
     owner = options.owner(args, "no session was led")
     if owner is None:
         raise UsageError("biossd pipeline lead: --owner-pid (the Nextflow process) is required")
-    return own_pipeline_session.run_leader(args.session, owner, Path(args.mark) if args.mark else None,
+    return pipeline_session.run_leader(args.session, owner, Path(args.mark) if args.mark else None,
                                       getattr(args, "run_handed_off", None))
 
 

@@ -1,5 +1,5 @@
 """biossd's runtime directory: where the host lock, its records and a pipeline session's leader
-socket live (:mod:`biossd.host.hostlock`, :mod:`biossd.measure.handoff`). Standard library only,
+socket live (:mod:`biossd.host.hostlock`, :mod:`biossd.measure.own_pipeline.handoff`). Standard library only,
 and light: a pipeline task reads it before anything else is imported."""
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ from biossd.experiments.tables import by_class, run_rows, scale_keys
 from biossd.experiments.task import Task, Teardown
 from biossd.host import hostlock, pagecache
 from biossd.host.hdd import emulate
-from biossd.measure import tracefile, tracereader
 from biossd.measure.sampler import read_diskstats
+from biossd.measure.trace import tracefile, tracereader
 
 ALLOCATIONS = ("one", "two", "dedicated")
 DEVICES = ("A", "B")

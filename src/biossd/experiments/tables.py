@@ -171,7 +171,7 @@ def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -
     run's end and its flush), rates per second of the window. NaN for all when the run has no
     block trace."""
     from biossd.features import blockstats
-    from biossd.measure import tracereader
+    from biossd.measure.trace import tracereader
 
     body = manifest.read_manifest(run_dir)
     if not body["collectors"].get("blocktrace", {}).get("ran") or body.get("command_started_s") is None:

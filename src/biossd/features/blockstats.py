@@ -7,7 +7,7 @@ time order. It keeps only per-device and queue state between chunks. The feature
 themselves are formulas over the totals, in :mod:`biossd.features.extract`.
 
 Two feeders fill it. :func:`tally_requests` reads the canonical file of one request per row.
-:func:`tally_records` reads blktrace records (:mod:`biossd.measure.blkbinary`) without pairing issues with
+:func:`tally_records` reads blktrace records (:mod:`biossd.measure.trace.blkbinary`) without pairing issues with
 completions. Both count the same things, so a run's features do not depend on which tracer
 recorded it.
 """
@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from biossd.core.units import SECTOR_BYTES
-from biossd.measure import blkbinary
+from biossd.measure.trace import blkbinary
 
 NS_PER_S = 1e9
 
@@ -138,7 +138,7 @@ class BlockTally:
 
 
 def tally_requests(requests: dict[str, Any], t0_s: float, t1_s: float) -> BlockTally:
-    """Totals from the canonical file's rows (:func:`biossd.measure.tracereader.request_arrays`)."""
+    """Totals from the canonical file's rows (:func:`biossd.measure.trace.tracereader.request_arrays`)."""
     tally = BlockTally(t0_s, t1_s)
     is_read, is_write = requests["op"] == "R", requests["op"] == "W"
     tally.add_issues(requests["issue_s"], requests["device"], requests["sector"], requests["bytes"],
@@ -160,7 +160,7 @@ def tally_requests(requests: dict[str, Any], t0_s: float, t1_s: float) -> BlockT
 def tally_records(chunks: Iterable[np.ndarray | dict[str, np.ndarray]], t0_ns: float | None = None,
                   t1_ns: float | None = None) -> BlockTally:
     """Totals from blktrace events in time order, chunk by chunk: structured records
-    (:data:`biossd.measure.blkbinary.RECORD_DTYPE`) or their :func:`biossd.measure.blkbinary.compact` columns.
+    (:data:`biossd.measure.trace.blkbinary.RECORD_DTYPE`) or their :func:`biossd.measure.trace.blkbinary.compact` columns.
     Issues are ``D`` events; the write queue moves on write ``D`` (+1) and ``C`` (-1)."""
     tally = BlockTally(t0_ns, t1_ns)
     for chunk in chunks:

@@ -27,7 +27,8 @@ from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
 from biossd.host.hdd import diskmodel
-from biossd.measure import blkbinary, counters, manifest, tracefile, tracereader
+from biossd.measure import counters, manifest
+from biossd.measure.trace import blkbinary, tracefile, tracereader
 from biossd.study import layout
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ KILLED_OUTCOMES = ("timeout", "oom")
 REGIME_COLUMNS = ("swap_ins", "swap_outs", "flush_s", "input_bytes", "resident_peak_kib", "swap_read_requests",
                   "swap_write_requests", "swap_read_top_share", "read_service_s", "write_service_s")
 #: Beside them, who paged: the command that issued most of the run's swap-in reads
-#: (:func:`biossd.measure.tracereader.swap_issuers`).
+#: (:func:`biossd.measure.trace.tracereader.swap_issuers`).
 TEXT_COLUMNS = ("swap_read_top_comm", "code_read_device", "transient_write_top", "resident_top_process")
 #: What makes a call firm or marginal (docs/study.md, "Calls that hold"): the run's cap; its
 #: floor F, σ_F, the floor runs counted and its data memory M_t (labels of a study that measured

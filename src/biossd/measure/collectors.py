@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from biossd.host.cgroups import MemoryCap
-from biossd.measure import blocktrace, counters, manifest
+from biossd.measure import counters, manifest
 from biossd.measure.request import ProfileRequest
 from biossd.measure.sampler import Sampler
+from biossd.measure.trace import blocktrace
 
 #: perf stat: ``auto`` (hardware events where the host has a PMU, else software ones), ``pmu``
 #: (only where the host has a PMU: without one perf counts only what process accounting already
@@ -89,7 +90,7 @@ def stop(running: Running, collectors: dict[str, Any], session: int,
                      mapped: dict[int, str] | None = None) -> None:
     """Each running collector stopped (after the flush: the trace holds the tool's writeback)
     and its record kept; the block trace's record names the requests of processes other than
-    the command's (:func:`biossd.measure.blocktrace.foreign_issuers`, its ``session`` leader's
+    the command's (:func:`biossd.measure.trace.blocktrace.foreign_issuers`, its ``session`` leader's
     tree), asked before the session is killed — unless ``attribute`` says why not."""
     if running.perf is not None:
         collectors["perf"] = _collect(running.perf.stop)

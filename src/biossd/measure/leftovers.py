@@ -26,7 +26,7 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     from biossd.host import cgroups, dockerengine, hostlock, objectstore, swap, tracefs
     from biossd.host.hdd import emulate
     from biossd.host.slurm import cluster
-    from biossd.measure import handoff
+    from biossd.measure.own_pipeline import handoff
 
     found: list[tuple[str, str, Callable[[], None]]] = []
     for record in hostlock.stale_records():

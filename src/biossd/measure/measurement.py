@@ -342,7 +342,7 @@ MAX_NAMED_FILES = 10_000
 
 def _names_under(cwd: Path) -> dict[int, str]:
     """The files left under the run's working directory, by inode (path relative to it), for the
-    record of what the run dirtied (:func:`biossd.measure.blocktrace.dirtied`)."""
+    record of what the run dirtied (:func:`biossd.measure.trace.blocktrace.dirtied`)."""
     names: dict[int, str] = {}
     for dirpath, _dirs, files in os.walk(cwd):
         for name in files:

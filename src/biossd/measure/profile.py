@@ -9,7 +9,7 @@ loop device (:mod:`biossd.host.swap`), and writes one run directory:
     ``rusage.json``                  process accounting of the whole process tree (``time``'s job)
     ``gnu_time.txt``                 GNU time's report: the command's own peak RSS and how it ended
     ``sampler.csv``                  1 Hz system counters, like SAR (:mod:`biossd.measure.sampler`)
-    ``blocktrace.tsv.gz``            one row per block request (:mod:`biossd.measure.blocktrace`)
+    ``blocktrace.tsv.gz``            one row per block request (:mod:`biossd.measure.trace.blocktrace`)
     ``perf_stat.csv``                CPU/memory counters (:mod:`biossd.measure.counters`)
     ``cachegrind.*``                 simulated cache misses, opt-in (:mod:`biossd.measure.counters`)
     ``run.json``                     the manifest, written last (see :mod:`biossd.measure.manifest`)
@@ -34,8 +34,9 @@ from typing import Any, Callable, Sequence
 from biossd.core.signals import signals_call
 from biossd.host import devices as block_devices
 from biossd.host import grouplock, hostlock
-from biossd.measure import blocktrace, collectors, gnutime, manifest, measurement, rundir
+from biossd.measure import collectors, gnutime, manifest, measurement, rundir
 from biossd.measure.request import Busy, Interrupted, ProfileError, ProfileRequest
+from biossd.measure.trace import blocktrace
 
 EXIT_COMMAND_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
@@ -160,7 +161,7 @@ def _host_lock(request: ProfileRequest, target: Path, interrupted: Callable[[], 
     """How the run holds the host lock: a member of a group whose leader holds it, a member of a
     leaderless group that holds it shared, or alone."""
     if request.group:
-        from biossd.measure import handoff
+        from biossd.measure.own_pipeline import handoff
 
         return grouplock.GroupMember(request.group, also_tidy=handoff.remove_dead_sockets)
     kwargs = dict(wait=request.wait_for_lock, owner=request.owner, interrupted=interrupted, notify=request.notify,

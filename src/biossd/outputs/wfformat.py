@@ -37,7 +37,7 @@ from biossd import __version__
 from biossd.core.errors import BiossdError
 from biossd.features import extract as features
 from biossd.measure import manifest
-from biossd.measure import own_pipeline_task as pipeline_task
+from biossd.measure.own_pipeline import task as pipeline_task
 from biossd.study import layout
 
 SCHEMA_VERSION = "1.5"

@@ -4,9 +4,9 @@ whose requests they were.
 The paper ran blktrace and derived its I/O features from the requests it saw. biossd uses
 blktrace where the kernel allows it and otherwise the ``block_rq_issue``/``block_rq_complete``
 tracepoints (:mod:`biossd.host.tracefs`); both end in one canonical file, ``blocktrace.tsv.gz``
-(:mod:`biossd.measure.tracefile`: its columns), one row per request, written as requests complete
-(:mod:`biossd.measure.traceevents`), so millions of requests never sit in memory. The readers are
-:mod:`biossd.measure.tracereader`'s.
+(:mod:`biossd.measure.trace.tracefile`: its columns), one row per request, written as requests complete
+(:mod:`biossd.measure.trace.traceevents`), so millions of requests never sit in memory. The readers are
+:mod:`biossd.measure.trace.tracereader`'s.
 
 Times use the monotonic clock of :func:`time.monotonic` (tracefs ``mono`` clock), so they line
 up with the sampler's ``t_s``. Events the kernel lost are counted, never silently dropped:
@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 from biossd.core.errors import BiossdError
 from biossd.core.owners import dies_with_parent, session_and_kernel
 from biossd.host import tracefs
-from biossd.measure.traceevents import (
+from biossd.measure.trace.traceevents import (
     BLKPARSE_FORMAT,
     CanonicalWriter,
     parse_blkparse_line,
@@ -43,7 +43,7 @@ from biossd.measure.traceevents import (
     parse_throttle_line,
     parse_tracefs_line,
 )
-from biossd.measure.tracefile import BLOCKTRACE_FILE, KERNEL_THREAD_COMMS
+from biossd.measure.trace.tracefile import BLOCKTRACE_FILE, KERNEL_THREAD_COMMS
 
 POLL_S = 0.25
 READ_CHUNK_BYTES = 1 << 20

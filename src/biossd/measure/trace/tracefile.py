@@ -1,7 +1,7 @@
 """A run's block-trace file, ``blocktrace.tsv.gz``: its columns and its writer (Lee, Min and Yoon 2015, §5.1).
 
-One row per block request, written as requests complete (:mod:`biossd.measure.blocktrace` records
-them; :mod:`biossd.measure.tracereader` reads them):
+One row per block request, written as requests complete (:mod:`biossd.measure.trace.blocktrace` records
+them; :mod:`biossd.measure.trace.tracereader` reads them):
 
 =============  ========  ==================================================================
 ``issue_s``    float64   when the request was issued to the device, seconds since run start

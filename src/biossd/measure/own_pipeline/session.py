@@ -13,7 +13,7 @@ the lock (it may first wait for another measured run to end); a leader that is g
 holding it is an error naming it.
 
 Once its pool is ready the leader also runs the session's tasks in processes of its own: it
-listens on a socket (:mod:`biossd.measure.handoff`), and a task that finds it there hands itself
+listens on a socket (:mod:`biossd.measure.own_pipeline.handoff`), and a task that finds it there hands itself
 off — its profiler forked from the leader, which has it loaded, instead of a new Python process.
 
 The leader also keeps the session's tracefs instances ready once it holds the lock
@@ -23,7 +23,7 @@ and removing an instance (the tasks that waited for the leader wait for its firs
 (or no list yet) makes its own, as a lone run does.
 
 What side by side costs the measurement, said in every run and the report: each task's block
-requests are its own by its process tree (:func:`biossd.measure.blocktrace.foreign_issuers`), but
+requests are its own by its process tree (:func:`biossd.measure.trace.blocktrace.foreign_issuers`), but
 the kernel threads' (write-back, the journal) are kept in every task that overlapped them, and
 the host's swap counters (``Pfault``) are the host's, not one task's.
 """
@@ -41,7 +41,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.owners import ProcessRef
 from biossd.host import grouplock, hostlock, tracefs
-from biossd.measure.own_pipeline_task import component, session_folder
+from biossd.measure.own_pipeline.task import component, session_folder
 
 #: The session's leader mark under the outdir (its pid and start, for the tasks that wait on it).
 LEADER_MARK = "pipeline_info/.biossd-leader-{session}.json"
@@ -267,30 +267,30 @@ def _open_pool(stack: contextlib.ExitStack, pool_file: Path) -> None:
 
 #: What a task's profiler loads, loaded by the leader before it takes tasks (its workers start
 #: with them; a leader forked from the first task has them already, one run by hand has not).
-PRELOAD = ("biossd.measure.profile", "biossd.measure.toolrun", "biossd.measure.own_pipeline_task", "biossd.measure.manifest",
-           "biossd.measure.blocktrace", "biossd.host.dockerengine")
+PRELOAD = ("biossd.measure.profile", "biossd.measure.toolrun", "biossd.measure.own_pipeline.run", "biossd.measure.manifest",
+           "biossd.measure.trace.blocktrace", "biossd.host.dockerengine")
 
 
 def accepts(session: str, argv: list[str]) -> bool:
     """Whether the leader of ``session`` runs the task of command line ``argv`` (a side-by-side
     task of its own Nextflow process); anything else runs in its own process, which refuses what
     is wrong with it."""
-    from biossd.measure import own_pipeline_task
+    from biossd.measure.own_pipeline import task as pipeline_task
 
     try:
-        task = own_pipeline_task.decode(argv[3])
-    except (own_pipeline_task.PipelineTaskError, IndexError):
+        task = pipeline_task.decode(argv[3])
+    except (pipeline_task.PipelineTaskError, IndexError):
         return False
     return task["concurrency"] == "side-by-side" and session_of(task.get("owner_pid")) == session
 
 
 def _serve(stack: contextlib.ExitStack, session: str, owner: ProcessRef, run_task: Callable[[list[str]], int]):
-    """The session's hand-off socket (:mod:`biossd.measure.handoff`; ``run_task(argv)``, the
+    """The session's hand-off socket (:mod:`biossd.measure.own_pipeline.handoff`; ``run_task(argv)``, the
     command line a worker runs), its tasks' modules loaded; ``None`` where it cannot listen (each
     task then runs in its own process)."""
     import importlib
 
-    from biossd.measure import handoff
+    from biossd.measure.own_pipeline import handoff
 
     for name in PRELOAD:
         importlib.import_module(name)
@@ -309,7 +309,7 @@ def lead(session: str, owner: ProcessRef, interrupted, mark: Path | None = None,
     (listed as each is ready: the tasks that waited for the leader wait for the first), the session's ready tracefs instances
     (:data:`TRACE_POOL`), removed before the lock is let go; then, given ``run_task`` (the command
     line's runner of a task), the tasks that hand themselves off run in its workers
-    (:mod:`biossd.measure.handoff`)."""
+    (:mod:`biossd.measure.own_pipeline.handoff`)."""
     try:
         with hostlock.HostLock(f"biossd pipeline lead (Nextflow session {session})", owner=owner,
                                interrupted=interrupted, **{hostlock.GROUP_KEY: token(session)},

@@ -16,7 +16,7 @@ page cache dropped first — and keeps the run directory under ``$BIOSSD_PIPELIN
 ``ab/cdef12...`` as ``abcdef12``). The run's labels carry the process, tag, attempt, hash and work
 directory. The task's exit status is the tool's, so Nextflow's retries and error strategies work as
 without biossd. Tasks run side by side as Nextflow schedules them, members of their session's
-concurrent group (:mod:`biossd.measure.own_pipeline_session`), or with ``concurrency: serial`` one at a
+concurrent group (:mod:`biossd.measure.own_pipeline.session`), or with ``concurrency: serial`` one at a
 time, each under the host lock (a task waiting for it is not measured while it waits, only its run).
 
 The page cache is dropped as ``drop_caches`` says (:data:`DROP_MODES`): ``once`` (the default) by
@@ -45,7 +45,7 @@ RUNS_DIR = "runs"
 #: The labels every pipeline run carries (the run table's label columns for pipelines).
 LABELS = ("process", "tag", "attempt", "task_hash", "workdir", "launch_dir", "session_id", "run_name", "launched_by")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
-#: How tasks run: as Nextflow schedules them (:mod:`biossd.measure.own_pipeline_session`), or one at a
+#: How tasks run: as Nextflow schedules them (:mod:`biossd.measure.own_pipeline.session`), or one at a
 #: time (each under its own host lock); a task description without it is serial.
 CONCURRENCY_MODES = ("side-by-side", "serial")
 #: When a task drops the page cache (the module's text); the config's true/false mean task/never.
@@ -124,7 +124,7 @@ def run_dir(outdir: Path, task: dict[str, Any], workdir: Path) -> Path:
 def labels(task: dict[str, Any], workdir: Path) -> dict[str, str]:
     """The run's labels: the task (process, tag, attempt, hash, work directory), the Nextflow
     run it belongs to (launch directory, session id, run name: where ``nextflow log`` finds it)
-    and which process ran its profiler (``launched_by``: :data:`biossd.measure.handoff.LAUNCHED_BY`)."""
+    and which process ran its profiler (``launched_by``: :data:`biossd.measure.own_pipeline.handoff.LAUNCHED_BY`)."""
     return {"process": str(task["process"]), "tag": str(task.get("tag") or ""),
             "attempt": str(int(task.get("attempt") or 1)), "task_hash": task_hash(workdir), "workdir": str(workdir),
             **{k: str(task[k]) for k in ("launch_dir", "session_id", "run_name", "launched_by") if task.get(k)}}

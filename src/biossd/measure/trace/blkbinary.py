@@ -16,7 +16,7 @@ messages) and driver data, which are few.
 
 :func:`to_requests` turns records into one row per request. Each issue (``D``) is paired with
 its completion (``C``) by device and sector, first in first out. The result has the columns of
-:mod:`biossd.measure.blocktrace`'s canonical file, so features are computed one way whichever tracer
+:mod:`biossd.measure.trace.blocktrace`'s canonical file, so features are computed one way whichever tracer
 recorded the run. :func:`write_records` writes synthetic traces of known content for tests and
 benchmarks.
 """

@@ -3,7 +3,7 @@
 Every task of a profiled pipeline starts ``biossd pipeline task`` (the profiling config's task
 shell), and a new Python process that loads the profiler costs a task about 0.1 s before its tool
 starts — on the pipeline's critical path, for every task. The session's leader
-(:mod:`biossd.measure.own_pipeline_session`) has the profiler loaded: once it holds the host lock it
+(:mod:`biossd.measure.own_pipeline.session`) has the profiler loaded: once it holds the host lock it
 listens on :func:`socket_path` (biossd's runtime directory, mode 0600, this user's only), and a
 task that is a member of its session (side by side, on the host of its Nextflow process) hands
 itself off (:func:`hand_off`):

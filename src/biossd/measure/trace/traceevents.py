@@ -1,6 +1,6 @@
 """From the kernel's trace events to the rows of a run's block trace: the parsers of tracefs and
 blkparse lines (requests, forks, write-back throttling, sync calls) and the writer that pairs each
-request's issue with its completion and writes it once (:mod:`biossd.measure.tracefile`).
+request's issue with its completion and writes it once (:mod:`biossd.measure.trace.tracefile`).
 Standard library only: it runs in the profiler, beside the tool."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from biossd.core.units import SECTOR_BYTES
-from biossd.measure.tracefile import TraceFile
+from biossd.measure.trace.tracefile import TraceFile
 
 #: The write-back throttling event gives its pause in milliseconds.
 MS_PER_S = 1000.0

@@ -1,4 +1,4 @@
-"""Reading a run's block trace (:mod:`biossd.measure.tracefile`) for the features and the
+"""Reading a run's block trace (:mod:`biossd.measure.trace.tracefile`) for the features and the
 predictions: its requests as NumPy arrays or an Arrow table, each counted once, and which of them
 the run waited for (Lee, Min and Yoon 2015, §5.2). Also reads the ``blocktrace.parquet`` of result
 sets written before the text format."""
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from biossd.core.errors import BiossdError
-from biossd.measure.tracefile import COLUMN_NAMES, COLUMNS, KERNEL_THREAD_COMMS, SYNC_FLAG, trace_path
+from biossd.measure.trace.tracefile import COLUMN_NAMES, COLUMNS, KERNEL_THREAD_COMMS, SYNC_FLAG, trace_path
 
 if TYPE_CHECKING:
     import numpy
