@@ -52,9 +52,9 @@ def test_a_device_that_cannot_be_flushed_is_named_not_raised(tmp_path):
 def test_a_page_cache_add_line_is_read_with_its_device_and_folio():
     line = ("     java-4242    [001] ..... 12345.678901: mm_filemap_add_to_page_cache: dev 254:0 ino 1a2b "
             "pfn=0x12345 ofs=8192 order=2")
-    assert traceevents.parse_page_cache_line(line) == (4242, (254, 0), 4)
+    assert traceevents.parse_page_cache_line(line) == (4242, (254, 0), 4, 0x1a2b)
     old = "  sh-7 [000] ..... 1.0: mm_filemap_add_to_page_cache: dev 7:1 ino 3 pfn=0x1 ofs=0"
-    assert traceevents.parse_page_cache_line(old) == (7, (7, 1), 1)
+    assert traceevents.parse_page_cache_line(old) == (7, (7, 1), 1, 3)
     assert traceevents.parse_page_cache_line("sh-7 [000] 1.0: block_rq_issue: 7,1 R 4096 () 8 + 8 [sh]") is None
 
 
@@ -78,6 +78,22 @@ def test_a_dirtied_page_is_read_with_its_process_and_file_and_a_removed_file_is_
     assert record["files"][0] == {"file": "biossd-tmp/ompi/vader_segment.0", "left": False,
                                   "bytes": 2048 * blocktrace.PAGE_BYTES, "by": {"FCluster": 2048 * blocktrace.PAGE_BYTES}}
     assert record["files"][1]["file"] == "out.fa" and record["files"][1]["left"]
+
+
+def test_the_code_a_run_read_is_named_by_file_the_most_read_first(tmp_path):
+    from biossd.measure.trace import blocktrace
+
+    writer = traceevents.CanonicalWriter(tmp_path / "t.tsv.gz", {}, 0.0)
+    writer.page_cache_traced, writer.forks_traced = True, True
+    writer.forks = [(100, 101)]
+    writer.page_cache_add(101, (254, 0), 256, 0x77)  # 1 MiB of the JDK's modules image, which java maps
+    writer.page_cache_add(100, (254, 0), 4, 0x5)  # a file the run wrote new on the host's disk
+    writer.page_cache_add(999, (254, 0), 8, 0x77)  # another process's: not the run's
+    record = blocktrace.page_cache_reads(writer, 100, (), {0x77: "/usr/lib/jvm/java-17/lib/modules"})
+    writer.abort()
+    assert record["bytes"] == 260 * blocktrace.PAGE_BYTES and record["others_bytes"] == 8 * blocktrace.PAGE_BYTES
+    assert [(f["file"], f["inode"], f["bytes"]) for f in record["files"]] == [
+        ("/usr/lib/jvm/java-17/lib/modules", 0x77, 256 * blocktrace.PAGE_BYTES), (None, 0x5, 4 * blocktrace.PAGE_BYTES)]
 
 
 def test_a_process_s_resident_parts_are_read_by_name():

@@ -106,7 +106,7 @@ def stop(running: Running, collectors: dict[str, Any], session: int,
             collectors["blocktrace"]["throttle"] = blocktrace.throttled(
                 running.tracer.writer, session if attribute is None else None, roots)
             collectors["blocktrace"]["page_cache"] = blocktrace.page_cache_reads(
-                running.tracer.writer, session if attribute is None else None, roots)
+                running.tracer.writer, session if attribute is None else None, roots, mapped)
             collectors["blocktrace"]["dirtied"] = blocktrace.dirtied(
                 running.tracer.writer, session if attribute is None else None, left or {}, mapped or {}, roots)
             collectors["blocktrace"]["sync"] = blocktrace.sync_waits(

@@ -123,11 +123,18 @@ def throttled(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] 
             "others_paused_s": round(sum(p for pid, (_, p) in writer.pauses.items() if pid not in own), 6)}
 
 
-def page_cache_reads(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] = ()) -> dict[str, Any]:
+#: The files a run's record names among those its code reads came from (the most read first), at most.
+MAX_CODE_FILES = 10
+
+
+def page_cache_reads(writer: CanonicalWriter, leader: int | None, roots: Sequence[int] = (),
+                     mapped: dict[int, str] | None = None) -> dict[str, Any]:
     """What the run's processes (as :func:`throttled` tells them; ``None``: every process but the
     profiler's) brought into the page cache from file systems other than the traced devices' —
     its code, read from the host's own disk (docs/study.md, "Code is not data") — in bytes per
-    device, and the run's total; what other processes brought in meanwhile beside it."""
+    device, and the run's total; the files most read, named from ``mapped`` (inode -> path: those
+    its processes were seen to map) else by device and inode (a file written new counts too: its
+    pages enter the cache as it writes them); what other processes brought in meanwhile beside it."""
     if not writer.page_cache_traced:
         return {"traced": False, "why": writer.page_cache_why}
     profiler = {int(tid) for tid in os.listdir("/proc/self/task")}
@@ -140,8 +147,15 @@ def page_cache_reads(writer: CanonicalWriter, leader: int | None, roots: Sequenc
             mine[name] = mine.get(name, 0) + pages * PAGE_BYTES
         else:
             others += pages * PAGE_BYTES
+    files: dict[tuple[tuple[int, int], int], int] = {}
+    for (pid, device, inode), pages in writer.page_cache_files.items():
+        if (pid not in profiler) if own is None else (pid in own):
+            files[(device, inode)] = files.get((device, inode), 0) + pages * PAGE_BYTES
+    top = sorted(files.items(), key=lambda item: -item[1])[:MAX_CODE_FILES]
     return {"traced": True, "bytes_by_device": dict(sorted(mine.items())), "bytes": sum(mine.values()),
             "others_bytes": others,
+            "files": [{"device": _device_name(*device), "inode": inode, "bytes": n,
+                       "file": (mapped or {}).get(inode)} for (device, inode), n in top],
             "what": "file pages the run's processes brought into the page cache on file systems other than the "
                     "device under study (its code), by the file system's device"}
 

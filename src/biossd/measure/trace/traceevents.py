@@ -126,19 +126,22 @@ def parse_sync_line(line: str) -> tuple[int, str, float] | None:
 
 
 _PAGE_CACHE_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?: mm_filemap_add_to_page_cache: "
-                              r"dev (?P<major>\d+):(?P<minor>\d+) ino \S+ pfn=\S+ ofs=\d+(?: order=(?P<order>\d+))?")
+                              r"dev (?P<major>\d+):(?P<minor>\d+) ino (?P<ino>[0-9a-f]+) pfn=\S+ ofs=\d+"
+                              r"(?: order=(?P<order>\d+))?")
 
 
-def parse_page_cache_line(line: str) -> tuple[int, tuple[int, int], int] | None:
-    """``(pid, (major, minor) of the file system's device, pages)`` of one
+def parse_page_cache_line(line: str) -> tuple[int, tuple[int, int], int, int] | None:
+    """``(pid, (major, minor) of the file system's device, pages, inode)`` of one
     ``filemap:mm_filemap_add_to_page_cache`` line of ``trace_pipe`` (a task brought a folio of
-    2**order pages into the page cache); ``None`` for other lines."""
+    2**order pages of that file into the page cache; the kernel prints the inode in hex); ``None``
+    for other lines."""
     if "mm_filemap_add_to_page_cache" not in line:
         return None
     head = _PAGE_CACHE_LINE.match(line)
     if head is None:
         return None
-    return int(head["pid"]), (int(head["major"]), int(head["minor"])), 1 << int(head["order"] or 0)
+    return (int(head["pid"]), (int(head["major"]), int(head["minor"])), 1 << int(head["order"] or 0),
+            int(head["ino"], 16))
 
 
 _DIRTY_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s.*?: writeback_dirty_folio: bdi (?P<bdi>\S+): "
@@ -249,6 +252,8 @@ class CanonicalWriter:
         #: Pages brought into the page cache on file systems other than the traced devices':
         #: (pid, (major, minor)) -> pages, where the tracer records them (:attr:`page_cache_traced`).
         self.page_cache_adds: dict[tuple[int, tuple[int, int]], int] = {}
+        #: The same by file: (pid, (major, minor), inode) -> pages.
+        self.page_cache_files: dict[tuple[int, tuple[int, int], int], int] = {}
         self.page_cache_traced = False
         self.page_cache_why = "blktrace records block requests only, not the page cache"
         #: Folios dirtied on the traced devices' file systems: (pid, comm, inode) -> folios, where
@@ -262,11 +267,13 @@ class CanonicalWriter:
         key = (pid, comm, inode)
         self.dirtied[key] = self.dirtied.get(key, 0) + 1
 
-    def page_cache_add(self, pid: int, device: tuple[int, int], pages: int) -> None:
-        """Task ``pid`` brought ``pages`` into the page cache on ``device``'s file system
-        (:func:`parse_page_cache_line`)."""
+    def page_cache_add(self, pid: int, device: tuple[int, int], pages: int, inode: int = 0) -> None:
+        """Task ``pid`` brought ``pages`` of file ``inode`` into the page cache on ``device``'s file
+        system (:func:`parse_page_cache_line`)."""
         key = (pid, device)
         self.page_cache_adds[key] = self.page_cache_adds.get(key, 0) + pages
+        by_file = (pid, device, inode)
+        self.page_cache_files[by_file] = self.page_cache_files.get(by_file, 0) + pages
 
     def sync(self, pid: int, kind: str, time_s: float) -> None:
         """A task entered (``enter``) or returned from (``exit``) ``fsync`` (:func:`parse_sync_line`)."""
