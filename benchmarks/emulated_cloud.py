@@ -1,5 +1,5 @@
 """The emulated cloud volumes against their own model: fio on each emulated class, beside what
-:class:`biossd.host.cloudmodel.CloudTarget` says the same requests take (docs/cloud.md).
+:class:`biossd.host.models.cloudmodel.CloudTarget` says the same requests take (docs/cloud.md).
 
   .venv/bin/python benchmarks/emulated_cloud.py [--job-s 4] [--out FILE.json]
 
@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from biossd.host import cloudmodel, requeststream
+from biossd.host import requeststream
 from biossd.host.hdd import emulate
+from biossd.host.models import cloudmodel
 
 KIB, MIB = 1 << 10, 1 << 20
 DEVICE_BYTES = 512 * MIB

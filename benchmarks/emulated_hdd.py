@@ -1,5 +1,5 @@
 """The emulated HDD against its spec and against its own model: fio on the emulated device, job by
-job, beside what the spec sheet says and what :class:`biossd.host.hdd.diskmodel.DiskModel` expects
+job, beside what the spec sheet says and what :class:`biossd.host.models.diskmodel.DiskModel` expects
 of the same requests.
 
   .venv/bin/python benchmarks/emulated_hdd.py [--profile seagate-barracuda-7200] [--data-memory 6554K]
@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from biossd.core.units import format_size, parse_size
-from biossd.host.hdd import diskmodel, emulate
+from biossd.host.models import diskmodel, emulate
 from biossd.study import sizing
 
 KIB, MIB = 1 << 10, 1 << 20

@@ -229,7 +229,7 @@ def _entry(**changed) -> str:
 
 
 def _disk(**changed) -> str:
-    from biossd.host.hdd import diskmodel
+    from biossd.host.models import diskmodel
 
     path = diskmodel.profiles_dir() / "seagate-barracuda-7200.yaml"
     return yaml.safe_dump({**yaml.safe_load(path.read_text()), **changed})
@@ -269,7 +269,7 @@ BAD_FILES = [
 def test_a_bad_file_is_refused_naming_it(tmp_path, loader, name, text, names):
     """Each loader refuses with its own error (a message, never a traceback), naming the file."""
     from biossd.experiments import spec
-    from biossd.host.hdd import diskmodel
+    from biossd.host.models import diskmodel
     from biossd.study.catalogue import entries
     from biossd.study.inputs import datasets
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from biossd.host import cloudmodel, devicemodels, requeststream
+from biossd.host import requeststream
+from biossd.host.models import cloudmodel, devicemodels
 
 KIB = 1024
 

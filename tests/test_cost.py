@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from biossd.analysis import cost
-from biossd.host import cloudmodel
+from biossd.host.models import cloudmodel
 
 
 def test_every_cloud_volume_has_a_price_row_dated_and_sourced_or_says_why_it_is_unpriced():

@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from biossd.host.hdd import diskmodel
-from biossd.host.hdd.diskmodel import FLUSH, READ, WRITE, DiskModel, DiskProfile, ProfileError
+from biossd.host.models import diskmodel
+from biossd.host.models.diskmodel import FLUSH, READ, WRITE, DiskModel, DiskProfile, ProfileError
 
 PROFILES = ("seagate-barracuda-7200", "wd-caviar-blue-7200", "wd-velociraptor-10000")
 KIB, MIB = 1 << 10, 1 << 20

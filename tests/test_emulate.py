@@ -18,7 +18,7 @@ import pytest
 from biossd.host import swap
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
 from biossd.host.hdd import blockdev, emulate
-from biossd.host.hdd.diskmodel import DiskModel, load_profile
+from biossd.host.models.diskmodel import DiskModel, load_profile
 from biossd.measure import manifest
 
 pytestmark = pytest.mark.integration

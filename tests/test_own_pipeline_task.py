@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from biossd.analysis import own_pipeline
-from biossd.host import devicemodels
+from biossd.host.models import devicemodels
 from biossd.measure.own_pipeline import task as pipeline_task
 
 

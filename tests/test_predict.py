@@ -10,8 +10,7 @@ import pytest
 
 from biossd.analysis import predict
 from biossd.cli import main
-from biossd.host import devicemodels
-from biossd.host.hdd import diskmodel
+from biossd.host.models import devicemodels, diskmodel
 from biossd.measure import manifest
 from biossd.measure.trace import tracefile
 from conftest import measured_record
@@ -35,7 +34,7 @@ def test_busy_time_is_the_union_of_request_intervals():
 
 
 def test_hdd_target_serves_random_4k_at_its_spec_iops_and_a_stream_at_media_rate():
-    """The HDD target is the emulator's model (biossd.host.hdd.diskmodel): its mean random 4 KiB
+    """The HDD target is the emulator's model (biossd.host.models.diskmodel): its mean random 4 KiB
     read over the whole stroke costs the spec's 1 / IOPS, a sequential stream moves at the spec's
     MB/s; scaled by a study's D, its stroke is D times shorter."""
     barracuda = devicemodels.paper_target("Seagate Barracuda")
@@ -217,7 +216,7 @@ def test_runs_side_by_side_are_served_interleaved_on_the_device_they_share():
 
 
 def test_a_run_is_predicted_on_a_cloud_volume_behind_its_instance(tmp_path):
-    """The cloud model (biossd.host.cloudmodel) serves a recorded trace as any target does: 100
+    """The cloud model (biossd.host.models.cloudmodel) serves a recorded trace as any target does: 100
     random 4 KiB reads one at a time on gp3 wait its stated latency each (1-10 ms, middle 5.5)."""
     sectors = np.random.default_rng(4).integers(0, 10**12 // 512, 100)
     run = make_run(tmp_path / "r", [(i * 0.01, i * 0.01 + 0.001, "R", int(sectors[i]), 4096) for i in range(100)],

@@ -178,7 +178,7 @@ def test_the_paper_s_tools_on_today_s_storage_on_the_real_result_set(result_set)
     volume is priced, and for each tool one storage to rent, priced, within a tenth of the fastest."""
     from biossd import analysis
     from biossd.analysis import cost, today
-    from biossd.host import cloudmodel
+    from biossd.host.models import cloudmodel
 
     table = analysis.open_results([result_set]).today_storage
     assert set(table["storage"]) == set(cloudmodel.storage_behind(today.INSTANCE))

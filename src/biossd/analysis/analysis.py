@@ -14,7 +14,7 @@ from typing import Sequence
 import pandas as pd
 
 from biossd.analysis import patterns, predict, resultset, speedup
-from biossd.host import devicemodels
+from biossd.host.models import devicemodels
 
 
 @dataclass
@@ -110,7 +110,7 @@ class Analysis:
     @cached_property
     def disk_scale(self) -> float:
         """The study's memory divisor D (:func:`biossd.study.sizing.memory_divisor` of its data
-        memory), by which its hard disks are scaled (:mod:`biossd.host.hdd.diskmodel`); 1 for a
+        memory), by which its hard disks are scaled (:mod:`biossd.host.models.diskmodel`); 1 for a
         study that gave no data memory."""
         from biossd.core.units import is_size_label, parse_size
         from biossd.study import sizing

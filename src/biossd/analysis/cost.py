@@ -7,7 +7,7 @@ as :data:`HOURS_PER_MONTH` hours. A run holds the volume for its wall time, so i
 ``(size_gib · usd_per_gib_month + billed_iops · usd_per_iops_month + billed_mibs ·
 usd_per_mibs_month) / HOURS_PER_MONTH`` per hour of the predicted wall time, where the billed
 amounts are what the volume's row in ``study/reference/cloud_storage.csv`` (the very volume the
-prediction modelled, :mod:`biossd.host.cloudmodel`) provisions beyond what its price includes.
+prediction modelled, :mod:`biossd.host.models.cloudmodel`) provisions beyond what its price includes.
 An instance-store NVMe drive is part of the instance's price: it costs nothing on top.
 
 biossd has no primary source for instance prices: give yours (``--instance_usd_per_hour``) and
@@ -29,7 +29,7 @@ import pandas as pd
 
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REFERENCE_DIR
-from biossd.host import cloudmodel
+from biossd.host.models import cloudmodel
 
 PRICES = REFERENCE_DIR / "cloud_prices.csv"
 #: Hours in a billing month, as AWS prorates a monthly price.

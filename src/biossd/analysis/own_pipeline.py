@@ -40,7 +40,7 @@ import pandas as pd
 from biossd.analysis import cost, predict
 from biossd.core.files import atomic_write_text
 from biossd.features import extract as features
-from biossd.host import devicemodels
+from biossd.host.models import devicemodels
 from biossd.measure import manifest
 from biossd.measure.own_pipeline import task as pipeline_task
 
@@ -380,9 +380,9 @@ def critical_path(tasks: pd.DataFrame, duration_s: pd.Series) -> float:
 
 def default_targets(instance: str | None = None) -> list[str]:
     """:data:`DEVICE_TARGETS` and the cloud storage one could rent
-    (:func:`biossd.host.cloudmodel.storage_behind`): behind ``instance`` when given, else each
+    (:func:`biossd.host.models.cloudmodel.storage_behind`): behind ``instance`` when given, else each
     volume alone, without an instance's limits."""
-    from biossd.host import cloudmodel
+    from biossd.host.models import cloudmodel
 
     try:
         return [*DEVICE_TARGETS, *(f"cloud:{spec}" for spec in cloudmodel.storage_behind(instance))]

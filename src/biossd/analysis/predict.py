@@ -9,7 +9,7 @@ most, ``ceil(C / W)``), so the compute overlapped with I/O is ``O = clip(C / p -
 B)``. On a target device the same request stream — its order, sizes, sectors, directions and the
 queue depth each request met, as recorded; major faults and swap-ins are among its reads,
 swap-outs and writeback among its writes — keeps the target busy for ``B' = Σ s'(request)``,
-each request's service time on the target's model (:mod:`biossd.host.devicemodels`: the
+each request's service time on the target's model (:mod:`biossd.host.models.devicemodels`: the
 emulator's seek/rotation/transfer model for a hard disk, a depth-aware IOPS-and-bandwidth model
 for flash). The predicted runtime is
 
@@ -69,7 +69,7 @@ from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, write_frame
 from biossd.core.units import SECTOR_BYTES
 from biossd.features import extract as features
-from biossd.host import devicemodels
+from biossd.host.models import devicemodels
 from biossd.measure import manifest
 from biossd.measure.trace import tracefile, tracereader
 from biossd.study import catalogue
@@ -329,7 +329,7 @@ def predict_result_set(rs, targets: Sequence[devicemodels.Target], rows: pd.Data
 
 
 def side_target(rs, side: str) -> devicemodels.Target:
-    """The target a side's device record makes (:func:`biossd.host.devicemodels.record_target`)."""
+    """The target a side's device record makes (:func:`biossd.host.models.devicemodels.record_target`)."""
     if side not in rs.devices:
         raise devicemodels.DeviceModelError(f"no device record for {side} in the result set "
                                             f"({side}/device.json); cannot predict for it")

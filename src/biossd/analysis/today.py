@@ -4,9 +4,9 @@ make this tool faster than a hard disk (§1) — asked of what one rents in 2026
 Each tool's baseline runs on the study's fast side are predicted (:mod:`biossd.analysis.predict`)
 on every cloud volume of ``study/reference/cloud_storage.csv``: its provider's behind one instance,
 :data:`INSTANCE`, with that instance's own NVMe drive, and the other providers' alone
-(:func:`biossd.host.cloudmodel.storage_behind`),
+(:func:`biossd.host.models.cloudmodel.storage_behind`),
 each scaled as the study's hard disks are (its burst credits by D,
-:meth:`biossd.host.cloudmodel.CloudTarget.scaled`). Where the study ran a class on an emulated cloud
+:meth:`biossd.host.models.cloudmodel.CloudTarget.scaled`). Where the study ran a class on an emulated cloud
 volume (``--emulate CLASS=cloud:VOLUME@INSTANCE``), that storage's runtimes are the measured ones,
 the prediction kept beside them. Each row carries what a run costs on the volume
 (:func:`biossd.analysis.cost.per_run`) and whether it is the storage to rent for the tool, the
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from biossd.analysis import cost, predict, speedup
-from biossd.host import cloudmodel, devicemodels
+from biossd.host.models import cloudmodel, devicemodels
 
 #: The instance every volume sits behind: 2 vCPUs, as the project's VM, with its own NVMe drive,
 #: and an EBS limit (3,600 IOPS, 81.25 MB/s at baseline) that binds below a provisioned volume's.
@@ -32,7 +32,7 @@ COLUMNS = ["tool", "storage", "backing", "basis", "runtime_s", "low_s", "high_s"
 
 
 def targets(scale: float = 1.0, instance: str = INSTANCE) -> list[cloudmodel.CloudTarget]:
-    """The storage on offer with ``instance`` (:func:`biossd.host.cloudmodel.storage_behind`), as
+    """The storage on offer with ``instance`` (:func:`biossd.host.models.cloudmodel.storage_behind`), as
     targets scaled by the study's D."""
     return [devicemodels.load_target(f"cloud:{spec}").scaled(scale) for spec in cloudmodel.storage_behind(instance)]
 

@@ -46,7 +46,7 @@ def cmd_features(args: argparse.Namespace) -> int:
 def cmd_predict(args: argparse.Namespace) -> int:
     from biossd.analysis import predict
     from biossd.features import extract as features
-    from biossd.host import devicemodels
+    from biossd.host.models import devicemodels
 
     targets = [devicemodels.load_target(t) for t in args.device]
     run_dirs = features.find_run_dirs(Path(p) for p in args.run_dirs)

@@ -63,7 +63,7 @@ def cmd_device_characterize(args: argparse.Namespace) -> int:
 
 
 def cmd_device_profiles(args: argparse.Namespace) -> int:
-    from biossd.host.hdd import diskmodel
+    from biossd.host.models import diskmodel
 
     for path in sorted(diskmodel.profiles_dir().glob("*.yaml")):
         p = diskmodel.DiskProfile.load(path)

@@ -26,7 +26,7 @@ from biossd.features.definitions import BLOCK_TRACE_FEATURES, CPU_MEMORY_COLUMNS
 from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
-from biossd.host.hdd import diskmodel
+from biossd.host.models import diskmodel
 from biossd.measure import counters, manifest
 from biossd.measure.trace import blkbinary, tracefile, tracereader
 from biossd.study import layout

@@ -1,5 +1,5 @@
 """A recorded request stream and what a device model makes of it: the two shapes every target
-(:mod:`biossd.host.devicemodels`, :mod:`biossd.host.cloudmodel`) takes and gives."""
+(:mod:`biossd.host.models.devicemodels`, :mod:`biossd.host.models.cloudmodel`) takes and gives."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def _devices_tex(a: analysis.Analysis) -> list[str]:
                      f"{esc(str(emulation.get('profile_name') or emulation.get('profile')))} "
                      f"(profile {esc(str(emulation.get('profile')))}) via {esc(str(emulation.get('mechanism')))}: "
                      "ext4 on a loop device (direct I/O) over a disk image served through FUSE, each request held for "
-                     "the time a model of the drive says it takes (biossd.host.hdd.diskmodel): a seek over the "
+                     "the time a model of the drive says it takes (biossd.host.models.diskmodel): a seek over the "
                      "request's real distance, a rotation and the transfer; a buffer shared by write-behind data "
                      "(a write completes once it crossed the interface and is destaged in idle time, when room is "
                      "needed or on a flush, in shortest-seek and rotational-position order) and read segments, into "

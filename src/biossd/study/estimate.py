@@ -101,7 +101,7 @@ def run_s(fit: dict[str, Any], size_bytes: int, disk: dict[str, float] | None) -
 def slow_disk(storage: str, emulate: dict[str, str]) -> dict[str, Any] | None:
     """The disk a class is estimated on: its emulated profile, the paper's HDD for a class named
     ``hdd``, else none (the host's own fast device, as the probe ran)."""
-    from biossd.host.hdd.diskmodel import load_profile
+    from biossd.host.models.diskmodel import load_profile
 
     name = emulate.get(storage)
     name = name if name and name != "native" else PAPER_HDD_PROFILE if storage == "hdd" else None

@@ -352,7 +352,7 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
     ``memory_factor`` k: the rule's sensitivity to D — the same inputs with k M as the data memory
     (settings / the D that follows; the GATK steps' Fig. 9 points and the emulated device as
     measured)."""
-    from biossd.host.hdd.diskmodel import load_profile
+    from biossd.host.models.diskmodel import load_profile
 
     chose = record["chose"]
     inputs = chose["inputs"]
@@ -383,7 +383,7 @@ def _emulate_bytes(stroke_bytes: float, largest_input: int) -> int:
     it, in whole MiB; larger when a run needs more (its scratch, :data:`~biossd.study.sizing.SCRATCH_PER_INPUT`
     times the largest input, and its swap, which live on the device under study, in the share its
     file system leaves for files, :data:`~biossd.study.sizing.EXT4_FILES_SHARE`), the room past the
-    stroke costing a full-stroke seek (:meth:`~biossd.host.hdd.diskmodel.DiskModel.stroke_fraction`)."""
+    stroke costing a full-stroke seek (:meth:`~biossd.host.models.diskmodel.DiskModel.stroke_fraction`)."""
     mib = 1 << 20
     stroke = sizing.round_kib(stroke_bytes) // mib * mib
     needed = (sizing.SCRATCH_PER_INPUT * largest_input + parse_size(sizing.SWAP_SIZE)) / sizing.EXT4_FILES_SHARE

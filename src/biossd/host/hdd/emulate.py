@@ -163,7 +163,7 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     ``rotational``: the class's queue (default: an HDD is rotational; native and cloud are flash)."""
     # Here, not at the top: the models need NumPy, which every profiled run (that imports this
     # module to find its class's mount) would otherwise read from disk after a cache drop.
-    from biossd.host.hdd import diskmodel
+    from biossd.host.models import diskmodel
 
     mount = Path(mount).resolve()
     native, cloud = profile == NATIVE_PROFILE, profile.startswith("cloud:")
@@ -173,7 +173,7 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
                            "here; missing: " + "; ".join(missing) + " (mechanism tried: "
                            + ("a loop device over a file" if native else "FUSE-served disk image behind a loop device")
                            + ")")
-    # A cloud volume's name is checked by its server (biossd.host.cloudmodel needs NumPy; see above).
+    # A cloud volume's name is checked by its server (biossd.host.models.cloudmodel needs NumPy; see above).
     profile_name = NATIVE_NAME if native else profile if cloud else diskmodel.load_profile(profile).name
     if size_bytes < MIN_SIZE_BYTES:
         raise EmulateError(f"--size must be at least {MIN_SIZE_BYTES >> 20} MiB")

@@ -1,10 +1,10 @@
 """The emulated hard disk's server: a FUSE filesystem with one file, ``disk.img``, whose reads
-and writes are answered after the time :class:`biossd.host.hdd.diskmodel.DiskModel` says the real disk
+and writes are answered after the time :class:`biossd.host.models.diskmodel.DiskModel` says the real disk
 would take. A loop device over that file is the emulated disk (see :mod:`biossd.host.hdd.emulate`).
 
 Run as ``python -m biossd.host.hdd.server --profile NAME --size BYTES --backing FILE --mount DIR
 [--scale D]``. A profile ``cloud:<volume>[@<instance>]`` serves the image as a cloud volume
-instead (:class:`CloudFilesystem`, :class:`biossd.host.cloudmodel.CloudDevice`): requests side by
+instead (:class:`CloudFilesystem`, :class:`biossd.host.models.cloudmodel.CloudDevice`): requests side by
 side, each held for the volume's latency and its limits.
 The data lives in ``--backing`` (a sparse file on the native disk). Service times are applied
 only once ``on`` is written to the mount's ``control`` file, so ``mkfs`` runs at native speed
@@ -17,7 +17,7 @@ thread). A request is taken to have arrived
 :data:`IDLE_SLACK_MS` before it reached the server (FUSE's path from the loop device, which a
 real disk does not have) and starts then or when the previous one finished, whichever is later;
 how long the disk sat idle before it is passed to the model (a sequential request's look-ahead
-credit, :mod:`biossd.host.hdd.diskmodel`). The backing file's own read or write is done inside the
+credit, :mod:`biossd.host.models.diskmodel`). The backing file's own read or write is done inside the
 modelled time, not after it. A flush of the loop device (the file system's journal commits,
 ``fsync``, a FUA write) reaches the server as ``fsync`` of the image and costs what destaging
 the drive's write-behind data costs. Before these, FUSE's turnaround between two pieces of a loop request
@@ -48,8 +48,8 @@ if __name__ == "__main__" and any(a.startswith(CLOUD_PREFIX) for a in sys.argv):
 
 import mfusepy as fuse  # noqa: E402 (after the library is chosen, above)
 
-from biossd.host.hdd.diskmodel import FLUSH, READ, WRITE, DiskModel, load_profile  # noqa: E402 (as mfusepy)
 from biossd.host.hdd.emulate import CONTROL_FILE, DISK_FILE, STATS_FILE  # noqa: E402 (as mfusepy)
+from biossd.host.models.diskmodel import FLUSH, READ, WRITE, DiskModel, load_profile  # noqa: E402 (as mfusepy)
 
 IDLE_SLACK_MS = 1.0
 #: How many requests the kernel may have outstanding at a cloud volume's server (FUSE's
@@ -170,7 +170,7 @@ class HddFilesystem(fuse.Operations):
 
 class CloudFilesystem(HddFilesystem):
     """The same disk image served as a cloud volume (``--profile cloud:<volume>[@<instance>]``,
-    :class:`biossd.host.cloudmodel.CloudDevice`): requests are served side by side, one thread
+    :class:`biossd.host.models.cloudmodel.CloudDevice`): requests are served side by side, one thread
     each (FUSE's multithreaded loop), each held until the model says it is done, so that a queue of
     them overlaps its latencies as a network volume's does until a limit binds."""
 
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     cloud = args.profile.startswith(CLOUD_PREFIX)
     if cloud:
-        from biossd.host import cloudmodel
+        from biossd.host.models import cloudmodel
 
         device = cloudmodel.CloudDevice(cloudmodel.target(args.profile.removeprefix(CLOUD_PREFIX)).scaled(args.scale))
         fs: HddFilesystem = CloudFilesystem(device, Path(args.backing), args.size)

@@ -5,7 +5,7 @@ A *target* serves a recorded request stream (:class:`Stream`) and says how long 
 would be busy with each request. Two kinds:
 
 * :class:`HddTarget` — a hard disk: the emulator's seek/rotation/transfer model of a spec sheet
-  (:class:`biossd.host.hdd.diskmodel.DiskModel`, one source of truth with the emulated HDD). Requests
+  (:class:`biossd.host.models.diskmodel.DiskModel`, one source of truth with the emulated HDD). Requests
   are served one at a time in issue order (one actuator, no NCQ), whatever the queue depth.
 * :class:`FlashTarget` — an SSD or NVMe drive, or any device known only by a fio record: a
   request that continues the previous one on the same device moves at the sequential rate of
@@ -26,11 +26,11 @@ Where targets come from (:func:`load_target`):
   depths 1 and 32 make a :class:`FlashTarget`; a record of an emulated HDD is that HDD's profile.
 * ``cloud:<volume>[@<instance>]`` — a cloud block volume or instance-store NVMe of
   ``study/reference/cloud_storage.csv``, behind an instance of ``cloud_instances.csv``
-  (:mod:`biossd.host.cloudmodel`: latency, I/O-size accounting, burst buckets, the instance's limits).
+  (:mod:`biossd.host.models.cloudmodel`: latency, I/O-size accounting, burst buckets, the instance's limits).
 * ``drive:<name>`` (or just the name) — a drive one could buy, ``study/reference/drives.csv``
   (a PCIe 4.0 NVMe SSD), as a :class:`FlashTarget` of its data sheet.
 * a device profile (YAML: ``study/devices/<name>.yaml`` or a user's file): ``kind: HDD`` needs the
-  fields of :data:`biossd.host.hdd.diskmodel.PROFILE_FIELDS`; ``kind: SSD`` or ``NVMe`` needs
+  fields of :data:`biossd.host.models.diskmodel.PROFILE_FIELDS`; ``kind: SSD`` or ``NVMe`` needs
   :data:`FLASH_FIELDS` (and may give :data:`FLASH_QD1_FIELDS`).
 
 A file missing a field the model needs is refused with the field's name.
@@ -49,12 +49,12 @@ import numpy as np
 from biossd.core import yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REFERENCE_DIR
-from biossd.host.hdd import diskmodel
+from biossd.host.models import diskmodel
 from biossd.host.requeststream import Service, Stream  # noqa: F401 (part of this module's API)
 
 PAPER_DEVICES = REFERENCE_DIR / "paper_devices.csv"
 #: Drives a user could buy (an NVMe SSD), by their published limits, sources and dates; cloud
-#: volumes are :mod:`biossd.host.cloudmodel`'s.
+#: volumes are :mod:`biossd.host.models.cloudmodel`'s.
 DRIVES = REFERENCE_DIR / "drives.csv"
 #: Queue depth at which vendors quote an SSD's random IOPS, and the deeper of the two depths
 #: ``biossd device characterize`` measures.
@@ -76,7 +76,7 @@ class HddTarget:
     profile: diskmodel.DiskProfile
     source: str
     kind: str = "HDD"
-    #: The disk scaled as a study scales its machine (:mod:`biossd.host.hdd.diskmodel`; 1: as built).
+    #: The disk scaled as a study scales its machine (:mod:`biossd.host.models.diskmodel`; 1: as built).
     scale: float = 1.0
 
     def serve(self, stream: Stream) -> Service:
@@ -124,7 +124,7 @@ class FlashTarget:
         return Service(mean, np.zeros_like(mean), cost(fastest), cost(slowest))
 
 
-Target = HddTarget | FlashTarget  # and biossd.host.cloudmodel.CloudTarget ("cloud:<volume>[@<instance>]")
+Target = HddTarget | FlashTarget  # and biossd.host.models.cloudmodel.CloudTarget ("cloud:<volume>[@<instance>]")
 
 
 def _number(value: Any, where: str, field: str) -> float:
@@ -211,7 +211,7 @@ def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
             raise DeviceModelError(str(err)) from None
     emulation = body.get("emulation") or {}
     if emulation.get("emulated") and str(emulation.get("profile") or "").startswith("cloud:"):
-        from biossd.host import cloudmodel
+        from biossd.host.models import cloudmodel
 
         scale = float(emulation.get("scale") or 1.0)
         return cloudmodel.target(str(emulation["profile"]).removeprefix("cloud:")).scaled(scale)
@@ -257,7 +257,7 @@ def load_target(spec: str | Path) -> Target:
     if text.startswith("drive:"):
         return drive_target(text.removeprefix("drive:"))
     if text.startswith("cloud:"):
-        from biossd.host import cloudmodel
+        from biossd.host.models import cloudmodel
 
         try:
             return cloudmodel.target(text.removeprefix("cloud:"))

@@ -3,7 +3,7 @@
 The paper compared SSDs with three 7200/10000 rpm HDDs by their vendor specs (Lee, Min and Yoon
 2015, Tables 3 and 4: sequential MB/s, random read/write IOPS, a 64 MB buffer each). To run the
 study on a machine without an HDD, biossd serves an emulated disk's requests after the time this
-model says the real disk would take; the prediction (:mod:`biossd.host.devicemodels`) replays a
+model says the real disk would take; the prediction (:mod:`biossd.host.models.devicemodels`) replays a
 recorded request stream through the same model. Its parts, after the disk models of Ruemmler and
 Wilkes (1994) and DiskSim, whose authors found the buffer the most important part to model:
 
@@ -381,7 +381,7 @@ class DiskModel:
     def stream_ms(self, ops: Sequence[str], offset: Sequence[int], nbytes: Sequence[int], idle_ms: Sequence[float],
                   new_stream: Sequence[bool] | None = None) -> tuple[list[float], list[float]]:
         """A whole request stream served in order from a cold disk with the head at 0, for the
-        prediction (:mod:`biossd.host.devicemodels`): each request's expected time and its
+        prediction (:mod:`biossd.host.models.devicemodels`): each request's expected time and its
         variance (ms, ms²). Build the model with ``seed=None`` for the expectation. ``ops``:
         ``read``/``write``/``flush`` per request; ``new_stream`` marks requests whose predecessor
         was on another device."""

@@ -315,7 +315,7 @@ class Limits:
 @dataclass(frozen=True)
 class CloudTarget:
     """A volume (and the instance it is attached to) serving a request stream
-    (:class:`biossd.host.devicemodels.Stream`)."""
+    (:class:`biossd.host.models.devicemodels.Stream`)."""
 
     name: str
     volume: Volume
