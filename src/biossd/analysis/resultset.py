@@ -273,6 +273,27 @@ def _cap_bytes(text: object) -> float:
         return float("nan")  # 'none': an uncapped run sorts last
 
 
+#: The speedup pair a study of the paper's two classes has (Lee, Min and Yoon 2015, §5.1).
+DEFAULT_PAIR = ("ssd", "hdd")
+
+
+def study_pair(roots: Iterable[Path]) -> tuple[str, str]:
+    """The speedup pair of result folders ``roots`` when none is given: the first two storage
+    classes the first folder's study listed (``--storage_classes``, first the fast one, as its
+    docs say), else :data:`DEFAULT_PAIR` — a study of ``ssd,gp3,st1`` is read as ssd against gp3,
+    every other pair drawn beside it in Fig. 2."""
+    for root in roots:
+        path = Path(root) / PIPELINE_INFO / PROVENANCE_FILE
+        try:
+            params = _json(path).get("params") or {} if path.is_file() else {}
+        except ResultSetError:
+            params = {}
+        classes = [c.strip() for c in str(params.get("storage_classes") or "").split(",") if c.strip()]
+        if len(classes) >= 2:
+            return classes[0], classes[1]
+    return DEFAULT_PAIR
+
+
 def _json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())

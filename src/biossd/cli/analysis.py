@@ -66,10 +66,20 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pair(args: argparse.Namespace) -> tuple[str, str]:
+    """``--fast`` and ``--slow``, each where not given the study's own (its first two storage
+    classes: :func:`biossd.analysis.resultset.study_pair`)."""
+    from biossd.analysis import resultset
+
+    fast, slow = resultset.study_pair(Path(r) for r in args.results)
+    return args.fast or fast, args.slow or slow
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from biossd.outputs import report
 
-    params = {"fast": args.fast, "slow": args.slow}
+    fast, slow = _pair(args)
+    params = {"fast": fast, "slow": slow}
     done = report.render([Path(r) for r in args.results], Path(args.out) if args.out else None, parameters=params,
                          html=not args.no_html, experiments_only=args.experiments_only)
     for path in done:
@@ -80,8 +90,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_paper(args: argparse.Namespace) -> int:
     from biossd.outputs import supplement
 
+    fast, slow = _pair(args)
     print(supplement.build([Path(r) for r in args.results], Path(args.out), render=not args.no_render,
-                           fast=args.fast, slow=args.slow))
+                           fast=fast, slow=slow))
     return 0
 
 
@@ -133,8 +144,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="run the notebooks over one or more result sets (papermill)")
     p.add_argument("results", nargs="+", help="result folders (--outdir of study runs; e.g. one per host)")
     p.add_argument("--out", help="report directory (default: the first result folder's report/)")
-    p.add_argument("--fast", default="ssd", help="fast side of the speedup pair (class or <host>-<class>)")
-    p.add_argument("--slow", default="hdd", help="slow side of the speedup pair")
+    p.add_argument("--fast", help="fast side of the speedup pair (class or <host>-<class>; default: the study's "
+                   "first storage class, else ssd)")
+    p.add_argument("--slow", help="slow side of the speedup pair (default: the study's second class, else hdd)")
     p.add_argument("--no-html", action="store_true", help="keep the executed notebooks as .ipynb only")
     p.add_argument("--experiments-only", action="store_true",
                    help="only the related experiments' notebooks (notebooks/experiments/)")
@@ -145,8 +157,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=str(paths.PAPER_BUILD_DIR),
                    help="build directory (default paper/build)")
     p.add_argument("--no-render", action="store_true", help="use the existing report instead of rendering it again")
-    p.add_argument("--fast", default="ssd")
-    p.add_argument("--slow", default="hdd")
+    p.add_argument("--fast", help="as for report")
+    p.add_argument("--slow", help="as for report")
     p.set_defaults(func=cmd_paper)
 
     p = sub.add_parser("crate", help="write an RO-Crate (ro-crate-metadata.json) for a result set")

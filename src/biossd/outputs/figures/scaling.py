@@ -68,9 +68,15 @@ def fig08_input_size(a: Analysis, focus_tool: str = "ampliconnoise") -> plt.Figu
 
 def _speedup_lines(ax: plt.Axes, a: Analysis, lines: dict[str, tuple[pd.Series, pd.Series]], xlabel: str,
                    title: str, none_text: str) -> None:
-    """One speedup line per tool against ``xlabel`` (log-log), the G+ threshold dashed."""
-    if not lines:
-        empty(ax, none_text)
+    """One speedup line per tool against ``xlabel`` (log-log), the G+ threshold dashed; a tool
+    with no speedup at any point (no pair of sides ran it) has no line."""
+    drawn = {tool: (x, y) for tool, (x, y) in lines.items()
+             if (np.isfinite(np.asarray(x, float)) & np.isfinite(np.asarray(y, float))).any()}
+    if not drawn:
+        empty(ax, none_text if not lines else "no speedup to draw: no pair of sides ran these tools")
+        ax.set_title(title, loc="left", fontsize=10)
+        return
+    lines = drawn
     for tool, (x, y) in lines.items():
         ax.plot(x, y, marker=".", lw=0.8, label=tool)
     ax.axhline(a.threshold, ls="--", color="0.3", lw=0.8)
