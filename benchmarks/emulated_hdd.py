@@ -32,7 +32,8 @@ import tempfile
 from pathlib import Path
 
 from biossd.core.units import format_size, parse_size
-from biossd.host.models import diskmodel, emulate
+from biossd.host.hdd import emulate
+from biossd.host.models import diskmodel
 from biossd.study import sizing
 
 KIB, MIB = 1 << 10, 1 << 20

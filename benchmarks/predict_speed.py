@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402 (after the thread counts are set)
 
 from biossd import analysis  # noqa: E402 (after the thread counts are set)
 from biossd.analysis import predict  # noqa: E402 (after the thread counts are set)
-from biossd.host import devicemodels  # noqa: E402 (after the thread counts are set)
+from biossd.host.models import devicemodels  # noqa: E402 (after the thread counts are set)
 
 TARGET_REQUESTS_PER_S = 1_000_000
 TARGET_RESULT_SET_S = 10.0

@@ -46,7 +46,7 @@ def test_an_upward_import_a_cycle_or_a_heavy_library_in_the_profiler_breaks_a_co
         handle.write("\nfrom biossd.core import units  # noqa: E402,F401\n")
     with open(src / "biossd" / "core" / "units.py", "a") as handle:
         handle.write("\nfrom biossd.core import files  # noqa: E402,F401\n")
-    with open(src / "biossd" / "measure" / "tracefile.py", "a") as handle:
+    with open(src / "biossd" / "measure" / "trace" / "tracefile.py", "a") as handle:
         handle.write("\ndef _later():\n    import numpy  # noqa: F401\n")
     done = lint_imports(src)
     assert done.returncode != 0

@@ -127,3 +127,23 @@ def test_a_container_launch_is_wrapped_and_an_engine_this_host_lacks_is_named(tm
     with pytest.raises(pipeline_task.PipelineTaskError, match="podman"):
         pipeline_task.container_launch({**docker, "engine": "podman"}, ["podman", "run"], tmp_path)
     assert pipeline_task.container_launch({"process": "A"}, ["/bin/bash", "-ue"], tmp_path) == (["/bin/bash", "-ue"], None)
+
+
+def test_a_task_s_status_is_its_command_s_its_signal_s_or_the_cap_s_kill():
+    from biossd.measure.own_pipeline import run
+
+    assert run.exit_status({"outcome": "ok", "exit_code": 0}) == 0
+    assert run.exit_status({"outcome": "failed", "exit_code": 3}) == 3
+    assert run.exit_status({"outcome": "failed", "signal": 15, "exit_code": None}) == 128 + 15
+    assert run.exit_status({"outcome": "oom", "exit_code": None}) == 128 + 9
+
+
+def test_a_task_with_no_command_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    from biossd.measure.own_pipeline import run
+
+    monkeypatch.chdir(tmp_path)
+    encoded = pipeline_task.encode({"process": "P", "tag": "t", "hash": "ab/cd", "attempt": 1,
+                                    "concurrency": "serial", "outdir": str(tmp_path / "out")})
+    with pytest.raises(run.TaskRefused, match="no command after `--`"):
+        run.run_task(encoded, [], None)
+    assert not (tmp_path / "out").exists()

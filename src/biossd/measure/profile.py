@@ -161,9 +161,7 @@ def _host_lock(request: ProfileRequest, target: Path, interrupted: Callable[[], 
     """How the run holds the host lock: a member of a group whose leader holds it, a member of a
     leaderless group that holds it shared, or alone."""
     if request.group:
-        from biossd.measure.own_pipeline import handoff
-
-        return grouplock.GroupMember(request.group, also_tidy=handoff.remove_dead_sockets)
+        return grouplock.GroupMember(request.group, also_tidy=request.group_also_tidy)
     kwargs = dict(wait=request.wait_for_lock, owner=request.owner, interrupted=interrupted, notify=request.notify,
                   out=str(target))
     if request.shared_group:

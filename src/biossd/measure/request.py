@@ -82,6 +82,9 @@ class ProfileRequest:
     #: A declared concurrent group's token (the shared-device experiment): the run takes no host lock of its own but
     #: runs only while the group's leader holds it (:class:`biossd.host.grouplock.GroupMember`).
     group: str | None = None
+    #: What else the group's last member out takes down after a dead leader, beside its record
+    #: and devices (a pipeline session's: the leader's socket; :func:`biossd.host.grouplock.tidy_after_group`).
+    group_also_tidy: Any = None
     #: A leaderless group's token: the run holds the host lock shared with the group's other
     #: members, none of which outlives the others (a pipeline's tasks in SLURM jobs on one node,
     #: :class:`biossd.host.sharedlock.SharedHold`).

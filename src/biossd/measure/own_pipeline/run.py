@@ -49,6 +49,7 @@ def run_task(encoded: str, command: list[str], owner: ProcessRef | None,
                                      resident_interval_s=pipeline_task.RESIDENT_INTERVAL_S,
                                      attribute_in_group=True, image=task.get("container"), perf="pmu",
                                      trace_pool=pipeline_session.trace_pool(task["session"], outdir) if group else (),
+                                     group_also_tidy=handoff.remove_dead_sockets if group else None,
                                      owner=owner or pipeline_session.nextflow_of(task.get("owner_pid")))
     if cidfile is not None:  # Docker caps its container (Nextflow passes the memory directive as --memory)
         request.container_id_file, request.cap_backend = cidfile, "external"
