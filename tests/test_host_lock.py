@@ -300,9 +300,11 @@ def test_the_last_member_out_takes_down_what_its_killed_leader_left(env, root_re
 
     leader, made = _pooled_leader(env, "g-tidy", fork_worker=False)
     member = subprocess.Popen([sys.executable, "-c", (
-        "import sys; from pathlib import Path; from biossd.host import grouplock, tracefs\n"
+        "import os, sys; from pathlib import Path; from biossd.host import grouplock, tracefs\n"
+        "root = os.stat('/').st_dev\n"
         "with grouplock.GroupMember('g-tidy'):\n"
-        "    with tracefs.BlockTraceInstance(devices=[], forks=False, pooled=[Path(p) for p in sys.argv[1:]]) as mine:\n"
+        "    with tracefs.BlockTraceInstance(devices=[(os.major(root), os.minor(root))], forks=False,\n"
+        "                                    pooled=[Path(p) for p in sys.argv[1:]]) as mine:\n"
         "        print(mine.path, flush=True); sys.stdin.readline()\n"
         "        (mine.path / 'tracing_on').write_text('1')\n"), *made["instances"]],
         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
