@@ -435,3 +435,19 @@ def test_a_chained_pipeline_s_steps_are_its_runs_means_and_a_stop_is_named():
     assert got.totals_s["hdd"] == 100.0 and "hdd" in got.incomplete and got.failed == []
     assert got.speedup.lower_bound or got.speedup.value is None
     assert any("not reached" in n for n in got.notes) and got.what.startswith("chained, 2 repeat")
+
+
+def test_the_pair_is_the_study_s_first_two_classes_unless_it_has_none(tmp_path):
+    import json
+
+    cloud, paper, none = tmp_path / "cloud", tmp_path / "paper", tmp_path / "none"
+    for root, classes in ((cloud, "ssd,gp3,st1"), (paper, "ssd,hdd")):
+        (root / "pipeline_info").mkdir(parents=True)
+        (root / "pipeline_info" / "provenance.json").write_text(json.dumps({"params": {"storage_classes": classes}}))
+    none.mkdir()
+    assert resultset.study_pair([cloud]) == ("ssd", "gp3")
+    assert resultset.study_pair([paper, cloud]) == ("ssd", "hdd")
+    assert resultset.study_pair([none]) == resultset.DEFAULT_PAIR == ("ssd", "hdd")
+    (none / "pipeline_info").mkdir()
+    (none / "pipeline_info" / "provenance.json").write_text("{not json")
+    assert resultset.study_pair([none, cloud]) == ("ssd", "gp3"), "an unreadable record is passed over"
