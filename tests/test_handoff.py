@@ -150,6 +150,28 @@ def test_a_killed_leader_s_socket_is_a_leftover_that_cleanup_removes(tmp_path):
                 os.unlink(dead)
 
 
+def test_a_new_leader_replaces_its_killed_predecessor_s_socket_and_never_a_live_one_s():
+    """The leader that takes over after a killed one (same Nextflow process, same socket name)
+    binds in place of the dead socket — the kernel refuses a bound name with EADDRINUSE — and
+    removes it at its end; beside a live leader it refuses to listen."""
+    owner = 2 ** 22 + 11
+    dead = handoff.socket_path(owner)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(dead)
+    stale.close()  # what the killed leader left
+    try:
+        with handoff.Listener(owner, lambda request: True, lambda argv: 0) as taken_over:
+            assert taken_over.path == dead and handoff._answers(dead)
+            with pytest.raises(OSError, match="another leader of this Nextflow process listens"):
+                with handoff.Listener(owner, lambda request: True, lambda argv: 0):
+                    pass
+            assert handoff._answers(dead), "the live leader's socket is left alone"
+        assert not os.path.exists(dead)
+    finally:
+        if os.path.exists(dead):
+            os.unlink(dead)
+
+
 def test_the_biossd_script_runs_a_task_itself_where_no_leader_takes_it(tmp_path):
     """``biossd`` (biossd.entry) tries the hand-off first; with no leader it is the whole command
     line, which refuses this task (no command after ``--``) as it always did."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import array
 import base64
+import errno
 import json
 import os
 import signal
@@ -175,8 +176,8 @@ class Listener:
         try:
             try:
                 sock.bind(path)
-            except FileExistsError:  # a dead leader's (no one answers it): biossd's own name, replaced
-                if _answers(path):
+            except OSError as err:  # a dead leader's (no one answers it): biossd's own name, replaced
+                if err.errno not in (errno.EADDRINUSE, errno.EEXIST) or _answers(path):
                     raise OSError(f"{path}: another leader of this Nextflow process listens") from None
                 os.unlink(path)
                 sock.bind(path)
