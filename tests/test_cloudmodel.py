@@ -124,3 +124,17 @@ def test_a_cloud_class_is_a_parameter_the_study_takes_and_not_rotational():
     assert plan_checks.schema_problems({"storage_classes": "gp3,st1", "emulate": spec}) == []
     assert storage.parse_emulate(spec.split(","))["gp3"] == "cloud:aws-gp3-baseline@m6id.large"
     assert not storage.rotational("gp3", "cloud:aws-gp3-baseline") and storage.rotational("hdd", "seagate-barracuda-7200")
+
+
+def test_a_run_on_an_emulated_cloud_volume_has_the_model_s_sequential_rate_for_butil(tmp_path):
+    """A user's pipeline on an emulated cloud class has no characterized device record: its runs'
+    Butil divides by the volume's baseline throughput under the instance's bandwidth (gp3 at its
+    125 MiB/s behind an m6id.large's 81.25 MB/s), not a hard disk's profile (none by that name)."""
+    from biossd.features import extract
+
+    body = {"emulated_storage": {"cwd": {"emulated": True, "profile": "cloud:aws-gp3-baseline@m6id.large"}},
+            "labels": {"host": "h", "storage": "gp3"}}
+    record = extract.device_record(tmp_path, body)
+    assert (record.seq_read_mbs, record.seq_write_mbs) == (81.25, 81.25) and record.source == "cloud model"
+    alone = cloudmodel.sequential_mbs("aws-gp3-baseline")
+    assert alone == pytest.approx(125 * cloudmodel.MIB / cloudmodel.MB)

@@ -94,7 +94,7 @@ def _billed(provisioned: float, included: float, usd_per_unit: float) -> float:
 
 def volume_of(target: str) -> str:
     """The volume of a cloud target's name (``VOLUME[@INSTANCE]``, with or without ``cloud:``)."""
-    return str(target).removeprefix("cloud:").partition("@")[0]
+    return str(target).removeprefix(cloudmodel.CLOUD_PREFIX).partition("@")[0]
 
 
 def volume_usd_per_hour(device: str, table: pd.DataFrame | None = None) -> float:

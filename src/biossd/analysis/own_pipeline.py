@@ -40,7 +40,7 @@ import pandas as pd
 from biossd.analysis import cost, predict
 from biossd.core.files import atomic_write_text
 from biossd.features import extract as features
-from biossd.host.models import devicemodels
+from biossd.host.models import cloudmodel, devicemodels
 from biossd.measure import manifest
 from biossd.measure.own_pipeline import task as pipeline_task
 
@@ -382,7 +382,6 @@ def default_targets(instance: str | None = None) -> list[str]:
     """:data:`DEVICE_TARGETS` and the cloud storage one could rent
     (:func:`biossd.host.models.cloudmodel.storage_behind`): behind ``instance`` when given, else each
     volume alone, without an instance's limits."""
-    from biossd.host.models import cloudmodel
 
     try:
         return [*DEVICE_TARGETS, *(f"cloud:{spec}" for spec in cloudmodel.storage_behind(instance))]
@@ -395,7 +394,7 @@ def on_instance(targets: Sequence[str], instance: str | None) -> list[str]:
     if instance is None:
         return list(targets)
     default_targets(instance)  # the instance checked
-    return [f"{t}@{instance}" if str(t).startswith("cloud:") and "@" not in str(t) else str(t) for t in targets]
+    return [f"{t}@{instance}" if str(t).startswith(cloudmodel.CLOUD_PREFIX) and "@" not in str(t) else str(t) for t in targets]
 
 
 def choices(processes: pd.DataFrame, pipeline: pd.DataFrame, instance_usd_per_hour: float | None) -> pd.DataFrame:

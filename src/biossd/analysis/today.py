@@ -42,8 +42,8 @@ def measured_sides(devices: dict[str, dict]) -> dict[str, str]:
     out = {}
     for side, record in devices.items():
         profile = str((record.get("emulation") or {}).get("profile") or "")
-        if (record.get("emulation") or {}).get("emulated") and profile.startswith("cloud:"):
-            out[profile.removeprefix("cloud:")] = side
+        if (record.get("emulation") or {}).get("emulated") and profile.startswith(cloudmodel.CLOUD_PREFIX):
+            out[profile.removeprefix(cloudmodel.CLOUD_PREFIX)] = side
     return out
 
 

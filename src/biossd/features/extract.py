@@ -26,7 +26,7 @@ from biossd.features.definitions import BLOCK_TRACE_FEATURES, CPU_MEMORY_COLUMNS
 from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
-from biossd.host.models import diskmodel
+from biossd.host.models import cloudmodel, diskmodel
 from biossd.measure import counters, manifest
 from biossd.measure.trace import blkbinary, tracefile, tracereader
 from biossd.study import layout
@@ -309,6 +309,9 @@ def device_record(run_dir: Path, body: dict[str, Any], side_record: Path | None 
             row = devicerecord.read(Path(candidate))["spec_row"]
             return DeviceRecord(row.get("device"), float(row["seq_read_mbs"]), float(row["seq_write_mbs"]), source)
     emulated = (body.get("emulated_storage") or {}).get("cwd")
+    if emulated and str(emulated.get("profile", "")).startswith(cloudmodel.CLOUD_PREFIX):  # a cloud volume's model
+        rate = cloudmodel.sequential_mbs(str(emulated["profile"]).removeprefix(cloudmodel.CLOUD_PREFIX))
+        return DeviceRecord(emulated.get("profile_name") or emulated["profile"], rate, rate, "cloud model")
     if emulated and emulated.get("emulated", emulated.get("profile") != "native"):  # a model, not the native disk
         spec = diskmodel.load_profile(emulated["profile"])
         return DeviceRecord(emulated.get("profile_name") or emulated["profile"], spec.seq_read_mbs,

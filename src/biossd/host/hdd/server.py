@@ -38,8 +38,8 @@ import threading
 import time
 from pathlib import Path
 
-#: A profile naming a cloud volume (and its instance) rather than a hard disk.
-CLOUD_PREFIX = "cloud:"
+from biossd.host.models.cloudmodel import CLOUD_PREFIX
+
 #: A cloud volume's server uses libfuse 3, whose asynchronous direct I/O lets the kernel send a
 #: queue of requests at once (libfuse 2 sends one file's direct I/O one request at a time); it must
 #: be chosen before mfusepy is imported, which loads the library.

@@ -44,6 +44,9 @@ from biossd.core.errors import BiossdError
 from biossd.core.paths import REFERENCE_DIR
 from biossd.host.requeststream import Service, Stream
 
+#: How a device, a prediction target or an emulated class names a cloud volume:
+#: ``cloud:<volume>[@<instance>]`` (docs/cloud.md).
+CLOUD_PREFIX = "cloud:"
 STORAGE = REFERENCE_DIR / "cloud_storage.csv"
 INSTANCES = REFERENCE_DIR / "cloud_instances.csv"
 KIB, MIB, MB = 1024, 1 << 20, 1_000_000
@@ -371,6 +374,16 @@ def target(spec: str) -> CloudTarget:
               + (f"; instance {instance.name}: {instance.source}" if instance else "")
               + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
     return CloudTarget(spec, volume, instance, kind=f"cloud {volume.backing}", source=source)
+
+
+def sequential_mbs(spec: str) -> float:
+    """The sustained sequential rate (MB/s, either direction) of ``spec`` (as :func:`target`):
+    the volume's baseline throughput, under its instance's baseline bandwidth where it has one —
+    what a run's Butil divides its bytes by on an emulated cloud class, as a characterized
+    device's sequential rate is on a real one. NaN where neither is published."""
+    t = target(spec)
+    rates = [r for r in (t.volume.throughput_bps, t.instance.baseline_bps if t.instance else None) if r]
+    return min(rates) / MB if rates else float("nan")
 
 
 class CloudDevice:

@@ -49,7 +49,7 @@ import numpy as np
 from biossd.core import yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REFERENCE_DIR
-from biossd.host.models import diskmodel
+from biossd.host.models import cloudmodel, diskmodel
 from biossd.host.requeststream import Service, Stream  # noqa: F401 (part of this module's API)
 
 PAPER_DEVICES = REFERENCE_DIR / "paper_devices.csv"
@@ -210,11 +210,9 @@ def record_target(path: Path, body: dict[str, Any] | None = None) -> Target:
         except devicerecord.DeviceRecordError as err:
             raise DeviceModelError(str(err)) from None
     emulation = body.get("emulation") or {}
-    if emulation.get("emulated") and str(emulation.get("profile") or "").startswith("cloud:"):
-        from biossd.host.models import cloudmodel
-
+    if emulation.get("emulated") and str(emulation.get("profile") or "").startswith(cloudmodel.CLOUD_PREFIX):
         scale = float(emulation.get("scale") or 1.0)
-        return cloudmodel.target(str(emulation["profile"]).removeprefix("cloud:")).scaled(scale)
+        return cloudmodel.target(str(emulation["profile"]).removeprefix(cloudmodel.CLOUD_PREFIX)).scaled(scale)
     if emulation.get("emulated") and emulation.get("profile"):
         profile = diskmodel.load_profile(str(emulation["profile"]))
         scale = float(emulation.get("scale") or 1.0)
@@ -256,11 +254,9 @@ def load_target(spec: str | Path) -> Target:
         return paper_target(text.removeprefix("paper:"))
     if text.startswith("drive:"):
         return drive_target(text.removeprefix("drive:"))
-    if text.startswith("cloud:"):
-        from biossd.host.models import cloudmodel
-
+    if text.startswith(cloudmodel.CLOUD_PREFIX):
         try:
-            return cloudmodel.target(text.removeprefix("cloud:"))
+            return cloudmodel.target(text.removeprefix(cloudmodel.CLOUD_PREFIX))
         except cloudmodel.CloudModelError as err:
             raise DeviceModelError(str(err)) from None
     path = Path(text)
