@@ -26,7 +26,7 @@ from biossd.features.definitions import BLOCK_TRACE_FEATURES, CPU_MEMORY_COLUMNS
 from biossd.features.quality import QUALITY_COLUMNS
 from biossd.host import devicerecord
 from biossd.host.devices import EQUAL_QUEUE_SETTINGS
-from biossd.host.models import cloudmodel, diskmodel
+from biossd.host.models import devicemodels, diskmodel
 from biossd.measure import counters, manifest
 from biossd.measure.trace import blkbinary, tracefile, tracereader
 from biossd.study import layout
@@ -300,22 +300,18 @@ class DeviceRecord:
 
 def device_record(run_dir: Path, body: dict[str, Any], side_record: Path | None = None) -> DeviceRecord:
     """The run's device, for Butil, from the first of: the run's own ``device.json`` (``biossd
-    profile --device-record``), ``side_record`` (its side's ``biossd device characterize -o``
-    record, given by the caller), and, for emulated storage, the profile's spec (the emulation
-    is calibrated to it). Without any, the rates are NaN and ``why`` says what to do."""
+    profile --device-record``), ``side_record`` (its side's ``biossd device characterize -o``),
+    and, for emulated storage, the model it is calibrated to (a disk's spec, a cloud volume's
+    sequential rate). Without any, the rates are NaN and ``why`` says what to do."""
     for candidate, source in ((Path(run_dir) / layout.DEVICE_RECORD, "run record"),
                               (side_record, "side record")):
         if candidate is not None and Path(candidate).is_file():
             row = devicerecord.read(Path(candidate))["spec_row"]
             return DeviceRecord(row.get("device"), float(row["seq_read_mbs"]), float(row["seq_write_mbs"]), source)
     emulated = (body.get("emulated_storage") or {}).get("cwd")
-    if emulated and str(emulated.get("profile", "")).startswith(cloudmodel.CLOUD_PREFIX):  # a cloud volume's model
-        rate = cloudmodel.sequential_mbs(str(emulated["profile"]).removeprefix(cloudmodel.CLOUD_PREFIX))
-        return DeviceRecord(emulated.get("profile_name") or emulated["profile"], rate, rate, "cloud model")
     if emulated and emulated.get("emulated", emulated.get("profile") != "native"):  # a model, not the native disk
-        spec = diskmodel.load_profile(emulated["profile"])
-        return DeviceRecord(emulated.get("profile_name") or emulated["profile"], spec.seq_read_mbs,
-                            spec.seq_write_mbs, "emulation profile")
+        read, write, source = devicemodels.sequential_rates(str(emulated["profile"]))
+        return DeviceRecord(emulated.get("profile_name") or emulated["profile"], read, write, source)
     side = side_of(body.get("labels") or {})
     return DeviceRecord(why=f"no device characterization for {side} (write one with `biossd device characterize "
                             f"SCRATCH -o RESULTS/{side}/{layout.DEVICE_RECORD}` and pass it to `biossd features`)")

@@ -163,10 +163,10 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
     ``rotational``: the class's queue (default: an HDD is rotational; native and cloud are flash)."""
     # Here, not at the top: the models need NumPy, which every profiled run (that imports this
     # module to find its class's mount) would otherwise read from disk after a cache drop.
-    from biossd.host.models import cloudmodel, diskmodel
+    from biossd.host.models import CLOUD_PREFIX, diskmodel
 
     mount = Path(mount).resolve()
-    native, cloud = profile == NATIVE_PROFILE, profile.startswith(cloudmodel.CLOUD_PREFIX)
+    native, cloud = profile == NATIVE_PROFILE, profile.startswith(CLOUD_PREFIX)
     missing = missing_features(fuse=not native)
     if missing:
         raise EmulateError(f"cannot {'put the native disk on a loop device' if native else 'emulate an HDD'} "

@@ -38,7 +38,7 @@ import threading
 import time
 from pathlib import Path
 
-from biossd.host.models.cloudmodel import CLOUD_PREFIX
+from biossd.host.models import CLOUD_PREFIX
 
 #: A cloud volume's server uses libfuse 3, whose asynchronous direct I/O lets the kernel send a
 #: queue of requests at once (libfuse 2 sends one file's direct I/O one request at a time); it must

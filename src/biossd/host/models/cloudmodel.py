@@ -42,11 +42,9 @@ import numpy as np
 
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REFERENCE_DIR
+from biossd.host.models import CLOUD_PREFIX  # noqa: F401 (named here too, beside the model)
 from biossd.host.requeststream import Service, Stream
 
-#: How a device, a prediction target or an emulated class names a cloud volume:
-#: ``cloud:<volume>[@<instance>]`` (docs/cloud.md).
-CLOUD_PREFIX = "cloud:"
 STORAGE = REFERENCE_DIR / "cloud_storage.csv"
 INSTANCES = REFERENCE_DIR / "cloud_instances.csv"
 KIB, MIB, MB = 1024, 1 << 20, 1_000_000

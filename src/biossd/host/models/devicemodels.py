@@ -246,6 +246,18 @@ def profile_target(path: Path) -> Target:
     raise DeviceModelError(f"{path}: field 'kind' must be one of HDD, {', '.join(FLASH_KINDS)}; got {kind!r}")
 
 
+def sequential_rates(profile: str) -> tuple[float, float, str]:
+    """``(read, write, source)``: the sequential rates (MB/s) of an emulated class's model, for a
+    run's Butil where no device was characterized — a disk's spec (the emulation is calibrated to
+    it), or a cloud volume's baseline throughput under its instance's bandwidth
+    (:func:`biossd.host.models.cloudmodel.sequential_mbs`)."""
+    if profile.startswith(cloudmodel.CLOUD_PREFIX):
+        rate = cloudmodel.sequential_mbs(profile.removeprefix(cloudmodel.CLOUD_PREFIX))
+        return rate, rate, "cloud model"
+    spec = diskmodel.load_profile(profile)
+    return spec.seq_read_mbs, spec.seq_write_mbs, "emulation profile"
+
+
 def load_target(spec: str | Path) -> Target:
     """A target by ``paper:<name>``, a paper device's name, a profile's name under
     ``study/devices/``, or a file (a characterize record ``.json`` or a profile ``.yaml``)."""
