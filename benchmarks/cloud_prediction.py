@@ -36,7 +36,7 @@ from biossd import analysis
 from biossd.analysis import today
 
 #: The prediction's targets on the emulated cloud classes.
-MEDIAN_ERROR, WORST_ERROR = 0.10, 0.25
+MEDIAN_ERROR, WORST_ERROR = today.MEDIAN_ERROR, today.WORST_ERROR
 #: The cloud classes the pipelines run on: name -> the emulated volume behind the instance.
 PIPELINE_CLASSES = {"gp3": "cloud:aws-gp3-baseline@m6id.large", "st1": "cloud:aws-st1@m6id.large"}
 #: A process is counted in the pipelines' error only if it ran at least this long on the class.
@@ -48,14 +48,10 @@ DNASEQ_READS_SIZE, SPILL_COUNT = "18M", 6_000_000
 
 
 def errors(table) -> list[dict]:
-    """Per measured cloud storage and tool: measured and predicted mean runtimes and the error."""
-    rows = []
-    for r in table[table["basis"] == today.MEASURED].itertuples():
-        if r.predicted_s != r.predicted_s:  # NaN: the native runs could not be predicted
-            continue
-        rows.append({"storage": r.storage, "tool": r.tool, "measured_s": round(r.runtime_s, 3),
-                     "predicted_s": round(r.predicted_s, 3), "error": round(r.predicted_s / r.runtime_s - 1, 4)})
-    return rows
+    """Per measured cloud storage and tool: measured and predicted mean runtimes and the error
+    (:func:`biossd.analysis.today.prediction_errors`)."""
+    return [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
+            for row in today.prediction_errors(table).to_dict("records")]
 
 
 def _name(row: dict) -> str:

@@ -91,3 +91,17 @@ def test_a_bad_machine_price_or_price_row_is_refused_naming_it(tmp_path, monkeyp
 def test_no_target_gives_the_columns_and_no_rows():
     out = cost.per_run(pd.DataFrame())
     assert out.empty and "volume_usd_per_run" in out
+
+
+def test_the_prediction_on_an_emulated_volume_is_judged_per_volume_and_a_bound_is_left_out():
+    from biossd.analysis import today
+
+    storage = pd.DataFrame({
+        "tool": ["a", "b", "c", "a", "b"], "storage": ["gp3", "gp3", "gp3", "st1", "io2"],
+        "basis": [today.MEASURED] * 4 + [today.PREDICTED],
+        "runtime_s": [10.0, 10.0, float("nan"), 4.0, 1.0], "predicted_s": [11.0, 13.0, 5.0, 4.2, 1.0]})
+    errors = today.prediction_errors(storage)
+    assert list(errors["tool"]) == ["a", "b", "a"], "c reached the time limit (no mean); io2 was predicted only"
+    summary = today.error_summary(errors).set_index("storage")
+    assert summary.loc["gp3", "median_abs_error"] == pytest.approx(0.2) and summary.loc["gp3", "worst_tool"] == "b"
+    assert not summary.loc["gp3", "meets"] and summary.loc["st1", "meets"]

@@ -89,3 +89,31 @@ def table(a, instance: str = INSTANCE) -> pd.DataFrame:
         choice = cost.cheapest_within(group.rename(columns={"storage": "target"}), "runtime_s").get("choice")
         priced.loc[(priced["tool"] == tool) & (priced["storage"] == choice), "rent"] = True
     return priced.reindex(columns=COLUMNS)
+
+
+#: The prediction's targets where a class ran on an emulated cloud volume (docs/cloud.md): the
+#: median |error| over its tools, and the worst.
+MEDIAN_ERROR, WORST_ERROR = 0.10, 0.25
+
+
+def prediction_errors(storage: pd.DataFrame) -> pd.DataFrame:
+    """Per emulated cloud volume the study ran a class on, and tool: the measured and predicted
+    mean runtimes and the error (predicted / measured - 1), from :func:`table`; a tool whose
+    native runs could not be predicted is left out, as is one whose every run on the volume
+    reached the time limit (only a lower bound: no mean)."""
+    rows = storage[(storage["basis"] == MEASURED) & storage["predicted_s"].notna() & storage["runtime_s"].notna()]
+    return pd.DataFrame({"storage": rows["storage"], "tool": rows["tool"], "measured_s": rows["runtime_s"],
+                         "predicted_s": rows["predicted_s"],
+                         "error": rows["predicted_s"] / rows["runtime_s"] - 1}).reset_index(drop=True)
+
+
+def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
+    """Per volume of :func:`prediction_errors`: its tools, the median and the worst |error| (and
+    whose), and whether both meet :data:`MEDIAN_ERROR` and :data:`WORST_ERROR`."""
+    out = []
+    for storage, g in errors.groupby("storage"):
+        worst = g["error"].abs().idxmax()
+        median, most = float(g["error"].abs().median()), float(g["error"].abs().max())
+        out.append({"storage": storage, "tools": len(g), "median_abs_error": median, "worst_abs_error": most,
+                    "worst_tool": g.loc[worst, "tool"], "meets": median <= MEDIAN_ERROR and most <= WORST_ERROR})
+    return pd.DataFrame(out, columns=["storage", "tools", "median_abs_error", "worst_abs_error", "worst_tool", "meets"])
