@@ -138,6 +138,9 @@ def main() -> int:
               f"study/reference/cloud_storage.csv behind an {today.INSTANCE} "
               f"(give --emulate CLASS=cloud:VOLUME@{today.INSTANCE})", file=sys.stderr)
         return 2
+    if args.pipelines is None:
+        for r in today.left_out(a.today_storage).itertuples():
+            print(f"  left out: {r.storage} {r.tool}: {r.why}")
     summary = {}
     for storage in sorted({r["storage"] for r in found}):
         mine = [r for r in found if r["storage"] == storage]

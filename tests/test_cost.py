@@ -93,15 +93,20 @@ def test_no_target_gives_the_columns_and_no_rows():
     assert out.empty and "volume_usd_per_run" in out
 
 
-def test_the_prediction_on_an_emulated_volume_is_judged_per_volume_and_a_bound_is_left_out():
+def test_the_prediction_on_an_emulated_volume_is_judged_per_volume_and_what_is_left_out_says_why():
     from biossd.analysis import today
 
+    measured, predicted = today.MEASURED, today.PREDICTED
     storage = pd.DataFrame({
-        "tool": ["a", "b", "c", "a", "b"], "storage": ["gp3", "gp3", "gp3", "st1", "io2"],
-        "basis": [today.MEASURED] * 4 + [today.PREDICTED],
-        "runtime_s": [10.0, 10.0, float("nan"), 4.0, 1.0], "predicted_s": [11.0, 13.0, 5.0, 4.2, 1.0]})
+        "tool": ["a", "b", "c", "d", "a", "b"], "storage": ["gp3", "gp3", "gp3", "gp3", "st1", "io2"],
+        "basis": [measured, measured, predicted, measured, measured, predicted],
+        "runtime_s": [10.0, 10.0, 5.0, 8.0, 4.0, 1.0], "predicted_s": [11.0, 13.0, 5.0, float("nan"), 4.2, 1.0],
+        "why": ["", "", "", "its trace lost events", "", ""]})
     errors = today.prediction_errors(storage)
-    assert list(errors["tool"]) == ["a", "b", "a"], "c reached the time limit (no mean); io2 was predicted only"
+    assert list(zip(errors["storage"], errors["tool"])) == [("gp3", "a"), ("gp3", "b"), ("st1", "a")]
     summary = today.error_summary(errors).set_index("storage")
     assert summary.loc["gp3", "median_abs_error"] == pytest.approx(0.2) and summary.loc["gp3", "worst_tool"] == "b"
     assert not summary.loc["gp3", "meets"] and summary.loc["st1", "meets"]
+    out = today.left_out(storage).set_index("tool")["why"]
+    assert out["c"] == "no run on the volume ended ok: only a bound"
+    assert out["d"] == "no prediction: its trace lost events" and "b" not in out, "io2 was not measured"

@@ -107,6 +107,18 @@ def prediction_errors(storage: pd.DataFrame) -> pd.DataFrame:
                          "error": rows["predicted_s"] / rows["runtime_s"] - 1}).reset_index(drop=True)
 
 
+def left_out(storage: pd.DataFrame) -> pd.DataFrame:
+    """The tools :func:`prediction_errors` leaves out on each emulated cloud volume the study ran,
+    and why: no run on the volume ended ok (each reached the time limit or failed: only a bound),
+    or the fast side's runs have no prediction there (the prediction's own reason)."""
+    measured = set(storage.loc[storage["basis"] == MEASURED, "storage"])
+    rows = storage[storage["storage"].isin(measured)
+                   & ~((storage["basis"] == MEASURED) & storage["predicted_s"].notna() & storage["runtime_s"].notna())]
+    why = np.where(rows["basis"] != MEASURED, "no run on the volume ended ok: only a bound",
+                   "no prediction: " + rows["why"].fillna("").astype(str))
+    return pd.DataFrame({"storage": rows["storage"], "tool": rows["tool"], "why": why}).reset_index(drop=True)
+
+
 def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
     """Per volume of :func:`prediction_errors`: its tools, the median and the worst |error| (and
     whose), and whether both meet :data:`MEDIAN_ERROR` and :data:`WORST_ERROR`."""
