@@ -97,25 +97,15 @@ def tidy_after_group(token: str, also: Callable[[], list[str]] | None = None) ->
             fcntl.flock(group_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return []  # another member runs: the last one tidies
-        try:
-            fd = os.open(lock_path(), os.O_RDWR | os.O_CLOEXEC)
-        except OSError:
-            return []
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return []  # the leader holds it, or the next run does
-        try:
+        with hostlock.taken_if_free() as taken:
+            if not taken:
+                return []  # the leader holds it, or the next run does
             old = read_holder()
             if old and old.get(GROUP_KEY) != token:
                 return []  # another run's record: the next holder's to reap
             done = hostlock.reap(old) if old else hostlock.take_down_dead_devices()
             hostlock.retire(old, done)
             return done + (also() if also is not None else [])
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
     finally:
         os.close(group_fd)
 

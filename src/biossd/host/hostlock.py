@@ -30,7 +30,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
@@ -242,23 +242,33 @@ def reap_dead_holder() -> list[str]:
     """When the lock is free and a dead holder's record remains, :func:`reap` it and move the
     record aside (``storage up`` does this before it touches a device); the lock held by a live
     run is left alone. Returns what was done."""
-    path = lock_path()
-    if not (holder_path().exists() and path.exists()):
+    if not (holder_path().exists() and lock_path().exists()):
         return []
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return []
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return []
-    try:
+    with taken_if_free() as taken:
+        if not taken:
+            return []
         old = read_holder()
         done = reap(old)
         move_aside(old)
         return done
+
+
+@contextlib.contextmanager
+def taken_if_free() -> Iterator[bool]:
+    """The host lock held for the block if no run holds it (``True``), else not taken (``False``)."""
+    try:
+        fd = os.open(lock_path(), os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        yield False
+        return
+    try:
+        yield True
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
