@@ -89,6 +89,7 @@ def profile_request(args: argparse.Namespace, command: list[str], mem_bytes: int
     return profile.ProfileRequest(
         argv=command, out_dir=out, mem_bytes=mem_bytes, labels=labels(args.label),
         cap_backend=args.cap_backend, drop_caches=args.drop_caches, evict=args.evict, overwrite=args.overwrite,
+        read_code=args.read_code,
         devices=args.device, sample_interval_s=args.sample_interval,
         swap_bytes=args.swap,
         swap_dir=Path(args.swap_dir) if args.swap_dir else None,
@@ -265,6 +266,10 @@ def add_profile_options(p: argparse.ArgumentParser, evict_default: str = "all") 
                    help="what the drop evicts: the whole page cache (all), or only the files of the run's working "
                         "directory and class device and the device's buffers, so that code read by earlier runs "
                         f"stays resident and outside the cap (run; default {evict_default})")
+    p.add_argument("--read-code", action="store_true",
+                   help="a warm-up: once the command has ended, read whole into its cgroup every file its processes "
+                        "mapped or read outside the class's file systems, so no later capped run is charged for "
+                        "the tool's code (needs root)")
     p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
     p.add_argument("--sample-interval", type=seconds_between(*SAMPLE_INTERVAL_RANGE_S, "the sampler's interval"),
                    default=1.0, metavar="SECONDS",

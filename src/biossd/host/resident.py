@@ -10,12 +10,16 @@ import threading
 from pathlib import Path
 
 from biossd.host.cgroups import RESIDENT_KEYS, MemoryCap
+from biossd.host.codefiles import CodeFiles
 
 #: How often the resident memory is read: a peak shorter than this may be missed.
 RESIDENT_INTERVAL_S = 0.002
 #: Every this many reads of the cgroup, its processes are read too (``/proc/PID/status``: their
 #: anonymous, file-backed and shared resident sets, by process name): about every 50 ms.
 PROCESS_EVERY = 25
+#: A warm-up's processes' files of code (:mod:`biossd.host.codefiles`) are looked for every this
+#: many reads (about every 10 ms): a warm-up on a small input may end within 50 ms.
+CODE_EVERY = 5
 #: ``/proc/PID/status`` fields of a process's resident set, in kB, by part.
 PROCESS_STATUS_PARTS = {"RssAnon": "anon_bytes", "RssFile": "file_bytes", "RssShmem": "shmem_bytes"}
 
@@ -44,8 +48,12 @@ class ResidentWatch:
     process name, the largest sum over that name's processes of each part of their resident sets
     (what each program of the run — a wrapper, an MPI daemon, the tool — held)."""
 
-    def __init__(self, cap: MemoryCap, interval_s: float = RESIDENT_INTERVAL_S, names_under: Path | None = None) -> None:
+    def __init__(self, cap: MemoryCap, interval_s: float = RESIDENT_INTERVAL_S, names_under: Path | None = None,
+                 code: CodeFiles | None = None) -> None:
         self.cap, self.interval_s = cap, interval_s
+        #: Where the files of the code its processes map or read are noted (a warm-up asked to
+        #: read its code whole: :mod:`biossd.host.codefiles`), or ``None``.
+        self.code = code
         self.peak_bytes: int | None = None
         self.peak_parts: dict[str, int] | None = None
         self.by_process: dict[str, dict[str, int]] = {}
@@ -72,6 +80,9 @@ class ResidentWatch:
                 self.peak_bytes, self.peak_parts = value, parts
             if self.samples % PROCESS_EVERY == 0:
                 self._read_processes()
+            elif self.code is not None and self.samples % CODE_EVERY == 0:
+                for pid in self.cap.processes():
+                    self.code.see(pid)
             self.samples += 1
 
     def _read_processes(self) -> None:
@@ -82,6 +93,8 @@ class ResidentWatch:
                 continue
             if self.names_under is not None:
                 self._read_maps(pid)
+            if self.code is not None:
+                self.code.see(pid)
             name, parts = found
             into = summed.setdefault(name, {})
             for part, value in parts.items():

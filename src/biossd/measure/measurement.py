@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from biossd.core.owners import RUN_TAG_VAR, kill_tagged, start_ticks
+from biossd.host import codefiles, dockerengine, hostfacts, hostlock, pagecache
 from biossd.host import devices as block_devices
-from biossd.host import dockerengine, hostfacts, hostlock, pagecache
 from biossd.host.cgroups import MemoryCap
 from biossd.host.hdd import emulate
 from biossd.host.resident import ResidentWatch
@@ -34,6 +34,12 @@ from biossd.measure.request import Interrupted, ProfileError, ProfileRequest
 GATE_SCRIPT = 'read -r _ || exit 125; exec "$@" </dev/null'
 
 DEVICE_RECORD = "device.json"
+
+
+def _class_devices(cwd: Path) -> set[int]:
+    """``st_dev`` of the run's class's own file systems (its working directory's, and the
+    emulated class's mount): what a run reads there is its data, never code."""
+    return {os.stat(p).st_dev for p in (cwd, emulate.mount_of(cwd)) if p is not None}
 
 
 def _utc_now() -> str:
@@ -110,6 +116,8 @@ class Measurement:
         self.accounting: dict[str, Any] | None = None
         self.load: hostload.HostLoad | None = None
         self.host_load: dict[str, Any] = {"measured": False, "why": "the command did not start"}
+        self.code: codefiles.CodeFiles | None = None
+        self.code_read: dict[str, Any] = codefiles.not_asked()
 
     def measure(self, devices_note: str | None, launch_problem: tuple[int, str] | None) -> dict[str, Any]:
         """Set up, run the command (unless ``launch_problem`` says it cannot start), tear
@@ -142,6 +150,7 @@ class Measurement:
                     "peak_usage_bytes": self.container.get("peak_usage_bytes"), "container": self.container})
             self.swap_record = self.swap.record() if self.swap is not None else None
             self.phases.mark("stop_collectors")
+            self.code_read = self._read_code(launch_problem is None)
         self.phases.mark("tear_down")
         collectors.record_after(request, self.out_dir, self.accounting, launch_problem is None, self.collectors)
         files = [manifest.file_record(self.out_dir, p) for p in sorted(self.out_dir.iterdir()) if p.is_file()]
@@ -173,7 +182,10 @@ class Measurement:
         self.phases.mark("drop_caches")
         self.cap = stack.enter_context(MemoryCap(request.mem_bytes, request.cap_backend, no_swap=request.no_swap,
                                                  account=True))
-        self.resident = ResidentWatch(self.cap, request.resident_interval_s, names_under=self.cwd)
+        self.code = codefiles.CodeFiles(_class_devices(self.cwd)) if request.read_code else None
+        if self.code is not None:
+            stack.callback(self.code.close)
+        self.resident = ResidentWatch(self.cap, request.resident_interval_s, names_under=self.cwd, code=self.code)
         self.report_file = self.out_dir / gnutime.REPORT_FILE
         timer = self.state.gnu_time
         self.executed = self.cap.wrap(gnutime.wrap(timer, self.report_file, command) if timer else command)
@@ -276,6 +288,19 @@ class Measurement:
                         attribute=collectors.attribution(request, roots), roots=roots, left=_names_under(self.cwd),
                         mapped=self.resident.mapped_names())
 
+    def _read_code(self, ran: bool) -> dict[str, Any]:
+        """A warm-up's code read whole into its cgroup once the command has ended
+        (:mod:`biossd.host.codefiles`); the record, its time the harness's ``read_code`` phase."""
+        if self.code is None:
+            return codefiles.not_asked()
+        if not ran or self.cap.path is None:
+            self.code.close()
+            why = "the command did not start" if not ran else "no cgroup of the run's own to charge it to"
+            return {"asked": True, "files": 0, "bytes": 0, "why": why}
+        record = self.code.read_into(self.cap.join)
+        self.phases.mark("read_code")
+        return record
+
     def _manifest_body(self, devices_note: str | None, launch_problem: tuple[int, str] | None,
                        files: list[dict[str, Any]]) -> dict[str, Any]:
         request = self.request
@@ -311,6 +336,7 @@ class Measurement:
             "host_load": self.host_load,
             "swap": self.swap_record,
             "page_cache": self.caches,
+            "code_read": self.code_read,
             "owner": request.owner.record() if request.owner else None,
             # What the command left running once it had ended, found by the tag in its environment
             # after its session was killed and its cgroup removed (none: both held everything).

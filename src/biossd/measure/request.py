@@ -50,6 +50,10 @@ class ProfileRequest:
     #: read by earlier runs stays resident and charged elsewhere (docs/study.md, "Code is not data").
     evict: str = "all"
     overwrite: bool = False
+    #: A warm-up: the files of code its processes map or read outside its class's file systems
+    #: are read whole into its cgroup once the command has ended (docs/study.md, "Code is not
+    #: data"; :mod:`biossd.host.codefiles`).
+    read_code: bool = False
     #: Block devices to trace (``/dev/vda``, ``vda`` or ``254:0``); default: the one holding
     #: the working directory (``cwd``). A swap area made for the run is traced too.
     devices: Sequence[str] = ()

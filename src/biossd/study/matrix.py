@@ -136,14 +136,16 @@ class Plan:
 
     def floors(self) -> list[dict[str, Any]]:
         """Each tool's floor runs, before any capped run of it (``floors_in_session``): uncapped on
-        1/FLOOR_DIVISOR of its input, on the first class, a warm-up (rep 0: its code read, charged
-        to its own cgroup) and FLOOR_REPEATS runs whose median resident peak is its F."""
+        1/FLOOR_DIVISOR of its input, on the first class, a warm-up (rep 0, ``read_code``: its code
+        read whole into its own cgroup once it has ended) and FLOOR_REPEATS runs whose median
+        resident peak is its F."""
         if not self.floors_in_session:
             return []
         reps = range(sizing.FLOOR_REPEATS + 1) if sizing.FLOOR_WARMUPS else range(1, sizing.FLOOR_REPEATS + 1)
         return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": rep, "probe": FLOOR_PROBE,
                  "input": probe_input_id(self.kinds[t], sizing.FLOOR_DIVISOR, self.tool_input_sizes.get(t),
-                                         self.sources.get(t))}
+                                         self.sources.get(t)),
+                 **({"read_code": True} if rep < sizing.FLOOR_WARMUPS else {})}
                 for t in self.tools if self.caps.get(t) and t in self.kinds for rep in reps]
 
     def size_of(self, tool: str) -> str:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from biossd.core.units import format_size, parse_size
-from biossd.study import sizing, sizing_record
+from biossd.study import sizerun, sizing, sizing_record
 from biossd.study.sizerun import Runner
 from biossd.study.sizing_record import FORMAT, PARAMETERS, SizingError, rule_constants
 
@@ -170,7 +170,7 @@ def floor_at(runner: Runner, tool: str, input_bytes: int, settings: dict[str, st
     size = floor_size(input_bytes, smallest)
     peaks = []
     for i in range(warmups + sizing.FLOOR_REPEATS):
-        step = "warmup" if i < warmups else "floor"
+        step = sizerun.WARMUP_STEP if i < warmups else "floor"
         r = runner.run(tool, size, None, settings, step, timeout_s)
         if r["resident_peak_bytes"] is None:
             raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "

@@ -18,6 +18,10 @@ from biossd.core.units import format_size
 from biossd.study import sizing
 from biossd.study.sizing_record import SizingError
 
+#: The step of a floor's warm-up run: it reads its code whole into its own cgroup (``--read-code``,
+#: docs/study.md "Code is not data").
+WARMUP_STEP = "warmup"
+
 
 class Runner:
     """Profiled runs of the catalogue's tools on synthetic inputs made once per (kind, size) and
@@ -87,8 +91,9 @@ class Runner:
                              str(self.prepared_input(tool, size)), "--scratch", str(stage_dir)],
                             f"stage {tool}").split(b"\0")
             swap = ["--swap", sizing.SWAP_SIZE] if cap else []
+            warmup = ["--read-code"] if step == WARMUP_STEP else []
             _checked(["biossd", "profile", "--mem", format_size(cap) if cap else "none", "--out", str(out),
-                      "--evict", "run", "--timeout", f"{timeout_s:g}", *swap, "--", *[a.decode() for a in argv if a]],
+                      "--evict", "run", "--timeout", f"{timeout_s:g}", *swap, *warmup, "--", *[a.decode() for a in argv if a]],
                      f"profile {tool}", cwd=stage_dir)
             body = json.loads((out / "run.json").read_text())
             accounting = out / "rusage.json"  # the process tree's block reads and writes

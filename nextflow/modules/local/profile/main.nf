@@ -17,7 +17,7 @@ process PROFILE {
     def q       = { value -> shellQuote(value) }
     def scratch = scratch_root ? q("${scratch_root}/biossd-${task.hash ?: task.index}") : 'scratch'
     def labels  = meta.labels.collect { k, v -> "--label ${q("${k}=${v}")}" }.join(' ')
-    def args    = [task.ext.args ?: '', meta.probe == 'cachegrind' ? '--cachegrind' : ''].findAll().join(' ')
+    def args    = [task.ext.args ?: '', meta.probe == 'cachegrind' ? '--cachegrind' : '', meta.read_code ? '--read-code' : ''].findAll().join(' ')
     def engine_name = task.ext.engine ?: ''
     def engine  = engine_name ? "--container ${q(engine_name)}" : ''
     def engineLabel = engine_name ? "--label ${q("container_engine=${engine_name}")}" : ''
