@@ -51,6 +51,8 @@ FLOWS_PER_READ = 360
 #: about twenty of name and count per line.
 FLOWGRAM_BYTES_PER_READ = FLOWS_PER_READ * 5 + 20
 FLOW_KEY = "TCAG"
+#: Reads drawn at once by the vectorised generators: bounds their index arrays (8 bytes a base).
+CHUNK_READS = 1 << 16
 
 
 def _mutate(seq: np.ndarray, rate: float, alphabet: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -63,6 +65,24 @@ def _mutate(seq: np.ndarray, rate: float, alphabet: np.ndarray, rng: np.random.G
         idx = np.searchsorted(np.sort(alphabet), seq[hit])
         out[hit] = np.sort(alphabet)[(idx + shift) % alphabet.size]
     return out, hit
+
+
+def _mutate_rows(rows: np.ndarray, rate: float, alphabet: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`_mutate` of every row of ``rows`` at once (reads of one length, as a 2-D array)."""
+    out = rows.copy()
+    hit = rng.random(rows.shape) < rate
+    if hit.any():
+        ordered = np.sort(alphabet)
+        shift = rng.integers(1, alphabet.size, int(hit.sum()))
+        out[hit] = ordered[(np.searchsorted(ordered, rows[hit]) + shift) % alphabet.size]
+    return out
+
+
+def _rows_text(rows: np.ndarray) -> list[str]:
+    """Each row of a 2-D array of ASCII codes as a string."""
+    width = rows.shape[1]
+    text = np.ascontiguousarray(rows).tobytes().decode()
+    return [text[i : i + width] for i in range(0, len(text), width)]
 
 
 def genome(rng: np.random.Generator, total_bp: int, n_contigs: int = 2) -> list[np.ndarray]:
@@ -362,20 +382,34 @@ def rnaseq(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, o
     write_fasta(out_dir / "genome.fa", [("chr1", contig)])
     (out_dir / "genes.gtf").write_text("\n".join(gtf) + "\n")
     n = max(1, size_bytes // FASTQ_BYTES_PER_READ)
-    quals = _qualities(rng, n)
-    recs, truth = [], ["read\tgene\ttranscript_offset\tspans_junction"]
-    for i in range(n):
-        gid, exons = genes[int(rng.integers(len(genes)))]
-        tx = np.concatenate([contig[a:b] for a, b in exons])
-        off = int(rng.integers(0, tx.size - READ_BP))
-        bounds = np.cumsum([b - a for a, b in exons])[:-1]
-        spans = bool(((bounds > off) & (bounds < off + READ_BP)).any())
-        seq, _ = _mutate(tx[off : off + READ_BP], READ_ERROR_RATE, BASES, rng)
-        recs.append((f"t{i:08d}", seq.tobytes().decode(), quals[i].tobytes().decode()))
-        truth.append(f"t{i:08d}\t{gid}\t{off}\t{int(spans)}")
+    transcripts = [np.concatenate([contig[a:b] for a, b in exons]) for _gid, exons in genes]
+    lengths = np.array([t.size for t in transcripts])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    bounds = [np.cumsum([b - a for a, b in exons])[:-1] for _gid, exons in genes]
+    joined = np.concatenate(transcripts)
+    parts: dict[str, list] = {"which": [], "offsets": [], "spans": [], "seqs": [], "quals": []}
+    for first in range(0, n, CHUNK_READS):
+        count = min(CHUNK_READS, n - first)
+        which = rng.integers(len(genes), size=count)
+        offsets = rng.integers(0, lengths[which] - READ_BP)
+        spans = np.zeros(count, dtype=bool)
+        for g in np.unique(which):
+            mine = which == g
+            for bound in bounds[g]:
+                spans[mine] |= (bound > offsets[mine]) & (bound < offsets[mine] + READ_BP)
+        rows = joined[(starts[which] + offsets)[:, None] + np.arange(READ_BP)]
+        for key, value in (("which", which.tolist()), ("offsets", offsets.tolist()), ("spans", spans.tolist()),
+                           ("seqs", _rows_text(_mutate_rows(rows, READ_ERROR_RATE, BASES, rng))),
+                           ("quals", _rows_text(_qualities(rng, count)))):
+            parts[key].extend(value)
+    which, offsets, spans, seq_text, qual_text = (parts[k] for k in ("which", "offsets", "spans", "seqs", "quals"))
+    names = [f"t{i:08d}" for i in range(n)]
     with open(out_dir / "reads.fq", "w") as f:
         for k in range(scale):
-            f.writelines(f"@x{k}_{name}\n{seq}\n+\n{qual}\n" for name, seq, qual in recs)
-    (out_dir / "truth.tsv").write_text(
-        truth[0] + "\n" + "".join(f"x{k}_{line}\n" for k in range(scale) for line in truth[1:]))
+            f.writelines(f"@x{k}_{name}\n{seq}\n+\n{qual}\n" for name, seq, qual in zip(names, seq_text, qual_text))
+    with open(out_dir / "truth.tsv", "w") as f:
+        f.write("read\tgene\ttranscript_offset\tspans_junction\n")
+        for k in range(scale):
+            f.writelines(f"x{k}_{name}\t{genes[g][0]}\t{off}\t{int(sp)}\n"
+                         for name, g, off, sp in zip(names, which, offsets, spans))
     return {"files": ["genome.fa", "genes.gtf", "reads.fq", "truth.tsv"], "records": n * scale}
