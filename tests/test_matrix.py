@@ -236,6 +236,9 @@ def test_the_full_profile_follows_the_sizing_rule():
     floors = [f for f in p.floor_tasks() if f["tool"] in runnable]  # a stub plan has every tool entry
     assert len(floors) == len(runnable) * (sizing.FLOOR_WARMUPS + sizing.FLOOR_REPEATS)
     assert {t["storage"] for t in floors} == {p.classes[0]} and all(t["mem_bytes"] is None for t in p.tasks())
+    # The warm-up (rep 0) reads its tool's code whole into its cgroup, and no other run does.
+    assert [t["rep"] for t in floors if t.get("read_code")] == [0] * len(runnable)
+    assert not any(t.get("read_code") for t in p.tasks())
     # One input per shared data set, as in the paper: the GATK steps, and Fig. 1's aligners.
     assert len({p.tool_input_sizes[t] for t in runnable if sizing.is_gatk(t)}) == 1
     assert len({p.tool_input_sizes[t] for t in sizing.FIG1_TOOLS}) == 1

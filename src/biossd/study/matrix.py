@@ -204,7 +204,8 @@ class Plan:
                             # An uncapped probe cannot page: no swap area to make for it.
                             **self.run_options(), **({"swap": None} if run.get("probe") else {}),
                             "kind": self.kinds.get(run["tool"], ""), "input": run["input"],
-                            "publish": str(layout.run_relpath(labels)), "order": start + len(out)})
+                            "publish": str(layout.run_relpath(labels)), "order": start + len(out),
+                            **({"read_code": True} if run.get("read_code") else {})})
         return out
 
     def run_options(self) -> dict[str, Any]:
