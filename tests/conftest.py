@@ -174,6 +174,18 @@ def study_results(env, tmp_path_factory, root_required):
     return launch, outdir
 
 
+@pytest.fixture(scope="session")
+def synthetic_study(biossd, tmp_path_factory):
+    """A synthetic result set of every tool (planted speedups and patterns, two hosts) and its
+    report, rendered once by `biossd report` into the first folder's report/ (where `biossd paper`
+    finds it): the notebooks' and the supplement's tests share it. Returns synthresults' truth."""
+    from biossd.analysis import synthresults
+
+    truth = synthresults.write(tmp_path_factory.mktemp("synth"), caps=("1G", "4G"), scales=(1, 2, 8), repeats=2, seed=5)
+    biossd("report", *truth["roots"], timeout=600)
+    return truth
+
+
 #: The made-up figures of a measured device record (:func:`measured_record`).
 SPEC_ROW = {"device": "vda", "seq_read_mbs": 500.0, "seq_write_mbs": 400.0, "rand_read_iops": 5000.0,
             "rand_write_iops": 8000.0, "rand_read_iops_qd32": 50000.0, "rand_write_iops_qd32": 40000.0}

@@ -5,11 +5,11 @@ and byte-identical when run again over the same raw data."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from biossd.analysis import synthresults
 from biossd.outputs import artefacts
 from biossd.study import catalogue
 
@@ -21,11 +21,9 @@ MIN_FIGURE_BYTES = 10_000
 
 
 @pytest.fixture(scope="module")
-def rendered(biossd, tmp_path_factory):
-    out = tmp_path_factory.mktemp("synth")
-    truth = synthresults.write(out, caps=("1G", "4G"), scales=(1, 2, 8), repeats=2, seed=5)
-    first, second = out / "report-1", out / "report-2"
-    biossd("report", *truth["roots"], "--out", str(first), timeout=600)
+def rendered(synthetic_study, tmp_path_factory):
+    truth = synthetic_study
+    first, second = Path(truth["roots"][0]) / "report", tmp_path_factory.mktemp("report-2")
     # The second time in this process, straight from the registry (no papermill): the notebooks
     # add nothing to the files, and the same raw data gives the same bytes either way.
     a, dirs = artefacts.open_analysis([str(r) for r in truth["roots"]], str(second), "ssd", "hdd", 2.0, 5, None)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from biossd.analysis import synthresults
 from biossd.features import extract as features
 from biossd.outputs import artefacts, crate, supplement
 from conftest import REPO, pdf_text, squeezed
@@ -20,9 +19,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    out = tmp_path_factory.mktemp("synth")
-    return synthresults.write(out, caps=("1G", "4G"), scales=(1, 8), repeats=2, seed=9, twins=False)
+def synthetic(synthetic_study):
+    """The suite's synthetic result set, its report already rendered (conftest.py)."""
+    return synthetic_study
 
 
 def test_citation_cff_validates(env):
@@ -35,7 +34,7 @@ def test_citation_cff_validates(env):
 
 def test_supplement_builds_with_every_caption_and_generated_methods(biossd, synthetic, tmp_path):
     out = tmp_path / "build"
-    pdf = Path(biossd("paper", *synthetic["roots"], "--out", str(out), timeout=900).stdout.strip())
+    pdf = Path(biossd("paper", *synthetic["roots"], "--no-render", "--out", str(out), timeout=900).stdout.strip())
     assert pdf == out / "supplement.pdf" and pdf.read_bytes().startswith(b"%PDF")
     text = squeezed(pdf_text(pdf))
     printed = [x for x in artefacts.ARTEFACTS if x.in_supplement]
@@ -43,7 +42,7 @@ def test_supplement_builds_with_every_caption_and_generated_methods(biossd, synt
         label = f"{artefact.supplement_label}. {' '.join(artefact.caption.split()[:4])}"
         assert squeezed(label) in text, label
     for phrase in ("This result set is synthetic", "Not run:", "HISAT2 (substitute for Tophat)",
-                   "Memory caps 1G and 4G; input scales (replication factors) 1 and 8; 2 repeats"):
+                   "Memory caps 1G and 4G; input scales (replication factors) 1, 2 and 8; 2 repeats"):
         assert squeezed(phrase) in text, phrase
     pages = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
     assert int(next(l.split()[-1] for l in pages.splitlines() if l.startswith("Pages:"))) >= 1 + len(printed)
