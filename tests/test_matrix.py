@@ -385,3 +385,14 @@ def test_a_configuration_whose_first_repeat_timed_out_is_not_repeated_and_is_lis
     assert text.splitlines() == ["\t".join(resultset.REPEATS_NOT_RUN_COLUMNS),
                                  f"bwa\thdd\t64M\t1\t2\t{repeats.NOT_RUN_WHY}", f"bwa\thdd\t64M\t1\t3\t{repeats.NOT_RUN_WHY}"]
     assert repeats.not_run_tsv([]).splitlines() == ["\t".join(resultset.REPEATS_NOT_RUN_COLUMNS)]
+
+
+def test_a_chain_of_tools_left_out_of_tools_is_refused_when_floors_are_measured_in_the_session():
+    """-profile full --tools gatk_baserecalibrator: the chains run tools with no floor runs, so
+    their caps could not be set once the floors are in (CAPS would fail an hour in); the plan says
+    so before anything runs, and --chains none leaves the chains out."""
+    params = {**_full_params(), "host": "h", "tools": "gatk_baserecalibrator"}
+    said = [p for p in matrix.plan(params).problems if p.startswith("--chains")]
+    assert len(said) == 1 and "lighter" in said[0] and "--chains none" in said[0], said
+    plan_none = matrix.plan({**params, "chains": "none"})
+    assert plan_none.chains == [] and not [p for p in plan_none.problems if p.startswith("--chains")]

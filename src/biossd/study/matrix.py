@@ -331,6 +331,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     tool_input_sizes = plan_params.tool_input_sizes(params, known, entries, problems)
     settings = plan_params.settings_of(params, known, entries, problems)
     chains, chain_steps, chain_kinds = plan_params.chains_of(params, entries, caps, overrides, stub, problems)
+    problems += plan_params.unfloored_chain_tools(chains, chain_steps, known) if memories is not None and not stub else []
     for steps in chain_steps.values():
         for step in steps:
             settings.setdefault(step["tool"], plan_params.settings_of(params, [step["tool"]], entries, [])[step["tool"]])

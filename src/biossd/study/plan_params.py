@@ -24,6 +24,8 @@ NO_SIZING = "none"
 #: --sizing auto: the workflow sizes on this host first (`biossd study size`), then plans.
 SIZE_HERE = "auto"
 
+#: --chains none: no chained pipeline (a command line cannot give Nextflow a null).
+NO_CHAINS = "none"
 WHOLE_RE = re.compile(r"^[1-9]\d*$")
 
 
@@ -109,14 +111,14 @@ def min_cap_bytes(entry: catalogue.Entry) -> int:
 def chains_of(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry], caps: list[str],
             overrides: list[tuple[str, list[str]]], stub: bool, problems: list[str]
             ) -> tuple[list[str], dict[str, list[dict[str, Any]]], dict[str, str]]:
-    """--chains (``all``, or pipeline ids): the pipelines with a chain, each step's cap (its
+    """--chains (``all``, pipeline ids, or :data:`NO_CHAINS`): the pipelines with a chain, each step's cap (its
     tool's smallest by --tool_caps, else --mem_caps: the cap of its baseline runs) and the
     chain's input kind. A step whose tool cannot run here is a problem (not in a stub-run)."""
     from biossd.study import chain
 
     given = csv_list(params.get("chains"))
     with_chain = [e.id for e in entries.values() if e.kind == "pipeline" and e.data.get("chain")]
-    names = with_chain if given == ["all"] else given
+    names = with_chain if given == ["all"] else [] if given == [NO_CHAINS] else given
     problems += [f"Unknown pipeline '{n}' in --chains; pipelines with a chain: {', '.join(with_chain)}"
                  for n in names if n not in with_chain]
     steps: dict[str, list[dict[str, Any]]] = {}
@@ -137,6 +139,19 @@ def chains_of(params: Mapping[str, Any], entries: Mapping[str, catalogue.Entry],
                 problems.append(f"--chains {name}: step {step.name} needs {step.tool}, which is "
                                 f"{entries[step.tool].data.get('status')} here")
     return [n for n in names if n in steps], steps, kinds
+
+
+def unfloored_chain_tools(chains: list[str], chain_steps: Mapping[str, list[dict[str, Any]]],
+                          tools: Sequence[str]) -> list[str]:
+    """With floors measured in the session (docs/study.md, "The floor is measured where the study
+    runs") a chain's step is capped at its tool's floor plus M, and only the tools of --tools have
+    floor runs: a chain that runs another tool is a problem, said with what to do."""
+    unfloored = sorted({step["tool"] for steps in chain_steps.values() for step in steps} - set(tools))
+    if not unfloored:
+        return []
+    return [f"--chains {','.join(chains)} runs {', '.join(unfloored)}, which --tools leaves out: with floors measured "
+            "in the session, only the tools of --tools have floor runs to cap them by; add them to --tools, or run no "
+            f"chain (--chains {NO_CHAINS})"]
 
 
 def input_sizes(params: Mapping[str, Any], kinds: list[str], problems: list[str]) -> dict[str, str]:
