@@ -126,3 +126,13 @@ def test_a_component_s_sources_file_names_the_host_s_own_release(tmp_path):
     release.write_text('NAME="Debian GNU/Linux"\nVERSION_CODENAME=trixie\n')
     assert install.debian_suite(release) == "trixie"
     assert install.debian_suite(tmp_path / "none") == install.DEFAULT_DEBIAN_SUITE
+
+
+def test_nextflow_starts_from_its_archived_classes(env, tool_required):
+    """The install archives Nextflow's classes (install/bootstrap.sh, nextflow_classes) and the
+    launcher maps them: its own class comes from the archive, not from its jar."""
+    tool_required("nextflow")
+    proc = subprocess.run(["nextflow", "-version"], env={**env, "NXF_OPTS": "-Xlog:class+load=info"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "nextflow.cli.Launcher source: shared objects file (top)" in proc.stdout, proc.stdout[:2000]
