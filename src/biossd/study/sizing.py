@@ -15,9 +15,9 @@ The rule keeps that regime on a small machine, the same for every tool:
   ``time`` included (the paper's RAM held them all), read from the run's cgroup
   (:class:`biossd.host.resident.ResidentWatch`: anonymous, mapped-file and shared memory, not the
   page cache of files it only reads); the median of :data:`FLOOR_REPEATS` runs after
-  :data:`FLOOR_WARMUPS` warm-up. Code is not in it: the warm-up reads the tool's code into the
-  page cache, charged to its own cgroup, and no run after it is charged for it
-  (:mod:`biossd.host.pagecache`, docs/study.md "Code is not data"). Measured in every study
+  :data:`FLOOR_WARMUPS` warm-up. Code is not in it: the warm-up reads the tool's code whole into
+  the page cache, charged to its own cgroup, and no run after it is charged for it
+  (:mod:`biossd.host.codefiles`, :mod:`biossd.host.pagecache`, docs/study.md "Code is not data"). Measured in every study
   session on its own host, before the tool's capped runs, never chosen; ``biossd study size``
   (:mod:`biossd.study.sizer`) measures it too, for its own capped runs.
 * **JVM heaps are data** (:data:`HEAP_MARGIN`): one heap rule for every JVM tool — its heap size
@@ -75,8 +75,8 @@ FLOOR_DIVISOR = 64
 #: The floor is the median of this many runs (docs/study.md, "The floor is measured where the
 #: study runs")…
 FLOOR_REPEATS = 3
-#: …after this many warm-up runs, which read the tool's code into the page cache in a cgroup of
-#: their own (docs/study.md, "Code is not data") and are not counted.
+#: …after this many warm-up runs, which read the tool's code whole into the page cache in a cgroup
+#: of their own (docs/study.md, "Code is not data") and are not counted.
 FLOOR_WARMUPS = 1
 #: A ladder step whose added time lies within this share of the budget, or over it, is timed again…
 RETIME_WITHIN = 0.10
