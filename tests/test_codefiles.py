@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -109,3 +110,24 @@ def test_a_warm_up_run_records_the_code_it_read_whole_and_a_run_not_asked_reads_
     assert "read_code" in warm["harness_s"]
     assert json.loads((tmp_path / "plain" / "run.json").read_text())["code_read"] == {"asked": False}
     assert own_cgroups() == []
+
+
+@pytest.mark.integration
+def test_a_fifo_the_program_reads_neither_blocks_nor_counts(tmp_path, root_required):
+    """A named pipe a tool reads from is not code, and opening it to see must not wait for a
+    writer (the resident memory's reader would hang with it)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-c", "import os,sys\nfd=os.open(sys.argv[1],os.O_RDONLY|os.O_NONBLOCK)\n"
+                             "sys.stdin.readline()\n", str(fifo)], stdin=subprocess.PIPE, text=True)
+    code = codefiles.CodeFiles(excluded_devices=())
+    seeing = threading.Thread(target=code.see, args=(proc.pid,), daemon=True)
+    try:
+        time.sleep(0.3)
+        seeing.start()
+        seeing.join(timeout=5)
+    finally:
+        proc.communicate("done\n")
+    assert not seeing.is_alive(), "opening the FIFO waited for a writer"
+    assert str(fifo) not in {path for _fd, path, _size in code.held.values()}
+    code.close()

@@ -98,8 +98,8 @@ class CodeFiles:
             self._hold(link, path)
 
     def _hold(self, link: str, path: str) -> None:
-        try:
-            fd = os.open(link, os.O_RDONLY | os.O_CLOEXEC)
+        try:  # O_NONBLOCK: a FIFO with no writer would block the reader's thread on open
+            fd = os.open(link, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return
         st = os.fstat(fd)
