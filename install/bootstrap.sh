@@ -248,7 +248,7 @@ nextflow_jvm="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 # Nextflow's classes archived once (Java's dynamic class-data sharing, JDK 13+): a JVM that maps
 # them from the archive instead of loading and verifying each starts a run about 2 s sooner (a
-# stub-run of -profile test: 9.5 s -> 7.4 s here). Made at install by a run of a two-task pipeline;
+# stub-run of -profile test: 8.5 s -> 6.6 s here). Made at install by a run of a two-task pipeline;
 # a launcher whose archive is absent, or from another JDK, runs without it (-Xshare:auto; its
 # warnings off).
 nextflow_cds=$venv/nextflow/classes.jsa

@@ -36,9 +36,9 @@ def _code_file(path: Path) -> Path:
     return path
 
 
-def _wait_seen(code: codefiles.CodeFiles, pid: int, count: int) -> None:
+def _wait_seen(code: codefiles.CodeFiles, pid: int, paths: set[str]) -> None:
     deadline = time.monotonic() + 10
-    while len(code.held) < count and time.monotonic() < deadline:
+    while not paths <= {path for _fd, path, _size in code.held.values()} and time.monotonic() < deadline:
         code.see(pid)
         time.sleep(0.05)
 
@@ -52,7 +52,7 @@ def test_the_files_a_process_maps_or_reads_are_read_whole_into_the_given_cgroup(
                             text=True)
     code = codefiles.CodeFiles(excluded_devices=())
     try:
-        _wait_seen(code, proc.pid, 2)
+        _wait_seen(code, proc.pid, {str(lib), str(jar)})
     finally:
         proc.communicate("done\n")
     held = {path for _fd, path, _size in code.held.values()}

@@ -42,32 +42,36 @@ _READER = ("import os,sys\nsys.stdin.readline()\nn=0\nfor fd in map(int,sys.argv
            "  b=os.pread(fd,1<<20,off)\n  if not b: break\n  off+=len(b)\n n+=off\nprint(n)\n")
 
 
-def _maps_entries(pid: int) -> Iterable[tuple[str, str]]:
-    """``(address range, path)`` of each file a process maps (``/proc/PID/maps``)."""
+def mapped_files(pid: int) -> Iterable[tuple[str, int, str]]:
+    """``(address range, inode, path)`` of each file a process maps (``/proc/PID/maps``); none
+    once it is gone."""
     try:
         lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
     except OSError:
         return
     for line in lines:
         fields = line.split(None, 5)
-        if len(fields) == 6 and fields[4] != "0" and fields[5].startswith("/"):
-            yield fields[0], fields[5]
+        if len(fields) == 6 and fields[4] != "0":
+            yield fields[0], int(fields[4]), fields[5]
 
 
-def _read_only_fds(pid: int) -> Iterable[tuple[str, str]]:
-    """``(fd, path)`` of each descriptor a process holds open for reading only."""
+def _read_only_fds(pid: int, seen: Callable[[str], bool]) -> Iterable[tuple[str, str]]:
+    """``(fd, path)`` of each descriptor a process holds open for reading only, but those whose
+    path ``seen`` already (their flags are not read again)."""
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return
     for fd in fds:
         try:
+            path = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if not path.startswith("/") or seen(path):
+                continue
             flags = next(line for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines()
                          if line.startswith("flags:"))
-            path = os.readlink(f"/proc/{pid}/fd/{fd}")
         except (OSError, StopIteration):
             continue
-        if int(flags.split()[1], 8) & _ACCESS_MODE == _READ_ONLY and path.startswith("/"):
+        if int(flags.split()[1], 8) & _ACCESS_MODE == _READ_ONLY:
             yield fd, path
 
 
@@ -88,8 +92,12 @@ class CodeFiles:
 
     def see(self, pid: int) -> None:
         """Hold every file process ``pid`` maps or reads that is code by this rule, once."""
-        opened = [(f"/proc/{pid}/map_files/{span}", path) for span, path in _maps_entries(pid)]
-        opened += [(f"/proc/{pid}/fd/{fd}", path) for fd, path in _read_only_fds(pid)]
+        def seen(path: str) -> bool:
+            return (pid, path) in self._seen
+
+        opened = [(f"/proc/{pid}/map_files/{span}", path) for span, _inode, path in mapped_files(pid)
+                  if path.startswith("/")]
+        opened += [(f"/proc/{pid}/fd/{fd}", path) for fd, path in _read_only_fds(pid, seen)]
         for link, path in opened:
             key = (pid, path)
             if key in self._seen or path.startswith(KERNEL_TREES):

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from biossd.host.cgroups import RESIDENT_KEYS, MemoryCap
-from biossd.host.codefiles import CodeFiles
+from biossd.host.codefiles import CodeFiles, mapped_files
 
 #: How often the resident memory is read: a peak shorter than this may be missed.
 RESIDENT_INTERVAL_S = 0.002
@@ -106,15 +106,8 @@ class ResidentWatch:
 
     def _read_maps(self, pid: int) -> None:
         prefix = str(self.names_under).rstrip("/") + "/"
-        try:
-            lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
-        except OSError:
-            return
-        found = {}
-        for line in lines:
-            fields = line.split(None, 5)
-            if len(fields) == 6 and fields[5].startswith(prefix) and fields[4] != "0":
-                found[int(fields[4])] = fields[5][len(prefix):].removesuffix(" (deleted)")
+        found = {inode: path[len(prefix):].removesuffix(" (deleted)")
+                 for _span, inode, path in mapped_files(pid) if path.startswith(prefix)}
         if found:
             with self._lock:
                 self._mapped.update(found)

@@ -387,22 +387,26 @@ def rnaseq(out_dir: Path, size_bytes: int, seed: int, scale: int) -> dict[str, o
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     bounds = [np.cumsum([b - a for a, b in exons])[:-1] for _gid, exons in genes]
     joined = np.concatenate(transcripts)
-    parts: dict[str, list] = {"which": [], "offsets": [], "spans": [], "seqs": [], "quals": []}
+    which: list[int] = []
+    offsets: list[int] = []
+    spans: list[bool] = []
+    seq_text: list[str] = []
+    qual_text: list[str] = []
     for first in range(0, n, CHUNK_READS):
         count = min(CHUNK_READS, n - first)
-        which = rng.integers(len(genes), size=count)
-        offsets = rng.integers(0, lengths[which] - READ_BP)
-        spans = np.zeros(count, dtype=bool)
-        for g in np.unique(which):
-            mine = which == g
+        genes_of = rng.integers(len(genes), size=count)
+        starts_in = rng.integers(0, lengths[genes_of] - READ_BP)
+        across = np.zeros(count, dtype=bool)
+        for g in np.unique(genes_of):
+            mine = genes_of == g
             for bound in bounds[g]:
-                spans[mine] |= (bound > offsets[mine]) & (bound < offsets[mine] + READ_BP)
-        rows = joined[(starts[which] + offsets)[:, None] + np.arange(READ_BP)]
-        for key, value in (("which", which.tolist()), ("offsets", offsets.tolist()), ("spans", spans.tolist()),
-                           ("seqs", _rows_text(_mutate_rows(rows, READ_ERROR_RATE, BASES, rng))),
-                           ("quals", _rows_text(_qualities(rng, count)))):
-            parts[key].extend(value)
-    which, offsets, spans, seq_text, qual_text = (parts[k] for k in ("which", "offsets", "spans", "seqs", "quals"))
+                across[mine] |= (bound > starts_in[mine]) & (bound < starts_in[mine] + READ_BP)
+        rows = joined[(starts[genes_of] + starts_in)[:, None] + np.arange(READ_BP)]
+        seq_text += _rows_text(_mutate_rows(rows, READ_ERROR_RATE, BASES, rng))
+        qual_text += _rows_text(_qualities(rng, count))
+        which += genes_of.tolist()
+        offsets += starts_in.tolist()
+        spans += across.tolist()
     names = [f"t{i:08d}" for i in range(n)]
     with open(out_dir / "reads.fq", "w") as f:
         for k in range(scale):
