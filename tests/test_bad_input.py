@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from biossd.cli import options
-from biossd.study import plan_checks
+from biossd.study.plan import schema
 
 PLAN_BASE = {"tools": "samtools_sort", "storage_classes": "ssd", "mem_caps": "64M", "scales": "1", "outdir": "r"}
 
@@ -178,10 +178,10 @@ def test_accepted_because_it_means_something(biossd, tmp_path):
 
 def test_the_bounds_are_one_definition():
     """The CLI's seed bound is the schema's, and the schema bounds every count the plan multiplies."""
-    schema = plan_checks.schema_parameters(json.loads(plan_checks.SCHEMA_PATH.read_text()))
-    assert schema["seed"]["maximum"] == options.MAX_SEED
+    known = schema.schema_parameters(json.loads(schema.SCHEMA_PATH.read_text()))
+    assert known["seed"]["maximum"] == options.MAX_SEED
     for name in ("repeats", "firm_repeats", "scaling_repeats", "chain_repeats"):
-        assert "maximum" in schema[name], name
+        assert "maximum" in known[name], name
 
 
 def test_a_definition_or_manifest_out_of_range_is_refused(tmp_path):

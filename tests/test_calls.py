@@ -17,7 +17,8 @@ from biossd.core.units import parse_size
 from biossd.host import pagecache, resident
 from biossd.measure import floors, hostload, manifest
 from biossd.measure.trace import traceevents
-from biossd.study import matrix, sizer, sizerun, sizing
+from biossd.study import sizer, sizerun, sizing
+from biossd.study.plan import matrix
 
 
 # -- the page cache ------------------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from biossd.features import extract as features
-from biossd.study import catalogue, chain, layout, matrix
+from biossd.study import catalogue, chain, layout
 from biossd.study.inputs import data
+from biossd.study.plan import matrix
 from biossd.study.staging import StageError
 
 PIPELINES = ("pipeline_gatk_variant_calling", "pipeline_transcriptome", "pipeline_assembly_annotation")

@@ -118,10 +118,10 @@ def test_the_device_on_the_hosts_clock_overlaps_latency_until_a_limit_binds():
 
 def test_a_cloud_class_is_a_parameter_the_study_takes_and_not_rotational():
     from biossd.measure import storage
-    from biossd.study import plan_checks
+    from biossd.study.plan import schema
 
     spec = "gp3=cloud:aws-gp3-baseline@m6id.large,st1=cloud:aws-st1"
-    assert plan_checks.schema_problems({"storage_classes": "gp3,st1", "emulate": spec}) == []
+    assert schema.schema_problems({"storage_classes": "gp3,st1", "emulate": spec}) == []
     assert storage.parse_emulate(spec.split(","))["gp3"] == "cloud:aws-gp3-baseline@m6id.large"
     assert not storage.rotational("gp3", "cloud:aws-gp3-baseline") and storage.rotational("hdd", "seagate-barracuda-7200")
 

@@ -228,10 +228,11 @@ def test_the_study_runs_in_docker(env, engine, tmp_path, result_set):
 
 def test_no_engine_answering_is_named_before_any_run(tmp_path, monkeypatch):
     """A docker client with no engine behind DOCKER_HOST: the plan's check says so and what to run."""
-    from biossd.study import catalogue, plan_checks
+    from biossd.study import catalogue
+    from biossd.study.plan import resources
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
-    problems = plan_checks.image_problems("docker", [catalogue.get("samtools_sort")])
+    problems = resources.image_problems("docker", [catalogue.get("samtools_sort")])
     assert len(problems) == 1 and "no Docker engine answers" in problems[0] and "biossd docker up" in problems[0]
 
 
@@ -241,13 +242,14 @@ def test_a_tool_without_its_image_is_refused_by_name_with_the_build_command(engi
     is removed from the engine's image store."""
     import dataclasses
 
-    from biossd.study import catalogue, plan_checks
+    from biossd.study import catalogue
+    from biossd.study.plan import resources
 
     monkeypatch.setenv("DOCKER_HOST", engine["env"]["DOCKER_HOST"])
     entry = catalogue.get("samtools_sort")
     unbuilt = dataclasses.replace(entry, data={**entry.data, "container": {
         **entry.data["container"], "image": "localhost/biossd/samtools_sort:0.0-never-built"}})
-    problems = plan_checks.image_problems("docker", [entry, unbuilt])
+    problems = resources.image_problems("docker", [entry, unbuilt])
     assert problems == ["samtools_sort's docker image is not built here: run "
                         "`biossd catalogue build --engine docker samtools_sort`"]
 

@@ -9,8 +9,9 @@ import math
 import pytest
 
 from biossd.core.units import parse_size
-from biossd.study import estimate, matrix, sizing
+from biossd.study import sizing
 from biossd.study.inputs import synthgen
+from biossd.study.plan import estimate, matrix
 from test_matrix import _full_params
 
 

@@ -1,4 +1,4 @@
-"""The experiment matrix and its parameter checks (src/biossd/study/matrix.py), as `biossd study plan`
+"""The experiment matrix and its parameter checks (src/biossd/study/plan/matrix.py), as `biossd study plan`
 gives them to the workflow."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 from biossd.core.units import format_size
 from biossd.host import devices
-from biossd.study import catalogue, matrix, plan_checks, plan_params
+from biossd.study import catalogue
+from biossd.study.plan import matrix, parse, storage
 
 BASE = {"tools": "samtools_sort", "mem_caps": "1G,4G", "scales": "1,2", "repeats": 3, "storage_classes": "ssd"}
 
@@ -68,8 +69,8 @@ def test_recipe_only_tool_asked_for_by_name_is_a_problem_unless_stub():
 
 
 def test_catalogue_min_mem_is_read():
-    assert plan_params.min_cap_bytes(catalogue.get("gatk_baserecalibrator")) == 160 << 20
-    assert plan_params.min_cap_bytes(catalogue.get("samtools_sort")) == plan_params.MIN_CAP_BYTES
+    assert parse.min_cap_bytes(catalogue.get("gatk_baserecalibrator")) == 160 << 20
+    assert parse.min_cap_bytes(catalogue.get("samtools_sort")) == parse.MIN_CAP_BYTES
 
 
 def test_scratch_must_be_on_the_named_device(tmp_path):
@@ -108,11 +109,11 @@ def test_cli_prints_the_plan_and_fails_on_problems(biossd):
 @pytest.mark.parametrize("spec", ["a", "=1G", "x="])
 def test_bad_tool_caps_items(spec):
     problems: list[str] = []
-    assert plan_params.parse_tool_caps(spec, problems) == [] and problems
+    assert parse.parse_tool_caps(spec, problems) == [] and problems
 
 
 def test_slurm_partitions_must_exist_share_their_nodes_and_hold_this_host_for_emulation():
-    sp = plan_checks.slurm_problems
+    sp = storage.slurm_problems
     one_node = {"fast": ["vm"], "slow": ["vm"]}
     both = {"ssd": "fast", "hdd": "slow"}
     assert sp(["ssd", "hdd"], {"hdd"}, both, None, one_node, "vm") == []
@@ -348,12 +349,12 @@ def test_firm_repeats_are_planned_for_the_baselines_only_after_the_others(tmp_pa
     runs = []
     for tool, times in (("bwa", {"ssd": [1.0, 1.1, 0.9], "hdd": [2.2, 1.8, 2.0]}),      # straddles 2x
                         ("clustalw", {"ssd": [1.0, 1.0, 1.0], "hdd": [1.02, 1.01, 1.0]})):  # negligible, firm
-        for storage, walls in times.items():
+        for cls, walls in times.items():
             for rep, wall in enumerate(walls, 1):
-                run = tmp_path / f"{tool}-{storage}-{rep}"
+                run = tmp_path / f"{tool}-{cls}-{rep}"
                 run.mkdir()
                 manifest.write_manifest(run, {"outcome": "ok", "wall_s": wall, "labels": {
-                    "tool": tool, "mem": "1G", "scale": 1, "storage": storage, "rep": rep}})
+                    "tool": tool, "mem": "1G", "scale": 1, "storage": cls, "rep": rep}})
                 runs.append(str(run))
     (tmp_path / "firm.json").write_text(json.dumps(firm))
     out = biossd("study", "firm-up", "--tasks", f"@{tmp_path / 'firm.json'}", "--fast", "ssd", "--slow", "hdd", *runs)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from biossd.experiments import planning
-from biossd.study import matrix
+from biossd.study.plan import matrix
 from test_matrix import _full_params
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from biossd.study import matrix, outdir
+from biossd.study import outdir
+from biossd.study.plan import matrix
 
 PARAMS = {"tools": "samtools_sort", "mem_caps": "64M", "scales": "1", "repeats": 3, "seed": 7,
           "storage_classes": "ssd", "outdir": "r"}

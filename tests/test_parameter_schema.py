@@ -10,9 +10,9 @@ import subprocess
 import jsonschema
 import pytest
 
-from biossd.study import plan_checks
+from biossd.study.plan import schema
 
-SCHEMA = json.loads(plan_checks.SCHEMA_PATH.read_text())
+SCHEMA = json.loads(schema.SCHEMA_PATH.read_text())
 
 
 def test_the_schema_is_json_schema_2020_12_in_nf_core_s_layout():
@@ -25,17 +25,17 @@ def test_the_schema_is_json_schema_2020_12_in_nf_core_s_layout():
     assert len(names) == len(set(names)), "a parameter is in one group only"
     for name, group in groups.items():
         assert group["type"] == "object" and group.get("title") and group.get("description"), name
-    for name, spec in plan_checks.schema_parameters(SCHEMA).items():
+    for name, spec in schema.schema_parameters(SCHEMA).items():
         assert spec.get("type") and spec.get("description") and "default" in spec, name
 
 
 def test_a_grouped_parameter_is_checked_through_its_group():
     """A parameter's rules live in its group (reached by `allOf` and `$ref`): they are applied."""
-    problems = plan_checks.schema_problems({"repeats": "three", "publish_mode": "move", "seed": -1})
+    problems = schema.schema_problems({"repeats": "three", "publish_mode": "move", "seed": -1})
     assert any(p.startswith("Parameter --repeats = 'three' is not of type integer") for p in problems), problems
     assert any(p.startswith("Parameter --publish_mode = 'move' is not one of") for p in problems), problems
     assert any(p.startswith("Parameter --seed = -1 is below the minimum") for p in problems), problems
-    assert plan_checks.schema_problems({"repeats": 3, "publish_mode": "link"}) == []
+    assert schema.schema_problems({"repeats": 3, "publish_mode": "link"}) == []
 
 
 @pytest.mark.integration
@@ -46,7 +46,7 @@ def test_every_default_is_the_one_nextflow_config_gives(env, tmp_path, repo):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     params = json.loads(proc.stdout)["params"]
-    known = plan_checks.schema_parameters(SCHEMA)
+    known = schema.schema_parameters(SCHEMA)
     assert sorted(params) == sorted(known)
     for name, spec in known.items():
         default, value = spec["default"], params[name]
@@ -66,7 +66,7 @@ def test_nf_core_s_schema_linter_finds_it_valid_and_says_only_what_the_docs_expl
                           capture_output=True, text=True, timeout=300)
     said = proc.stdout + proc.stderr
     assert proc.returncode == 0, said
-    known = plan_checks.schema_parameters(SCHEMA)
+    known = schema.schema_parameters(SCHEMA)
     assert f"[✓] Pipeline schema looks valid (found {len(known)} params)" in said, said
     assert "[✓] Default parameters match schema validation" in said, said
     false_defaults = [name for name, spec in known.items() if spec.get("default") is False]

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from biossd.measure import manifest
-from biossd.study import matrix
 from biossd.study.inputs import data, datasets, formats, kinds, recipes, sources
+from biossd.study.plan import matrix
 
 READS_SIZE = 96 << 10
 

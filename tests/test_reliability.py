@@ -20,7 +20,7 @@ from biossd.core.owners import ProcessRef
 from biossd.features import extract as features
 from biossd.host.hdd import emulate
 from biossd.measure import manifest, storage
-from biossd.study import matrix, plan_checks
+from biossd.study.plan import matrix, schema
 from conftest import measured_record
 from test_emulate import loop_filesystem
 
@@ -240,14 +240,14 @@ def test_features_keep_going_names_any_damaged_run_file(biossd, good_run, tmp_pa
 
 
 def test_parameters_are_checked_against_the_schema():
-    problems = plan_checks.schema_problems({"host": "../../x", "repeats": "three", "cap_backend": "magic",
+    problems = schema.schema_problems({"host": "../../x", "repeats": "three", "cap_backend": "magic",
                                        "storage_classes": "ssd,../hdd", "swap": "lots", "tols": "bwa",
                                        "scratchDir": "/x"})
     text = "\n".join(problems)
     for name in ("--host", "--repeats", "--cap_backend", "--storage_classes", "--swap", "Unknown parameter --tols"):
         assert name in text, text
     assert "scratchDir" not in text, "Nextflow's camelCase alias of a known parameter is not unknown"
-    assert plan_checks.schema_problems({"host": "node-01.lab", "repeats": 3, "storage_classes": "ssd,hdd"}) == []
+    assert schema.schema_problems({"host": "node-01.lab", "repeats": 3, "storage_classes": "ssd,hdd"}) == []
 
 
 def test_the_plan_checks_free_space_against_the_largest_input(tmp_path):
@@ -462,8 +462,8 @@ def test_out_of_range_values_are_refused_naming_the_option(biossd, tmp_path, mon
         cost.per_run(pd.DataFrame({"target": ["nvme"], "predicted_wall_s": [1.0]}), 1e308)
     with pytest.raises(datasets.DatasetError, match="--size must be at least 1 byte"):
         datasets.prepare("any", tmp_path, tmp_path / "out", 0, 1)
-    assert any("root directory" in p for p in plan_checks.path_problems({"scratch_dir": "/"}))
-    assert plan_checks.path_problems({"scratch_dir": str(tmp_path)}) == []
+    assert any("root directory" in p for p in schema.path_problems({"scratch_dir": "/"}))
+    assert schema.path_problems({"scratch_dir": str(tmp_path)}) == []
     proc = biossd("device", "emulate-hdd", "up", "--mount", str(tmp_path / "m"), "--size", "64M", "--scale", "nan",
                   check=False)
     assert proc.returncode == 2 and "--scale nan: give a positive number" in proc.stderr, proc.stderr

@@ -11,8 +11,9 @@ import pytest
 from biossd import analysis
 from biossd.analysis import regime, resultset
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, matrix, plan_params, sizer, sizing, sizing_record
+from biossd.study import catalogue, sizer, sizing, sizing_record
 from biossd.study.inputs import data, datasets
+from biossd.study.plan import matrix, parse
 from conftest import STUDY_HOST, nextflow
 from test_prepare import pinned, publish, serve, write_manifest
 
@@ -142,7 +143,7 @@ def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
     rec = {"parameters": {"tool_data_memory": "cluster3=436K;samtools_sort=436K", "data_memory": "436K"},
            "chose": {"floors": {"cluster3": 224 << 10, "samtools_sort": 2264 << 10}}}
     entries = {e.id: e for e in catalogue.load_all()}
-    problems = sizer.cap_problems(rec, lambda tool: plan_params.min_cap_bytes(entries[tool]))
+    problems = sizer.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
     assert len(problems) == 1 and "cluster3's cap 660K is below the 2M" in problems[0] and "larger budget" in problems[0]
 
 
@@ -219,7 +220,7 @@ def test_a_host_of_a_pair_sizes_first_and_runs_by_the_record(sized, env):
             body = json.loads(run.read_text())
             assert int(body["labels"]["floor_bytes"]) == floor and int(body["labels"]["floor_runs"]) == len(peaks)
             assert body["memory_cap"]["limit_bytes"] == max(sizing.cap_bytes(floor, parse_size(memories[tool])),
-                                                            plan_params.MIN_CAP_BYTES)
+                                                            parse.MIN_CAP_BYTES)
     for run in runs:
         body = json.loads(run.read_text())
         assert body["timeout_s"] == pytest.approx(parse_duration_s(rec["parameters"]["time_limit"])), body["timeout_s"]

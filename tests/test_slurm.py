@@ -20,7 +20,7 @@ from biossd.host.cgroups import find_leftovers
 from biossd.host.hdd import emulate
 from biossd.host.slurm import cluster as slurm
 from biossd.measure import manifest
-from biossd.study import matrix
+from biossd.study.plan import matrix
 from conftest import STUDY_HOST, nextflow
 
 pytestmark = pytest.mark.integration

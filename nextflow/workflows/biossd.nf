@@ -21,7 +21,7 @@ include { biossdJson; biossdPlan; givenParams; studyBegin } from '../subworkflow
 
 /*
  * The experiment matrix and every problem with the parameters, from `biossd study plan`
- * (src/biossd/study/matrix.py, where the rules live and are tested): tools (--tools all: the runnable
+ * (src/biossd/study/plan/matrix.py, where the rules live and are tested): tools (--tools all: the runnable
  * ones, the rest listed as skipped), each tool's caps (--tool_caps overrides --mem_caps; a cap
  * below the catalogue's min_mem is a problem), scales, repeats, classes, and the devices named
  * for them (a missing device, or a scratch directory not on it, is a problem).
@@ -35,7 +35,7 @@ def studyPlan(String host) {
     if( given.sizing == 'auto' )
         given.sizing = workflow.stubRun ? 'none' : sizeHere(planOf(given + [replace_results: true], false, true))
     // --estimate (-profile paper): each tool probed briefly on this host first, and the study's
-    // duration per class estimated from it (src/biossd/study/estimate.py), logged before any run.
+    // duration per class estimated from it (src/biossd/study/plan/estimate.py), logged before any run.
     def plan = planOf(given, params.estimate && !workflow.stubRun)
     if( plan.estimate )
         log.info "biossd: ${plan.estimate.text}"

@@ -37,13 +37,13 @@ def _json_object(text: str, option: str, what: str) -> dict:
 
 
 def cmd_study_plan(args: argparse.Namespace) -> int:
-    from biossd.study import matrix, plan_params
+    from biossd.study.plan import matrix, parse
 
     params = _json_object(args.params, "--params", "parameters")
     result = matrix.plan(params, stub=args.stub, resumed=args.resumed, before_sizing=args.before_sizing)
     body = result.as_json()
     if args.estimate and not result.problems and not args.stub:
-        from biossd.study import estimate
+        from biossd.study.plan import estimate
 
         options.need_root("study plan --estimate")
         scratch = Path(args.scratch or params.get("scratch_dir") or tempfile.gettempdir())
@@ -54,7 +54,7 @@ def cmd_study_plan(args: argparse.Namespace) -> int:
         # Marked and recorded (a SIGKILLed probe's is found by `biossd cleanup`), removed however it ends.
         with rundir.scratch(scratch / "biossd-estimate", unique=True) as work:
             runs = estimate.probe(result.tools, work, int(params.get("seed") or 7), log=lambda line: None)
-        emulate = plan_params.parse_pairs(params.get("emulate") or "", "emulate", [])
+        emulate = parse.parse_pairs(params.get("emulate") or "", "emulate", [])
         body["estimate"] = estimate.of(result, runs, emulate)
         body["estimate"]["text"] = estimate.summary(body["estimate"], result.time_limit_s)
         print(f"biossd study plan: {body['estimate']['text']}", file=sys.stderr)
@@ -167,7 +167,8 @@ def cmd_study_caps(args: argparse.Namespace) -> int:
     """The plan's tasks with their caps, each tool's floor F (from its floor runs) plus its data
     memory (:mod:`biossd.measure.floors`)."""
     from biossd.measure import floors
-    from biossd.study import catalogue, plan_params
+    from biossd.study import catalogue
+    from biossd.study.plan import parse
 
     planned = options.json_arg(args.plan, "--plan")
     if not isinstance(planned, dict):
@@ -179,7 +180,7 @@ def cmd_study_caps(args: argparse.Namespace) -> int:
     entries = {e.id: e for e in catalogue.load_all()}
 
     def least(tool: str) -> int:
-        return plan_params.min_cap_bytes(entries[tool]) if tool in entries else plan_params.MIN_CAP_BYTES
+        return parse.min_cap_bytes(entries[tool]) if tool in entries else parse.MIN_CAP_BYTES
 
     print(json.dumps({name: floors.with_caps(list(tasks or []), measured, least) for name, tasks in planned.items()}))
     return 0
@@ -239,10 +240,10 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     except sizing_record.SizingError as err:
         raise UsageError(str(err)) from None
     rec = sizer.record(measured, scratch, args.budget, Path(args.reference) if args.reference else None)
-    from biossd.study import plan_params
+    from biossd.study.plan import parse
 
     entries = {e.id: e for e in catalogue.load_all()}
-    too_small = sizer.cap_problems(rec, lambda tool: plan_params.min_cap_bytes(entries[tool]))
+    too_small = sizer.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
     if too_small:
         raise UsageError("biossd study size: " + "; ".join(too_small) + f" (nothing written to {out})")
     sizing_record.write(rec, out)

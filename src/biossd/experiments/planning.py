@@ -68,7 +68,7 @@ def plan_from_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """The plan of ``--experiment`` from the workflow's ``params`` (as ``biossd study plan``
     takes them): the study's checks of the parameters (schema, classes, emulations, devices,
     host) and the experiments' own, every problem listed (``problems``), nothing run."""
-    from biossd.study import matrix
+    from biossd.study.plan import matrix
 
     study = matrix.plan(params)
     problems = list(study.problems)

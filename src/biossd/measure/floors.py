@@ -1,7 +1,7 @@
 """A study's floors, measured in its own session, and the caps they give (docs/study.md, "The
 floor is measured where the study runs"; Lee, Min and Yoon 2015, §5.1 gave every program one RAM).
 
-Each tool's floor runs (the plan's ``floor`` probes, :meth:`biossd.study.matrix.Plan.floors`) are
+Each tool's floor runs (the plan's ``floor`` probes, :meth:`biossd.study.plan.matrix.Plan.floors`) are
 read here: the warm-up (rep 0) is left out, the median of the others' resident peaks is F and
 their standard deviation σ_F (:func:`biossd.study.sizing.floor_of`). Every task whose cap is its
 tool's floor plus a data memory M_t (``data_memory_bytes`` in its meta) gets its cap, F + M_t —
@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterable
 
 from biossd.core.errors import BiossdError
 from biossd.measure import manifest
-from biossd.study import layout, matrix, sizing
+from biossd.study import layout, sizing
+from biossd.study.plan import matrix
 
 #: The labels a capped run records of its floor (bytes; the floor runs counted).
 FLOOR_LABELS = ("floor_bytes", "floor_sd_bytes", "floor_runs", "data_memory_bytes")

@@ -146,7 +146,7 @@ def _workflow(crate: ROCrate, root: Path, provenance: dict[str, Any]) -> tuple[A
     lang = crate.add(ContextEntity(crate, NEXTFLOW_LANG, properties={
         "@type": "ComputerLanguage", "name": "Nextflow", "url": "https://www.nextflow.io/",
         "version": str(provenance.get("nextflow_version") or "24.10.0")}))
-    from biossd.study.plan_checks import schema_parameters
+    from biossd.study.plan.schema import schema_parameters
 
     schema = json.loads((paths.STUDY_DIR / "nextflow_schema.json").read_text())
     formal = {}

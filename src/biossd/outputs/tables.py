@@ -298,7 +298,7 @@ def table5_inputs(a: Analysis) -> pd.DataFrame:
     used — a synthetic kind at the tool's own baseline size (``--tool_input_sizes``, else its
     kind's ``--input_sizes``, else ``--input_size``) and the bytes its runs read (the staged
     input's size each run recorded) — the seed, the scales and the caps run."""
-    from biossd.study import plan_params
+    from biossd.study.plan import parse
 
     used_by: dict[str, str] = {}
     for m in datasets.load_all():
@@ -306,8 +306,8 @@ def table5_inputs(a: Analysis) -> pd.DataFrame:
             used_by.setdefault(tool, m["name"])
     params = a.rs.study_params()
     problems: list[str] = []
-    kind_sizes = plan_params.parse_pairs(params.get("input_sizes"), "input_sizes", problems)
-    own = plan_params.parse_tool_caps(params.get("tool_input_sizes"), problems, "tool_input_sizes")
+    kind_sizes = parse.parse_pairs(params.get("input_sizes"), "input_sizes", problems)
+    own = parse.parse_tool_caps(params.get("tool_input_sizes"), problems, "tool_input_sizes")
     own = [(p.strip(), v) for pats, v in own for p in pats.split(",")]
     base = a.baseline_runs
     rows = []

@@ -8,7 +8,7 @@ pipeline, Fig. 3: a timed run, but of the chain, never in ``features.csv``),
 ``OUTDIR/<host>-<storage>/device.json`` (``biossd device characterize`` of the class's device),
 ``OUTDIR/features.csv`` and ``OUTDIR/report/{figures,tables,notebooks}/``.
 
-The study plan (:mod:`biossd.study.matrix`) hands every Nextflow task its path from here
+The study plan (:mod:`biossd.study.plan.matrix`) hands every Nextflow task its path from here
 (``meta.publish``), and ``nextflow/conf/modules.config`` publishes there: the layout is written once.
 """
 

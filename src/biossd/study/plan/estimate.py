@@ -112,7 +112,7 @@ def slow_disk(storage: str, emulate: dict[str, str]) -> dict[str, Any] | None:
 
 
 def of(plan: Any, runs: list[dict[str, Any]], emulate: dict[str, str]) -> dict[str, Any]:
-    """The estimate of ``plan`` (a :class:`biossd.study.matrix.Plan`) from the probe's ``runs``:
+    """The estimate of ``plan`` (a :class:`biossd.study.plan.matrix.Plan`) from the probe's ``runs``:
     per class its seconds, runs, runs at the limit and the ceiling; per tool its fit."""
     fits = {t: growth([r for r in runs if r["tool"] == t]) for t in plan.tools}
     limit = plan.time_limit_s

@@ -1,6 +1,6 @@
 """The study's parameters read into what the plan needs (Lee, Min and Yoon 2015, §5.1): lists,
 ``tool:value`` overrides, the tools selected, their caps, scales, settings and input sizes, the
-storage classes and the chains, and the sizing record a plan follows. A malformed value is named
+chains, and the sizing record a plan follows. A malformed value is named
 among the problems, never raised."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from biossd.core.units import format_size, is_size_label, parse_size
 from biossd.host import cgroups
-from biossd.study import catalogue, plan_checks, sizing
+from biossd.study import catalogue, sizing
 
 #: The smallest cap any run may have (:data:`biossd.host.cgroups.MIN_CAP_BYTES`).
 MIN_CAP_BYTES = cgroups.MIN_CAP_BYTES
@@ -352,31 +352,3 @@ def scales_of(params: Mapping[str, Any], known: Sequence[str], entries: Mapping[
                                  "baseline; grow the baseline (--input_size) instead" for s in texts
                                  if WHOLE_RE.match(s) and int(s) > MAX_SCALE) if p not in problems]
     return scale_texts, {t: sorted({int(s) for s in v if WHOLE_RE.match(s)}) for t, v in scale_texts_of.items()}
-
-
-def storage_of(params: Mapping[str, Any], stub: bool,
-                problems: list[str]) -> tuple[list[str], set[str], dict[str, str], dict[str, str]]:
-    """The storage classes, which are emulated, the devices named for them and (under SLURM)
-    each class's partition, every one checked against this host (not in a ``stub`` run)."""
-    classes = csv_list(params.get("storage_classes"))
-    if not classes:
-        problems.append("--storage_classes is empty")
-    emulated = {name for name in parse_pairs(params.get("emulate"), "emulate", problems)}
-    problems += [f"--emulate names class '{c}', which is not in --storage_classes" for c in sorted(emulated - set(classes))]
-    scratch = params.get("scratch_dir") or None
-    if scratch and not Path(str(scratch)).is_dir():
-        problems.append(f"--scratch_dir {scratch} is not an existing directory on the device under study")
-    named = parse_pairs(params.get("devices"), "devices", problems)
-    if not stub:
-        problems += plan_checks.device_problems(classes, named, str(scratch) if scratch else None, emulated)
-    partitions: dict[str, str] = {}
-    if params.get("executor") == "slurm":
-        given = parse_pairs(params.get("slurm_partitions"), "slurm_partitions", problems)
-        default = params.get("slurm_default_partition")
-        partitions = {c: given.get(c) or str(default) for c in classes if given.get(c) or default}
-        problems += plan_checks.slurm_problems(classes, emulated, given, default,
-                                               None if stub else plan_checks.slurm_partitions())
-    swap_dir = params.get("swap_dir") or None
-    if swap_dir and not Path(str(swap_dir)).is_dir():
-        problems.append(f"--swap_dir {swap_dir} is not an existing directory")
-    return classes, emulated, named, partitions

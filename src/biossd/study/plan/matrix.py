@@ -18,8 +18,9 @@ from typing import Any, Mapping
 
 from biossd.core import paths
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, layout, outdir, plan_checks, plan_params, sizing
+from biossd.study import catalogue, layout, outdir, sizing
 from biossd.study.inputs import sources
+from biossd.study.plan import parse, resources, schema, storage
 
 #: On a scheduler the job holds biossd's profiler beside the tool, and the scheduler's cgroup caps
 #: them together (``--cap-backend external``): the job asks for the tool's cap plus this (the
@@ -187,17 +188,17 @@ class Plan:
         out: list[dict[str, Any]] = []
         for run in runs:
             classes = self.classes if run["rep"] % 2 else list(reversed(self.classes))
-            for storage in classes:
-                if run.get("probe") and storage != self.classes[0]:
+            for cls in classes:
+                if run.get("probe") and cls != self.classes[0]:
                     continue
-                labels = {"host": self.host, "storage": storage, "tool": run["tool"], "mem": run["mem"],
+                labels = {"host": self.host, "storage": cls, "tool": run["tool"], "mem": run["mem"],
                           "scale": run["scale"], "rep": run["rep"], **({"probe": run["probe"]} if run.get("probe") else {})}
                 # With floors measured in the session the cap is F + M_t, filled in once the floor
                 # runs are done (`biossd study caps`); a probe and a floor run are uncapped.
                 mem_bytes = None if self.floors_in_session else parse_size(run["mem"])
                 floor = {"data_memory_bytes": parse_size(run["mem"])} if self.floors_in_session else {}
                 out.append({**labels, "labels": labels, "mem_bytes": mem_bytes, **floor,
-                            "partition": self.partitions.get(storage),
+                            "partition": self.partitions.get(cls),
                             "settings": self.settings.get(run["tool"], {}),
                             "job_mem_bytes": None if mem_bytes is None else mem_bytes + PROFILER_JOB_OVERHEAD_BYTES,
                             "job_time_s": int(self.time_limit_s + JOB_TIME_GRACE_S) if self.time_limit_s else None,
@@ -218,15 +219,15 @@ class Plan:
         its publish path) and ``publish``, the chain's directory in the result layout."""
         out = []
         for chained in self.chain_runs():
-            for storage in self.classes:
-                labels = {"host": self.host, "storage": storage, "chain": chained["pipeline"], "rep": chained["rep"],
+            for cls in self.classes:
+                labels = {"host": self.host, "storage": cls, "chain": chained["pipeline"], "rep": chained["rep"],
                           "scale": 1}
                 steps = [{**s, "mem_bytes": None if self.floors_in_session else parse_size(s["mem"]),
                           **({"data_memory_bytes": parse_size(s["mem"])} if self.floors_in_session else {}),
                           "settings": self.settings.get(s["tool"], {}),
                           "publish": str(layout.chain_relpath({**labels, "step": s["name"]}))}
                          for s in chained["steps"]]
-                out.append({"host": self.host, "storage": storage, "partition": self.partitions.get(storage),
+                out.append({"host": self.host, "storage": cls, "partition": self.partitions.get(cls),
                             "pipeline": chained["pipeline"], **self.run_options(),
                             "rep": chained["rep"], "labels": labels, "input": chained["input"],
                             # One job runs every step: on a scheduler the largest step's cap holds
@@ -303,21 +304,21 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     names, caps against floors, devices, space, images). ``before_sizing``: the workflow's check
     of a ``--sizing auto`` study before it sizes; the sizes the record will set (inputs, the
     emulated disks' size) are not known yet, so the space they need is checked with the record."""
-    params = plan_checks.schema_text(params)
-    problems: list[str] = plan_checks.schema_problems(params)
-    if before_sizing and params.get("sizing") == plan_params.SIZE_HERE:
-        params = {**params, "sizing": plan_params.NO_SIZING}
-    sized, sizing_info = plan_params.sizing_of(params, problems)
+    params = schema.schema_text(params)
+    problems: list[str] = schema.schema_problems(params)
+    if before_sizing and params.get("sizing") == parse.SIZE_HERE:
+        params = {**params, "sizing": parse.NO_SIZING}
+    sized, sizing_info = parse.sizing_of(params, problems)
     params = {**params, **sized}
-    problems += plan_checks.path_problems(params)
+    problems += schema.path_problems(params)
     held = outdir.problem(params.get("outdir") or "results", params, resumed, params.get("replace_results") in (True, "true"))
     if held:
         problems.append(held)
     entries = {e.id: e for e in catalogue.load_all(catalogue_dir)}
-    tools, skipped = plan_params.select_tools(str(params.get("tools", "all")), entries, stub, problems)
-    caps, overrides, tool_caps = plan_params.caps_of(params, tools, entries, problems)
+    tools, skipped = parse.select_tools(str(params.get("tools", "all")), entries, stub, problems)
+    caps, overrides, tool_caps = parse.caps_of(params, tools, entries, problems)
     known = [t for t in tools if t in entries and entries[t].kind == "tool"]
-    memories = plan_params.data_memories_of(params, known, problems)
+    memories = parse.data_memories_of(params, known, problems)
     if memories is not None:  # a sizing record's: caps are the session's floors plus these
         tool_caps, overrides = memories
         caps = [str(params.get("data_memory") or min((m for ms in tool_caps.values() for m in ms), key=parse_size,
@@ -326,16 +327,16 @@ def plan(params: Mapping[str, Any], stub: bool = False,
     if unsized and not stub:
         problems.append(f"--sizing {sizing_info['path']} sized {', '.join(sizing_info['tools'])}, not "
                         f"{', '.join(unsized)}: size those too (`biossd study size --tools ...`) or leave them out of --tools")
-    scale_texts, scales_of = plan_params.scales_of(params, known, entries, problems)
+    scale_texts, scales_of = parse.scales_of(params, known, entries, problems)
     kinds = {t: entries[t].data["input"] for t in known}
-    tool_input_sizes = plan_params.tool_input_sizes(params, known, entries, problems)
-    settings = plan_params.settings_of(params, known, entries, problems)
-    chains, chain_steps, chain_kinds = plan_params.chains_of(params, entries, caps, overrides, stub, problems)
-    problems += plan_params.unfloored_chain_tools(chains, chain_steps, known) if memories is not None and not stub else []
+    tool_input_sizes = parse.tool_input_sizes(params, known, entries, problems)
+    settings = parse.settings_of(params, known, entries, problems)
+    chains, chain_steps, chain_kinds = parse.chains_of(params, entries, caps, overrides, stub, problems)
+    problems += parse.unfloored_chain_tools(chains, chain_steps, known) if memories is not None and not stub else []
     for steps in chain_steps.values():
         for step in steps:
-            settings.setdefault(step["tool"], plan_params.settings_of(params, [step["tool"]], entries, [])[step["tool"]])
-    input_sizes = plan_params.input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
+            settings.setdefault(step["tool"], parse.settings_of(params, [step["tool"]], entries, [])[step["tool"]])
+    input_sizes = parse.input_sizes(params, sorted(set(kinds.values()) | set(chain_kinds.values())), problems)
     data_dir = Path(str(params.get("data_dir") or "data")).absolute()
     data_manifests = str(params.get("data_manifests") or paths.DATA_MANIFESTS_DIR)
     tool_sources, kind_sources = sources.resolve(str(params.get("inputs") or sources.SYNTHETIC), kinds, chain_kinds,
@@ -346,9 +347,9 @@ def plan(params: Mapping[str, Any], stub: bool = False,
             time_limit_s = parse_duration_s(str(params["time_limit"])) or None
         except ValueError as err:
             problems.append(f"--time_limit: {err}")
-    repeats = plan_params.whole(params.get("repeats"))
-    classes, emulated, named, partitions = plan_params.storage_of(params, stub, problems)
-    scales = sorted({s for v in scales_of.values() for s in v} or {int(s) for s in scale_texts if plan_params.WHOLE_RE.match(s)})
+    repeats = parse.whole(params.get("repeats"))
+    classes, emulated, named, partitions = storage.storage_of(params, stub, problems)
+    scales = sorted({s for v in scales_of.values() for s in v} or {int(s) for s in scale_texts if parse.WHOLE_RE.match(s)})
     host = str(params.get("host") or "")
     if host and not layout.is_component(host):
         problems.append(f"--host {host!r} is not a single path component (letters, digits, '.', '_', '-'); "
@@ -356,24 +357,24 @@ def plan(params: Mapping[str, Any], stub: bool = False,
         host = ""
     sizes_of = {t: tool_input_sizes.get(t) or input_sizes.get(k, "") for t, k in kinds.items()}
     if not stub and not before_sizing:
-        problems += plan_checks.space_problems(params, classes, emulated, plan_params.largest_input(sizes_of, scales_of))
-        problems += plan_checks.image_problems(str(params.get("container_engine") or ""),
+        problems += resources.space_problems(params, classes, emulated, parse.largest_input(sizes_of, scales_of))
+        problems += resources.image_problems(str(params.get("container_engine") or ""),
                                                [entries[t] for t in tools if t in entries])
-    problems += plan_checks.device_record_problems(params.get("device_records"), host, classes)
+    problems += resources.device_record_problems(params.get("device_records"), host, classes)
 
     return Plan(tools=tools, caps=tool_caps, floors_in_session=memories is not None, scales=scales, scales_of=scales_of,
                 kinds=kinds,
                 input_sizes=input_sizes, tool_input_sizes=tool_input_sizes, sources=tool_sources,
                 kind_sources=kind_sources, data_dir=str(data_dir), data_manifests=data_manifests,
                 settings=settings, time_limit_s=time_limit_s,
-                scaling_repeats=plan_params.whole(params.get("scaling_repeats"), repeats),
-                cachegrind_divisor=plan_params.whole(params.get("cachegrind_divisor")), chains=chains, chain_steps=chain_steps,
-                chain_kinds=chain_kinds, chain_repeats=plan_params.whole(params.get("chain_repeats"), repeats) if chains else 0,
-                repeats=repeats, firm_repeats=plan_params.whole(params.get("firm_repeats")), classes=classes, host=host,
+                scaling_repeats=parse.whole(params.get("scaling_repeats"), repeats),
+                cachegrind_divisor=parse.whole(params.get("cachegrind_divisor")), chains=chains, chain_steps=chain_steps,
+                chain_kinds=chain_kinds, chain_repeats=parse.whole(params.get("chain_repeats"), repeats) if chains else 0,
+                repeats=repeats, firm_repeats=parse.whole(params.get("firm_repeats")), classes=classes, host=host,
                 devices=named, partitions=partitions,
                 skipped=skipped, problems=problems, sizing=sizing_info,
-                input_over_cap=plan_params.input_over_cap(sizes_of, tool_caps), record=outdir.record(params),
-                swap=plan_params.text_of(params.get("swap")), emulate_size=plan_params.text_of(params.get("emulate_size")),
-                data_memory=plan_params.text_of(params.get("data_memory")))
+                input_over_cap=parse.input_over_cap(sizes_of, tool_caps), record=outdir.record(params),
+                swap=parse.text_of(params.get("swap")), emulate_size=parse.text_of(params.get("emulate_size")),
+                data_memory=parse.text_of(params.get("data_memory")))
 
 
