@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 
 from biossd.core.units import format_size, parse_size
-from biossd.study import catalogue, sizer, sizing
+from biossd.study import catalogue
+from biossd.study.sizing import procedure, rule
 
 HERE = Path(__file__).resolve().parent
 ARMS = {"ran only": [], "read whole": ["--read-code"]}
@@ -56,11 +57,11 @@ def main() -> int:
     ap.add_argument("--sizing", default=str(HERE / "sizing-2026-11-27.json"))
     ap.add_argument("--out", default=str(HERE / f"code-read-{dt.date.today().isoformat()}.json"))
     args = ap.parse_args()
-    rec = sizer.load(Path(args.sizing))
+    rec = procedure.load(Path(args.sizing))
     tool, chose = args.tool, rec["chose"]
     entry = catalogue.get(tool)
     full = chose["inputs"][tool]
-    small = sizer.floor_size(full, parse_size(sizer.SMALLEST_INPUT))
+    small = procedure.floor_size(full, parse_size(procedure.SMALLEST_INPUT))
     memory = chose["data_memory_gatk"] if tool.startswith("gatk_") else chose["data_memory"]
     settings = next(r["settings"] for r in reversed(rec["runs"]) if r["tool"] == tool and r["step"] == "capped")
     sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
@@ -77,8 +78,8 @@ def main() -> int:
             _biossd("catalogue", "prepare", tool, "--input", str(work / f"in-{name}"), "--out", str(class_dir / f"prep-{name}"))
             prepared[name] = class_dir / f"prep-{name}"
         peaks = [_run(tool, prepared["small"], class_dir, work / f"floor-{rep}", ["--mem", "none", "--uncapped"], sets,
-                      [])["memory_cap"]["resident"]["peak_bytes"] for rep in range(1 + sizing.FLOOR_REPEATS)][1:]
-        floor = sizing.floor_of(peaks)[0]
+                      [])["memory_cap"]["resident"]["peak_bytes"] for rep in range(1 + rule.FLOOR_REPEATS)][1:]
+        floor = rule.floor_of(peaks)[0]
         cap = floor + memory
         print(f"{tool}: warm-up on {format_size(small)}, then {format_size(full)} capped at {format_size(cap)} "
               f"(F {format_size(floor)} here + M {format_size(memory)}); {' '.join(sets)}", file=sys.stderr)

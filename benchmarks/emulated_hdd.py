@@ -34,7 +34,7 @@ from pathlib import Path
 from biossd.core.units import format_size, parse_size
 from biossd.host.hdd import emulate
 from biossd.host.models import diskmodel
-from biossd.study import sizing
+from biossd.study.sizing import rule
 
 KIB, MIB = 1 << 10, 1 << 20
 #: The test file (the whole stroke) fills this share of the device (the file system needs the rest).
@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--out", help="write the table as JSON here")
     args = ap.parse_args()
     profile = diskmodel.load_profile(args.profile)
-    scale = sizing.memory_divisor(parse_size(args.data_memory))
+    scale = rule.memory_divisor(parse_size(args.data_memory))
     stroke = int(profile.capacity_bytes / scale) // MIB * MIB
     device = int(stroke / FILE_SHARE) // MIB * MIB
     rows = []

@@ -1,6 +1,6 @@
 """The sizing of ``-profile full`` on this machine: ``biossd study size`` at the one-machine study's
-per-run budget (:data:`biossd.study.sizing.INPUT_BUDGET_S`), every runnable tool, written to
-``benchmarks/sizing-<date>.json`` (the procedure is :mod:`biossd.study.sizer`; this only calls it
+per-run budget (:data:`biossd.study.sizing.rule.INPUT_BUDGET_S`), every runnable tool, written to
+``benchmarks/sizing-<date>.json`` (the procedure is :mod:`biossd.study.sizing.procedure`; this only calls it
 and prints the record's parameters as ``full.config`` lines).
 
   .venv/bin/python benchmarks/sizing.py [--tools all] [--out benchmarks/sizing-YYYY-MM-DD.json]
@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from biossd.study import sizer, sizing
+from biossd.study.sizing import procedure, rule
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,7 +28,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(HERE / f"sizing-{dt.date.today().isoformat()}.json"))
     ap.add_argument("--scratch", default="/var/tmp")
     args = ap.parse_args()
-    proc = subprocess.run(["biossd", "study", "size", "--tools", args.tools, "--run-budget", f"{sizing.INPUT_BUDGET_S:g}s",
+    proc = subprocess.run(["biossd", "study", "size", "--tools", args.tools, "--run-budget", f"{rule.INPUT_BUDGET_S:g}s",
                            "--scratch", args.scratch, "--out", args.out, "--replace"])
     if proc.returncode != 0:
         return proc.returncode
@@ -36,7 +36,7 @@ def main() -> int:
     print(f"\n# nextflow/conf/full.config: sizing = \"${{projectDir}}/../benchmarks/{Path(args.out).name}\", which sets")
     for name, value in rec["parameters"].items():
         print(f"#   {name:<16} = {value!r}")
-    print(f"# D = 1 GB / M = {rec['chose']['memory_divisor']:.1f}; record checked: {sizer.check(rec) or 'ok'}")
+    print(f"# D = 1 GB / M = {rec['chose']['memory_divisor']:.1f}; record checked: {procedure.check(rec) or 'ok'}")
     return 0
 
 

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from biossd.core.units import format_size
-from biossd.study import sizing
+from biossd.study.sizing import rule
 
 
 def choices(record: dict) -> dict[str, str]:
@@ -52,7 +52,7 @@ def main() -> int:
         for i in range(args.runs):
             out = Path(tmp) / f"run{i + 1}.json"
             proc = subprocess.run(["biossd", "study", "size", "--tools", args.tools, "--run-budget",
-                                   f"{sizing.INPUT_BUDGET_S:g}s", "--scratch", args.scratch, "--out", str(out), *reference])
+                                   f"{rule.INPUT_BUDGET_S:g}s", "--scratch", args.scratch, "--out", str(out), *reference])
             if proc.returncode != 0:
                 return proc.returncode
             records.append((f"run {i + 1} ({out.name})", json.loads(out.read_text())))

@@ -211,14 +211,14 @@ def test_every_import_of_biossd_names_something_that_exists():
 
 
 def test_an_import_or_a_use_of_a_moved_name_is_found(tmp_path):
-    (tmp_path / "uses.py").write_text("from biossd.study import sizer\n\n\ndef later(path):\n"
+    (tmp_path / "uses.py").write_text("from biossd.study.sizing import procedure\n\n\ndef later(path):\n"
                                       "    from biossd.study.plan.matrix import schema_parameters\n"
-                                      "    return sizer.digest(path)\n\n\ndef state():\n"
+                                      "    return procedure.digest(path)\n\n\ndef state():\n"
                                       "    from biossd.host.slurm import cluster\n\n"
                                       "    cluster = cluster.load()\n    return cluster\n")
     assert unresolved_imports([tmp_path]) == [f"{tmp_path / 'uses.py'}:5: biossd.study.plan.matrix.schema_parameters",
                                               f"{tmp_path / 'uses.py'}:12: cluster is imported and assigned in state",
-                                              f"{tmp_path / 'uses.py'}:6: biossd.study.sizer.digest"]
+                                              f"{tmp_path / 'uses.py'}:6: biossd.study.sizing.procedure.digest"]
 
 
 #: The house's room sizes (CONTRIBUTING, "Rooms"): a module that grows past these is split at its seams.

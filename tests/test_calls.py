@@ -17,8 +17,9 @@ from biossd.core.units import parse_size
 from biossd.host import pagecache, resident
 from biossd.measure import floors, hostload, manifest
 from biossd.measure.trace import traceevents
-from biossd.study import sizer, sizerun, sizing
 from biossd.study.plan import matrix
+from biossd.study.sizing import procedure, rule
+from biossd.study.sizing import run as sizing_run
 
 
 # -- the page cache ------------------------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ def test_the_floor_is_the_median_of_the_runs_after_the_warm_up(tmp_path):
     runs = [_floor_run(tmp_path, "maq", 0, 900 << 20)]  # the warm-up, which read the code: left out
     runs += [_floor_run(tmp_path, "maq", rep, peak) for rep, peak in ((1, 140 << 20), (2, 142 << 20), (3, 141 << 20))]
     measured = floors.floors_of(runs)["maq"]
-    assert measured["floor_bytes"] == 141 << 20 and measured["floor_runs"] == sizing.FLOOR_REPEATS
+    assert measured["floor_bytes"] == 141 << 20 and measured["floor_runs"] == rule.FLOOR_REPEATS
     assert measured["floor_sd_bytes"] == pytest.approx(1 << 20, rel=0.01)
 
 
@@ -136,7 +137,7 @@ def test_every_capped_task_gets_its_floor_plus_its_data_memory():
              {"pipeline": "p", "steps": [{"tool": "bwa", "mem": "6554K", "mem_bytes": None,
                                           "data_memory_bytes": 6554 << 10}], "job_mem_bytes": None}]
     capped = floors.with_caps(tasks, measured, lambda tool: 128 << 20 if tool.startswith("gatk") else 2 << 20)
-    assert capped[0]["mem_bytes"] == sizing.cap_bytes(3 << 20, 6554 << 10)
+    assert capped[0]["mem_bytes"] == rule.cap_bytes(3 << 20, 6554 << 10)
     assert capped[0]["labels"] == {"rep": 1, "floor_bytes": 3 << 20, "floor_sd_bytes": 4096.0, "floor_runs": 3,
                                    "data_memory_bytes": 6554 << 10}
     assert capped[0]["job_mem_bytes"] == capped[0]["mem_bytes"] + matrix.PROFILER_JOB_OVERHEAD_BYTES
@@ -155,10 +156,10 @@ def test_a_sized_plan_measures_floors_first_and_leaves_the_caps_to_them():
     assert p.problems == [] and p.floors_in_session and p.caps == {"bwa": ["6554K"], "gatk_printreads": ["1639K", "6554K"]}
     floor_tasks = p.floor_tasks()
     assert [(t["tool"], t["rep"]) for t in floor_tasks] == [(t, r) for t in ("bwa", "gatk_printreads")
-                                                             for r in range(sizing.FLOOR_REPEATS + 1)]
+                                                             for r in range(rule.FLOOR_REPEATS + 1)]
     assert {t["storage"] for t in floor_tasks} == {"ssd"} and all(t["probe"] == "floor" for t in floor_tasks)
     assert floor_tasks[1]["publish"] == "h-ssd/probes/floor/bwa/1"
-    assert floor_tasks[0]["input"].endswith(f"div{sizing.FLOOR_DIVISOR}")
+    assert floor_tasks[0]["input"].endswith(f"div{rule.FLOOR_DIVISOR}")
     assert {i["id"] for i in p.inputs()} >= {t["input"] for t in floor_tasks}
     runs = [t for t in p.tasks() if not t.get("probe")]
     assert runs and all(t["mem_bytes"] is None and t["data_memory_bytes"] == parse_size(t["mem"]) for t in runs)
@@ -178,7 +179,7 @@ class _Ladder:
         return {"outcome": "ok", "wall_s": self.walls(size, n), "resident_peak_bytes": 1 << 20}
 
 
-class _BusyOnce(sizerun.Runner):
+class _BusyOnce(sizing_run.Runner):
     """The sizer's runner with its one run replaced: the first run of each size reports a busy host."""
 
     def _run_once(self, tool, size, cap, settings, step, timeout_s):
@@ -209,12 +210,12 @@ def test_a_step_next_to_the_budget_is_timed_three_times_and_its_median_decides()
         return 1.0 + (0.0 if size < 8 << 20 else size / (1 << 20) * 0.6)
 
     ladder = _Ladder(walls)
-    best = sizer._ladder(ladder, ["abyss"], {}, budget, 256 << 20, 60)
+    best = procedure._ladder(ladder, ["abyss"], {}, budget, 256 << 20, 60)
     timed = [r for r in ladder.runs if r[1] == 8 << 20]
-    reference = [r for r in ladder.runs if r[1] == (8 << 20) // sizing.FLOOR_DIVISOR]
-    assert len(timed) == len(reference) == sizing.RETIME_REPEATS
+    reference = [r for r in ladder.runs if r[1] == (8 << 20) // rule.FLOOR_DIVISOR]
+    assert len(timed) == len(reference) == rule.RETIME_REPEATS
     assert best == 8 << 20, "the median (4.96 s) is within the budget, though the first timing (5.10 s) was not"
-    fine = sizing.fine_step(16 << 20)
+    fine = rule.fine_step(16 << 20)
     assert any(r[1] == fine for r in ladder.runs), "the step √2 below the first over the budget is tried"
 
 
@@ -225,8 +226,8 @@ def test_one_slow_run_does_not_end_the_ladder():
         return 1.0 + (0.0 if size < 8 << 20 else size / (1 << 20) * 0.6)
 
     ladder = _Ladder(walls)
-    assert sizer._ladder(ladder, ["abyss"], {}, 5.0, 256 << 20, 60) == 8 << 20
-    assert sum(r[1] == 8 << 20 for r in ladder.runs) == sizing.RETIME_REPEATS
+    assert procedure._ladder(ladder, ["abyss"], {}, 5.0, 256 << 20, 60) == 8 << 20
+    assert sum(r[1] == 8 << 20 for r in ladder.runs) == rule.RETIME_REPEATS
     far_below = [r for r in ladder.runs if r[1] == 1 << 20]
     assert len(far_below) == 1, "a step far within the budget is timed once"
 
@@ -234,8 +235,8 @@ def test_one_slow_run_does_not_end_the_ladder():
 def test_the_fine_step_is_taken_when_it_fits():
     def walls(size, n):
         return 1.0 + size / (1 << 20) * 0.4  # adds 0.4 s a MiB: 8M 3.2 s, 11.3M 4.5 s, 16M 6.4 s
-    best = sizer._ladder(_Ladder(walls), ["maq"], {}, 5.0, 256 << 20, 60)
-    assert best == sizing.fine_step(16 << 20) and 8 << 20 < best < 16 << 20
+    best = procedure._ladder(_Ladder(walls), ["maq"], {}, 5.0, 256 << 20, 60)
+    assert best == rule.fine_step(16 << 20) and 8 << 20 < best < 16 << 20
 
 
 def test_an_input_over_half_the_limit_steps_down_by_root_two():
@@ -249,20 +250,20 @@ def test_an_input_over_half_the_limit_steps_down_by_root_two():
         measured.append(size)
         return (1 << 20) + size // 1024, 1.0
 
-    sizer._fit_time_limit(ladder, chosen, floors, sds, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, floor_at,
+    procedure._fit_time_limit(ladder, chosen, floors, sds, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, floor_at,
                           {})
     sizes = [r[1] for r in ladder.runs]
-    first = [32 << 20, sizing.fine_step(32 << 20), sizing.fine_step(sizing.fine_step(32 << 20))]
-    assert sizes[:3 * sizing.RETIME_REPEATS] == [s for s in first for _ in range(sizing.RETIME_REPEATS)], \
+    first = [32 << 20, rule.fine_step(32 << 20), rule.fine_step(rule.fine_step(32 << 20))]
+    assert sizes[:3 * rule.RETIME_REPEATS] == [s for s in first for _ in range(rule.RETIME_REPEATS)], \
         "each step over the bound is decided by the median of its timings"
     assert measured[-1] == chosen["cluster3"] and floors["cluster3"] == (1 << 20) + chosen["cluster3"] // 1024
-    assert chosen["cluster3"] * 2.0 / (1 << 20) <= 30.0 < chosen["cluster3"] * sizing.FINE_STEP * 2.0 / (1 << 20)
+    assert chosen["cluster3"] * 2.0 / (1 << 20) <= 30.0 < chosen["cluster3"] * rule.FINE_STEP * 2.0 / (1 << 20)
 
 
 def _session(drift):
     """A group whose 46341K step adds about the budget (bowtie2's on the project's VM: 5.09 s in one
     sizing, 5.20 s in another), with every timing of the session ``drift`` times slower."""
-    edge = sizing.fine_step(64 << 20)
+    edge = rule.fine_step(64 << 20)
 
     def walls(size, n):
         return drift * (1.0 + 5.0 * size / edge)
@@ -270,15 +271,15 @@ def _session(drift):
 
 
 def test_a_reference_record_s_call_holds_within_the_band_on_both_sides():
-    edge = sizing.fine_step(64 << 20)
+    edge = rule.fine_step(64 << 20)
     for drift in (0.97, 1.0, 1.03, 1.06):  # a few per cent either way: without a reference, the step flips
-        plain = sizer._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60)
-        took = sizer._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60, edge)
-        refused = sizer._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60, 32 << 20)
+        plain = procedure._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60)
+        took = procedure._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60, edge)
+        refused = procedure._ladder(_Ladder(_session(drift)), ["bowtie2"], {}, 5.0, 256 << 20, 60, 32 << 20)
         assert plain == (edge if drift <= 1.0 else 32 << 20), drift
         assert (took, refused) == (edge, 32 << 20), f"drift {drift}: the reference's call stands"
-    faster = sizer._ladder(_Ladder(_session(0.8)), ["bowtie2"], {}, 5.0, 256 << 20, 60, 32 << 20)
-    slower = sizer._ladder(_Ladder(_session(1.2)), ["bowtie2"], {}, 5.0, 256 << 20, 60, edge)
+    faster = procedure._ladder(_Ladder(_session(0.8)), ["bowtie2"], {}, 5.0, 256 << 20, 60, 32 << 20)
+    slower = procedure._ladder(_Ladder(_session(1.2)), ["bowtie2"], {}, 5.0, 256 << 20, 60, edge)
     assert faster >= edge and slower == 32 << 20, "a host clearly faster or slower still moves the step"
 
 
@@ -289,12 +290,12 @@ def test_one_fast_run_does_not_take_a_step_above_the_reference():
         return 1.0 + size / (1 << 20) * 0.03  # 64M adds 1.9 s, 90.5M 2.7 s: each clearly fits
     reference = 23171 << 10
     ladder = _Ladder(walls)
-    best = sizer._ladder(ladder, ["lighter"], {}, 5.0, 256 << 20, 60, reference)
-    assert best == sizing.fine_step(128 << 20), "the median of three (5.81 s) is over 0.9 budgets: 128M is not taken"
-    assert sum(r[1] == 128 << 20 for r in ladder.runs) == sizing.RETIME_REPEATS
-    assert sum(r[1] == 64 << 20 for r in ladder.runs) == sizing.RETIME_REPEATS, "every step above it is timed thrice"
+    best = procedure._ladder(ladder, ["lighter"], {}, 5.0, 256 << 20, 60, reference)
+    assert best == rule.fine_step(128 << 20), "the median of three (5.81 s) is over 0.9 budgets: 128M is not taken"
+    assert sum(r[1] == 128 << 20 for r in ladder.runs) == rule.RETIME_REPEATS
+    assert sum(r[1] == 64 << 20 for r in ladder.runs) == rule.RETIME_REPEATS, "every step above it is timed thrice"
     assert sum(r[1] == 16 << 20 for r in ladder.runs) == 1, "a step at or below the reference's is timed once"
-    assert sizing.needs_retiming(4.47, 5.0, above_reference=True) and not sizing.needs_retiming(math.inf, 5.0, True)
+    assert rule.needs_retiming(4.47, 5.0, above_reference=True) and not rule.needs_retiming(math.inf, 5.0, True)
 
 
 def test_the_time_limit_keeps_a_reference_s_input_within_the_band():
@@ -302,22 +303,22 @@ def test_the_time_limit_keeps_a_reference_s_input_within_the_band():
         return 31.0 * size / (1 << 20)
     for reference, kept in (({"cluster3": 1 << 20}, 1 << 20), ({"cluster3": 512 << 10}, 512 << 10)):
         chosen = {"cluster3": 1 << 20}
-        sizer._fit_time_limit(_Ladder(walls), chosen, {"cluster3": 1 << 20}, {"cluster3": 0.0}, lambda t: 4 << 20,
+        procedure._fit_time_limit(_Ladder(walls), chosen, {"cluster3": 1 << 20}, {"cluster3": 0.0}, lambda t: 4 << 20,
                               lambda t: {}, 60.0, lambda s: None, lambda t, s: (1 << 20, 0.0), reference)
-        assert chosen["cluster3"] == (kept if kept == 1 << 20 else sizing.fine_step(1 << 20)), reference
-    assert sizing.over_budget(5.4, 5.0) and not sizing.over_budget(5.4, 5.0, True)
-    assert sizing.over_budget(4.6, 5.0, False) and not sizing.over_budget(4.4, 5.0, False)
-    assert sizing.over_budget(5.6, 5.0, True)
+        assert chosen["cluster3"] == (kept if kept == 1 << 20 else rule.fine_step(1 << 20)), reference
+    assert rule.over_budget(5.4, 5.0) and not rule.over_budget(5.4, 5.0, True)
+    assert rule.over_budget(4.6, 5.0, False) and not rule.over_budget(4.4, 5.0, False)
+    assert rule.over_budget(5.6, 5.0, True)
 
 
 def test_the_rule_s_small_pieces():
-    assert sizing.floor_of([3, 1, 2]) == (1024, 1.0) and sizing.floor_of([5000]) == (5120, 0.0)
-    assert sizing.band_bytes(6 << 20, 10) == 3 << 20 and sizing.band_bytes(1 << 20, 1 << 20) == 3 << 20
-    assert sizing.needs_retiming(4.6, 5.0) and sizing.needs_retiming(5.4, 5.0) and sizing.needs_retiming(9.0, 5.0)
-    assert not sizing.needs_retiming(4.4, 5.0) and not sizing.needs_retiming(math.inf, 5.0)
-    assert sizing.data_memories("bwa", 6 << 20, 8 << 20) == [6 << 20]
-    assert sizing.data_memories("gatk_printreads", 6 << 20, 10 << 20) == [sizing.round_kib(f * (10 << 20))
-                                                                          for f in sizing.FIG9_MEMORY_PER_INPUT]
+    assert rule.floor_of([3, 1, 2]) == (1024, 1.0) and rule.floor_of([5000]) == (5120, 0.0)
+    assert rule.band_bytes(6 << 20, 10) == 3 << 20 and rule.band_bytes(1 << 20, 1 << 20) == 3 << 20
+    assert rule.needs_retiming(4.6, 5.0) and rule.needs_retiming(5.4, 5.0) and rule.needs_retiming(9.0, 5.0)
+    assert not rule.needs_retiming(4.4, 5.0) and not rule.needs_retiming(math.inf, 5.0)
+    assert rule.data_memories("bwa", 6 << 20, 8 << 20) == [6 << 20]
+    assert rule.data_memories("gatk_printreads", 6 << 20, 10 << 20) == [rule.round_kib(f * (10 << 20))
+                                                                          for f in rule.FIG9_MEMORY_PER_INPUT]
 
 
 # -- the load outside a run ------------------------------------------------------------------------------------------

@@ -4,13 +4,14 @@ import subprocess
 import pytest
 
 from biossd.study import catalogue
+from biossd.study.sizing import rule
 
 
 def test_samtools_sort_memory_is_its_paper_era_default_divided_by_d():
     """The sizing rule: a tool's memory-sized default / D, never a fraction of the cap."""
     entry = catalogue.get("samtools_sort")
     values = {"in_bam": "a.bam", "out_bam": "b.bam", "tmp_prefix": "t/s"}
-    argv = entry.render(values, entry.settings(divisor=48))
+    argv = entry.render(values, rule.settings(entry.memory_options(), divisor=48))
     assert argv[:2] == ["samtools", "sort"]
     assert argv[argv.index("-m") + 1] == "16M"  # 768M / 48
     default = entry.render(values)
@@ -19,9 +20,10 @@ def test_samtools_sort_memory_is_its_paper_era_default_divided_by_d():
 
 def test_counts_scale_and_heaps_stay_fixed():
     bwa = catalogue.get("bwa")
-    assert bwa.settings(divisor=160) == {"batch_bases": "62500"}
+    assert rule.settings(bwa.memory_options(), divisor=160) == {"batch_bases": "62500"}
     igv = catalogue.get("igvtools")
-    assert igv.settings(divisor=100, heaps={"java_mem": "192M"}) == {"java_mem": "192M", "sort_records": "5000"}
+    igv_settings = rule.settings(igv.memory_options(), divisor=100, heaps={"java_mem": "192M"})
+    assert igv_settings == {"java_mem": "192M", "sort_records": "5000"}
     gatk = catalogue.get("gatk_baserecalibrator").render(
         {"in_bam": "r.bam", "reference": "g.fa", "known_sites": "k.vcf", "out_table": "t"}, {"java_mem": "300M"})
     assert "-Xms300M -Xmx300M -XX:+UseParallelGC" in gatk  # sized, not pre-touched

@@ -9,9 +9,9 @@ import math
 import pytest
 
 from biossd.core.units import parse_size
-from biossd.study import sizing
 from biossd.study.inputs import synthgen
 from biossd.study.plan import estimate, matrix
+from biossd.study.sizing import rule
 from test_matrix import _full_params
 
 
@@ -23,16 +23,16 @@ def test_the_paper_profile_is_the_paper_s_setup():
     assert p.problems == [] and p.sizing is None
     assert p.time_limit_s == 72 * 3600
     assert parse_size(p.tool_input_sizes["ampliconnoise"]) == (
-        sizing.PAPER_BASELINE_READS["ampliconnoise"] * synthgen.FLOWGRAM_BYTES_PER_READ)
+        rule.PAPER_BASELINE_READS["ampliconnoise"] * synthgen.FLOWGRAM_BYTES_PER_READ)
     for tool in p.tools:
         caps = [parse_size(c) for c in p.caps[tool]]
-        if sizing.is_gatk(tool):
+        if rule.is_gatk(tool):
             assert caps == [4 << 30, 16 << 30, 32 << 30] and p.size_of(tool) == "20G"
-            assert p.input_over_cap[tool] == sizing.INPUT_PER_MEMORY
+            assert p.input_over_cap[tool] == rule.INPUT_PER_MEMORY
         else:
-            assert caps == [sizing.PAPER_MEMORY_BYTES]
+            assert caps == [rule.PAPER_MEMORY_BYTES]
             if tool != "ampliconnoise":
-                assert p.input_over_cap[tool] == sizing.INPUT_PER_MEMORY
+                assert p.input_over_cap[tool] == rule.INPUT_PER_MEMORY
     assert p.settings["samtools_sort"]["sort_mem"] == "768M"
 
 

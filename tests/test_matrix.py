@@ -12,7 +12,7 @@ import pytest
 from biossd.core.units import format_size
 from biossd.host import devices
 from biossd.study import catalogue
-from biossd.study.plan import matrix, parse, storage
+from biossd.study.plan import matrix, parse, storage_classes
 
 BASE = {"tools": "samtools_sort", "mem_caps": "1G,4G", "scales": "1,2", "repeats": 3, "storage_classes": "ssd"}
 
@@ -113,7 +113,7 @@ def test_bad_tool_caps_items(spec):
 
 
 def test_slurm_partitions_must_exist_share_their_nodes_and_hold_this_host_for_emulation():
-    sp = storage.slurm_problems
+    sp = storage_classes.slurm_problems
     one_node = {"fast": ["vm"], "slow": ["vm"]}
     both = {"ssd": "fast", "hdd": "slow"}
     assert sp(["ssd", "hdd"], {"hdd"}, both, None, one_node, "vm") == []
@@ -192,7 +192,7 @@ def test_the_sensitivity_profiles_change_m_alone(profile, factor):
     full profile's as each tool's data memory (its cap its floor, measured in the session, plus
     that M), settings / the D that follows; the GATK steps' Fig. 9 points as measured."""
     from biossd.core.units import parse_size
-    from biossd.study import sizing
+    from biossd.study.sizing import rule
 
     full, side = _full_params(), _config_params(catalogue.REPO_ROOT / "nextflow" / "conf" / f"{profile}.config")
     p_full = matrix.plan(full, stub=True)
@@ -201,10 +201,10 @@ def test_the_sensitivity_profiles_change_m_alone(profile, factor):
     m_full, m = parse_size(p_full.data_memory), parse_size(p.data_memory)
     assert abs(m - factor * m_full) <= 1024 and p.sizing["memory_factor"] == factor
     for tool in p.tools:
-        expected = p_full.caps[tool] if sizing.is_gatk(tool) else [p.data_memory]
+        expected = p_full.caps[tool] if rule.is_gatk(tool) else [p.data_memory]
         assert p.caps[tool] == expected, tool
         assert p.tool_input_sizes[tool] == p_full.tool_input_sizes[tool]
-    assert p.settings["samtools_sort"] == catalogue.get("samtools_sort").settings(sizing.memory_divisor(m))
+    assert p.settings["samtools_sort"] == rule.settings(catalogue.get("samtools_sort").memory_options(), rule.memory_divisor(m))
 
 
 def test_the_full_profile_follows_the_sizing_rule():
@@ -214,11 +214,12 @@ def test_the_full_profile_follows_the_sizing_rule():
     the study measures in its session (a warm-up and three floor runs per tool first, uncapped on
     1/64 of its input, on the first class)."""
     from biossd.core.units import parse_size
-    from biossd.study import sizer, sizing, sizing_record
+    from biossd.study.sizing import procedure, rule
+    from biossd.study.sizing import record as sizing_record
 
     params = _full_params()
-    rec = sizer.load(Path(params["sizing"]))
-    assert rec["format"] == sizing_record.FORMAT and sizer.check(rec) == []
+    rec = procedure.load(Path(params["sizing"]))
+    assert rec["format"] == sizing_record.FORMAT and procedure.check(rec) == []
     assert set(sizing_record.PARAMETERS).isdisjoint(_config_params(catalogue.REPO_ROOT / "nextflow/conf/full.config"))
     p = matrix.plan({**params, "host": "h"}, stub=True)
     assert p.problems == [] and p.sizing["sha256"] == sizing_record.digest(Path(params["sizing"]))
@@ -229,23 +230,24 @@ def test_the_full_profile_follows_the_sizing_rule():
     assert runnable <= set(p.tools) and set(p.tool_input_sizes) == runnable == set(rec["tools"])
     for tool in runnable:
         memories = sorted(parse_size(x) for x in p.caps[tool])
-        if sizing.is_gatk(tool):
+        if rule.is_gatk(tool):
             gatk_input = parse_size(p.tool_input_sizes[tool])
-            assert memories == [sizing.round_kib(share * gatk_input) for share in sizing.FIG9_MEMORY_PER_INPUT], tool
+            assert memories == [rule.round_kib(share * gatk_input) for share in rule.FIG9_MEMORY_PER_INPUT], tool
         else:
             assert memories == [m], (tool, memories, m)
     floors = [f for f in p.floor_tasks() if f["tool"] in runnable]  # a stub plan has every tool entry
-    assert len(floors) == len(runnable) * (sizing.FLOOR_WARMUPS + sizing.FLOOR_REPEATS)
+    assert len(floors) == len(runnable) * (rule.FLOOR_WARMUPS + rule.FLOOR_REPEATS)
     assert {t["storage"] for t in floors} == {p.classes[0]} and all(t["mem_bytes"] is None for t in p.tasks())
     # The warm-up (rep 0) reads its tool's code whole into its cgroup, and no other run does.
     assert [t["rep"] for t in floors if t.get("read_code")] == [0] * len(runnable)
     assert not any(t.get("read_code") for t in p.tasks())
     # One input per shared data set, as in the paper: the GATK steps, and Fig. 1's aligners.
-    assert len({p.tool_input_sizes[t] for t in runnable if sizing.is_gatk(t)}) == 1
-    assert len({p.tool_input_sizes[t] for t in sizing.FIG1_TOOLS}) == 1
+    assert len({p.tool_input_sizes[t] for t in runnable if rule.is_gatk(t)}) == 1
+    assert len({p.tool_input_sizes[t] for t in rule.FIG1_TOOLS}) == 1
     # No tool's option is a fraction of its cap: D = 1 GB / M for every tool alike.
-    d = sizing.memory_divisor(m)
-    assert p.settings["samtools_sort"]["sort_mem"] == catalogue.get("samtools_sort").settings(d)["sort_mem"]
+    d = rule.memory_divisor(m)
+    sort_mem = rule.settings(catalogue.get("samtools_sort").memory_options(), d)["sort_mem"]
+    assert p.settings["samtools_sort"]["sort_mem"] == sort_mem
 
 
 def test_per_program_inputs_and_the_rule_s_tool_settings():

@@ -152,20 +152,20 @@ def test_a_result_set_without_start_times_or_runs_is_refused_by_the_wfformat_exp
 
 def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synthetic):
     """The one-machine study's methods: per-kind sizes, the time limit, swap and the sizing rule
-    from biossd.study.sizing; the results open with the answer. No Python escape (a tab from "\\t")
+    from biossd.study.sizing.rule; the results open with the answer. No Python escape (a tab from "\\t")
     reaches the LaTeX."""
     from biossd import analysis
-    from biossd.study import sizing
+    from biossd.study.sizing import rule
 
     a = analysis.open_results(synthetic["roots"])
     a.rs.provenance[0].setdefault("params", {}).update(input_sizes="bam=64M,reads=8M", time_limit="120s", swap="1G",
                                                        data_memory="6M")
     text = supplement.methods_tex(a)
     assert "\t" not in text and "\x07" not in text and "\x08" not in text
-    assert r"\texttt{biossd.study.sizing}" in text and r"\texttt{benchmarks/sizing.py}" in text
+    assert r"\texttt{biossd.study.sizing.rule}" in text and r"\texttt{benchmarks/sizing.py}" in text
     assert "bam=64M, reads=8M" in text and "stopped after 120s" in text and "1G of swap" in text
-    assert "M = 6M for every tool" in text and f"over\n{sizing.INPUT_PER_MEMORY}" not in text
-    assert f"median per-program input over {sizing.INPUT_PER_MEMORY}" in text
+    assert "M = 6M for every tool" in text and f"over\n{rule.INPUT_PER_MEMORY}" not in text
+    assert f"median per-program input over {rule.INPUT_PER_MEMORY}" in text
     assert "fraction of the cap" in text and "hash-table assembler" in text
     answer = supplement.answer_tex(a)
     assert answer.startswith(r"\paragraph{The answer.}") and "\t" not in answer and "a firm call (G+ or G0)" in answer

@@ -430,11 +430,11 @@ def test_bad_sizing_arguments_are_refused_before_the_sizing(biossd, tmp_path, ro
 
 
 def test_a_sizing_record_whose_runs_are_not_objects_is_named():
-    from biossd.study import sizer
+    from biossd.study.sizing import procedure
 
     rec = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "sizing-2026-11-27.json").read_text())
     rec["runs"] = [1, *rec["runs"]]
-    assert any("runs is not a list of run objects" in p for p in sizer.check(rec))
+    assert any("runs is not a list of run objects" in p for p in procedure.check(rec))
 
 
 def test_study_begin_refuses_a_dead_launcher_and_a_folder_where_its_record_goes(biossd, tmp_path):

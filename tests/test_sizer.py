@@ -11,9 +11,11 @@ import pytest
 from biossd import analysis
 from biossd.analysis import regime, resultset
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, sizer, sizing, sizing_record
+from biossd.study import catalogue
 from biossd.study.inputs import data, datasets
 from biossd.study.plan import matrix, parse
+from biossd.study.sizing import procedure, rule
+from biossd.study.sizing import record as sizing_record
 from conftest import STUDY_HOST, nextflow
 from test_prepare import pinned, publish, serve, write_manifest
 
@@ -26,15 +28,15 @@ RNASEQ = "rna"
 
 
 def test_a_study_budget_gives_a_run_budget_and_a_limit_in_the_rules_proportion():
-    run_s = sizing.input_budget_s(8 * 3600, 17)
+    run_s = rule.input_budget_s(8 * 3600, 17)
     # The worst case of the baseline matrix (each repeat: a fast run at half the limit, a slow one
     # censored at it) spends the whole budget.
-    worst = 17 * sizing.BUDGET_REPEATS * (sizing.time_limit_s(run_s) / sizing.CENSORED_MIN_SPEEDUP
-                                           + sizing.time_limit_s(run_s))
+    worst = 17 * rule.BUDGET_REPEATS * (rule.time_limit_s(run_s) / rule.CENSORED_MIN_SPEEDUP
+                                           + rule.time_limit_s(run_s))
     assert worst == pytest.approx(8 * 3600)
-    assert sizing.time_limit_s(sizing.INPUT_BUDGET_S) == sizing.TIME_LIMIT_S
+    assert rule.time_limit_s(rule.INPUT_BUDGET_S) == rule.TIME_LIMIT_S
     with pytest.raises(ValueError, match="positive"):
-        sizing.input_budget_s(3600, 0)
+        rule.input_budget_s(3600, 0)
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +70,10 @@ def sized(env, tmp_path_factory, study_results):
 @pytest.mark.integration
 def test_the_record_holds_what_chose_each_parameter(sized):
     path, rec, _, _ = sized
-    assert rec["format"] == sizing_record.FORMAT and sizer.check(rec) == []
-    run_s = sizing.input_budget_s(STUDY_BUDGET_S, len(TOOLS))
+    assert rec["format"] == sizing_record.FORMAT and procedure.check(rec) == []
+    run_s = rule.input_budget_s(STUDY_BUDGET_S, len(TOOLS))
     assert rec["budget"]["study_s"] == STUDY_BUDGET_S and rec["budget"]["run_s"] == pytest.approx(run_s)
-    assert rec["budget"]["time_limit_s"] == round(sizing.time_limit_s(run_s), sizer.TIME_LIMIT_DECIMALS)
+    assert rec["budget"]["time_limit_s"] == round(rule.time_limit_s(run_s), procedure.TIME_LIMIT_DECIMALS)
     assert rec["host"]["scratch_device"]["name"] and rec["host"]["mem_total_bytes"] > 0
     chose = rec["chose"]
     assert sorted(chose["inputs"]) == sorted(TOOLS)
@@ -80,25 +82,25 @@ def test_the_record_holds_what_chose_each_parameter(sized):
         assert {"input", "warmup", "floor", "capped", "data"} <= steps, steps
         assert 0 < chose["floors"][tool] < 512 << 20
         # Measured at the tool's final input (again, when the time limit stepped it down).
-        size = sizer.floor_size(chose["inputs"][tool], parse_size(sizer.SMALLEST_INPUT))
+        size = procedure.floor_size(chose["inputs"][tool], parse_size(procedure.SMALLEST_INPUT))
         floors = [r["resident_peak_bytes"] for r in rec["runs"]
                   if r["tool"] == tool and r["step"] == "floor" and r["size_bytes"] == size]
-        assert len(floors) >= sizing.FLOOR_REPEATS
-        assert chose["floors"][tool] == sizing.floor_of(floors[-sizing.FLOOR_REPEATS:])[0]
-        assert parse_size(sizing.LADDER_MIN) <= chose["inputs"][tool] <= parse_size(sizing.LADDER_MAX)
+        assert len(floors) >= rule.FLOOR_REPEATS
+        assert chose["floors"][tool] == rule.floor_of(floors[-rule.FLOOR_REPEATS:])[0]
+        assert parse_size(rule.LADDER_MIN) <= chose["inputs"][tool] <= parse_size(rule.LADDER_MAX)
     # M from the ladder's inputs; an input stepped down for the time limit after that keeps its
     # data memory: each size capped but the last was over the limit / CENSORED_MIN_SPEEDUP (the
     # median of its timings), and each step is FINE_STEP below the one before.
-    assert chose["data_memory"] == sizing.data_memory_bytes(chose["ladder_inputs"].values())
+    assert chose["data_memory"] == rule.data_memory_bytes(chose["ladder_inputs"].values())
     limit_s = rec["budget"]["time_limit_s"]
     for tool in TOOLS:
         capped = [r for r in rec["runs"] if r["tool"] == tool and r["step"] == "capped"]
         sizes = list(dict.fromkeys(r["size_bytes"] for r in capped))
         assert sizes[0] == chose["ladder_inputs"][tool] and sizes[-1] == chose["inputs"][tool], (tool, capped)
-        assert all(b == sizing.fine_step(a) for a, b in zip(sizes, sizes[1:])), sizes
+        assert all(b == rule.fine_step(a) for a, b in zip(sizes, sizes[1:])), sizes
         for size in sizes[:-1]:
             walls = [float("inf") if r["outcome"] == "timeout" else r["wall_s"] for r in capped if r["size_bytes"] == size]
-            assert not sizing.fits_time_limit(sorted(walls)[len(walls) // 2], limit_s), (tool, size, walls)
+            assert not rule.fits_time_limit(sorted(walls)[len(walls) // 2], limit_s), (tool, size, walls)
     memories = dict(pair.split("=") for pair in rec["parameters"]["tool_data_memory"].split(";"))
     assert parse_size(memories["stringtie"]) == chose["data_memory"] and "tool_caps" not in rec["parameters"]
     log = (path.parent / "sizing.log").read_text()
@@ -134,7 +136,7 @@ def test_a_study_takes_the_record_whole(sized):
         assert plan.input_over_cap[tool] == round(chose["inputs"][tool] / parse_size(caps[tool]), 3)
     # The rule's regime: the median input is INPUT_PER_MEMORY times M (Fig. 9's 20 GB on 4 GB).
     median = sorted(chose["ladder_inputs"].values())
-    assert (median[0] + median[1]) / 2 / chose["data_memory"] == pytest.approx(sizing.INPUT_PER_MEMORY, rel=0.01)
+    assert (median[0] + median[1]) / 2 / chose["data_memory"] == pytest.approx(rule.INPUT_PER_MEMORY, rel=0.01)
 
 
 def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
@@ -143,7 +145,7 @@ def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
     rec = {"parameters": {"tool_data_memory": "cluster3=436K;samtools_sort=436K", "data_memory": "436K"},
            "chose": {"floors": {"cluster3": 224 << 10, "samtools_sort": 2264 << 10}}}
     entries = {e.id: e for e in catalogue.load_all()}
-    problems = sizer.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
+    problems = procedure.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
     assert len(problems) == 1 and "cluster3's cap 660K is below the 2M" in problems[0] and "larger budget" in problems[0]
 
 
@@ -164,12 +166,12 @@ def test_a_record_edited_by_hand_or_from_another_rule_is_refused(sized, tmp_path
     assert any("edited.json" in p and "parameters.tool_data_memory" in p and "edited by hand" in p for p in problems), problems
     other_rule = copy.deepcopy(rec)
     other_rule["rule"]["INPUT_PER_MEMORY"] = 4
-    assert any("rule.INPUT_PER_MEMORY" in p for p in sizer.check(other_rule))
+    assert any("rule.INPUT_PER_MEMORY" in p for p in procedure.check(other_rule))
     floor = copy.deepcopy(rec)
     floor["chose"]["floors"]["stringtie"] += 1024
-    assert any("not the median of its floor runs" in p for p in sizer.check(floor))
+    assert any("not the median of its floor runs" in p for p in procedure.check(floor))
     legacy = {"inputs": {"cluster3": "128K"}, "runs": []}  # benchmarks/sizing.py's record
-    assert "size again" in sizer.check(legacy)[0]
+    assert "size again" in procedure.check(legacy)[0]
     (tmp_path / "broken.json").write_text("{")
     assert any("broken.json" in p and "not JSON" in p for p in _plan(tmp_path / "broken.json").problems)
 
@@ -213,18 +215,18 @@ def test_a_host_of_a_pair_sizes_first_and_runs_by_the_record(sized, env):
     assert {(r.parts[-5], r.parts[-4]) for r in runs} == {(t, memories[t]) for t in TOOLS}, runs
     for tool in TOOLS:
         floor_runs = sorted(outdir.glob(f"*-ssd/probes/floor/{tool}/*/run.json"))
-        assert [r.parent.name for r in floor_runs] == [str(i) for i in range(sizing.FLOOR_REPEATS + 1)]
+        assert [r.parent.name for r in floor_runs] == [str(i) for i in range(rule.FLOOR_REPEATS + 1)]
         peaks = [json.loads(r.read_text())["memory_cap"]["resident"]["peak_bytes"] for r in floor_runs[1:]]
-        floor = sizing.floor_of(peaks)[0]
+        floor = rule.floor_of(peaks)[0]
         for run in (r for r in runs if r.parts[-5] == tool):
             body = json.loads(run.read_text())
             assert int(body["labels"]["floor_bytes"]) == floor and int(body["labels"]["floor_runs"]) == len(peaks)
-            assert body["memory_cap"]["limit_bytes"] == max(sizing.cap_bytes(floor, parse_size(memories[tool])),
+            assert body["memory_cap"]["limit_bytes"] == max(rule.cap_bytes(floor, parse_size(memories[tool])),
                                                             parse.MIN_CAP_BYTES)
     for run in runs:
         body = json.loads(run.read_text())
         assert body["timeout_s"] == pytest.approx(parse_duration_s(rec["parameters"]["time_limit"])), body["timeout_s"]
-        assert body["swap"] and body["swap"]["size_bytes"] == parse_size(sizing.SWAP_SIZE), body["swap"]
+        assert body["swap"] and body["swap"]["size_bytes"] == parse_size(rule.SWAP_SIZE), body["swap"]
         assert body["page_cache"]["policy"] == "run" and body["host_load"]["measured"], body["page_cache"]
     again = nextflow(env, launch, *args, "-resume")
     assert "measured by an earlier session of this study" in again.stdout and "measuring" not in again.stdout
@@ -249,14 +251,14 @@ def test_the_twin_runs_by_the_first_host_s_record_and_one_report_combines_them(s
     # Both hosts read the same prepared data set: its record, and so every byte, is the same.
     records = [sorted((root / "inputs").glob("*/prepared.json")) for root in (path.parent.parent, twin)]
     size = dict(pair.split("=") for pair in rec["parameters"]["tool_input_sizes"].split(";"))["stringtie"]
-    ids = sorted([matrix.input_id("rnaseq", 1, size, RNASEQ), matrix.probe_input_id("rnaseq", sizing.FLOOR_DIVISOR, size,
+    ids = sorted([matrix.input_id("rnaseq", 1, size, RNASEQ), matrix.probe_input_id("rnaseq", rule.FLOOR_DIVISOR, size,
                                                                                        RNASEQ)])
     assert [[p.parent.name for p in r] for r in records] == [ids] * 2  # the input and its floor runs' 1/64
     fast_record, slow_record = (json.loads(r[0].read_text()) for r in records)
     assert fast_record == slow_record and fast_record["dataset"] == RNASEQ and fast_record["recipe"] == "fastq_rnaseq"
     assert all(s["verified"] for s in fast_record["sources"])
     plan = json.loads((twin / "pipeline_info" / "plan.json").read_text())
-    assert {k: plan[k] for k in sizer.PARAMETERS} == {k: rec["parameters"][k] for k in sizer.PARAMETERS}
+    assert {k: plan[k] for k in procedure.PARAMETERS} == {k: rec["parameters"][k] for k in procedure.PARAMETERS}
     a = analysis.open_results([path.parent.parent, twin])
     table = artefacts.make("table1_tools", a, {"tables": twin / "report", "figures": twin / "report"})
     assert {"data_over_m", "input_over_m", "floor_bytes", "data_memory_bytes"} <= set(table.columns)

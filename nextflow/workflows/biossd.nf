@@ -54,10 +54,10 @@ def studyPlan(String host) {
 }
 
 /*
- * The sizing rule measured on this host (`biossd study size`, src/biossd/study/sizer.py) for the
+ * The sizing rule measured on this host (`biossd study size`, src/biossd/study/sizing/procedure.py) for the
  * plan's tools, within the study's --budget, on the fast class's scratch. Where its record lives
  * and whether an earlier session's is reused is `biossd study sizing-place`'s rule
- * (src/biossd/study/sizing_record.py, study_place).
+ * (src/biossd/study/sizing/record.py, study_place).
  */
 def sizeHere(Map plan) {
     def where = ['biossd', 'study', 'sizing-place', '--outdir', params.outdir.toString(), '--work-dir',

@@ -109,14 +109,14 @@ class Analysis:
 
     @cached_property
     def disk_scale(self) -> float:
-        """The study's memory divisor D (:func:`biossd.study.sizing.memory_divisor` of its data
+        """The study's memory divisor D (:func:`biossd.study.sizing.rule.memory_divisor` of its data
         memory), by which its hard disks are scaled (:mod:`biossd.host.models.diskmodel`); 1 for a
         study that gave no data memory."""
         from biossd.core.units import is_size_label, parse_size
-        from biossd.study import sizing
+        from biossd.study.sizing import rule
 
         value = self.rs.study_param("data_memory")
-        return sizing.memory_divisor(parse_size(str(value))) if value and is_size_label(str(value)) else 1.0
+        return rule.memory_divisor(parse_size(str(value))) if value and is_size_label(str(value)) else 1.0
 
     @property
     def features_side(self) -> str:

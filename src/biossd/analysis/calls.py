@@ -3,7 +3,7 @@
 is *marginal*: so close to an edge that another host, or another study sized again, could make
 the other call. A marginal call counts as neither agreement nor disagreement with the paper.
 
-The band of a tool is b = max(0.5 M_t, 3 σ_F) (:func:`biossd.study.sizing.band_bytes`). Its call
+The band of a tool is b = max(0.5 M_t, 3 σ_F) (:func:`biossd.study.sizing.rule.band_bytes`). Its call
 is marginal at one of three edges (:data:`EDGES`):
 
 * ``headroom``: its capped runs swapped out less than b, and their largest resident peak came
@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from biossd.analysis import Analysis, regime, speedup
-from biossd.study import sizing, sizing_record
+from biossd.study.sizing import record as sizing_record
+from biossd.study.sizing import rule
 
 MARGINAL = "marginal"
 EDGES = ("headroom", "demand", "interval")
@@ -56,7 +57,7 @@ def _demand_bytes(a: Analysis, tool: str) -> float:
     rec = a.rs.sizing or {}
     over = sizing_record.data_over_m(rec).get(tool)
     chose = rec.get("chose") or {}
-    m = chose.get("data_memory_gatk") if sizing.is_gatk(tool) else chose.get("data_memory")
+    m = chose.get("data_memory_gatk") if rule.is_gatk(tool) else chose.get("data_memory")
     return float(over) * float(m) if over is not None and m else math.nan
 
 
@@ -115,7 +116,7 @@ def call_table(a: Analysis) -> pd.DataFrame:
         outside = tool_runs["outside_cores"] if "outside_cores" in tool_runs else pd.Series(dtype=float)
         row = {"tool": tool, "floor_bytes": floor, "floor_sd_bytes": floor_sd, "data_memory_bytes": m, "cap_bytes": cap,
                "headroom_bytes": headroom, "swapped_out_bytes": swapped,
-               "band_bytes": sizing.band_bytes(m, 0.0 if not np.isfinite(floor_sd) else floor_sd)
+               "band_bytes": rule.band_bytes(m, 0.0 if not np.isfinite(floor_sd) else floor_sd)
                if np.isfinite(m) else math.nan,
                "demand_bytes": _demand_bytes(a, tool),
                # The parts of the capped runs' resident peak on the fast side, and its largest program.

@@ -1,5 +1,5 @@
 """The memory regime each tool ran in, beside its speedup (Table 1's regime columns): under the
-sizing rule (:mod:`biossd.study.sizing`) a tool's cap is its floor F plus the one data memory M,
+sizing rule (:mod:`biossd.study.sizing.rule`) a tool's cap is its floor F plus the one data memory M,
 and whether it paged depends on how far what grows with its input exceeds M — the variable the
 paper's single RAM created (Lee, Min and Yoon 2015, §3.7: speedup comes "when the memory
 footprint of a program exceeds the capacity of main memory").
@@ -26,8 +26,9 @@ import pandas as pd
 
 from biossd.analysis import Analysis, speedup
 from biossd.core.units import format_size, is_size_label, parse_size
-from biossd.study import sizing, sizing_record
 from biossd.study.inputs.kinds import PREPARED_RECORD
+from biossd.study.sizing import record as sizing_record
+from biossd.study.sizing import rule
 
 #: The paper's G0 tools with small working sets (BWA, Bowtie 2, BLAST, ClustalW, GATK
 #: PrintReads): under the rule each must come out below NEGLIGIBLE_BELOW. Named before the run.
@@ -75,7 +76,7 @@ def regime_table(a: Analysis) -> pd.DataFrame:
         input_bytes = float(runs["input_bytes"].mean()) if "input_bytes" in runs else math.nan
         # The GATK steps' data memory follows their shared input (Fig. 9's 4 GB on 20 GB); a study
         # that measured its floors in its session recorded both in every run.
-        m = input_bytes / sizing.INPUT_PER_MEMORY if sizing.is_gatk(tool) and np.isfinite(m_study) else m_study
+        m = input_bytes / rule.INPUT_PER_MEMORY if rule.is_gatk(tool) and np.isfinite(m_study) else m_study
         if "data_memory_bytes" in runs and runs["data_memory_bytes"].notna().any():
             m = float(runs["data_memory_bytes"].dropna().median())
         floor = (float(runs["floor_bytes"].dropna().median()) if "floor_bytes" in runs and runs["floor_bytes"].notna().any()
@@ -153,9 +154,9 @@ def sizing_text(a: Analysis) -> str:
     base = a.baseline_runs.groupby("tool")[["input_bytes", "cap_bytes"]].mean()
     ratios = (base["input_bytes"] / base["cap_bytes"]).dropna()
     listed = ", ".join(f"{tool} {ratio:.2g}" for tool, ratio in ratios.sort_values().items())
-    if len(ratios) and (ratios >= sizing.INPUT_PER_MEMORY).all():
+    if len(ratios) and (ratios >= rule.INPUT_PER_MEMORY).all():
         return (f"Caps and inputs as given, not measured by the rule (the paper's own setup is given so: "
-                f"-profile paper); every tool's input is at least {sizing.INPUT_PER_MEMORY} times its cap, Fig. 9's "
+                f"-profile paper); every tool's input is at least {rule.INPUT_PER_MEMORY} times its cap, Fig. 9's "
                 f"20 GB on 4 GB, so each ran in the paper's regime. Input over cap per tool: {listed}.")
     m = study_data_memory(a)
     given = f" (a data memory M of {format_size(int(m))} scaled the tools' settings)" if np.isfinite(m) else ""

@@ -22,7 +22,9 @@ from biossd.features import extract as features
 from biossd.host import devicerecord
 from biossd.measure import manifest
 from biossd.measure.trace import tracefile, tracereader
-from biossd.study import layout, lifecycle, repeats, sizer, sizing_record
+from biossd.study import layout, lifecycle, repeats
+from biossd.study.sizing import procedure
+from biossd.study.sizing import record as sizing_record
 
 PIPELINE_INFO = "pipeline_info"
 PROVENANCE_FILE = "provenance.json"
@@ -70,7 +72,7 @@ class ResultSet:
             factor = float((record.get("params") or {}).get("memory_factor") or factor)
         if factor == 1:
             return dict(rec.get("parameters") or {})
-        return sizer.parameters(rec, memory_factor=factor)
+        return procedure.parameters(rec, memory_factor=factor)
 
     def study_params(self) -> dict[str, Any]:
         """The study's parameters as its runs recorded them (the last record of each wins), those

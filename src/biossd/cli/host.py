@@ -101,9 +101,9 @@ def cmd_emulate_hdd(args: argparse.Namespace) -> int:
 def _disk_scale(data_memory: str | None) -> float:
     """The emulated disks' scale: the study's memory divisor D = 1 GB / M (1 without an M)."""
     from biossd.core.units import parse_size
-    from biossd.study import sizing
+    from biossd.study.sizing import rule
 
-    return sizing.memory_divisor(parse_size(data_memory)) if data_memory else 1.0
+    return rule.memory_divisor(parse_size(data_memory)) if data_memory else 1.0
 
 
 def cmd_storage(args: argparse.Namespace) -> int:

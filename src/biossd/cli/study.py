@@ -188,7 +188,7 @@ def cmd_study_caps(args: argparse.Namespace) -> int:
 
 def cmd_study_sizing_place(args: argparse.Namespace) -> int:
     """Where a study's --sizing auto record lives and whether it is reused (JSON)."""
-    from biossd.study import sizing_record
+    from biossd.study.sizing import record as sizing_record
 
     print(json.dumps(sizing_record.study_place(Path(args.outdir), Path(args.work_dir), args.session,
                                                args.replace_results)))
@@ -196,8 +196,10 @@ def cmd_study_sizing_place(args: argparse.Namespace) -> int:
 
 
 def cmd_study_size(args: argparse.Namespace) -> int:
-    """Measure the sizing rule on this host and write its record (:mod:`biossd.study.sizer`)."""
-    from biossd.study import catalogue, sizer, sizing, sizing_record
+    """Measure the sizing rule on this host and write its record (:mod:`biossd.study.sizing.procedure`)."""
+    from biossd.study import catalogue
+    from biossd.study.sizing import procedure, rule
+    from biossd.study.sizing import record as sizing_record
 
     options.need_root("study size")
     runnable = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
@@ -205,11 +207,11 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     if (args.budget is None) == (args.run_budget is None):
         raise UsageError("give the study's budget (--budget 8h: the baseline matrix's worst case on the pair of "
                          "hosts) or the per-run input budget (--run-budget 5s), one of them")
-    run_budget_s = args.run_budget if args.run_budget is not None else sizing.input_budget_s(args.budget, len(tools))
+    run_budget_s = args.run_budget if args.run_budget is not None else rule.input_budget_s(args.budget, len(tools))
     which = "--run-budget" if args.run_budget is not None else f"--budget {args.budget:g}s (over {len(tools)} tools)"
-    if not sizing.MIN_RUN_BUDGET_S <= run_budget_s <= sizing.MAX_RUN_BUDGET_S:
-        raise UsageError(f"{which}: {run_budget_s:g} s a run is outside {sizing.MIN_RUN_BUDGET_S:g} s (below it a "
-                         f"run's own start-up jitter decides) to {sizing.MAX_RUN_BUDGET_S:g} s (the paper's 72 hours "
+    if not rule.MIN_RUN_BUDGET_S <= run_budget_s <= rule.MAX_RUN_BUDGET_S:
+        raise UsageError(f"{which}: {run_budget_s:g} s a run is outside {rule.MIN_RUN_BUDGET_S:g} s (below it a "
+                         f"run's own start-up jitter decides) to {rule.MAX_RUN_BUDGET_S:g} s (the paper's 72 hours "
                          "a program); give a budget within them")
     scratch = Path(args.scratch)
     if not scratch.is_dir():
@@ -225,25 +227,25 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     reference = None
     if args.reference:
         try:
-            reference = sizer.load_reference(Path(args.reference), run_budget_s)
+            reference = procedure.load_reference(Path(args.reference), run_budget_s)
         except sizing_record.SizingError as err:
             raise UsageError(str(err)) from None
     print(f"biossd study size: {len(tools)} tools, {run_budget_s:.2f} s a run "
-          f"(time limit {sizing.time_limit_s(run_budget_s):g} s), in {scratch}", file=sys.stderr)
+          f"(time limit {rule.time_limit_s(run_budget_s):g} s), in {scratch}", file=sys.stderr)
     try:
         from biossd.measure import rundir
 
         # Marked and recorded (a SIGKILLed sizing's is found by `biossd cleanup`), removed however it ends.
         with rundir.scratch(scratch / "biossd-sizing", unique=True) as work:
-            measured = sizer.measure(tools, run_budget_s, work, args.seed, args.ladder_max or sizing.LADDER_MAX,
+            measured = procedure.measure(tools, run_budget_s, work, args.seed, args.ladder_max or rule.LADDER_MAX,
                                      log=lambda line: print(line, file=sys.stderr, flush=True), reference=reference)
     except sizing_record.SizingError as err:
         raise UsageError(str(err)) from None
-    rec = sizer.record(measured, scratch, args.budget, Path(args.reference) if args.reference else None)
+    rec = procedure.record(measured, scratch, args.budget, Path(args.reference) if args.reference else None)
     from biossd.study.plan import parse
 
     entries = {e.id: e for e in catalogue.load_all()}
-    too_small = sizer.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
+    too_small = procedure.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
     if too_small:
         raise UsageError("biossd study size: " + "; ".join(too_small) + f" (nothing written to {out})")
     sizing_record.write(rec, out)

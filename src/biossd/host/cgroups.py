@@ -30,7 +30,7 @@ of its processes' (wrappers, MPI daemons, ``time`` itself), so it is read from t
 not from one process's ``ru_maxrss``: the cgroup's anonymous, mapped-file and shared-memory pages
 (:data:`RESIDENT_KEYS`) — not the page cache of the files it only reads; its peak over a run is
 :class:`biossd.host.resident.ResidentWatch`'s. The sizing rule's floor F is its peak on an
-uncapped run (:mod:`biossd.study.sizing`).
+uncapped run (:mod:`biossd.study.sizing.rule`).
 
 Every cgroup made here is removed on exit from the context manager, whatever happened; leftovers
 of killed runs are named ``biossd-*`` and found by :func:`find_leftovers`.
@@ -55,7 +55,7 @@ V1_MEMORY_ROOT = CGROUP_ROOT / "memory"
 CGROUP_PREFIX = "biossd-"
 BACKENDS = ("auto", "cgroup-v1", "cgroup-v2", "systemd", "external", "none")
 #: The smallest cap any run may have: below it not even the shell and GNU time around a tool
-#: start. Each tool's own floor is measured (the sizing rule, biossd.study.sizing), and a
+#: start. Each tool's own floor is measured (the sizing rule, biossd.study.sizing.rule), and a
 #: catalogue entry may ask for more with ``min_mem`` (a JVM).
 MIN_CAP_BYTES = 2 << 20
 #: A cap no host has (1 PiB): one above it cannot be meant, and would be no cap at all.

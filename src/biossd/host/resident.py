@@ -2,7 +2,7 @@
 process of a program): the peak of its cgroup's anonymous, mapped-file and shared pages
 (:meth:`biossd.host.cgroups.MemoryCap.resident_parts`), read every :data:`RESIDENT_INTERVAL_S`,
 with its parts at the peak and, every :data:`PROCESS_EVERY` reads, each of its programs' resident
-sets — the sizing rule's floor F is its peak on an uncapped run (:mod:`biossd.study.sizing`)."""
+sets — the sizing rule's floor F is its peak on an uncapped run (:mod:`biossd.study.sizing.rule`)."""
 
 from __future__ import annotations
 

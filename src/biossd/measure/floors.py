@@ -3,7 +3,7 @@ floor is measured where the study runs"; Lee, Min and Yoon 2015, §5.1 gave ever
 
 Each tool's floor runs (the plan's ``floor`` probes, :meth:`biossd.study.plan.matrix.Plan.floors`) are
 read here: the warm-up (rep 0) is left out, the median of the others' resident peaks is F and
-their standard deviation σ_F (:func:`biossd.study.sizing.floor_of`). Every task whose cap is its
+their standard deviation σ_F (:func:`biossd.study.sizing.rule.floor_of`). Every task whose cap is its
 tool's floor plus a data memory M_t (``data_memory_bytes`` in its meta) gets its cap, F + M_t —
 never below what a run of the tool may have — and labels that record F, σ_F, the floor runs and
 M_t in its run. ``biossd study caps`` calls :func:`with_caps`.
@@ -16,8 +16,9 @@ from typing import Any, Callable, Iterable
 
 from biossd.core.errors import BiossdError
 from biossd.measure import manifest
-from biossd.study import layout, sizing
+from biossd.study import layout
 from biossd.study.plan import matrix
+from biossd.study.sizing import rule
 
 #: The labels a capped run records of its floor (bytes; the floor runs counted).
 FLOOR_LABELS = ("floor_bytes", "floor_sd_bytes", "floor_runs", "data_memory_bytes")
@@ -41,7 +42,7 @@ def floors_of(run_dirs: Iterable[Path]) -> dict[str, dict[str, Any]]:
         tool = str(labels.get("tool"))
         seen.setdefault(tool, []).append(f"rep {labels.get('rep')} {body.get('outcome')}")
         peak = ((body.get("memory_cap") or {}).get("resident") or {}).get("peak_bytes")
-        if int(labels.get("rep", 1)) >= sizing.FLOOR_WARMUPS and body.get("outcome") == "ok" and peak:
+        if int(labels.get("rep", 1)) >= rule.FLOOR_WARMUPS and body.get("outcome") == "ok" and peak:
             peaks.setdefault(tool, []).append(float(peak))
     out = {}
     for tool in sorted(seen):
@@ -49,7 +50,7 @@ def floors_of(run_dirs: Iterable[Path]) -> dict[str, dict[str, Any]]:
             raise FloorError(f"{tool}: no floor run ended ok with a resident peak ({', '.join(sorted(seen[tool]))}); "
                              "its caps cannot be set — see its runs under probes/floor/ (run as root, with a memory "
                              "cgroup)")
-        floor, sd = sizing.floor_of(peaks[tool])
+        floor, sd = rule.floor_of(peaks[tool])
         out[tool] = {"floor_bytes": floor, "floor_sd_bytes": sd, "floor_runs": len(peaks[tool]),
                      "runs": sorted(seen[tool])}
     return out
@@ -77,7 +78,7 @@ def with_caps(tasks: list[dict[str, Any]], floors: dict[str, dict[str, Any]],
             raise FloorError(f"{tool}: no floor runs were given, so its cap (its floor plus "
                              f"{task['data_memory_bytes']} bytes of data memory) cannot be set")
         f = floors[tool]
-        cap = max(sizing.cap_bytes(f["floor_bytes"], task["data_memory_bytes"]), min_cap_bytes(tool))
+        cap = max(rule.cap_bytes(f["floor_bytes"], task["data_memory_bytes"]), min_cap_bytes(tool))
         labels = {**(task.get("labels") or {}), "floor_bytes": f["floor_bytes"], "floor_sd_bytes": f["floor_sd_bytes"],
                   "floor_runs": f["floor_runs"], "data_memory_bytes": task["data_memory_bytes"]}
         floor_labels = {k: labels[k] for k in FLOOR_LABELS}

@@ -2,7 +2,7 @@
 times): a configuration (tool, class, cap, scale) whose first repeat reached the time limit is not
 repeated. Its censored run already bounds the speedup from below — the sizing steps down an input
 whose capped native run exceeds the limit / CENSORED_MIN_SPEEDUP, so a censored slow run proves at
-least that speedup (:mod:`biossd.study.sizing`) — and two more runs to the limit would only spend
+least that speedup (:mod:`biossd.study.sizing.rule`) — and two more runs to the limit would only spend
 the study's time. The repeats left out are listed (``pipeline_info/repeats_not_run.tsv``), never
 dropped silently; the workflow runs the others.
 """

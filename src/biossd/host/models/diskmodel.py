@@ -32,7 +32,7 @@ Wilkes (1994) and DiskSim, whose authors found the buffer the most important par
     host has not read yet. A read found in a segment or in the write-behind data costs only the
     interface transfer; one that starts in a segment and runs past it reads the rest from the
     media (sequentially when the head is there). Segments overlapping a write are dropped.
-* **Scaling.** The study runs the paper's machine scaled down by ``D`` (:mod:`biossd.study.sizing`:
+* **Scaling.** The study runs the paper's machine scaled down by ``D`` (:mod:`biossd.study.sizing.rule`:
   1 GB of RAM becomes the data memory M). The disk is scaled with it (``scale = D``): its buffer
   holds ``buffer / D``, as the machine's memory does, and a distance on the emulated device
   counts ``D`` times on the stroke, since a program's data (and so the spread of its files and

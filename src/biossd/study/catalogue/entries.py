@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from biossd.core import paths, yamlfile
 from biossd.core.errors import BiossdError
 from biossd.core.paths import REPO_ROOT
-from biossd.core.units import format_size, parse_size
+from biossd.core.units import parse_size
 from biossd.study.inputs import kinds as input_kinds
 
 CATALOGUE_DIR = paths.CATALOGUE_DIR
@@ -25,7 +25,7 @@ _FIELD_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 KINDS = ("tool", "pipeline")
 STATUSES = ("runnable", "recipe-only")
 GROUPS = ("G+", "G0")
-#: How a tool's own memory setting follows the sizing rule (biossd.study.sizing): ``scaled``, its
+#: How a tool's own memory setting follows the sizing rule (biossd.study.sizing.rule): ``scaled``, its
 #: paper-era default divided by D; ``heap``, a JVM's heap size (not pre-touched: what the tool touches
 #: of it is measured like any other memory).
 MEMORY_RULES = ("scaled", "heap")
@@ -63,7 +63,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], tuple[str, ...], str]] = {
     "threads": (_MAP, ("tool",), "{default: N}: the {threads} value when none is given"),
     "scaling": (_STR, ("tool",), "how the input grows with the scale factor"),
     "memory_options": (_LIST, (), "[{name, rule, default, unit, minimum, source}]: a tool's own memory settings "
-                                  "(biossd.study.sizing): rule scaled (the paper-era default / D) or heap (a "
+                                  "(biossd.study.sizing.rule): rule scaled (the paper-era default / D) or heap (a "
                                   "JVM's heap size, one rule for every JVM tool)"),
     "min_mem": (_STR, (), "the smallest memory cap the tool runs under (e.g. a JVM's heap); the study refuses less"),
     "stage": (_MAP, (), "{files, values, prepare, chdir}: how a run is staged from its input kind (runnable tools); "
@@ -115,31 +115,17 @@ class Entry:
         """The tool's own memory settings (``memory_options`` of the entry), in order."""
         return list(self.data.get("memory_options") or [])
 
-    def settings(self, divisor: float = 1.0, heaps: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The values of the tool's memory settings under the sizing rule
-        (:mod:`biossd.study.sizing`): a ``scaled`` one is its paper-era default divided by
-        ``divisor`` (D = 1 GB / M; 1 gives the default); a ``heap`` one is the tool's fixed JVM
-        heap from ``heaps`` (by option name), else its default."""
-        from biossd.study import sizing
-
-        out = {}
-        for opt in self.memory_options():
-            if opt["rule"] == "heap":
-                out[opt["name"]] = str((heaps or {}).get(opt["name"]) or opt["default"])
-            elif opt.get("unit") == "count":
-                out[opt["name"]] = str(sizing.scaled_setting(int(opt["default"]), divisor, int(opt.get("minimum", 1))))
-            else:
-                least = parse_size(str(opt.get("minimum", "1")))
-                out[opt["name"]] = format_size(sizing.round_kib(
-                    sizing.scaled_setting(parse_size(str(opt["default"])), divisor, least)))
-        return out
+    def default_settings(self) -> dict[str, str]:
+        """The tool's memory settings at their paper-era defaults (the sizing rule's values at
+        D = 1, :func:`biossd.study.sizing.rule.settings`)."""
+        return {opt["name"]: str(opt["default"]) for opt in self.memory_options()}
 
     def render(self, values: Mapping[str, str], settings: Mapping[str, str] | None = None) -> list[str]:
         """The argv for this entry with ``values`` substituted; its memory settings are
-        ``settings`` (:meth:`settings`), each missing one its default."""
+        ``settings`` (:func:`biossd.study.sizing.rule.settings`), each missing one its default."""
         values = dict(values)
         values.setdefault("threads", str(self.data.get("threads", {}).get("default", 1)))
-        for name, value in {**self.settings(), **dict(settings or {})}.items():
+        for name, value in {**self.default_settings(), **dict(settings or {})}.items():
             values.setdefault(name, value)
         missing = sorted(self.parameters() - values.keys())
         if missing:

@@ -4,7 +4,7 @@
 Lee, Min and Yoon (2015, §5.1) chose inputs that finished "in less than 72 hours" and report
 runs of days on the HDD; a user should see that before starting. The estimate comes from a short
 probe on this host: each tool's uncapped runs on a doubling ladder of synthetic inputs from the
-sizing's smallest (its runs, :mod:`biossd.study.sizer`), stopped once a run adds
+sizing's smallest (its runs, :mod:`biossd.study.sizing.procedure`), stopped once a run adds
 :data:`PROBE_RUN_BUDGET_S` over the tool's start-up (its quickest run on the two smallest). From the probe:
 
 - a run's time is its start-up plus what its input adds, grown from the probe's largest sizes as
@@ -46,15 +46,16 @@ DAY_S = 86_400.0
 def probe(tools: list[str], scratch: Path, seed: int = 7, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Each tool's uncapped ladder runs (step, size, outcome, wall, block bytes read and written),
     in ``scratch``, a directory of its own that the caller makes, marks and removes."""
-    from biossd.study import catalogue, sizer
+    from biossd.study import catalogue
+    from biossd.study.sizing import procedure
 
     entries = {e.id: e for e in catalogue.load_all()}
-    runner = sizer.Runner(entries, Path(scratch), seed, log)
+    runner = procedure.Runner(entries, Path(scratch), seed, log)
     for tool in tools:
-        heap = {"java_mem": sizer.JVM_LADDER_HEAP} if sizer.is_jvm(entries[tool]) else {}
-        size, start_s = parse_size(sizer.SMALLEST_INPUT), None
+        heap = {"java_mem": procedure.JVM_LADDER_HEAP} if procedure.is_jvm(entries[tool]) else {}
+        size, start_s = parse_size(procedure.SMALLEST_INPUT), None
         while size <= parse_size(PROBE_LADDER_MAX):
-            r = runner.run(tool, size, None, heap, "probe", PROBE_RUN_BUDGET_S * 4 + sizer.LADDER_TIMEOUT_STARTUP_S)
+            r = runner.run(tool, size, None, heap, "probe", PROBE_RUN_BUDGET_S * 4 + procedure.LADDER_TIMEOUT_STARTUP_S)
             if r["outcome"] == "ok":
                 start_s = r["wall_s"] if start_s is None else min(start_s, r["wall_s"])
                 if r["wall_s"] - start_s > PROBE_RUN_BUDGET_S:

@@ -18,9 +18,10 @@ from typing import Any, Mapping
 
 from biossd.core import paths
 from biossd.core.units import format_size, parse_duration_s, parse_size
-from biossd.study import catalogue, layout, outdir, sizing
+from biossd.study import catalogue, layout, outdir
 from biossd.study.inputs import sources
-from biossd.study.plan import parse, resources, schema, storage
+from biossd.study.plan import parse, resources, schema, storage_classes
+from biossd.study.sizing import rule
 
 #: On a scheduler the job holds biossd's profiler beside the tool, and the scheduler's cgroup caps
 #: them together (``--cap-backend external``): the job asks for the tool's cap plus this (the
@@ -53,7 +54,7 @@ class Plan:
     kinds: dict[str, str] = field(default_factory=dict)
     input_sizes: dict[str, str] = field(default_factory=dict)
     #: A tool's own baseline input size, replacing its kind's (--tool_input_sizes): the sizing
-    #: rule sizes inputs per program, as the paper did (biossd.study.sizing).
+    #: rule sizes inputs per program, as the paper did (biossd.study.sizing.rule).
     tool_input_sizes: dict[str, str] = field(default_factory=dict)
     #: Each tool's data set of the paper's (--inputs; a tool absent reads its kind's synthetic
     #: input), each kind's for the chained pipelines, and where the fetched data sets (DIR/<id>)
@@ -142,11 +143,11 @@ class Plan:
         resident peak is its F."""
         if not self.floors_in_session:
             return []
-        reps = range(sizing.FLOOR_REPEATS + 1) if sizing.FLOOR_WARMUPS else range(1, sizing.FLOOR_REPEATS + 1)
+        reps = range(rule.FLOOR_REPEATS + 1) if rule.FLOOR_WARMUPS else range(1, rule.FLOOR_REPEATS + 1)
         return [{"tool": t, "mem": min(self.caps[t], key=parse_size), "scale": 1, "rep": rep, "probe": FLOOR_PROBE,
-                 "input": probe_input_id(self.kinds[t], sizing.FLOOR_DIVISOR, self.tool_input_sizes.get(t),
+                 "input": probe_input_id(self.kinds[t], rule.FLOOR_DIVISOR, self.tool_input_sizes.get(t),
                                          self.sources.get(t)),
-                 **({"read_code": True} if rep < sizing.FLOOR_WARMUPS else {})}
+                 **({"read_code": True} if rep < rule.FLOOR_WARMUPS else {})}
                 for t in self.tools if self.caps.get(t) and t in self.kinds for rep in reps]
 
     def size_of(self, tool: str) -> str:
@@ -252,7 +253,7 @@ class Plan:
                                      **self._source(self.kind_sources.get(kind))})
         for r in self.probes() + self.floors():
             kind = self.kinds[r["tool"]]
-            divisor = sizing.FLOOR_DIVISOR if r["probe"] == FLOOR_PROBE else self.cachegrind_divisor
+            divisor = rule.FLOOR_DIVISOR if r["probe"] == FLOOR_PROBE else self.cachegrind_divisor
             size = max(parse_size(self.size_of(r["tool"])) // divisor, MIN_PROBE_INPUT_BYTES)
             seen.setdefault(r["input"], {"id": r["input"], "kind": kind, "scale": 1, "size": format_size(size),
                                          **self._source(self.sources.get(r["tool"]))})
@@ -348,7 +349,7 @@ def plan(params: Mapping[str, Any], stub: bool = False,
         except ValueError as err:
             problems.append(f"--time_limit: {err}")
     repeats = parse.whole(params.get("repeats"))
-    classes, emulated, named, partitions = storage.storage_of(params, stub, problems)
+    classes, emulated, named, partitions = storage_classes.storage_of(params, stub, problems)
     scales = sorted({s for v in scales_of.values() for s in v} or {int(s) for s in scale_texts if parse.WHOLE_RE.match(s)})
     host = str(params.get("host") or "")
     if host and not layout.is_component(host):

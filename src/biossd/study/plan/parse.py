@@ -13,7 +13,8 @@ from typing import Any, Mapping, Sequence
 
 from biossd.core.units import format_size, is_size_label, parse_size
 from biossd.host import cgroups
-from biossd.study import catalogue, sizing
+from biossd.study import catalogue
+from biossd.study.sizing import rule
 
 #: The smallest cap any run may have (:data:`biossd.host.cgroups.MIN_CAP_BYTES`).
 MIN_CAP_BYTES = cgroups.MIN_CAP_BYTES
@@ -187,14 +188,14 @@ def tool_input_sizes(params: Mapping[str, Any], tools: list[str], entries: Mappi
 
 def settings_of(params: Mapping[str, Any], tools: list[str], entries: Mapping[str, catalogue.Entry],
               problems: list[str]) -> dict[str, dict[str, str]]:
-    """Each tool's memory settings under the sizing rule (biossd.study.sizing): its paper-era
+    """Each tool's memory settings under the sizing rule (biossd.study.sizing.rule): its paper-era
     defaults divided by D = 1 GB / --data_memory (M; unset: the defaults), and its JVM heap from
     --java_heaps PATTERN=SIZE[;...] (else the catalogue's default)."""
     divisor = 1.0
     if params.get("data_memory"):
         text = str(params["data_memory"])
         if is_size_label(text) and parse_size(text) > 0:
-            divisor = sizing.memory_divisor(parse_size(text))
+            divisor = rule.memory_divisor(parse_size(text))
         else:
             problems.append(f"--data_memory {text!r} is not a size like 6M")
     heaps = parse_tool_caps(params.get("java_heaps"), problems, "java_heaps", "gatk_*=256M;igvtools=128M")
@@ -208,7 +209,7 @@ def settings_of(params: Mapping[str, Any], tools: list[str], entries: Mapping[st
             continue
         heap = next((v[0] for p, v in heaps if fnmatch.fnmatchcase(tool, p) and len(v) == 1), None)
         names = [o["name"] for o in entry.memory_options() if o["rule"] == "heap"]
-        out[tool] = entry.settings(divisor, {n: heap for n in names} if heap else None)
+        out[tool] = rule.settings(entry.memory_options(), divisor, {n: heap for n in names} if heap else None)
     return out
 
 
@@ -230,10 +231,11 @@ def text_of(value: Any) -> str | None:
 
 def sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str, str], dict[str, Any] | None]:
     """--sizing FILE: the parameters of a record of `biossd study size` (checked,
-    :func:`biossd.study.sizer.load`) replace the study's own, and the plan names the record
+    :func:`biossd.study.sizing.procedure.load`) replace the study's own, and the plan names the record
     (--memory_factor k: derived with k times its data memory, the rule's sensitivity to D);
     --sizing none (or unset) keeps the parameters as given."""
-    from biossd.study import sizer, sizing_record
+    from biossd.study.sizing import procedure
+    from biossd.study.sizing import record as sizing_record
 
     value = params.get("sizing")
     if value in (None, "", NO_SIZING):
@@ -243,12 +245,12 @@ def sizing_of(params: Mapping[str, Any], problems: list[str]) -> tuple[dict[str,
                         "with its record; to plan by hand, give that record (--sizing sizing.json) or none")
         return {}, None
     try:
-        rec = sizer.load(Path(str(value)))
+        rec = procedure.load(Path(str(value)))
     except sizing_record.SizingError as err:
         problems.append(str(err))
         return {}, None
     factor = float(params.get("memory_factor") or 1)
-    derived = rec["parameters"] if factor == 1 else sizer.parameters(rec, memory_factor=factor)
+    derived = rec["parameters"] if factor == 1 else procedure.parameters(rec, memory_factor=factor)
     sized = {name: v for name, v in derived.items() if v is not None}
     return sized, {"memory_factor": factor, "path": str(value), "sha256": sizing_record.digest(Path(str(value))),
                    "host": rec["host"].get("hostname"), "created": rec.get("created"),

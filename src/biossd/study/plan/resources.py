@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from biossd.core.units import format_size, parse_size
-from biossd.study import catalogue, layout, sizing
+from biossd.study import catalogue, layout
+from biossd.study.sizing import rule
 
-#: What a class's scratch must have free: this many times the largest input (the sizing module says why).
-SCRATCH_PER_INPUT = sizing.SCRATCH_PER_INPUT
+#: What a class's scratch must have free: this many times the largest input (the sizing rule says why).
+SCRATCH_PER_INPUT = rule.SCRATCH_PER_INPUT
 
 
 def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[str],
@@ -29,11 +30,11 @@ def space_problems(params: Mapping[str, Any], classes: list[str], emulated: set[
     problems = []
     for cls in classes:
         if cls in emulated:
-            if emulate_bytes * sizing.EXT4_FILES_SHARE < need:  # its own file system takes a share
+            if emulate_bytes * rule.EXT4_FILES_SHARE < need:  # its own file system takes a share
                 problems.append(f"--emulate_size {params.get('emulate_size')} is too small for class '{cls}': a run "
                                 f"needs {format_size(need)} of scratch ({SCRATCH_PER_INPUT}x the "
                                 f"{format_size(input_bytes)} input{' plus swap' if swap_bytes else ''}), and its ext4 "
-                                f"leaves {sizing.EXT4_FILES_SHARE:.0%} of the device for files")
+                                f"leaves {rule.EXT4_FILES_SHARE:.0%} of the device for files")
             continue
         where = Path(str(params.get("scratch_dir") or Path.cwd()))
         if where.is_dir():

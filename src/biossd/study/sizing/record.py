@@ -1,7 +1,7 @@
 """A sizing record (``sizing.json``, ``biossd study size``'s output) as a file: its format, the
 rule's constants and the study parameters it sets, written, read, checked against this code's
 rule, summarised, and compared between hosts (Lee, Min and Yoon 2015, §5.1's caps and inputs,
-scaled to this host by :mod:`biossd.study.sizer`)."""
+scaled to this host by :mod:`biossd.study.sizing.procedure`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
 from biossd.core.units import format_size, parse_size
-from biossd.study import sizing
+from biossd.study.sizing import rule
 
 #: The record's format; a study refuses any other (``/1`` carried caps; ``/2`` the data memories,
 #: each study measuring its own floors).
@@ -36,8 +36,8 @@ class SizingError(BiossdError):
 
 
 def rule_constants() -> dict[str, Any]:
-    """The constants of :mod:`biossd.study.sizing` that decide a record's parameters."""
-    return {name: _plain(getattr(sizing, name)) for name in RULE_CONSTANTS}
+    """The constants of :mod:`biossd.study.sizing.rule` that decide a record's parameters."""
+    return {name: _plain(getattr(rule, name)) for name in RULE_CONSTANTS}
 
 
 def _plain(value: Any) -> Any:
@@ -131,6 +131,6 @@ def provenance(rec: dict[str, Any] | None) -> dict[str, Any]:
         earlier = "" if rec.get("format") == FORMAT else f" ({rec.get('format')}: an earlier rule's record, with its caps)"
         return {"run_s": rec["budget"]["run_s"], "time_limit_s": rec["budget"]["time_limit_s"],
                 "host": rec["host"].get("hostname"), "created": rec.get("created"), "by": "biossd study size" + earlier}
-    run_s = float((rec or {}).get("budget_s") or sizing.INPUT_BUDGET_S)
-    return {"run_s": run_s, "time_limit_s": sizing.TIME_LIMIT_S, "host": None, "created": None,
+    run_s = float((rec or {}).get("budget_s") or rule.INPUT_BUDGET_S)
+    return {"run_s": run_s, "time_limit_s": rule.TIME_LIMIT_S, "host": None, "created": None,
             "by": "benchmarks/sizing.py"}

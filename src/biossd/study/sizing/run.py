@@ -1,4 +1,4 @@
-"""One profiled run of the sizing (:mod:`biossd.study.sizer`): ``biossd catalogue stage`` plus
+"""One profiled run of the sizing (:mod:`biossd.study.sizing.procedure`): ``biossd catalogue stage`` plus
 ``biossd profile``, as the study's PROFILE task does it, on a synthetic input made once per (kind,
 size) in the sizing's scratch and prepared once per tool (its indexes and conversions, as the
 study's PREPARE task: setup, not the measured program), the run's own files evicted from the page
@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 from biossd.core.files import remove_tree
 from biossd.core.units import format_size
-from biossd.study import sizing
-from biossd.study.sizing_record import SizingError
+from biossd.study.sizing import rule
+from biossd.study.sizing.record import SizingError
 
 #: The step of a floor's warm-up run: it reads its code whole into its own cgroup (``--read-code``,
 #: docs/study.md "Code is not data").
@@ -90,7 +90,7 @@ class Runner:
             argv = _checked(["biossd", "catalogue", "stage", "--print0", *sets, entry.id, "--input",
                              str(self.prepared_input(tool, size)), "--scratch", str(stage_dir)],
                             f"stage {tool}").split(b"\0")
-            swap = ["--swap", sizing.SWAP_SIZE] if cap else []
+            swap = ["--swap", rule.SWAP_SIZE] if cap else []
             warmup = ["--read-code"] if step == WARMUP_STEP else []
             _checked(["biossd", "profile", "--mem", format_size(cap) if cap else "none", "--out", str(out),
                       "--evict", "run", "--timeout", f"{timeout_s:g}", *swap, *warmup, "--", *[a.decode() for a in argv if a]],

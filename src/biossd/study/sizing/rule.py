@@ -19,7 +19,7 @@ The rule keeps that regime on a small machine, the same for every tool:
   the page cache, charged to its own cgroup, and no run after it is charged for it
   (:mod:`biossd.host.codefiles`, :mod:`biossd.host.pagecache`, docs/study.md "Code is not data"). Measured in every study
   session on its own host, before the tool's capped runs, never chosen; ``biossd study size``
-  (:mod:`biossd.study.sizer`) measures it too, for its own capped runs.
+  (:mod:`biossd.study.sizing.procedure`) measures it too, for its own capped runs.
 * **JVM heaps are data** (:data:`HEAP_MARGIN`): one heap rule for every JVM tool — its heap size
   is ``HEAP_MARGIN ×`` the smallest heap that completes its input (``-Xms = -Xmx``, so that the
   JVM's sizing does not follow the host's RAM), with the Parallel collector the paper's Java 7
@@ -51,7 +51,7 @@ The rule keeps that regime on a small machine, the same for every tool:
   M, :data:`BAND_FLOOR_SIGMAS` σ_F) of its cap is *marginal* (docs/study.md, "Dead bands at
   every edge"), as is one whose interval touches a group's bound.
 
-``biossd study size`` (:mod:`biossd.study.sizer`) measures F, the inputs and the heaps on the
+``biossd study size`` (:mod:`biossd.study.sizing.procedure`) measures F, the inputs and the heaps on the
 host under study, within a per-run budget derived from the study's (:func:`input_budget_s`), and
 writes the record a study takes with ``--sizing``; the supplement's methods quote this
 docstring's constants and the record's budget.
@@ -63,6 +63,8 @@ import fnmatch
 import math
 import statistics
 from typing import Iterable, Mapping
+
+from biossd.core.units import format_size, parse_size
 
 #: §5.1: the paper's RAM for every program but GATK.
 PAPER_MEMORY_BYTES = 1 << 30
@@ -221,6 +223,24 @@ def scaled_setting(default: float, divisor: float, minimum: float = 1) -> int:
 def round_kib(n_bytes: float) -> int:
     """A size of the rule rounded up to whole KiB (what caps and tool options accept)."""
     return -(-int(n_bytes) // 1024) * 1024
+
+
+def settings(memory_options: Iterable[Mapping], divisor: float = 1.0,
+             heaps: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The values of a tool's memory settings (its catalogue entry's ``memory_options``) under the
+    rule: a ``scaled`` one is its paper-era default divided by ``divisor`` (D = 1 GB / M; 1 gives
+    the default), at least its ``minimum``; a ``heap`` one is the tool's fixed JVM heap from
+    ``heaps`` (by option name), else its default (§5.1: 4 GB for GATK, 1 GB for the others)."""
+    out = {}
+    for opt in memory_options:
+        if opt["rule"] == "heap":
+            out[opt["name"]] = str((heaps or {}).get(opt["name"]) or opt["default"])
+        elif opt.get("unit") == "count":
+            out[opt["name"]] = str(scaled_setting(int(opt["default"]), divisor, int(opt.get("minimum", 1))))
+        else:
+            least = parse_size(str(opt.get("minimum", "1")))
+            out[opt["name"]] = format_size(round_kib(scaled_setting(parse_size(str(opt["default"])), divisor, least)))
+    return out
 
 
 def baseline_reads(tool: str, data_memory: int) -> int | None:

@@ -1,5 +1,5 @@
 """The sizing rule measured on the host under study (``biossd study size``): the procedure that
-turns the rule of :mod:`biossd.study.sizing` into a study's parameters, and the record it writes.
+turns the rule of :mod:`biossd.study.sizing.rule` into a study's parameters, and the record it writes.
 
 Every step is a profiled run (``biossd catalogue stage`` + ``biossd profile``, as the study's
 PROFILE task does it) on a scratch directory of the host's fast class, the page cache dropped:
@@ -45,9 +45,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from biossd.core.units import format_size, parse_size
-from biossd.study import sizerun, sizing, sizing_record
-from biossd.study.sizerun import Runner
-from biossd.study.sizing_record import FORMAT, PARAMETERS, SizingError, rule_constants
+from biossd.study.sizing import record as sizing_record
+from biossd.study.sizing import rule
+from biossd.study.sizing import run as sizing_run
+from biossd.study.sizing.record import FORMAT, PARAMETERS, SizingError, rule_constants
+from biossd.study.sizing.run import Runner
 
 #: A JVM tool's heap while its input ladder runs (step 1), before its own heap is measured.
 JVM_LADDER_HEAP = "1G"
@@ -71,25 +73,25 @@ def is_jvm(entry) -> bool:
 
 def group_of(tool: str) -> str:
     """The input group of ``tool``: the GATK steps share one input, Fig. 1's aligners another."""
-    return "gatk" if sizing.is_gatk(tool) else "fig1" if tool in sizing.FIG1_TOOLS else tool
+    return "gatk" if rule.is_gatk(tool) else "fig1" if tool in rule.FIG1_TOOLS else tool
 
 
 def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
-            ladder_max: str = sizing.LADDER_MAX, log: Callable[[str], None] = print,
+            ladder_max: str = rule.LADDER_MAX, log: Callable[[str], None] = print,
             reference: dict[str, Any] | None = None) -> dict[str, Any]:
     """Measure the sizing rule for ``tools`` (catalogue ids) within ``run_budget_s`` a run, in
     ``scratch``, a directory of its own on the fast class's disk that the caller makes, marks and
     removes (:func:`biossd.measure.rundir.scratch`); returns the record (without host facts:
     :func:`record` adds them). Given a ``reference`` record (:func:`load_reference`), a timing
     within RETIME_WITHIN of its bound keeps the reference's call on that step
-    (:func:`biossd.study.sizing.over_budget`)."""
+    (:func:`biossd.study.sizing.rule.over_budget`)."""
     from biossd.study import catalogue
 
     entries = {e.id: e for e in catalogue.load_all()}
     unknown = [t for t in tools if t not in entries or entries[t].kind != "tool"]
     if unknown:
         raise SizingError(f"biossd study size: --tools names no catalogue tool: {', '.join(unknown)}")
-    limit_s = round(sizing.time_limit_s(run_budget_s), TIME_LIMIT_DECIMALS)
+    limit_s = round(rule.time_limit_s(run_budget_s), TIME_LIMIT_DECIMALS)
     ladder_timeout_s = LADDER_TIMEOUT_BUDGETS * run_budget_s + LADDER_TIMEOUT_STARTUP_S
     smallest = parse_size(SMALLEST_INPUT)
     runner = Runner(entries, Path(scratch), seed, log)
@@ -101,26 +103,26 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     heaps, smallest_heaps = _fixed_heaps(runner, chosen, heap_of, smallest, ladder_timeout_s, log)
 
     # 3. M and D; the paper's stated baselines from M.
-    others = [chosen[t] for t in chosen if not sizing.is_gatk(t)]
+    others = [chosen[t] for t in chosen if not rule.is_gatk(t)]
     if not others:
         raise SizingError("biossd study size: no tool outside GATK was sized; M is the median of their inputs "
                           "(give --tools with at least one of them)")
     ladder_inputs = dict(chosen)  # M is taken from these, before any is halved (step 5)
-    m = sizing.data_memory_bytes(others)
-    d = sizing.memory_divisor(m)
+    m = rule.data_memory_bytes(others)
+    d = rule.memory_divisor(m)
     for tool in tools:
-        n = sizing.baseline_reads(tool, m)
+        n = rule.baseline_reads(tool, m)
         if n is not None:
             chosen[tool] = _baseline_bytes(entries[tool], n)
             log(f"==> input of {tool}: {n} reads, {format_size(chosen[tool])}")
-    gatk = [chosen[t] for t in chosen if sizing.is_gatk(t)]
-    m_gatk = sizing.data_memory_bytes(gatk[:1]) if gatk else None
+    gatk = [chosen[t] for t in chosen if rule.is_gatk(t)]
+    m_gatk = rule.data_memory_bytes(gatk[:1]) if gatk else None
 
     def settings_of(tool: str) -> dict[str, str]:
-        return entries[tool].settings(d, heap_of.get(tool, {}))
+        return rule.settings(entries[tool].memory_options(), d, heap_of.get(tool, {}))
 
     def memory_of(tool: str) -> int:
-        return m_gatk if sizing.is_gatk(tool) and m_gatk else m
+        return m_gatk if rule.is_gatk(tool) and m_gatk else m
 
     floors, floor_sds = _floors(runner, chosen, settings_of, smallest, ladder_timeout_s)
     _fit_time_limit(runner, chosen, floors, floor_sds, memory_of, settings_of, limit_s, log,
@@ -154,13 +156,13 @@ def _floors(runner: Runner, chosen: dict[str, int], settings_of: Callable[[str],
     sds: dict[str, float] = {}
     for tool in sorted(chosen):
         floors[tool], sds[tool] = floor_at(runner, tool, chosen[tool], settings_of(tool), smallest, timeout_s,
-                                           sizing.FLOOR_WARMUPS)
+                                           rule.FLOOR_WARMUPS)
     return floors, sds
 
 
 def floor_size(input_bytes: int, smallest: int) -> int:
     """The input a floor is measured on: 1/FLOOR_DIVISOR of the tool's, at least ``smallest``."""
-    return max(input_bytes // sizing.FLOOR_DIVISOR, smallest)
+    return max(input_bytes // rule.FLOOR_DIVISOR, smallest)
 
 
 def floor_at(runner: Runner, tool: str, input_bytes: int, settings: dict[str, str], smallest: int, timeout_s: float,
@@ -169,15 +171,15 @@ def floor_at(runner: Runner, tool: str, input_bytes: int, settings: dict[str, st
     FLOOR_REPEATS uncapped runs on 1/FLOOR_DIVISOR of it, as a study measures it."""
     size = floor_size(input_bytes, smallest)
     peaks = []
-    for i in range(warmups + sizing.FLOOR_REPEATS):
-        step = sizerun.WARMUP_STEP if i < warmups else "floor"
+    for i in range(warmups + rule.FLOOR_REPEATS):
+        step = sizing_run.WARMUP_STEP if i < warmups else "floor"
         r = runner.run(tool, size, None, settings, step, timeout_s)
         if r["resident_peak_bytes"] is None:
             raise SizingError(f"biossd study size: {tool}'s floor run has no resident memory "
                               "(run as root, on a host with a memory cgroup)")
         if step == "floor":
             peaks.append(r["resident_peak_bytes"])
-    return sizing.floor_of(peaks)
+    return rule.floor_of(peaks)
 
 
 def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s: float, ladder_max: int,
@@ -188,7 +190,7 @@ def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s:
     ``reference``: a reference record's ladder inputs per tool (empty: none)."""
     groups: dict[str, list[str]] = {}
     for tool in sorted(tools):
-        if tool not in sizing.PAPER_BASELINE_READS:
+        if tool not in rule.PAPER_BASELINE_READS:
             groups.setdefault(group_of(tool), []).append(tool)
     chosen: dict[str, int] = {}
     left_out: dict[str, str] = {}
@@ -213,12 +215,12 @@ def _fixed_heaps(runner: Runner, chosen: dict[str, int], heap_of: dict, smallest
     smallest_heaps: dict[str, dict[str, str]] = {}
     for tool in sorted(t for t in heap_of if t in chosen):
         heap = _smallest_heap(runner, tool, chosen[tool], "heap", timeout_s)
-        small = _smallest_heap(runner, tool, max(chosen[tool] // sizing.FLOOR_DIVISOR, smallest), "heap64", timeout_s)
+        small = _smallest_heap(runner, tool, max(chosen[tool] // rule.FLOOR_DIVISOR, smallest), "heap64", timeout_s)
         smallest_heaps[tool] = {"input": format_size(heap), "input_over_floor_divisor": format_size(small)}
-        heaps[tool] = format_size(sizing.HEAP_MARGIN * heap)
+        heaps[tool] = format_size(rule.HEAP_MARGIN * heap)
         heap_of[tool] = {"java_mem": heaps[tool]}
-        log(f"==> heap of {tool}: {heaps[tool]} ({sizing.HEAP_MARGIN} x {format_size(heap)}; "
-            f"{format_size(small)} completes 1/{sizing.FLOOR_DIVISOR} of the input)")
+        log(f"==> heap of {tool}: {heaps[tool]} ({rule.HEAP_MARGIN} x {format_size(heap)}; "
+            f"{format_size(small)} completes 1/{rule.FLOOR_DIVISOR} of the input)")
     return heaps, smallest_heaps
 
 
@@ -234,29 +236,29 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
     record's final inputs per tool, whose call a run within RETIME_WITHIN of the bound keeps."""
     from biossd.study import catalogue
 
-    bound_s = limit_s / sizing.CENSORED_MIN_SPEEDUP
+    bound_s = limit_s / rule.CENSORED_MIN_SPEEDUP
     for tool in sorted(chosen):
-        cap = max(sizing.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
+        cap = max(rule.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
         for _ in range(MAX_STEPS_DOWN):
             runs = [runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)]
-            if runs[0]["outcome"] in ("ok", "oom", "failed") and sizing.needs_retiming(runs[0]["wall_s"], bound_s):
+            if runs[0]["outcome"] in ("ok", "oom", "failed") and rule.needs_retiming(runs[0]["wall_s"], bound_s):
                 runs += [runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)
-                         for _ in range(sizing.RETIME_REPEATS - 1)]
+                         for _ in range(rule.RETIME_REPEATS - 1)]
             walls = [math.inf if r["outcome"] == "timeout" else r["wall_s"] for r in runs]
             ended = sum(r["outcome"] in ("ok", "oom", "failed") for r in runs) * 2 > len(runs)
             keeps = chosen[tool] <= reference[tool] if tool in reference else None
-            if ended and sizing.fits_time_limit(statistics.median(walls), limit_s, keeps):
+            if ended and rule.fits_time_limit(statistics.median(walls), limit_s, keeps):
                 break
-            if group_of(tool) != tool or tool in sizing.PAPER_BASELINE_READS:
-                log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
+            if group_of(tool) != tool or tool in rule.PAPER_BASELINE_READS:
+                log(f"==> {tool}: over the limit / {rule.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
                     "shared or the paper's; kept")
                 break
             before = chosen[tool]
-            chosen[tool] = sizing.fine_step(chosen[tool])
+            chosen[tool] = rule.fine_step(chosen[tool])
             if floor_size(chosen[tool], parse_size(SMALLEST_INPUT)) != floor_size(before, parse_size(SMALLEST_INPUT)):
                 floors[tool], floor_sds[tool] = measure_floor(tool, chosen[tool])
-            cap = max(sizing.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
-            log(f"==> {tool}: over the limit / {sizing.CENSORED_MIN_SPEEDUP:g} capped: input stepped down to "
+            cap = max(rule.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
+            log(f"==> {tool}: over the limit / {rule.CENSORED_MIN_SPEEDUP:g} capped: input stepped down to "
                 f"{format_size(chosen[tool])}, floor {format_size(floors[tool])}")
 
 
@@ -268,7 +270,7 @@ def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, 
     reference record's choice (``reference_input``), a median within RETIME_WITHIN of the budget
     keeps that record's call on the step."""
     walls: dict[str, dict[int, list[float | None]]] = {t: {} for t in members}
-    least = parse_size(sizing.LADDER_MIN)
+    least = parse_size(rule.LADDER_MIN)
 
     def timed(tool: str, size: int, times: int = 1) -> float | None:
         """The median wall time of ``tool`` at ``size`` over at least ``times`` runs (a timeout is
@@ -285,14 +287,14 @@ def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, 
         """What ``size`` adds over its reference (the first size from 1/FLOOR_DIVISOR of it that
         ended ok); re-timed next to the budget."""
         wall = timed(tool, size)
-        low = max(size // sizing.FLOOR_DIVISOR, least)
+        low = max(size // rule.FLOOR_DIVISOR, least)
         timed(tool, low)
         ref = next((k for k in sorted(walls[tool]) if k >= low and timed(tool, k) is not None), None)
         if wall is None or ref is None or ref == size:
             return None
         excess = wall - timed(tool, ref)
-        if sizing.needs_retiming(excess, budget_s, reference_input is not None and size > reference_input):
-            excess = timed(tool, size, sizing.RETIME_REPEATS) - timed(tool, ref, sizing.RETIME_REPEATS)
+        if rule.needs_retiming(excess, budget_s, reference_input is not None and size > reference_input):
+            excess = timed(tool, size, rule.RETIME_REPEATS) - timed(tool, ref, rule.RETIME_REPEATS)
         return excess
 
     def step(size: int) -> tuple[bool, bool]:
@@ -302,14 +304,14 @@ def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, 
             excess = added(tool, size)
             all_ok &= timed(tool, size) is not None
             keeps = None if reference_input is None else size <= reference_input
-            over |= excess is not None and sizing.over_budget(excess, budget_s, keeps)
+            over |= excess is not None and rule.over_budget(excess, budget_s, keeps)
         return over, all_ok
 
     size, best = least, None
     while size <= ladder_max:
         over, all_ok = step(size)
         if over:
-            fine = sizing.fine_step(size)
+            fine = rule.fine_step(size)
             if best is not None and best < fine < size:
                 fine_over, fine_ok = step(fine)
                 if not fine_over and fine_ok:
@@ -322,8 +324,8 @@ def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, 
 
 
 def _smallest_heap(runner: Runner, tool: str, size: int, step: str, timeout_s: float) -> int:
-    heap = parse_size(sizing.HEAP_LADDER_MIN)
-    while heap <= parse_size(sizing.HEAP_LADDER_MAX):
+    heap = parse_size(rule.HEAP_LADDER_MIN)
+    while heap <= parse_size(rule.HEAP_LADDER_MAX):
         if runner.run(tool, size, None, {"java_mem": format_size(heap)}, step, timeout_s)["outcome"] == "ok":
             break
         heap *= 2
@@ -357,9 +359,9 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
     chose = record["chose"]
     inputs = chose["inputs"]
     m = chose["data_memory"]
-    m_k = sizing.round_kib(m * memory_factor) if memory_factor != 1 else m
-    gatk_input = next((inputs[t] for t in sorted(inputs) if sizing.is_gatk(t)), None)
-    memories = {tool: [format_size(x) for x in sizing.data_memories(tool, m_k, gatk_input)] for tool in sorted(inputs)}
+    m_k = rule.round_kib(m * memory_factor) if memory_factor != 1 else m
+    gatk_input = next((inputs[t] for t in sorted(inputs) if rule.is_gatk(t)), None)
+    memories = {tool: [format_size(x) for x in rule.data_memories(tool, m_k, gatk_input)] for tool in sorted(inputs)}
     kinds: dict[str, int] = {}
     for tool, size in inputs.items():
         kind = chose["kinds"][tool]
@@ -372,21 +374,21 @@ def parameters(record: dict[str, Any], slow_profile: str = DEFAULT_SLOW_PROFILE,
         "data_memory": format_size(m_k),
         "java_heaps": ";".join(f"{t}={h}" for t, h in sorted(chose["heaps"].items())) or None,
         "time_limit": f"{record['budget']['time_limit_s']:g}s",
-        "emulate_size": format_size(_emulate_bytes(capacity / sizing.memory_divisor(m), max(inputs.values()))),
+        "emulate_size": format_size(_emulate_bytes(capacity / rule.memory_divisor(m), max(inputs.values()))),
         # Every run pages to its class's device, as the sizing's capped runs did.
-        "swap": sizing.SWAP_SIZE,
+        "swap": rule.SWAP_SIZE,
     }
 
 
 def _emulate_bytes(stroke_bytes: float, largest_input: int) -> int:
     """The emulated slow device: the model's stroke scaled by D (``stroke_bytes``), so that it spans
-    it, in whole MiB; larger when a run needs more (its scratch, :data:`~biossd.study.sizing.SCRATCH_PER_INPUT`
+    it, in whole MiB; larger when a run needs more (its scratch, :data:`~biossd.study.sizing.rule.SCRATCH_PER_INPUT`
     times the largest input, and its swap, which live on the device under study, in the share its
-    file system leaves for files, :data:`~biossd.study.sizing.EXT4_FILES_SHARE`), the room past the
+    file system leaves for files, :data:`~biossd.study.sizing.rule.EXT4_FILES_SHARE`), the room past the
     stroke costing a full-stroke seek (:meth:`~biossd.host.models.diskmodel.DiskModel.stroke_fraction`)."""
     mib = 1 << 20
-    stroke = sizing.round_kib(stroke_bytes) // mib * mib
-    needed = (sizing.SCRATCH_PER_INPUT * largest_input + parse_size(sizing.SWAP_SIZE)) / sizing.EXT4_FILES_SHARE
+    stroke = rule.round_kib(stroke_bytes) // mib * mib
+    needed = (rule.SCRATCH_PER_INPUT * largest_input + parse_size(rule.SWAP_SIZE)) / rule.EXT4_FILES_SHARE
     return max(stroke, math.ceil(needed / mib) * mib)
 
 
@@ -420,8 +422,8 @@ def cap_problems(rec: dict[str, Any], min_cap_bytes: Callable[[str], int]) -> li
         tool, memories = pair.split("=", 1)
         least = min_cap_bytes(tool)
         floor = rec["chose"]["floors"].get(tool, 0)
-        low = [format_size(sizing.cap_bytes(floor, parse_size(x))) for x in memories.split(",")
-               if sizing.cap_bytes(floor, parse_size(x)) < least]
+        low = [format_size(rule.cap_bytes(floor, parse_size(x))) for x in memories.split(",")
+               if rule.cap_bytes(floor, parse_size(x)) < least]
         if low:
             out.append(f"{tool}'s cap {low[0]} is below the {format_size(least)} a run of it needs: the budget "
                        f"gives too small a data memory M ({params['data_memory']}); give a larger budget")
@@ -485,7 +487,7 @@ def check(rec: Any) -> list[str]:
         size = floor_size(rec["chose"]["inputs"].get(tool, 0), smallest)
         measured = [r["resident_peak_bytes"] for r in runs if r.get("step") == "floor" and r.get("tool") == tool
                     and r.get("size_bytes") == size and r.get("resident_peak_bytes")]
-        if not measured or floor != sizing.floor_of(measured[-sizing.FLOOR_REPEATS:])[0]:
+        if not measured or floor != rule.floor_of(measured[-rule.FLOOR_REPEATS:])[0]:
             problems.append(f"chose.floors.{tool} is {floor}, which is not the median of its floor runs")
     for tool, size in rec["chose"]["inputs"].items():
         sizes = {r.get("size_bytes") for r in runs if r.get("step") == "capped" and r.get("tool") == tool}
