@@ -4,6 +4,11 @@ per-run budget (:data:`biossd.study.sizing.rule.INPUT_BUDGET_S`), every runnable
 and prints the record's parameters as ``full.config`` lines).
 
   .venv/bin/python benchmarks/sizing.py [--tools all] [--out benchmarks/sizing-YYYY-MM-DD.json]
+                                       [--reference benchmarks/<the record -profile full reads>]
+
+``--reference``: the record a re-sizing keeps the calls of where a timing lies within the re-timing
+band (docs/study.md, "A sizing that jitter cannot move"); the committed record was made given
+the one before it.
 
 About an hour on the project's 2-core VM.
 """
@@ -27,9 +32,11 @@ def main() -> int:
     ap.add_argument("--tools", default="all")
     ap.add_argument("--out", default=str(HERE / f"sizing-{dt.date.today().isoformat()}.json"))
     ap.add_argument("--scratch", default="/var/tmp")
+    ap.add_argument("--reference", help="a record of the same budget whose calls a timing within the band keeps")
     args = ap.parse_args()
     proc = subprocess.run(["biossd", "study", "size", "--tools", args.tools, "--run-budget", f"{rule.INPUT_BUDGET_S:g}s",
-                           "--scratch", args.scratch, "--out", args.out, "--replace"])
+                           "--scratch", args.scratch, "--out", args.out, "--replace",
+                           *(["--reference", args.reference] if args.reference else [])])
     if proc.returncode != 0:
         return proc.returncode
     rec = json.loads(Path(args.out).read_text())
