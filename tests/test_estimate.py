@@ -72,6 +72,7 @@ def test_the_slow_class_moves_the_run_s_bytes_at_the_disk_s_rate_and_stops_at_th
     assert "about" in estimate.summary(est, None) and "no limit" in estimate.summary(est, None)
 
 
+@pytest.mark.integration
 def test_study_plan_estimate_probes_this_host_and_prints_days_first(biossd, tmp_path):
     """The real probe: the tool's ladder on this host, then the estimate in the plan and on stderr."""
     # Cluster3 grows fast (as the cube of its input): its ladder passes the probe's budget in a few runs.

@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from biossd.study import outdir
 from biossd.study.plan import matrix
 
@@ -39,6 +41,7 @@ def test_the_plan_lists_the_refusal_before_anything_runs(tmp_path):
                                                              stub=True).problems)
 
 
+@pytest.mark.integration
 def test_a_refused_study_leaves_the_held_folder_s_trace(env, tmp_path):
     """A study refused for another plan's --outdir starts Nextflow, which opens its trace before the
     refusal: the held study's trace is another session's file, kept as it was."""
@@ -167,6 +170,7 @@ def test_a_set_aside_cut_short_leaves_the_folder_refused(tmp_path, monkeypatch):
     assert list(tmp_path.glob("r.replaced-*")) == [], "a set-aside that moved nothing left an empty folder"
 
 
+@pytest.mark.integration
 def test_a_study_that_replaces_another_plan_s_results_reads_only_its_own(env, tmp_path):
     """`--replace_results true` (`make run FRESH=1`) into a folder of another plan: the study runs,
     the held folder is beside it whole, and the new folder holds this plan alone."""
