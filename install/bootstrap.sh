@@ -194,11 +194,20 @@ docker_env() {
 }
 
 # Only a directory this script made (its .stamps) or an empty/missing one is rebuilt: VENV=/usr or
-# VENV=$HOME by mistake must never lose its bin/ and lib/.
+# VENV=$HOME by mistake must never lose its bin/ and lib/. One made for another checkout (a .venv
+# linked from one clone to another's) is that checkout's: rebuilding it for this one would take
+# its bin/ and lib/ away from it.
 venv_is_ours() {
-  [ ! -e "$venv" ] && { mkdir -p "$stamps"; return 0; }  # made here: marked before anything else
-  [ -d "$stamps" ] && return 0
-  [ -d "$venv" ] && [ -z "$(ls -A "$venv")" ] && { mkdir -p "$stamps"; return 0; }
+  local ours; ours=$(cd "$repo" && pwd -P)  # the checkout, however it was reached
+  [ ! -e "$venv" ] && { mkdir -p "$stamps" && echo "$ours" > "$stamps/checkout"; return 0; }  # made here
+  if [ -d "$stamps" ]; then
+    local made_for; made_for=$(cat "$stamps/checkout" 2>/dev/null || true)
+    [ -z "$made_for" ] || [ "$made_for" = "$ours" ] \
+      || die "$venv is the environment of the checkout $made_for, not of $ours; set VENV to a new directory (or remove the link)"
+    echo "$ours" > "$stamps/checkout"
+    return 0
+  fi
+  [ -d "$venv" ] && [ -z "$(ls -A "$venv")" ] && { mkdir -p "$stamps" && echo "$ours" > "$stamps/checkout"; return 0; }
   die "$venv exists and is not an environment biossd made (no $stamps); set VENV to a new directory"
 }
 

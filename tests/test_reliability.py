@@ -337,6 +337,19 @@ def test_install_never_rebuilds_a_directory_it_did_not_make(tmp_path, repo):
     assert (theirs / "bin" / "tool").read_text() == "keep" and not (theirs / ".stamps").exists()
 
 
+def test_install_never_rebuilds_the_environment_of_another_checkout(tmp_path, repo):
+    """A .venv made for another clone (linked into this one) is that clone's: refused, untouched."""
+    theirs = tmp_path / "other-clone" / ".venv"
+    (theirs / "bin").mkdir(parents=True)
+    (theirs / "bin" / "biossd").write_text("keep")
+    (theirs / ".stamps").mkdir()
+    (theirs / ".stamps" / "checkout").write_text(f"{tmp_path / 'other-clone'}\n")
+    proc = subprocess.run(["bash", str(repo / "install" / "bootstrap.sh"), "python"], capture_output=True, text=True,
+                          env={**os.environ, "VENV": str(theirs)})
+    assert proc.returncode == 1 and f"the environment of the checkout {tmp_path / 'other-clone'}" in proc.stderr
+    assert (theirs / "bin" / "biossd").read_text() == "keep"
+
+
 def test_the_supplement_replaces_only_its_own_report_copy(tmp_path):
     from biossd.outputs import supplement
 
