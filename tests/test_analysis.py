@@ -408,6 +408,12 @@ def test_what_keeps_a_tool_from_paging_is_read_from_the_sizing_record():
     text = verdict.kept_from_paging(a, "cluster3", {"data_over_m": 0.45})
     assert "0.45 x M uncapped, so it fits in M" in text and "256 KiB ran capped" in text
     assert verdict.kept_from_paging(a, "cluster3", {"data_over_m": float("nan")}) == ""
+    code = {"data_over_m": float("nan"), "code_read_bytes": 60.0 * (1 << 20), "band_bytes": 1.0 * (1 << 20),
+            "code_read_device": "vda"}
+    said = verdict.kept_from_paging(a, "cluster3", code)
+    assert "read 60.0 MiB of code again from vda a run" in said and "DAMON" not in said
+    assert "pages out memory left idle for 60 s itself" in verdict.kept_from_paging(
+        a, "cluster3", {**code, "host_pageout_idle_s": 60.0})
 
 
 def test_a_chained_pipeline_s_steps_are_its_runs_means_and_a_stop_is_named():

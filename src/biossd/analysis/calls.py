@@ -38,6 +38,7 @@ MIB = 1 << 20
 CALL_COLUMNS = ("call", "marginal_edge", "floor_bytes", "floor_sd_bytes", "data_memory_bytes", "cap_bytes",
                 "headroom_bytes", "band_bytes", "swapped_out_bytes", "demand_bytes", "peak_anon_bytes",
                 "peak_file_mapped_bytes", "peak_shmem_bytes", "top_process", "code_read_bytes", "code_read_device",
+                "host_pageout_idle_s",
                 "redone_fast", "redone_slow", "still_busy", "outside_cores_max")
 
 
@@ -125,6 +126,7 @@ def call_table(a: Analysis) -> pd.DataFrame:
                "top_process": _mode(speedup.side_rows(counted, fast), "resident_top_process"),
                "code_read_bytes": float(code.median()) if len(code) else math.nan,
                "code_read_device": devices.mode().iloc[0] if len(devices) else "",
+               "host_pageout_idle_s": _median(tool_runs, "host_pageout_idle_s"),
                "redone_fast": int(redone[speedup.side_rows(tool_runs, fast).index].sum()),
                "redone_slow": int(redone[speedup.side_rows(tool_runs, slow).index].sum()),
                "still_busy": int((outside > _load_limit()).sum()),

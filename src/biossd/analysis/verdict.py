@@ -95,7 +95,7 @@ def evidence(a: Analysis) -> pd.DataFrame:
                        data_over_m=reg.loc[tool, "data_over_m"])
         if tool in called.index:
             row.update({k: called.loc[tool, k] for k in ("code_read_bytes", "code_read_device", "band_bytes",
-                                                         "marginal_edge")})
+                                                         "marginal_edge", "host_pageout_idle_s") if k in called})
         row["kept_from_paging"] = kept_from_paging(a, tool, row)
         rows.append(row)
     return pd.DataFrame(rows).set_index("tool") if rows else pd.DataFrame(columns=["tool"]).set_index("tool")
@@ -184,13 +184,16 @@ def kept_from_paging(a: Analysis, tool: str, facts: dict) -> str:
 def _edge_and_code(facts: dict) -> list[str]:
     """What else a tool's runs say kept it from paging (its :func:`evidence` from
     :mod:`biossd.analysis.calls`): its cap squeezed its code rather than its data (its capped runs
-    read more code than one band from elsewhere than the device under study), and the edge its
-    call sits on."""
+    read more code than one band from elsewhere than the device under study, and whether the host
+    evicts idle memory itself), and the edge its call sits on."""
     out = []
     code, band = facts.get("code_read_bytes", math.nan), facts.get("band_bytes", math.nan)
     if isinstance(code, float) and isinstance(band, float) and np.isfinite(code) and np.isfinite(band) and code >= band:
+        idle = facts.get("host_pageout_idle_s", math.nan)
         out.append(f"the cap squeezed its code rather than its data: its capped runs read {code / MIB:.1f} MiB of code "
-                   f"again from {facts.get('code_read_device') or 'the host disk'} a run")
+                   f"again from {facts.get('code_read_device') or 'the host disk'} a run"
+                   + (f" (this host pages out memory left idle for {idle:g} s itself, DAMON's pageout: code its warm-up "
+                      "read was gone by its capped runs)" if isinstance(idle, float) and np.isfinite(idle) else ""))
     if facts.get("marginal_edge"):
         out.append(f"its call is marginal — {facts['marginal_edge']}")
     return out

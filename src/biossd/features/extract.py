@@ -77,8 +77,9 @@ HOST_FACT_COLUMNS = ("cpu_model", "cpu_count", "mem_total_bytes", "kernel")
 #: table and no run directory: the tool's version and container, the mechanism of
 #: each measurement (memory cap backend; block-trace source, ``none`` when there was no trace;
 #: ``perf`` with a PMU, software events only, or ``none``; ``native`` storage or the emulation's
-#: mechanism), the host's facts, and the device record that Butil divides by (its device, its
-#: sequential read/write MB/s, and where the record came from).
+#: mechanism), the host's facts (``host_pageout_idle_s``: the idle time after which the host pages
+#: memory out itself, DAMON's, none when it does not), and the device record that Butil divides by
+#: (its device, its sequential read/write MB/s, and where the record came from).
 #: What a study holds equal on both classes' devices (:func:`biossd.host.devices.queue_policy`),
 #: as a run found it on its class's device: its queue settings but the rotational flag, and
 #: whether its writes went through to the host.
@@ -89,14 +90,14 @@ DEVICE_POLICY_COLUMNS = ("device_queue", "device_write_through")
 LEFT_RUNNING_COLUMN = "n_left_running"
 RUN_FACT_COLUMNS = (
     "tool_version", "container_engine", "container_image", "cap_mechanism", "trace_mechanism", "perf_mechanism",
-    "storage_mechanism", "storage_profile", *HOST_FACT_COLUMNS,
+    "storage_mechanism", "storage_profile", *HOST_FACT_COLUMNS, "host_pageout_idle_s",
     "device_name", "device_seq_read_mbs", "device_seq_write_mbs", "device_source", "device_rotational",
     *DEVICE_POLICY_COLUMNS, LEFT_RUNNING_COLUMN,
 )
 #: The numeric ones: counts kept exact (nullable integers; the CSV's float format would round
 #: a byte count), rates read back as floats.
 RUN_FACT_INTEGERS = ("cpu_count", "mem_total_bytes", LEFT_RUNNING_COLUMN)
-RUN_FACT_NUMBERS = ("device_seq_read_mbs", "device_seq_write_mbs")
+RUN_FACT_NUMBERS = ("device_seq_read_mbs", "device_seq_write_mbs", "host_pageout_idle_s")
 
 
 def side_of(labels: dict[str, Any]) -> str:
@@ -265,6 +266,7 @@ def run_facts(body: dict[str, Any], device: DeviceRecord) -> dict[str, Any]:
         "storage_mechanism": storage.get("mechanism") or "native",
         "storage_profile": storage.get("profile"),
         **{fact: host.get(fact) for fact in HOST_FACT_COLUMNS},
+        "host_pageout_idle_s": min((s["idle_s"] for s in host.get("proactive_reclaim") or [] if s.get("idle_s")), default=None),
         "device_name": device.name,
         "device_seq_read_mbs": device.seq_read_mbs, "device_seq_write_mbs": device.seq_write_mbs,
         "device_source": device.source, "device_rotational": first.get("rotational"),
