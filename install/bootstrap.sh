@@ -204,7 +204,9 @@ venv_is_ours() {
     local made_for; made_for=$(cat "$stamps/checkout" 2>/dev/null || true)
     [ -z "$made_for" ] || [ "$made_for" = "$ours" ] \
       || die "$venv is the environment of the checkout $made_for, not of $ours; set VENV to a new directory (or remove the link)"
-    echo "$ours" > "$stamps/checkout"
+    # An environment made before checkouts were recorded is adopted (a user without write access
+    # to it is told what the command needs by the step that needs it).
+    [ -n "$made_for" ] || { echo "$ours" > "$stamps/checkout"; } 2>/dev/null || true
     return 0
   fi
   [ -d "$venv" ] && [ -z "$(ls -A "$venv")" ] && { mkdir -p "$stamps" && echo "$ours" > "$stamps/checkout"; return 0; }
