@@ -81,13 +81,14 @@ test: install tools tex
 	python -m pytest $(PYTEST_ARGS)
 
 # The fast loop while changing code: the house's lint (ruff, pyproject's [tool.ruff]), then every
-# test not marked `integration` (those need root, the tools, Nextflow or TeX). It installs only the
+# test not marked `integration` (those need root, the tools, Nextflow or TeX), side by side on the
+# host's cores (pytest-xdist; a test marked `alone` runs with none beside it). It installs only the
 # Python environment; `make test` stays the gate.
 check:
 	@install/bootstrap.sh python
 	ruff check --no-cache src tests benchmarks
 	ruff check --no-cache --preview --select E301,E302,E303,E304,E305,E306 src tests benchmarks
-	python -m pytest -q -m "not integration" -p no:cacheprovider $(PYTEST_ARGS)
+	python -m pytest -q -m "not integration" -p no:cacheprovider -n auto $(PYTEST_ARGS)
 
 # TeX Live and pdftotext, for the supplement and its test (not needed by `make run`).
 tex:

@@ -139,7 +139,8 @@ def test_a_module_no_test_names_is_found(tmp_path):
 def test_a_test_that_needs_root_or_a_tool_and_is_not_marked_is_refused(tmp_path):
     """`make check` runs the unmarked tests without root or tools: the conftest refuses, by name,
     an unmarked test that asks for either (a copy of the real conftest over a throwaway test)."""
-    shutil.copy(REPO / "tests" / "conftest.py", tmp_path / "conftest.py")
+    for name in ("conftest.py", "alone.py"):  # the conftest and the plugin it loads
+        shutil.copy(REPO / "tests" / name, tmp_path / name)
     (tmp_path / "test_probe.py").write_text(
         "import pytest\n\n\ndef test_unmarked(tool_required):\n    tool_required('samtools')\n\n\n"
         "@pytest.mark.integration\ndef test_marked(tool_required, root_required):\n    pass\n")

@@ -225,7 +225,9 @@ def test_a_damaged_experiment_input_is_refused_not_run(tmp_path):
 def _entry(**changed) -> str:
     from biossd.study.catalogue import entries
 
-    return yaml.safe_dump({**yaml.safe_load((entries.CATALOGUE_DIR / "samtools_sort.yaml").read_text()), **changed})
+    # libyaml's dumper where PyYAML has it: one case writes a 3 MiB field
+    return yaml.dump({**yaml.safe_load((entries.CATALOGUE_DIR / "samtools_sort.yaml").read_text()), **changed},
+                     Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 
 
 def _disk(**changed) -> str:

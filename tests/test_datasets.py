@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from biossd.study.inputs import data, datasets
+from test_prepare import SHUTDOWN_POLL_S
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 
@@ -55,7 +56,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture
 def server():
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
     thread.start()
     _Handler.ranges = []
     _Handler.lie_by = 0

@@ -20,13 +20,16 @@ from biossd.study.inputs import data, datasets, formats, kinds, recipes, sources
 from biossd.study.plan import matrix
 
 READS_SIZE = 96 << 10
+#: How often a test's HTTP server looks for its shutdown (http.server's default, 0.5 s, is waited
+#: out in full at every teardown).
+SHUTDOWN_POLL_S = 0.02
 
 
 def serve(directory: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
     """An HTTP server on 127.0.0.1 for the files of ``directory`` (its URL, and it to shut down)."""
     handler = functools.partial(_QuietHandler, directory=str(directory))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True).start()
     return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from biossd.core.owners import start_ticks
 from biossd.host import objectstore, tracefs
+from test_prepare import SHUTDOWN_POLL_S
 
 pytestmark = pytest.mark.integration
 #: A uid no account uses here, standing for another local user.
@@ -97,7 +98,7 @@ def test_an_impostor_on_the_object_store_s_port_gets_nothing(tmp_path, monkeypat
     """Whatever answers 2xx on the port before S3Proxy binds is not our server: the store does not
     come up on it, and the impostor never receives the bucket or an object."""
     impostor = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Impostor)
-    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    threading.Thread(target=impostor.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True).start()
     monkeypatch.setattr(objectstore, "_free_port", lambda: impostor.server_address[1])
     _Impostor.seen = []
     try:

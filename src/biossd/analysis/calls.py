@@ -96,9 +96,11 @@ def call_table(a: Analysis) -> pd.DataFrame:
         counted = tool_runs[tool_runs["outcome"].isin(COUNTED)]
         # Each side's own floor and cap (a host of a matched pair measured its own); shown: the fast
         # side's; the headroom is the least either side's runs left under their own cap.
-        fast_runs = speedup.side_rows(tool_runs, fast)
+        on_side = {s: speedup.side_rows(tool_runs, s) for s in (fast, slow)}
+        counted_on = {s: rows[rows["outcome"].isin(COUNTED)] for s, rows in on_side.items()}
+        fast_runs = on_side[fast]
         floor = _median(fast_runs, "floor_bytes")
-        floor_sd = max((_median(speedup.side_rows(tool_runs, s), "floor_sd_bytes") for s in (fast, slow)),
+        floor_sd = max((_median(on_side[s], "floor_sd_bytes") for s in (fast, slow)),
                        key=lambda v: v if np.isfinite(v) else -1.0)
         m = _median(tool_runs, "data_memory_bytes")
         if not np.isfinite(m) and tool in reg.index:
@@ -106,9 +108,8 @@ def call_table(a: Analysis) -> pd.DataFrame:
         if not np.isfinite(floor) and tool in reg.index:
             floor = float(reg.loc[tool, "floor_bytes"])
         cap = _median(fast_runs, "cap_bytes")
-        left = [_median(speedup.side_rows(counted, s), "cap_bytes")
-                - float((speedup.side_rows(counted, s)["resident_peak_kib"] * 1024).max())
-                for s in (fast, slow) if len(speedup.side_rows(counted, s))]
+        left = [_median(counted_on[s], "cap_bytes") - float((counted_on[s]["resident_peak_kib"] * 1024).max())
+                for s in (fast, slow) if len(counted_on[s])]
         headroom = min((x for x in left if np.isfinite(x)), default=math.nan)
         swapped = float((counted["swap_outs"] * PAGE_BYTES).max()) if len(counted) else math.nan
         code = counted["code_read_bytes"].dropna() if "code_read_bytes" in counted else pd.Series(dtype=float)
@@ -121,14 +122,14 @@ def call_table(a: Analysis) -> pd.DataFrame:
                if np.isfinite(m) else math.nan,
                "demand_bytes": _demand_bytes(a, tool),
                # The parts of the capped runs' resident peak on the fast side, and its largest program.
-               **{f"peak_{part}_bytes": _median(speedup.side_rows(counted, fast), f"resident_{part}_bytes")
+               **{f"peak_{part}_bytes": _median(counted_on[fast], f"resident_{part}_bytes")
                   for part in ("anon", "file_mapped", "shmem")},
-               "top_process": _mode(speedup.side_rows(counted, fast), "resident_top_process"),
+               "top_process": _mode(counted_on[fast], "resident_top_process"),
                "code_read_bytes": float(code.median()) if len(code) else math.nan,
                "code_read_device": devices.mode().iloc[0] if len(devices) else "",
                "host_pageout_idle_s": _median(tool_runs, "host_pageout_idle_s"),
-               "redone_fast": int(redone[speedup.side_rows(tool_runs, fast).index].sum()),
-               "redone_slow": int(redone[speedup.side_rows(tool_runs, slow).index].sum()),
+               "redone_fast": int(redone[on_side[fast].index].sum()),
+               "redone_slow": int(redone[on_side[slow].index].sum()),
                "still_busy": int((outside > _load_limit()).sum()),
                "outside_cores_max": float(outside.max()) if outside.notna().any() else math.nan,
                "speedup_low": base.at[tool, "speedup_low"], "speedup_high": base.at[tool, "speedup_high"]}

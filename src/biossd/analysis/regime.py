@@ -48,16 +48,18 @@ def study_data_memory(a: Analysis) -> float:
     return float(parse_size(str(value))) if value and is_size_label(str(value)) else math.nan
 
 
-def _mean(rows: pd.DataFrame, side: str, column: str) -> float:
-    rows = speedup.side_rows(rows, side)
-    rows = rows[rows["outcome"].isin(COUNTED)]
+def _counted(runs: pd.DataFrame, side: str) -> pd.DataFrame:
+    """The runs of ``side`` whose counts show what the tool did (:data:`COUNTED`)."""
+    rows = speedup.side_rows(runs, side)
+    return rows[rows["outcome"].isin(COUNTED)]
+
+
+def _mean(rows: pd.DataFrame, column: str) -> float:
     return float(rows[column].mean()) if column in rows and len(rows) else math.nan
 
 
-def _issuer(rows: pd.DataFrame, side: str) -> tuple[str, float]:
-    """The command that issued most swap-in reads on ``side`` (over its counted runs), and its share."""
-    rows = speedup.side_rows(rows, side)
-    rows = rows[rows["outcome"].isin(COUNTED)]
+def _issuer(rows: pd.DataFrame) -> tuple[str, float]:
+    """The command that issued most swap-in reads over ``rows`` (a side's counted runs), and its share."""
     if "swap_read_top_comm" not in rows or rows["swap_read_top_comm"].dropna().empty:
         return "", math.nan
     comm = rows["swap_read_top_comm"].dropna().astype(str).mode().iloc[0]
@@ -81,14 +83,15 @@ def regime_table(a: Analysis) -> pd.DataFrame:
             m = float(runs["data_memory_bytes"].dropna().median())
         floor = (float(runs["floor_bytes"].dropna().median()) if "floor_bytes" in runs and runs["floor_bytes"].notna().any()
                  else cap - m)
-        issuer, share = _issuer(runs, slow)
+        counted = {side: _counted(runs, side) for side in (fast, slow)}
+        issuer, share = _issuer(counted[slow])
         row = {"tool": tool, "floor_bytes": floor, "input_bytes": input_bytes, "data_memory_bytes": m,
                "data_over_m": float(uncapped.get(tool, math.nan)), "input_over_m": input_bytes / m if m else math.nan,
                "swap_read_issuer_slow": issuer, "swap_read_issuer_share_slow": share}
         for column, key in (("pfault", "Pfault"), ("major_faults", "major_faults"), ("swap_ins", "swap_ins"),
                             ("swap_outs", "swap_outs"), ("swap_reads", "swap_read_requests")):
-            row[f"{column}_fast"] = _mean(runs, fast, key)
-            row[f"{column}_slow"] = _mean(runs, slow, key)
+            row[f"{column}_fast"] = _mean(counted[fast], key)
+            row[f"{column}_slow"] = _mean(counted[slow], key)
         rows.append(row)
     return pd.DataFrame(rows, columns=["tool", *REGIME_COLUMNS]).set_index("tool", drop=False)
 

@@ -31,9 +31,8 @@ KIB = 1 << 10
 MS_PER_S = 1000.0
 
 
-def _mean(runs: pd.DataFrame, side: str, column: str,
-          outcomes: tuple[str, ...] = (speedup.OK,)) -> float:
-    rows = speedup.side_rows(runs, side)
+def _mean(rows: pd.DataFrame, column: str, outcomes: tuple[str, ...] = (speedup.OK,)) -> float:
+    """The mean of ``column`` over ``rows`` (one side's runs) that ended in one of ``outcomes``."""
     rows = rows[rows["outcome"].isin(outcomes)]
     return float(rows[column].mean()) if column in rows and len(rows) else math.nan
 
@@ -73,22 +72,23 @@ def evidence(a: Analysis) -> pd.DataFrame:
         cap = tool_runs["cap_bytes"].dropna()
         device_kib = (tool_runs["Riops"] * tool_runs["Rsize"].fillna(0) + tool_runs["Wiops"] * tool_runs["Wsize"].fillna(0)
                       ) * tool_runs["runtime_s"]
+        on = {side: speedup.side_rows(tool_runs.assign(_kib=device_kib), side) for side in (fast, slow)}
         row = {
             "tool": tool,
-            "swap_reads_fast": _mean(tool_runs, fast, "swap_read_requests", COUNTED),
-            "swap_reads_slow": _mean(tool_runs, slow, "swap_read_requests", COUNTED),
-            "pfault_fast": _mean(tool_runs, fast, "Pfault", COUNTED),
-            "pfault_slow": _mean(tool_runs, slow, "Pfault", COUNTED),
-            "read_service_slow_s": _mean(tool_runs, slow, "read_service_s", COUNTED),
-            "write_service_slow_s": _mean(tool_runs, slow, "write_service_s", COUNTED),
-            "resident_mib": _mean(tool_runs, fast, "resident_peak_kib", COUNTED) * KIB / MIB,
+            "swap_reads_fast": _mean(on[fast], "swap_read_requests", COUNTED),
+            "swap_reads_slow": _mean(on[slow], "swap_read_requests", COUNTED),
+            "pfault_fast": _mean(on[fast], "Pfault", COUNTED),
+            "pfault_slow": _mean(on[slow], "Pfault", COUNTED),
+            "read_service_slow_s": _mean(on[slow], "read_service_s", COUNTED),
+            "write_service_slow_s": _mean(on[slow], "write_service_s", COUNTED),
+            "resident_mib": _mean(on[fast], "resident_peak_kib", COUNTED) * KIB / MIB,
             "cap_mib": float(cap.iloc[0]) / MIB if len(cap) else math.nan,
-            "device_mib": _mean(tool_runs.assign(_kib=device_kib), fast, "_kib") * KIB / MIB,
-            "cpu_cores_used": _mean(tool_runs, fast, "cpu_cores_used"),
-            "runtime_fast_s": _mean(tool_runs, fast, "runtime_s"),
+            "device_mib": _mean(on[fast], "_kib") * KIB / MIB,
+            "cpu_cores_used": _mean(on[fast], "cpu_cores_used"),
+            "runtime_fast_s": _mean(on[fast], "runtime_s"),
             "random_read_slow_ms": random_read_ms(a, slow),
-            "transient_mib": _mean(tool_runs, slow, "transient_write_bytes", COUNTED) / MIB,
-            "transient_top": _mode(speedup.side_rows(tool_runs, slow), "transient_write_top"),
+            "transient_mib": _mean(on[slow], "transient_write_bytes", COUNTED) / MIB,
+            "transient_top": _mode(on[slow], "transient_write_top"),
         }
         if tool in reg.index:
             row.update(issuer=reg.loc[tool, "swap_read_issuer_slow"], issuer_share=reg.loc[tool, "swap_read_issuer_share_slow"],
