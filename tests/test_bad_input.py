@@ -165,9 +165,11 @@ def test_a_bad_input_is_refused_naming_it(bad_places, capsys, argv, names):
     assert (bad_places / "listed" / "run.json").read_text() == "[1, 2]"
 
 
-def test_accepted_because_it_means_something(biossd, tmp_path):
+@pytest.mark.integration
+def test_accepted_because_it_means_something(biossd, tmp_path, tool_required):
     """A 1K BAM is a small input (a tool's start-up); a pipeline task's tag with '/' and '..'
     becomes one safe path component."""
+    tool_required("samtools")
     from biossd.measure.own_pipeline import task as pipeline_task
 
     biossd("data", "synth", "bam", "--size", "1K", "-o", str(tmp_path / "tiny"))
@@ -205,9 +207,11 @@ def test_a_definition_or_manifest_out_of_range_is_refused(tmp_path):
             datasets.load(Path(path))
 
 
-def test_a_damaged_experiment_input_is_refused_not_run(tmp_path):
+@pytest.mark.integration
+def test_a_damaged_experiment_input_is_refused_not_run(tmp_path, tool_required):
     """An experiment task's --input whose file no longer matches its synth.json (a byte changed)
     is refused before any run reads it: the damage never becomes the tool failing."""
+    tool_required("samtools")
     from biossd.experiments import task as experiment_task
     from biossd.study import staging
     from biossd.study.inputs import data

@@ -82,8 +82,10 @@ def _btt_zero_seeks(stems: list[Path], work: Path) -> dict[str, tuple[int, int]]
     return out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_counts_sizes_and_consecutive_share_agree_with_blkparse_and_btt(tmp_path, scenario):
+def test_counts_sizes_and_consecutive_share_agree_with_blkparse_and_btt(tmp_path, scenario, tool_required):
+    tool_required("blkparse", "btt")
     stems, all_records = [], []
     for i, spec in enumerate(SCENARIOS[scenario]):
         records = b.synthetic(**spec)

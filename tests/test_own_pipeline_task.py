@@ -108,14 +108,13 @@ def test_a_session_is_its_nextflow_process_and_a_task_without_one_cannot_join(tm
     assert not any(tmp_path.iterdir()), "nothing was started or marked"
 
 
-def test_a_container_launch_is_wrapped_and_an_engine_this_host_lacks_is_named(tmp_path):
+@pytest.mark.integration
+def test_a_container_launch_is_wrapped_and_an_engine_this_host_lacks_is_named(tmp_path, tool_required):
     from biossd.measure.own_pipeline import task as pipeline_task
 
     docker = {"process": "A", "engine": "docker", "container": "img:1"}
     (tmp_path / pipeline_task.CIDFILE).write_text("an earlier attempt's")
-    import shutil
-
-    assert shutil.which("docker"), "make install installs Debian's docker.io"
+    tool_required("docker")
     argv, cidfile = pipeline_task.container_launch(docker, ["docker", "run", "-i", "img:1", "true"], tmp_path)
     assert argv == ["docker", "run", "--cidfile", str(tmp_path / pipeline_task.CIDFILE), "-i", "img:1", "true"]
     assert cidfile == tmp_path / pipeline_task.CIDFILE and not cidfile.exists(), "Docker refuses an existing one"

@@ -203,9 +203,12 @@ def test_the_plan_reads_a_data_set_per_tool_or_kind(published, fetched):
     assert any("fetch.json is missing: fetch the data set first (`biossd data fetch lib" in p for p in unfetched.problems)
 
 
-def test_a_prepared_input_is_profiled_as_a_study_run_reads_it(biossd, published, fetched, tmp_path):
+@pytest.mark.integration
+def test_a_prepared_input_is_profiled_as_a_study_run_reads_it(biossd, published, fetched, tmp_path, root_required,
+                                                              tool_required):
     """The rest of the path: the workflow's steps on the prepared input — the tool's own
-    preparation (bwa index), then one profiled, capped run of it."""
+    preparation (bwa index), then one profiled, capped run of it (root, for its cgroup)."""
+    tool_required("bwa")
     made, prepared = tmp_path / "input", tmp_path / "prepared"
     biossd("data", "prepare", "lib", "--data", str(fetched / "lib"), "--size", str(READS_SIZE), "-o", str(made),
            "--manifests", str(published["manifests"]))

@@ -35,10 +35,11 @@ def _profiled(biossd, tool: str, made: Path, tmp_path: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def rnaseq_alignments(tmp_path_factory):
+def rnaseq_alignments(tmp_path_factory, tool_required):
     """A 'published' RNA-seq alignment file as GEO serves one (gzipped SAM from BWA-MEM, every
     other read sequenced from the other strand, so that half align reversed; spliced reads give
     supplementary lines), its genome and gene models, behind a local HTTP server."""
+    tool_required("bwa", "samtools")
     root = tmp_path_factory.mktemp("rnaseq")
     made = root / "made"
     data.synth("rnaseq", made, 256 << 10, seed=21)
@@ -64,6 +65,7 @@ def rnaseq_alignments(tmp_path_factory):
     httpd.shutdown()
 
 
+@pytest.mark.integration
 def test_a_sam_data_set_becomes_reads_the_study_realigns(biossd, rnaseq_alignments, tmp_path):
     """fetch -> recipe -> input -> run: each read's primary line, back in the orientation it was
     sequenced (reverse-strand alignments reverse-complemented, supplementary lines dropped); the
@@ -90,9 +92,11 @@ def test_a_sam_data_set_becomes_reads_the_study_realigns(biossd, rnaseq_alignmen
     assert run["outcome"] == "ok" and run["exit_code"] == 0
 
 
-def test_reads_become_an_unsorted_bam_that_samtools_sort_reads(biossd, tmp_path):
+@pytest.mark.integration
+def test_reads_become_an_unsorted_bam_that_samtools_sort_reads(biossd, tmp_path, tool_required):
     """align_bam: BWA-MEM aligns every read, the BAM holds a seeded subsample of about the size
     asked (its compression measured on the data set), unsorted, replicated under new names."""
+    tool_required("bwa", "samtools")
     data.synth("reads", tmp_path / "lib", 256 << 10, seed=22)
     src = {"reads": tmp_path / "lib/reads_1.fq", "reference": tmp_path / "lib/genome.fa"}
     one, two = tmp_path / "one", tmp_path / "two"
@@ -138,7 +142,9 @@ def test_one_contig_of_a_sample_is_what_gatk_reads(biossd, tmp_path, tool_requir
     assert f"able to recalibrate {made['records']} reads" in log
 
 
-def test_a_region_the_sample_lacks_or_a_bam_without_read_group_is_named(tmp_path):
+@pytest.mark.integration
+def test_a_region_the_sample_lacks_or_a_bam_without_read_group_is_named(tmp_path, tool_required):
+    tool_required("samtools")
     data.synth("vcf", tmp_path / "sample", 256 << 10, seed=24)
     src = {"alignments": tmp_path / "sample/reads.bam", "genome": tmp_path / "sample/genome.fa",
            "known_sites": tmp_path / "sample/known_sites.vcf"}
