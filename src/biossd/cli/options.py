@@ -269,7 +269,8 @@ def add_profile_options(p: argparse.ArgumentParser, evict_default: str = "all") 
     p.add_argument("--read-code", action="store_true",
                    help="a warm-up: once the command has ended, read whole into its cgroup every file its processes "
                         "mapped or read outside the class's file systems, so no later capped run is charged for "
-                        "the tool's code (needs root)")
+                        "the tool's code, then held resident (mapped and locked) until the run's owner ends "
+                        "(needs root)")
     p.add_argument("--overwrite", action="store_true", help="replace a complete run directory")
     p.add_argument("--sample-interval", type=seconds_between(*SAMPLE_INTERVAL_RANGE_S, "the sampler's interval"),
                    default=1.0, metavar="SECONDS",

@@ -214,6 +214,12 @@ def boot_id() -> str:
         return ""
 
 
+def environment_value(label: str, pid: int | None = None) -> str:
+    """:data:`OWNER_ENV`'s value naming ``pid`` (default: this process) as the owner, as a
+    workflow hands it to its tasks."""
+    return f"{boot_id()} {os.getpid() if pid is None else pid} {label}"
+
+
 def from_environment(environ: Mapping[str, str] | None = None) -> ProcessRef | None:
     """The owner named by :data:`OWNER_ENV` when it names a process of this host and boot,
     else ``None`` (unset, malformed, another host, another boot)."""

@@ -122,17 +122,19 @@ class CodeFiles:
                 return
             self.held[(st.st_dev, st.st_ino)] = (fd, path, st.st_size)
 
-    def read_into(self, join: Callable[[int], None]) -> dict[str, Any]:
+    def read_into(self, join: Callable[[int], None],
+                  hold: Callable[[list[tuple[int, str, int]]], dict[str, Any]] | None = None) -> dict[str, Any]:
         """Read every held file whole from a process that ``join(pid)`` moves into the warm-up's
         cgroup before it reads; the record (files, bytes, seconds, the largest files) and the
-        descriptors closed."""
+        descriptors closed. Once read, ``hold`` is given the files (``(descriptor, path, size)``)
+        to keep them resident (:func:`biossd.host.codeholder.hold`); its record is ``held``."""
         with self._lock:
             held = list(self.held.values())
         fds = [fd for fd, _path, _size in held]
         started = time.monotonic()
         try:
             if not fds:
-                return self._record(held, 0, 0.0, None)
+                return {**self._record(held, 0, 0.0, None), **({"held": hold(held)} if hold is not None else {})}
             reader = subprocess.Popen([sys.executable, "-I", "-S", "-c", _READER, *map(str, fds)], pass_fds=fds,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
@@ -144,7 +146,8 @@ class CodeFiles:
             out, err = reader.communicate("go\n")
             if reader.returncode != 0:
                 return self._record(held, 0, 0.0, f"the reader failed ({reader.returncode}): {err.strip()[-300:]}")
-            return self._record(held, int(out), time.monotonic() - started, None)
+            record = self._record(held, int(out), time.monotonic() - started, None)
+            return {**record, "held": hold(held)} if hold is not None else record
         finally:
             self.close()
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     """``(kind, what, remove)`` for every leftover on this host."""
     from biossd.core import made
-    from biossd.host import cgroups, dockerengine, hostlock, objectstore, swap, tracefs
+    from biossd.core.owners import ProcessRef
+    from biossd.host import cgroups, codeholder, dockerengine, hostlock, objectstore, swap, tracefs
     from biossd.host.hdd import emulate
     from biossd.host.slurm import cluster
     from biossd.measure.own_pipeline import handoff
@@ -48,6 +49,11 @@ def find_all() -> list[tuple[str, str, Callable[[], None]]]:
     if engine is not None:
         found.append(("docker-engine", f"Docker engine whose owner is gone ({engine['dir']})",
                       lambda: dockerengine.down()))
+    for record in codeholder.leftovers():
+        owner = ProcessRef.from_record(record.get("owner"))
+        found.append(("code holder", f"code of {record.get('key') or 'a tool'} held for "
+                      f"{owner.describe() if owner else 'nobody'}, which is gone ({record['path']})",
+                      lambda r=record: codeholder.remove_leftover(r)))
     for state_dir in objectstore.find_leftovers():
         found.append(("object-store", f"S3Proxy server and s3fs mount of a killed experiment task ({state_dir})",
                       lambda d=state_dir: objectstore.remove_leftover(d)))
@@ -103,7 +109,7 @@ def in_use() -> list[str]:
     """What biossd has on this host that is in use (not leftovers): the host lock's holder and
     owned emulations, for ``biossd doctor``."""
     from biossd.core.owners import ProcessRef
-    from biossd.host import dockerengine, hostlock
+    from biossd.host import codeholder, dockerengine, hostlock
     from biossd.host.hdd import emulate
     from biossd.host.slurm import cluster
 
@@ -123,6 +129,9 @@ def in_use() -> list[str]:
     holder = hostlock.held_by()
     if holder is not None:
         lines.append(f"host lock {hostlock.lock_path()}: held by {hostlock.describe(holder)}")
+    for record in codeholder.live():
+        lines.append(f"code of {record.get('key') or 'a tool'} held resident ({record.get('bytes', 0) >> 20} MiB, "
+                     f"{record.get('files')} files) for {ProcessRef.from_record(record['owner']).describe()}")
     for state_dir in emulate.all_states():
         if emulate.in_use(state_dir):
             status = emulate.status_of(state_dir)

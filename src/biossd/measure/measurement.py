@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from biossd.core.owners import RUN_TAG_VAR, kill_tagged, start_ticks
-from biossd.host import codefiles, dockerengine, hostfacts, hostlock, pagecache
+from biossd.host import codefiles, codeholder, dockerengine, hostfacts, hostlock, pagecache
 from biossd.host import devices as block_devices
 from biossd.host.cgroups import MemoryCap
 from biossd.host.hdd import emulate
@@ -297,7 +297,9 @@ class Measurement:
             self.code.close()
             why = "the command did not start" if not ran else "no cgroup of the run's own to charge it to"
             return {"asked": True, "files": 0, "bytes": 0, "why": why}
-        record = self.code.read_into(self.cap.join)
+        request = self.request
+        record = self.code.read_into(self.cap.join, lambda files: codeholder.hold(
+            files, request.owner, request.labels.get("tool")))
         self.phases.mark("read_code")
         return record
 

@@ -8,11 +8,13 @@ cache first; a run whose host was busy outside it is run again once, as the stud
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from biossd.core import owners
 from biossd.core.files import remove_tree
 from biossd.core.units import format_size
 from biossd.study.sizing import rule
@@ -93,8 +95,9 @@ class Runner:
             swap = ["--swap", rule.SWAP_SIZE] if cap else []
             warmup = ["--read-code"] if step == WARMUP_STEP else []
             _checked(["biossd", "profile", "--mem", format_size(cap) if cap else "none", "--out", str(out),
-                      "--evict", "run", "--timeout", f"{timeout_s:g}", *swap, *warmup, "--", *[a.decode() for a in argv if a]],
-                     f"profile {tool}", cwd=stage_dir)
+                      "--evict", "run", "--timeout", f"{timeout_s:g}", "--label", f"tool={tool}", *swap, *warmup,
+                      "--", *[a.decode() for a in argv if a]],
+                     f"profile {tool}", cwd=stage_dir, env=_owned_environment())
             body = json.loads((out / "run.json").read_text())
             accounting = out / "rusage.json"  # the process tree's block reads and writes
             usage = json.loads(accounting.read_text()) if accounting.is_file() else {}
@@ -113,8 +116,17 @@ class Runner:
         return record, bool(load.get("busy"))
 
 
-def _checked(argv: list[str], what: str, cwd: Path | None = None) -> bytes:
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True)
+def _owned_environment() -> dict[str, str]:
+    """The runs' environment: their owner is the workflow that started this sizing, else this
+    sizing, so that the code a warm-up holds resident lasts as long as it does
+    (:mod:`biossd.host.codeholder`) and no longer."""
+    if owners.from_environment() is not None:
+        return dict(os.environ)
+    return {**os.environ, owners.OWNER_ENV: owners.environment_value("biossd study size")}
+
+
+def _checked(argv: list[str], what: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> bytes:
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, env=env)
     if proc.returncode != 0:
         raise SizingError(f"biossd study size: {what} failed ({proc.returncode}): "
                           f"{proc.stderr.decode(errors='replace').strip()[-500:]}")
