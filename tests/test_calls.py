@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from biossd.core import owners
 from biossd.core.units import parse_size
 from biossd.host import pagecache, resident
 from biossd.measure import floors, hostload, manifest
@@ -199,6 +200,17 @@ def test_a_sizing_run_on_a_busy_host_is_run_again_once_and_the_quiet_one_decides
     assert got["wall_s"] == 4.0 and got["redone"] == {"first_wall_s": 9.0, "first_outside_cores": 0.9}
     assert runner.runs == [got] and "busy outside the run (0.90 cores)" in logged[0]
     assert runner.run("bwa", 1 << 20, None, {}, "input", 60.0)["wall_s"] == 4.0 and len(runner.runs) == 2
+
+
+def test_a_sizing_s_runs_are_owned_by_its_workflow_else_by_the_sizing_itself(monkeypatch):
+    """Code a warm-up holds resident (biossd.host.codeholder) lasts as long as its owner: the
+    Nextflow session that started the sizing, or else the sizing's own process."""
+    monkeypatch.delenv(owners.OWNER_ENV, raising=False)
+    alone = owners.from_environment(sizing_run._owned_environment())
+    assert alone is not None and alone.pid == os.getpid() and alone.label == "biossd study size"
+    workflow = owners.environment_value("nextflow (the study's launcher)", os.getppid())
+    monkeypatch.setenv(owners.OWNER_ENV, workflow)
+    assert sizing_run._owned_environment()[owners.OWNER_ENV] == workflow
 
 
 def test_a_step_next_to_the_budget_is_timed_three_times_and_its_median_decides():
