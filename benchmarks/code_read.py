@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from biossd.core import owners
+from biossd.core import owners, signals
 from biossd.core.units import format_size, parse_size
 from biossd.study import catalogue
 from biossd.study.sizing import procedure, rule
@@ -72,7 +72,9 @@ def _arm(tool: str, arm: str, rep: int, prepared: dict[str, Path], class_dir: Pa
         warm = _run(tool, prepared["small"], class_dir, base / "warm", ["--mem", "none", "--uncapped"], sets,
                     ["--evict", "all", *warm_args], env=env)
         time.sleep(idle_s)
-        capped = _run(tool, prepared["full"], class_dir, base / "capped", ["--mem", str(cap)], sets, [])
+        # Swap on the class, as the study's capped runs have (docs/study.md).
+        capped = _run(tool, prepared["full"], class_dir, base / "capped", ["--mem", str(cap), "--swap", rule.SWAP_SIZE],
+                      sets, [])
     finally:
         if owner is not None:
             owner.kill()
@@ -88,6 +90,12 @@ def _arm(tool: str, arm: str, rep: int, prepared: dict[str, Path], class_dir: Pa
 
 
 def main() -> int:
+    """Interrupted (SIGINT, SIGTERM, SIGHUP), it still takes its storage down and removes its files."""
+    with signals.signals_raise(lambda signum: KeyboardInterrupt(f"signal {signum}")):
+        return _main()
+
+
+def _main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tool", default="gatk_baserecalibrator")
     ap.add_argument("--repeats", type=int, default=3)
