@@ -93,7 +93,7 @@ def test_the_files_stay_resident_until_the_owner_ends_even_killed(tmp_path, root
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert _gone(holder)
-    assert codeholder.holders() == []
+    assert codeholder.holders() == [] and not codeholder.STATE_DIR.exists(), "the last holder out removes its folder"
 
 
 @pytest.mark.integration

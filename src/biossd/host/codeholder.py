@@ -47,6 +47,8 @@ MAX_HELD_SHARE = 0.25
 READY_TIMEOUT_S = 120.0
 #: How long a holder whose owner has ended may take to exit on its own before it is a leftover.
 EXIT_GRACE_S = 2.0
+#: How often a holder tries to write its state file while other holders remove the empty directory.
+STATE_WRITE_TRIES = 3
 #: The environment variable of a process inside a SLURM job (which SLURM ends with the job).
 SLURM_JOB_VAR = "SLURM_JOB_ID"
 
@@ -101,7 +103,7 @@ def remove_leftover(record: dict[str, Any]) -> None:
     if ref is not None and ref.alive():
         with contextlib.suppress(ProcessLookupError):
             os.kill(ref.pid, signal.SIGKILL)
-    Path(record["path"]).unlink(missing_ok=True)
+    _remove_state(Path(record["path"]))
 
 
 def _replaced(record: dict[str, Any], owner: ProcessRef, key: str | None) -> bool:
@@ -156,7 +158,6 @@ def _start(files: list[tuple[int, str, int]], owner: ProcessRef, owner_fd: int, 
            environ: dict[str, str]) -> dict[str, Any]:
     fds = [fd for fd, _path, _size in files]
     environ.pop(RUN_TAG_VAR, None)  # never taken for a process of the run that started it
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
     about = json.dumps({"owner": owner.record(), "key": key, "paths": [p for _fd, p, _s in files]})
     proc = subprocess.Popen([sys.executable, "-m", "biossd.host.codeholder", "--owner-fd", str(owner_fd),
                              *(str(fd) for fd in fds)], pass_fds=[owner_fd, *fds], env=environ,
@@ -203,6 +204,25 @@ def _lock(fds: list[int]) -> tuple[int, int]:
     return len(fds), locked
 
 
+def _write_state(state: Path, record: dict[str, Any]) -> None:
+    """The holder's state file, in :data:`STATE_DIR` made for it (a holder that exits removes the
+    directory once it is empty: one that did so meanwhile makes this try again)."""
+    for _ in range(STATE_WRITE_TRIES - 1):
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            atomic_write_text(state, json.dumps(record))
+            return
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(state, json.dumps(record))
+
+
+def _remove_state(state: Path) -> None:
+    """A holder's state file removed, and :data:`STATE_DIR` with it once no holder is left."""
+    state.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        STATE_DIR.rmdir()
+
+
 def serve(owner_fd: int, fds: list[int]) -> int:
     """The holder: the files locked, its state file written, one JSON line to its starter, then a
     wait until the owner ends (its pidfd readable) or a signal; the state file removed on exit."""
@@ -217,7 +237,7 @@ def serve(owner_fd: int, fds: list[int]) -> int:
             except OSError as err:
                 print(json.dumps({"why": str(err.strerror)}), flush=True)
                 return 1
-            atomic_write_text(state, json.dumps({**about, "holder": me.record(), "files": files, "bytes": locked}))
+            _write_state(state, {**about, "holder": me.record(), "files": files, "bytes": locked})
             print(json.dumps({"files": files, "bytes": locked, "seconds": round(time.monotonic() - started, 3)}),
                   flush=True)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -227,7 +247,7 @@ def serve(owner_fd: int, fds: list[int]) -> int:
                 pass
             return 0
         finally:
-            state.unlink(missing_ok=True)
+            _remove_state(state)
 
 
 def main(argv: list[str] | None = None) -> int:
