@@ -113,6 +113,23 @@ def test_a_newer_warm_up_of_the_same_tool_replaces_its_holder_and_another_tool_k
 
 
 @pytest.mark.integration
+def test_the_host_s_share_counts_a_file_two_holders_lock_once(tmp_path, monkeypatch, root_required):
+    """GATK's three steps lock the same JDK and jar: the second tool's holder adds no memory."""
+    shared, other = _files(tmp_path)
+    monkeypatch.setattr(codeholder, "MAX_HELD_SHARE", 1.5 * FILE_BYTES / codeholder._mem_total_bytes())
+    with _owner() as (_proc, owner):
+        with _opened([shared]) as files:
+            first = codeholder.hold(files, owner, "gatk_a")
+            second = codeholder.hold(files, owner, "gatk_b")
+        with _opened([other]) as files:
+            third = codeholder.hold(files, owner, "tool-c")
+        assert first["held"] and second["held"], second
+        assert not third["held"] and "8 MiB beside 8 MiB already held" in third["why"], third
+        holders = [ProcessRef.from_record(r["holder"]) for r in (first, second)]
+    assert all(_gone(h) for h in holders) and codeholder.holders() == []
+
+
+@pytest.mark.integration
 def test_a_killed_holder_s_state_is_a_leftover_that_cleanup_removes(tmp_path, root_required):
     paths = _files(tmp_path, 1)
     with _owner() as (_proc, owner):

@@ -40,8 +40,9 @@ from biossd.core.owners import RUN_TAG_VAR, ProcessRef
 from biossd.core.runtime import RUN_ROOT
 
 STATE_DIR = RUN_ROOT / "code-holders"
-#: At most this share of the host's memory (``MemTotal``) is held for code, all holders together:
-#: a tool whose code would go beyond it is not held (its record says so).
+#: At most this share of the host's memory (``MemTotal``) is held for code, all holders together
+#: (a file two holders lock counted once): a tool whose code would go beyond it is not held (its
+#: record says so).
 MAX_HELD_SHARE = 0.25
 #: How long a new holder may take to map and lock its files before it is given up.
 READY_TIMEOUT_S = 120.0
@@ -112,7 +113,23 @@ def _replaced(record: dict[str, Any], owner: ProcessRef, key: str | None) -> boo
     return record.get("key") == key and (named.get("pid"), named.get("start_ticks")) == (owner.pid, owner.start_ticks)
 
 
-def _refusal(owner: ProcessRef | None, key: str | None, total_bytes: int, environ: dict[str, str]) -> str | None:
+def _held_inodes(owner: ProcessRef, key: str | None) -> dict[tuple[int, int], int]:
+    """Each file the live holders lock (``(st_dev, st_ino)`` to its size), but the one a new holder
+    of ``key`` for ``owner`` replaces: a file two holders lock is one file's pages."""
+    held: dict[tuple[int, int], int] = {}
+    for record in live():
+        if _replaced(record, owner, key):
+            continue
+        named = record.get("inodes")
+        if named is None:  # a record without its files: counted whole, as nobody else's
+            held[(-1, len(held))] = int(record.get("bytes", 0))
+            continue
+        held.update({(int(dev), int(ino)): int(size) for dev, ino, size in named})
+    return held
+
+
+def _refusal(owner: ProcessRef | None, key: str | None, inodes: dict[tuple[int, int], int],
+             environ: dict[str, str]) -> str | None:
     if owner is None:
         return "no owner outlives the run (a Nextflow session or `biossd study size` hands one in $BIOSSD_OWNER)"
     if environ.get(SLURM_JOB_VAR):
@@ -120,9 +137,11 @@ def _refusal(owner: ProcessRef | None, key: str | None, total_bytes: int, enviro
     if os.geteuid() != 0:
         return "locking files in memory needs root"
     budget = int(MAX_HELD_SHARE * _mem_total_bytes())
-    others = sum(r.get("bytes", 0) for r in live() if not _replaced(r, owner, key))
-    if others + total_bytes > budget:
-        return (f"{total_bytes >> 20} MiB beside {others >> 20} MiB already held would pass "
+    held = _held_inodes(owner, key)
+    others = sum(held.values())
+    more = sum(size for identity, size in inodes.items() if identity not in held)
+    if others + more > budget:
+        return (f"{more >> 20} MiB beside {others >> 20} MiB already held would pass "
                 f"{MAX_HELD_SHARE:g} of the host's memory ({budget >> 20} MiB)")
     return None
 
@@ -133,11 +152,12 @@ def hold(files: list[tuple[int, str, int]], owner: ProcessRef | None, key: str |
     ``owner``; the record: held or not and why, bytes and files held, the holder. A holder of the
     same ``key`` (the tool) for the same owner is replaced once the new one holds."""
     environ = dict(os.environ if environ is None else environ)
-    linked = [(fd, path, size) for fd, path, size in files if os.fstat(fd).st_nlink > 0]
+    stats = [(fd, path, size, os.fstat(fd)) for fd, path, size in files]
+    linked = [(fd, path, size) for fd, path, size, st in stats if st.st_nlink > 0]
+    inodes = {(st.st_dev, st.st_ino): size for _fd, _path, size, st in stats if st.st_nlink > 0}
     record: dict[str, Any] = {"held": False, "files": 0, "bytes": 0, "key": key,
                               "files_deleted": len(files) - len(linked)}
-    total = sum(size for _fd, _path, size in linked)
-    why = ("the warm-up showed no file of code" if not files else _refusal(owner, key, total, environ)
+    why = ("the warm-up showed no file of code" if not files else _refusal(owner, key, inodes, environ)
            or (None if linked else "no file of it still exists"))
     if why is not None:
         return {**record, "why": why}
@@ -149,16 +169,17 @@ def hold(files: list[tuple[int, str, int]], owner: ProcessRef | None, key: str |
     try:
         if not owner.alive():  # the pidfd is of a process that reused the owner's pid
             return {**record, "why": f"the owner {owner.describe()} has ended"}
-        return {**record, **_start(linked, owner, owner_fd, key, environ)}
+        return {**record, **_start(linked, inodes, owner, owner_fd, key, environ)}
     finally:
         os.close(owner_fd)
 
 
-def _start(files: list[tuple[int, str, int]], owner: ProcessRef, owner_fd: int, key: str | None,
-           environ: dict[str, str]) -> dict[str, Any]:
+def _start(files: list[tuple[int, str, int]], inodes: dict[tuple[int, int], int], owner: ProcessRef,
+           owner_fd: int, key: str | None, environ: dict[str, str]) -> dict[str, Any]:
     fds = [fd for fd, _path, _size in files]
     environ.pop(RUN_TAG_VAR, None)  # never taken for a process of the run that started it
-    about = json.dumps({"owner": owner.record(), "key": key, "paths": [p for _fd, p, _s in files]})
+    about = json.dumps({"owner": owner.record(), "key": key, "paths": [p for _fd, p, _s in files],
+                        "inodes": [[dev, ino, size] for (dev, ino), size in inodes.items()]})
     proc = subprocess.Popen([sys.executable, "-m", "biossd.host.codeholder", "--owner-fd", str(owner_fd),
                              *(str(fd) for fd in fds)], pass_fds=[owner_fd, *fds], env=environ,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
