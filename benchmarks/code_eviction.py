@@ -19,10 +19,8 @@ Prints per arm the median share still resident at each time, and writes every sa
 from __future__ import annotations
 
 import argparse
-import ctypes
 import datetime as dt
 import json
-import mmap
 import os
 import shutil
 import statistics
@@ -31,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from biossd.host import hostfacts
+from biossd.host import codeholder, hostfacts
 
 HERE = Path(__file__).resolve().parent
 DAMON_ADMIN = Path("/sys/kernel/mm/damon/admin")
@@ -96,20 +94,14 @@ def start_holder(paths: list[Path]) -> subprocess.Popen:
 
 
 def hold(paths: list[str]) -> None:
-    """The holder's body: map each file shared and read-only, lock the mapping's pages (the file's
-    own page cache pages: a shared mapping has no copies), say ``ready``, wait for stdin to close."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
-    libc.mlock.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-    for name in paths:
-        fd = os.open(name, os.O_RDONLY)
-        size = os.fstat(fd).st_size
-        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        os.close(fd)
-        if address in (None, ctypes.c_void_p(-1).value) or libc.mlock(address, size) != 0:
-            print(f"{name}: {os.strerror(ctypes.get_errno())}", flush=True)
-            return
+    """The holder's body: each file mapped shared and read-only and its pages locked, as the
+    study's code holder does (:func:`biossd.host.codeholder.lock_files`), ``ready`` said, then a
+    wait for stdin to close."""
+    try:
+        codeholder.lock_files([os.open(name, os.O_RDONLY) for name in paths])
+    except OSError as err:
+        print(err.strerror, flush=True)
+        return
     print("ready", flush=True)
     sys.stdin.read()
 

@@ -206,9 +206,10 @@ def _start(files: list[tuple[int, str, int]], inodes: dict[tuple[int, int], int]
             "owner": owner.describe(), "seconds": said["seconds"]}
 
 
-def _lock(fds: list[int]) -> tuple[int, int]:
+def lock_files(fds: list[int]) -> tuple[int, int]:
     """Map each file shared and read-only and lock the mapping (the file's own page-cache pages);
-    the files and bytes locked. Raises :class:`OSError` naming what failed."""
+    the files and bytes locked; each descriptor closed (the mapping keeps its file). Raises
+    :class:`OSError` naming what failed."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
@@ -254,7 +255,7 @@ def serve(owner_fd: int, fds: list[int]) -> int:
     with signals.signals_raise(lambda signum: SystemExit(0)):
         try:
             try:
-                files, locked = _lock(fds)
+                files, locked = lock_files(fds)
             except OSError as err:
                 print(json.dumps({"why": str(err.strerror)}), flush=True)
                 return 1
