@@ -5,6 +5,7 @@ and lists every run directory with its checksum."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -162,6 +163,8 @@ def test_methods_state_the_sizing_rule_and_the_answer_without_stray_escapes(synt
                                                        data_memory="6M")
     text = supplement.methods_tex(a)
     assert "\t" not in text and "\x07" not in text and "\x08" not in text
+    # A bare % starts a LaTeX comment: the rest of the paragraph's line would vanish from the PDF.
+    assert re.search(r"(?<!\\)%", text) is None, re.search(r".{60}(?<!\\)%.{20}", text)
     assert r"\texttt{biossd.study.sizing.rule}" in text and r"\texttt{benchmarks/sizing.py}" in text
     assert "bam=64M, reads=8M" in text and "stopped after 120s" in text and "1G of swap" in text
     assert "M = 6M for every tool" in text and f"over\n{rule.INPUT_PER_MEMORY}" not in text

@@ -212,7 +212,7 @@ def _sizing_tex(a: analysis.Analysis, params: dict[str, Any], sizes: Any) -> str
                    r"hash-table assembler (MPI mode, one process). Each program's input is the largest step of a "
                    r"doubling ladder, refined by $\sqrt{2}$ next to the budget, "
                    f"whose uncapped native run adds at most {sized['run_s']:g}~s to its 1/{rule.FLOOR_DIVISOR} "
-                   f"run, a step within {rule.RETIME_WITHIN:.0%} of the budget, or over it, decided by the median of "
+                   f"run, a step within {esc(f'{rule.RETIME_WITHIN:.0%}')} of the budget, or over it, decided by the median of "
                    f"{rule.RETIME_REPEATS} timings "
                    r"(the GATK steps and Fig.~1's aligners share one input, as in the paper), stepped down by "
                    r"$\sqrt{2}$ while its "
