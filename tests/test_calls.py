@@ -20,6 +20,7 @@ from biossd.measure import floors, hostload, manifest
 from biossd.measure.trace import traceevents
 from biossd.study.plan import matrix
 from biossd.study.sizing import procedure, rule
+from biossd.study.sizing import reference as sizing_reference
 from biossd.study.sizing import run as sizing_run
 
 
@@ -263,7 +264,7 @@ def test_an_input_over_half_the_limit_steps_down_by_root_two():
         return (1 << 20) + size // 1024, 1.0
 
     procedure._fit_time_limit(ladder, chosen, floors, sds, lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, floor_at,
-                          {})
+                              None)
     sizes = [r[1] for r in ladder.runs]
     first = [32 << 20, rule.fine_step(32 << 20), rule.fine_step(rule.fine_step(32 << 20))]
     assert sizes[:3 * rule.RETIME_REPEATS] == [s for s in first for _ in range(rule.RETIME_REPEATS)], \
@@ -313,14 +314,79 @@ def test_one_fast_run_does_not_take_a_step_above_the_reference():
 def test_the_time_limit_keeps_a_reference_s_input_within_the_band():
     def walls(size, n):  # capped at 1M: 31 s, just over the bound of 30 s (60 s / 2), within its band
         return 31.0 * size / (1 << 20)
-    for reference, kept in (({"cluster3": 1 << 20}, 1 << 20), ({"cluster3": 512 << 10}, 512 << 10)):
+    for final, kept in ((1 << 20, 1 << 20), (512 << 10, 512 << 10)):
         chosen = {"cluster3": 1 << 20}
+        reference = sizing_reference.Reference({"chose": {"inputs": {"cluster3": final}}, "runs": []})
         procedure._fit_time_limit(_Ladder(walls), chosen, {"cluster3": 1 << 20}, {"cluster3": 0.0}, lambda t: 4 << 20,
-                              lambda t: {}, 60.0, lambda s: None, lambda t, s: (1 << 20, 0.0), reference)
+                                  lambda t: {}, 60.0, lambda s: None, lambda t, s: (1 << 20, 0.0), reference)
         assert chosen["cluster3"] == (kept if kept == 1 << 20 else rule.fine_step(1 << 20)), reference
     assert rule.over_budget(5.4, 5.0) and not rule.over_budget(5.4, 5.0, True)
     assert rule.over_budget(4.6, 5.0, False) and not rule.over_budget(4.4, 5.0, False)
     assert rule.over_budget(5.6, 5.0, True)
+
+
+def _reference(tool, ladder_input, final_input, input_s, capped_s):
+    """A reference record that chose ``ladder_input`` for ``tool`` (timed ``input_s`` there) and
+    ran it on ``final_input`` (its capped runs ``capped_s``: size -> wall)."""
+    runs = [{"tool": tool, "step": "input", "size_bytes": ladder_input, "outcome": "ok", "wall_s": input_s}]
+    runs += [{"tool": tool, "step": "capped", "size_bytes": size, "outcome": "ok", "wall_s": wall}
+             for size, wall in capped_s.items()]
+    return sizing_reference.Reference({"chose": {"ladder_inputs": {tool: ladder_input}, "inputs": {tool: final_input}},
+                                       "runs": runs})
+
+
+def test_a_tool_at_the_reference_s_speed_keeps_its_input_without_a_ladder():
+    """ABySS on 2026-11-28: the reference chose 5793K (its 8M step was 5.1 s over its 1/64 run); a
+    session a quarter faster took 8M. At the reference's speed the reference's input stands."""
+    chosen = 5793 << 10
+    reference = _reference("abyss", chosen, chosen, 4.0, {})
+    for drift in (0.55, 0.75, 1.0, 1.3, 1.9):
+        ladder = _Ladder(lambda size, n, d=drift: d * (1.0 + 3.0 * size / chosen))
+        logged = []
+        best, ratios = sizing_reference.kept_input(reference, ["abyss"], lambda t, size: procedure._timed(
+            ladder, {"abyss": {}}, {}, 60, t, size, rule.RETIME_REPEATS), logged.append)
+        assert best == chosen and [r[1] for r in ladder.runs] == [chosen] * rule.RETIME_REPEATS, drift
+        assert ratios["abyss"] == pytest.approx(drift) and "kept within 2 x" in logged[0]
+    for drift in (0.45, 2.2):  # a host clearly faster or slower: the group is sized again on its ladder
+        ladder = _Ladder(lambda size, n, d=drift: d * (1.0 + 3.0 * size / chosen))
+        best, ratios = sizing_reference.kept_input(reference, ["abyss"], lambda t, size: procedure._timed(
+            ladder, {"abyss": {}}, {}, 60, t, size, rule.RETIME_REPEATS), lambda line: None)
+        assert best is None and not rule.same_speed(ratios["abyss"]), drift
+    split = sizing_reference.Reference({"chose": {"ladder_inputs": {"bwa": 1 << 20, "maq": 2 << 20}}, "runs": []})
+    assert sizing_reference.kept_input(split, ["bwa", "maq"], lambda t, s: 1.0, print) == (None, {})
+
+
+def test_a_group_of_several_tools_keeps_its_input_only_if_each_runs_at_the_reference_s_speed():
+    size = 8 << 20
+    runs = [{"tool": t, "step": "input", "size_bytes": size, "outcome": "ok", "wall_s": 4.0} for t in ("a", "b")]
+    reference = sizing_reference.Reference({"chose": {"ladder_inputs": {"a": size, "b": size}}, "runs": runs})
+    here = {"a": 5.0, "b": 9.0}  # b runs 2.25 x the reference's time
+    best, ratios = sizing_reference.kept_input(reference, ["a", "b"], lambda t, s: here[t], lambda line: None)
+    assert best is None and ratios == {"a": 1.25, "b": 2.25}
+    here["b"] = 7.0
+    assert sizing_reference.kept_input(reference, ["a", "b"], lambda t, s: here[t], lambda line: None)[0] == size
+
+
+def test_the_time_limit_keeps_the_reference_s_call_at_its_speed():
+    """IGVtools' capped runs at 46341K: 20.3 s in the reference, 29.6-35.5 s in a session two hours
+    later (over the bound of 30 s and its band), which stepped it down to 32769K."""
+    size = 46341 << 10
+    bound_cases = ((34.0, size), (45.0, rule.fine_step(size)))  # 1.67 x: kept; 2.2 x: the host decides
+    for wall, kept in bound_cases:
+        chosen, speeds = {"igvtools": size}, {}
+        ladder = _Ladder(lambda s, n, w=wall: w * s / size)
+        reference = _reference("igvtools", size, size, 4.3, {size: 20.3})
+        procedure._fit_time_limit(ladder, chosen, {"igvtools": 1 << 20}, {"igvtools": 0.0}, lambda t: 4 << 20,
+                                  lambda t: {}, 60.0, lambda s: None, lambda t, s: (1 << 20, 0.0), reference, speeds)
+        assert chosen["igvtools"] == kept and speeds["igvtools"] == pytest.approx(wall / 20.3), wall
+        assert sum(r[1] == size for r in ladder.runs) == rule.RETIME_REPEATS, "given a reference, timed thrice"
+    # At its speed, where the reference stepped down, this host steps down too, though it fits here.
+    chosen = {"igvtools": size}
+    reference = _reference("igvtools", size, rule.fine_step(size), 4.3, {size: 20.0, rule.fine_step(size): 14.0})
+    procedure._fit_time_limit(_Ladder(lambda s, n: 25.0 * s / size), chosen, {"igvtools": 1 << 20}, {"igvtools": 0.0},
+                              lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, lambda t, s: (1 << 20, 0.0),
+                              reference)
+    assert chosen["igvtools"] == rule.fine_step(size)
 
 
 def test_the_rule_s_small_pieces():
@@ -328,6 +394,7 @@ def test_the_rule_s_small_pieces():
     assert rule.band_bytes(6 << 20, 10) == 3 << 20 and rule.band_bytes(1 << 20, 1 << 20) == 3 << 20
     assert rule.needs_retiming(4.6, 5.0) and rule.needs_retiming(5.4, 5.0) and rule.needs_retiming(9.0, 5.0)
     assert not rule.needs_retiming(4.4, 5.0) and not rule.needs_retiming(math.inf, 5.0)
+    assert rule.same_speed(0.5) and rule.same_speed(2.0) and not rule.same_speed(2.01) and not rule.same_speed(None)
     assert rule.data_memories("bwa", 6 << 20, 8 << 20) == [6 << 20]
     assert rule.data_memories("gatk_printreads", 6 << 20, 10 << 20) == [rule.round_kib(f * (10 << 20))
                                                                           for f in rule.FIG9_MEMORY_PER_INPUT]

@@ -145,7 +145,7 @@ def test_a_budget_too_small_for_a_runs_minimum_cap_is_refused():
     rec = {"parameters": {"tool_data_memory": "cluster3=436K;samtools_sort=436K", "data_memory": "436K"},
            "chose": {"floors": {"cluster3": 224 << 10, "samtools_sort": 2264 << 10}}}
     entries = {e.id: e for e in catalogue.load_all()}
-    problems = procedure.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
+    problems = sizing_record.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
     assert len(problems) == 1 and "cluster3's cap 660K is below the 2M" in problems[0] and "larger budget" in problems[0]
 
 

@@ -200,6 +200,7 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     from biossd.study import catalogue
     from biossd.study.sizing import procedure, rule
     from biossd.study.sizing import record as sizing_record
+    from biossd.study.sizing import reference as sizing_reference
 
     options.need_root("study size")
     runnable = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
@@ -227,7 +228,7 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     reference = None
     if args.reference:
         try:
-            reference = procedure.load_reference(Path(args.reference), run_budget_s)
+            reference = sizing_reference.load(Path(args.reference), run_budget_s)
         except sizing_record.SizingError as err:
             raise UsageError(str(err)) from None
     print(f"biossd study size: {len(tools)} tools, {run_budget_s:.2f} s a run "
@@ -245,7 +246,7 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     from biossd.study.plan import parse
 
     entries = {e.id: e for e in catalogue.load_all()}
-    too_small = procedure.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
+    too_small = sizing_record.cap_problems(rec, lambda tool: parse.min_cap_bytes(entries[tool]))
     if too_small:
         raise UsageError("biossd study size: " + "; ".join(too_small) + f" (nothing written to {out})")
     sizing_record.write(rec, out)

@@ -49,6 +49,7 @@ from biossd.study.sizing import record as sizing_record
 from biossd.study.sizing import rule
 from biossd.study.sizing import run as sizing_run
 from biossd.study.sizing.record import FORMAT, PARAMETERS, SizingError, rule_constants
+from biossd.study.sizing.reference import Reference, kept_input
 from biossd.study.sizing.run import Runner
 
 #: A JVM tool's heap while its input ladder runs (step 1), before its own heap is measured.
@@ -78,12 +79,14 @@ def group_of(tool: str) -> str:
 
 def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
             ladder_max: str = rule.LADDER_MAX, log: Callable[[str], None] = print,
-            reference: dict[str, Any] | None = None) -> dict[str, Any]:
+            reference: Reference | None = None) -> dict[str, Any]:
     """Measure the sizing rule for ``tools`` (catalogue ids) within ``run_budget_s`` a run, in
     ``scratch``, a directory of its own on the fast class's disk that the caller makes, marks and
     removes (:func:`biossd.measure.rundir.scratch`); returns the record (without host facts:
-    :func:`record` adds them). Given a ``reference`` record (:func:`load_reference`), a timing
-    within RETIME_WITHIN of its bound keeps the reference's call on that step
+    :func:`record` adds them). Given a ``reference`` record
+    (:func:`biossd.study.sizing.reference.load`), a tool timed at the reference's speed where the
+    reference chose keeps its call (:func:`biossd.study.sizing.rule.same_speed`), and elsewhere a
+    timing within RETIME_WITHIN of its bound keeps the reference's call on that step
     (:func:`biossd.study.sizing.rule.over_budget`)."""
     from biossd.study import catalogue
 
@@ -97,9 +100,9 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     runner = Runner(entries, Path(scratch), seed, log)
     heap_of = {t: {"java_mem": JVM_LADDER_HEAP} for t in tools if is_jvm(entries[t])}
 
-    ref = (reference or {}).get("chose", {})
+    speeds: dict[str, dict[str, float | None]] = {"input": {}, "capped": {}}
     chosen, left_out = _inputs_per_group(runner, tools, heap_of, run_budget_s, parse_size(ladder_max),
-                                         ladder_timeout_s, log, ref.get("ladder_inputs", {}))
+                                         ladder_timeout_s, log, reference, speeds["input"])
     heaps, smallest_heaps = _fixed_heaps(runner, chosen, heap_of, smallest, ladder_timeout_s, log)
 
     # 3. M and D; the paper's stated baselines from M.
@@ -127,7 +130,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     floors, floor_sds = _floors(runner, chosen, settings_of, smallest, ladder_timeout_s)
     _fit_time_limit(runner, chosen, floors, floor_sds, memory_of, settings_of, limit_s, log,
                     lambda tool, size: floor_at(runner, tool, size, settings_of(tool), smallest, ladder_timeout_s, 0),
-                    ref.get("inputs", {}))
+                    reference, speeds["capped"])
 
     # 6. The regime's data / M: uncapped at the final input.
     data_over_m: dict[str, float] = {}
@@ -142,7 +145,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
              "floors": {t: floors[t] for t in sorted(floors)}, "floor_sds": {t: floor_sds[t] for t in sorted(floor_sds)},
              "heaps": heaps, "smallest_heaps": smallest_heaps,
              "data_memory": m, "data_memory_gatk": m_gatk, "memory_divisor": d, "data_over_m": data_over_m,
-             "left_out": left_out}
+             "left_out": left_out, **({"reference_speed": speeds} if reference is not None else {})}
     return {"format": FORMAT, "rule": rule_constants(),
             "budget": {"run_s": run_budget_s, "time_limit_s": limit_s}, "tools": sorted(tools), "seed": seed,
             "chose": chose, "runs": runs}
@@ -183,11 +186,12 @@ def floor_at(runner: Runner, tool: str, input_bytes: int, settings: dict[str, st
 
 
 def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s: float, ladder_max: int,
-                      timeout_s: float, log: Callable[[str], None],
-                      reference: dict[str, int]) -> tuple[dict[str, int], dict[str, str]]:
+                      timeout_s: float, log: Callable[[str], None], reference: Reference | None,
+                      speeds: dict[str, float | None]) -> tuple[dict[str, int], dict[str, str]]:
     """Step 1: each input group's size, the largest on the ladder that ends ok within the budget
-    (the paper's stated baselines are left to step 3); and the tools left out, with why.
-    ``reference``: a reference record's ladder inputs per tool (empty: none)."""
+    (the paper's stated baselines are left to step 3); and the tools left out, with why. Given a
+    ``reference``, a group whose every member runs at the reference's speed at the reference's
+    input keeps it (:func:`biossd.study.sizing.reference.kept_input`; each ratio in ``speeds``)."""
     groups: dict[str, list[str]] = {}
     for tool in sorted(tools):
         if tool not in rule.PAPER_BASELINE_READS:
@@ -195,8 +199,16 @@ def _inputs_per_group(runner: Runner, tools: list[str], heap_of: dict, budget_s:
     chosen: dict[str, int] = {}
     left_out: dict[str, str] = {}
     for key, members in groups.items():
-        best = _ladder(runner, members, heap_of, budget_s, ladder_max, timeout_s,
-                       next((reference[t] for t in members if t in reference), None))
+        walls: dict[str, dict[int, list[float | None]]] = {t: {} for t in members}
+        best = None
+        if reference is not None:
+            best, ratios = kept_input(reference, members, lambda t, size: _timed(
+                runner, walls, heap_of, timeout_s, t, size, rule.RETIME_REPEATS), log)
+            speeds.update(ratios)
+        if best is None:
+            best = _ladder(runner, members, heap_of, budget_s, ladder_max, timeout_s,
+                           next((reference.ladder_input(t) for t in members if reference and reference.ladder_input(t)),
+                                None), walls)
         if best is None:
             for tool in members:
                 left_out[tool] = "no size on the ladder ends ok within the budget"
@@ -227,13 +239,15 @@ def _fixed_heaps(runner: Runner, chosen: dict[str, int], heap_of: dict, smallest
 def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, int], floor_sds: dict[str, float],
                     memory_of: Callable[[str], int], settings_of: Callable[[str], dict[str, str]], limit_s: float,
                     log: Callable[[str], None], measure_floor: Callable[[str, int], tuple[int, float]],
-                    reference: dict[str, int]) -> None:
+                    reference: Reference | None, speeds: dict[str, float | None] | None = None) -> None:
     """Step 5: each tool's capped run within the limit / CENSORED_MIN_SPEEDUP (a run within
     RETIME_WITHIN of it, or over it, decided by the median of RETIME_REPEATS), else its input stepped down by
     FINE_STEP (in ``chosen``), unless the input is shared or the paper's; a stepped-down input's
     floor is measured again at it (``measure_floor``: in ``floors`` and ``floor_sds``), as the study will
-    measure it, so that the capped run has the cap the study's will. ``reference``: a reference
-    record's final inputs per tool, whose call a run within RETIME_WITHIN of the bound keeps."""
+    measure it, so that the capped run has the cap the study's will. Given a ``reference``, every
+    capped step that ends is timed RETIME_REPEATS times; one the reference timed too, at its speed
+    (:func:`biossd.study.sizing.rule.same_speed`, the ratio in ``speeds``), keeps the reference's
+    call; elsewhere a run within RETIME_WITHIN of the bound keeps it."""
     from biossd.study import catalogue
 
     bound_s = limit_s / rule.CENSORED_MIN_SPEEDUP
@@ -241,13 +255,21 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
         cap = max(rule.cap_bytes(floors[tool], memory_of(tool)), catalogue.get(tool).min_cap_bytes())
         for _ in range(MAX_STEPS_DOWN):
             runs = [runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)]
-            if runs[0]["outcome"] in ("ok", "oom", "failed") and rule.needs_retiming(runs[0]["wall_s"], bound_s):
+            if runs[0]["outcome"] in ("ok", "oom", "failed") and (
+                    reference is not None or rule.needs_retiming(runs[0]["wall_s"], bound_s)):
                 runs += [runner.run(tool, chosen[tool], cap, settings_of(tool), "capped", limit_s)
                          for _ in range(rule.RETIME_REPEATS - 1)]
             walls = [math.inf if r["outcome"] == "timeout" else r["wall_s"] for r in runs]
             ended = sum(r["outcome"] in ("ok", "oom", "failed") for r in runs) * 2 > len(runs)
-            keeps = chosen[tool] <= reference[tool] if tool in reference else None
-            if ended and rule.fits_time_limit(statistics.median(walls), limit_s, keeps):
+            final = reference.final_input(tool) if reference is not None else None
+            keeps = None if final is None else chosen[tool] <= final
+            ratio = reference.speed_ratio(tool, chosen[tool], "capped", statistics.median(walls)) if final else None
+            if speeds is not None and final is not None:
+                speeds.setdefault(tool, ratio)
+            if rule.same_speed(ratio) and keeps:
+                log(f"==> {tool}: capped at {format_size(chosen[tool])}, the reference's input, at its speed; kept")
+                break
+            if ended and not rule.same_speed(ratio) and rule.fits_time_limit(statistics.median(walls), limit_s, keeps):
                 break
             if group_of(tool) != tool or tool in rule.PAPER_BASELINE_READS:
                 log(f"==> {tool}: over the limit / {rule.CENSORED_MIN_SPEEDUP:g} capped, but its input is "
@@ -262,26 +284,32 @@ def _fit_time_limit(runner: Runner, chosen: dict[str, int], floors: dict[str, in
                 f"{format_size(chosen[tool])}, floor {format_size(floors[tool])}")
 
 
+def _timed(runner: Runner, walls: dict[str, dict[int, list[float | None]]], heap_of: dict, timeout_s: float,
+           tool: str, size: int, times: int = 1) -> float | None:
+    """The median wall time of ``tool`` at ``size`` over at least ``times`` uncapped runs, kept in
+    ``walls`` (a timeout is infinite); ``None`` when none ended ok (a failure: too small an input
+    for the tool, e.g. ABySS's distance estimate with few pairs)."""
+    runs = walls[tool].setdefault(size, [])
+    while len(runs) < times:
+        r = runner.run(tool, size, None, heap_of.get(tool, {}), "input", timeout_s)
+        runs.append(math.inf if r["outcome"] == "timeout" else r["wall_s"] if r["outcome"] == "ok" else None)
+    done = [w for w in runs if w is not None]
+    return statistics.median(done) if done else None
+
+
 def _ladder(runner: Runner, members: list[str], heap_of: dict, budget_s: float, ladder_max: int,
-            timeout_s: float, reference_input: int | None = None) -> int | None:
+            timeout_s: float, reference_input: int | None = None,
+            walls: dict[str, dict[int, list[float | None]]] | None = None) -> int | None:
     """Step 1 for one group: the largest step within the budget for every member — doubling, then
     the FINE_STEP below the first doubling over it; a step within RETIME_WITHIN of the budget, or over it, is
     decided by the medians of RETIME_REPEATS timings of it and of its reference run; given a
     reference record's choice (``reference_input``), a median within RETIME_WITHIN of the budget
-    keeps that record's call on the step."""
-    walls: dict[str, dict[int, list[float | None]]] = {t: {} for t in members}
+    keeps that record's call on the step. ``walls``: timings made before (:func:`_timed`)."""
+    walls = walls if walls is not None else {t: {} for t in members}
     least = parse_size(rule.LADDER_MIN)
 
     def timed(tool: str, size: int, times: int = 1) -> float | None:
-        """The median wall time of ``tool`` at ``size`` over at least ``times`` runs (a timeout is
-        infinite); ``None`` when none ended ok (a failure: too small an input for the tool, e.g.
-        ABySS's distance estimate with few pairs)."""
-        runs = walls[tool].setdefault(size, [])
-        while len(runs) < times:
-            r = runner.run(tool, size, None, heap_of.get(tool, {}), "input", timeout_s)
-            runs.append(math.inf if r["outcome"] == "timeout" else r["wall_s"] if r["outcome"] == "ok" else None)
-        done = [w for w in runs if w is not None]
-        return statistics.median(done) if done else None
+        return _timed(runner, walls, heap_of, timeout_s, tool, size, times)
 
     def added(tool: str, size: int) -> float | None:
         """What ``size`` adds over its reference (the first size from 1/FLOOR_DIVISOR of it that
@@ -401,7 +429,8 @@ def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None
 
     out = dict(measured)
     if reference is not None:
-        out["reference"] = {"file": str(reference), "sha256": sizing_record.digest(reference)}
+        out["reference"] = {"file": str(reference), "sha256": sizing_record.digest(reference),
+                            "same_speed_within": rule.SAME_SPEED_WITHIN}
     out["budget"] = {**measured["budget"], "study_s": study_budget_s}
     device = devices.device_of_path(scratch)
     out["host"] = {**hostfacts.host_facts(), "scratch": str(scratch), "scratch_device": devices.device_facts(device),
@@ -409,36 +438,6 @@ def record(measured: dict[str, Any], scratch: Path, study_budget_s: float | None
     out["created"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     out["parameters"] = parameters(out)
     return out
-
-
-def cap_problems(rec: dict[str, Any], min_cap_bytes: Callable[[str], int]) -> list[str]:
-    """Caps that a record's floors and data memories would give below what a run of the tool may
-    have (``min_cap_bytes`` of its id: the study's, :meth:`biossd.study.catalogue.Entry.min_cap_bytes`):
-    a budget so small that M leaves a tool less than a run needs. (A study's caps are its own
-    floors plus M_t; the record's floors stand in for them here.)"""
-    out = []
-    params = rec["parameters"]
-    for pair in params["tool_data_memory"].split(";"):
-        tool, memories = pair.split("=", 1)
-        least = min_cap_bytes(tool)
-        floor = rec["chose"]["floors"].get(tool, 0)
-        low = [format_size(rule.cap_bytes(floor, parse_size(x))) for x in memories.split(",")
-               if rule.cap_bytes(floor, parse_size(x)) < least]
-        if low:
-            out.append(f"{tool}'s cap {low[0]} is below the {format_size(least)} a run of it needs: the budget "
-                       f"gives too small a data memory M ({params['data_memory']}); give a larger budget")
-    return out
-
-
-def load_reference(path: Path, run_budget_s: float) -> dict[str, Any]:
-    """A reference record for :func:`measure`: checked as a study's (:func:`load`), and sized with
-    the same per-run budget (its calls on the ladder were made against that budget)."""
-    rec = load(path, "--reference")
-    if not math.isclose(rec["budget"]["run_s"], run_budget_s, rel_tol=1e-9):
-        raise SizingError(f"--reference {path}: it was sized with {rec['budget']['run_s']:g} s a run, this "
-                          f"sizing with {run_budget_s:g} s; its calls were made against another budget: give a "
-                          "record of the same budget, or no --reference")
-    return rec
 
 
 def load(path: Path, option: str = "--sizing") -> dict[str, Any]:

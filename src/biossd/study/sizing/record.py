@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text
@@ -134,3 +134,22 @@ def provenance(rec: dict[str, Any] | None) -> dict[str, Any]:
     run_s = float((rec or {}).get("budget_s") or rule.INPUT_BUDGET_S)
     return {"run_s": run_s, "time_limit_s": rule.TIME_LIMIT_S, "host": None, "created": None,
             "by": "benchmarks/sizing.py"}
+
+
+def cap_problems(rec: dict[str, Any], min_cap_bytes: Callable[[str], int]) -> list[str]:
+    """Caps that a record's floors and data memories would give below what a run of the tool may
+    have (``min_cap_bytes`` of its id: the study's, :meth:`biossd.study.catalogue.Entry.min_cap_bytes`):
+    a budget so small that M leaves a tool less than a run needs. (A study's caps are its own
+    floors plus M_t; the record's floors stand in for them here.)"""
+    out = []
+    params = rec["parameters"]
+    for pair in params["tool_data_memory"].split(";"):
+        tool, memories = pair.split("=", 1)
+        least = min_cap_bytes(tool)
+        floor = rec["chose"]["floors"].get(tool, 0)
+        low = [format_size(rule.cap_bytes(floor, parse_size(x))) for x in memories.split(",")
+               if rule.cap_bytes(floor, parse_size(x)) < least]
+        if low:
+            out.append(f"{tool}'s cap {low[0]} is below the {format_size(least)} a run of it needs: the budget "
+                       f"gives too small a data memory M ({params['data_memory']}); give a larger budget")
+    return out

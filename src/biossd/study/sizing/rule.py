@@ -40,7 +40,9 @@ The rule keeps that regime on a small machine, the same for every tool:
   within :data:`RETIME_WITHIN` of the budget, or over it, decided by the median of
   :data:`RETIME_REPEATS` timings (:func:`needs_retiming`), so that jitter cannot move it, and,
   given a reference record, one within that band keeps the reference's call (:func:`over_budget`),
-  so that a session's drift cannot move it either; the GATK steps share one
+  and a tool whose wall time at the reference's own input lies within :data:`SAME_SPEED_WITHIN`
+  of the reference's keeps the reference's input (:func:`same_speed`), so that a session's drift
+  cannot move it either; the GATK steps share one
   input and the aligners of Fig. 1 one (the paper shares a data set there), and a tool whose
   capped native run exceeds half the time limit steps down by :data:`FINE_STEP`
   (:func:`fits_time_limit`), so that a censored slow-side run proves at least
@@ -84,6 +86,11 @@ FLOOR_WARMUPS = 1
 RETIME_WITHIN = 0.10
 #: …and decided by the median of this many timings (docs/study.md, "A sizing that jitter cannot move").
 RETIME_REPEATS = 3
+#: Given a reference record, a tool whose median wall time at a step the reference timed lies within
+#: this factor of the reference's there (either way) keeps the reference's call on that step: one
+#: doubling of the ladder, beyond the 1.3-1.7 x that whole sessions of this VM drifted at the same
+#: step (docs/study.md, "A sizing that jitter cannot move", amended 2026-11-29).
+SAME_SPEED_WITHIN = 2.0
 #: The finer step next to an edge: between the last doubling within the budget and the first over
 #: it, and down from an input whose capped run passes half the time limit.
 FINE_STEP = 2 ** 0.5
@@ -173,6 +180,12 @@ def needs_retiming(added_s: float, budget_s: float, above_reference: bool = Fals
     if above_reference:
         return added_s < math.inf
     return budget_s * (1 - RETIME_WITHIN) <= added_s < math.inf
+
+
+def same_speed(ratio: float | None) -> bool:
+    """Whether a host whose wall time at a step is ``ratio`` times a reference record's there runs
+    that tool at the reference's speed: within SAME_SPEED_WITHIN either way (None: not comparable)."""
+    return ratio is not None and 1 / SAME_SPEED_WITHIN <= ratio <= SAME_SPEED_WITHIN
 
 
 def fine_step(size: int) -> int:
