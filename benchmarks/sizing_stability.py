@@ -1,15 +1,16 @@
 """Does jitter move the sizing? (docs/study.md, "A sizing that jitter cannot move"): ``biossd study
-size`` run again on this machine, each record's choices — every tool's input, M and D — side by
+size`` run again on this machine, each record's choices — every tool's input, M, D and JVM heaps — side by
 side with the others', and which tools, if any, were sized differently.
 
   .venv/bin/python benchmarks/sizing_stability.py [--runs N] [--record FILE ...] [--tools all] [--keep DIR]
                                                   [--reference FILE]
 
-``--record`` adds records made before (the committed one, a study's ``pipeline_info/sizing.json``
-of ``--sizing auto``); ``--runs`` makes N more (about 35 minutes each on the project's 2-core VM,
-at the one-machine study's 5 s budget), kept in ``--keep`` (``sizing-N.json``) when given, each
-given ``--reference`` when given (a timing within the re-timing band keeps its call; the reference
-is compared too). Run it on a quiet machine: the sizing times runs.
+``--record`` adds records made before (the committed one, a study's ``pipeline_info/sizing.json`` of
+``--sizing auto``); ``--runs`` makes N more (about 35 minutes each on the project's 2-core VM, at
+the one-machine study's 5 s budget; about 30 given the committed record as reference), kept in
+``--keep`` (``sizing-N.json``) when given, each given ``--reference`` when given (a tool that runs
+within SAME_SPEED_WITHIN of the reference's speed keeps its call; the reference is compared too).
+Run it on a quiet machine: the sizing times runs.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from biossd.study.sizing import rule
 
 
 def choices(record: dict) -> dict[str, str]:
-    """What a record chose that a study runs: every tool's input, M, M_GATK and D."""
+    """What a record chose that a study runs: every tool's input, M, M_GATK, D and JVM heap."""
     chose = record["chose"]
     out = {f"input {tool}": format_size(size) for tool, size in sorted(chose["inputs"].items())}
     out["M"] = format_size(chose["data_memory"])
     out["M_GATK"] = format_size(chose["data_memory_gatk"]) if chose.get("data_memory_gatk") else "-"
     out["D"] = f"{chose['memory_divisor']:.1f}"
+    out.update({f"heap {tool}": heap for tool, heap in sorted(chose.get("heaps", {}).items())})
     return out
 
 

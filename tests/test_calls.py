@@ -22,6 +22,7 @@ from biossd.study.plan import matrix
 from biossd.study.sizing import procedure, rule
 from biossd.study.sizing import reference as sizing_reference
 from biossd.study.sizing import run as sizing_run
+from biossd.study.sizing.record import SizingError
 
 
 # -- the page cache ------------------------------------------------------------------------------------------------
@@ -387,6 +388,16 @@ def test_the_time_limit_keeps_the_reference_s_call_at_its_speed():
                               lambda t: 4 << 20, lambda t: {}, 60.0, lambda s: None, lambda t, s: (1 << 20, 0.0),
                               reference)
     assert chosen["igvtools"] == rule.fine_step(size)
+
+
+def test_a_tool_not_installed_is_refused_before_any_run(monkeypatch, tmp_path):
+    """Every run of a tool that is not installed fails at once; the ladder would leave it out of
+    the record with a log line only (a clone bootstrapped without `make install` lacked BLAT)."""
+    from biossd.study.catalogue.entries import Entry
+
+    monkeypatch.setattr(Entry, "installed_version", lambda self, prefix=(): None if self.id == "blat" else "1")
+    with pytest.raises(SizingError, match=r"not installed on this host: blat \(.*make install"):
+        procedure.measure(["blat", "bwa"], 5.0, tmp_path, log=pytest.fail)
 
 
 def test_the_rule_s_small_pieces():

@@ -340,6 +340,8 @@ def _register_repeats(study_p: argparse._SubParsersAction) -> None:
 
 
 def _register_size(study_p: argparse._SubParsersAction) -> None:
+    from biossd.study.sizing import rule
+
     p = study_p.add_parser("size", help="measure the sizing rule on this host (inputs, heaps, M, D, floors for its own "
                                         "capped runs, time limit) and write sizing.json for --sizing")
     p.add_argument("--tools", default="all", help="catalogue ids, comma-separated, or all (the runnable ones)")
@@ -350,8 +352,8 @@ def _register_size(study_p: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true", help="replace --out if it exists")
     p.add_argument("--seed", type=int, default=7, help="seed of the synthetic inputs")
     p.add_argument("--ladder-max", help="the largest input the ladder tries (default: the rule's, 256M)")
-    p.add_argument("--reference", metavar="RECORD", help="a record of the same budget whose calls a timing within "
-                   "the re-timing band keeps (docs/study.md, 'A sizing that jitter cannot move')")
+    p.add_argument("--reference", metavar="RECORD", help="a record of the same budget whose inputs a tool run within "
+                   f"{rule.SAME_SPEED_WITHIN:g}x of its speed keeps (docs/study.md, 'A sizing that jitter cannot move')")
     p.set_defaults(func=cmd_study_size)
 
 

@@ -94,6 +94,10 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     unknown = [t for t in tools if t not in entries or entries[t].kind != "tool"]
     if unknown:
         raise SizingError(f"biossd study size: --tools names no catalogue tool: {', '.join(unknown)}")
+    absent = [t for t in tools if entries[t].installed_version() is None]
+    if absent:  # else every run of the tool fails, and the ladder leaves it out with a log line only
+        raise SizingError(f"biossd study size: not installed on this host: {', '.join(absent)} (its version command "
+                          "finds no version); install the tools with `make install`, or leave them out of --tools")
     limit_s = round(rule.time_limit_s(run_budget_s), TIME_LIMIT_DECIMALS)
     ladder_timeout_s = LADDER_TIMEOUT_BUDGETS * run_budget_s + LADDER_TIMEOUT_STARTUP_S
     smallest = parse_size(SMALLEST_INPUT)
