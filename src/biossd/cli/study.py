@@ -228,7 +228,8 @@ def cmd_study_size(args: argparse.Namespace) -> int:
     reference = None
     if args.reference:
         try:
-            reference = sizing_reference.load(Path(args.reference), run_budget_s)
+            reference = sizing_reference.of_record(procedure.load(Path(args.reference), "--reference"),
+                                                   Path(args.reference), run_budget_s)
         except sizing_record.SizingError as err:
             raise UsageError(str(err)) from None
     print(f"biossd study size: {len(tools)} tools, {run_budget_s:.2f} s a run "

@@ -84,7 +84,7 @@ def measure(tools: list[str], run_budget_s: float, scratch: Path, seed: int = 7,
     ``scratch``, a directory of its own on the fast class's disk that the caller makes, marks and
     removes (:func:`biossd.measure.rundir.scratch`); returns the record (without host facts:
     :func:`record` adds them). Given a ``reference`` record
-    (:func:`biossd.study.sizing.reference.load`), a tool timed at the reference's speed where the
+    (:func:`biossd.study.sizing.reference.of_record`), a tool timed at the reference's speed where the
     reference chose keeps its call (:func:`biossd.study.sizing.rule.same_speed`), and elsewhere a
     timing within RETIME_WITHIN of its bound keeps the reference's call on that step
     (:func:`biossd.study.sizing.rule.over_budget`)."""

@@ -51,12 +51,10 @@ class Reference:
         return here_s / there
 
 
-def load(path: Path, run_budget_s: float) -> Reference:
-    """A reference record, checked as a study's (:func:`biossd.study.sizing.procedure.load`), and
-    sized with the same per-run budget (its calls were made against that budget)."""
-    from biossd.study.sizing import procedure
-
-    rec = procedure.load(path, "--reference")
+def of_record(rec: dict[str, Any], path: Path, run_budget_s: float) -> Reference:
+    """A reference record, already checked as a study's (:func:`biossd.study.sizing.procedure.load`
+    of ``path``), if it was sized with the same per-run budget (its calls were made against that
+    budget)."""
     if not math.isclose(rec["budget"]["run_s"], run_budget_s, rel_tol=1e-9):
         raise SizingError(f"--reference {path}: it was sized with {rec['budget']['run_s']:g} s a run, this "
                           f"sizing with {run_budget_s:g} s; its calls were made against another budget: give a "
