@@ -138,3 +138,31 @@ def test_a_run_on_an_emulated_cloud_volume_has_the_model_s_sequential_rate_for_b
     assert (record.seq_read_mbs, record.seq_write_mbs) == (81.25, 81.25) and record.source == "cloud model"
     alone = cloudmodel.sequential_mbs("aws-gp3-baseline")
     assert alone == pytest.approx(125 * cloudmodel.MIB / cloudmodel.MB)
+
+
+def test_the_instance_counts_a_request_as_one_io_so_its_published_bandwidth_is_reached():
+    """m6id.large at its baseline, 128 KiB reads at depth 32 (the I/O size its 81.25 MB/s is
+    published at): the bandwidth binds, not 3,600 IOPS counted in 16 KiB units (59 MB/s)."""
+    behind = devicemodels.load_target("cloud:aws-gp3-provisioned@m6id.large").scaled(30 * 60 * 36400 / 200)
+    served = behind.serve(stream(5000, 128 * KIB, depth=32, sequential=True)).mean_ms
+    assert 128 * KIB / (served[-1] / 1000) == pytest.approx(81.25e6, rel=0.001)
+
+
+def test_an_instance_whose_daily_burst_is_spent_starts_at_its_baseline():
+    """``+spent``: 128 KiB reads behind m6id.large pass at its 81.25 MB/s from the first one,
+    where a fresh instance bursts; on the emulated device, sustained, at that plus what the
+    day's budget refills each second; a bad state is refused."""
+    fresh = devicemodels.load_target("cloud:aws-gp3-provisioned@m6id.large")
+    spent = devicemodels.load_target("cloud:aws-gp3-provisioned@m6id.large+spent")
+    assert spent.instance_spent and not fresh.instance_spent and "daily burst spent" in spent.source
+    reads = stream(100, 128 * KIB, depth=32, sequential=True)
+    assert 128 * KIB / (spent.serve(reads).mean_ms[0] / 1000) == pytest.approx(81.25e6, rel=0.001)
+    assert fresh.serve(reads).mean_ms[0] < spent.serve(reads).mean_ms[0] / 4
+    device = cloudmodel.CloudDevice(spent)
+    ends = [device.finish_at(False, k * 128 * KIB, 128 * KIB, 0.0) for k in range(100)]
+    refill = 30 * 60 * (1250e6 - 81.25e6) / 86_400  # the day's budget earned back, second by second
+    assert 128 * KIB / np.diff(ends)[-1] == pytest.approx(81.25e6 + refill, rel=0.001)
+    assert 81.25e6 + refill < 125 * (1 << 20), "below gp3's baseline throughput: the instance binds"
+    assert spent.scaled(160).instance_spent
+    with pytest.raises(cloudmodel.CloudModelError, match=r"only '\+spent'"):
+        cloudmodel.target("aws-gp3-baseline@m6id.large+full")

@@ -54,6 +54,9 @@ def table(a, instance: str = INSTANCE) -> pd.DataFrame:
     rows = speedup.side_rows(a.baseline_runs, a.features_side)
     ok = rows[rows["outcome"] == speedup.OK]
     found = targets(a.disk_scale, instance)
+    offered = {t.name for t in found}  # and a volume a class ran on that is not on offer as such (…+spent)
+    found += [devicemodels.load_target(f"{cloudmodel.CLOUD_PREFIX}{spec}").scaled(a.disk_scale)
+              for spec in sorted(measured_sides(a.rs.devices)) if spec not in offered]
     preds = predict.predict_result_set(a.rs, found, ok)
     good = preds[preds["why"] == ""]
     means = good.groupby(["tool", "target"]).agg(predicted_s=("predicted_runtime_s", "mean"),

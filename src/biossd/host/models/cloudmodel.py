@@ -49,9 +49,16 @@ STORAGE = REFERENCE_DIR / "cloud_storage.csv"
 INSTANCES = REFERENCE_DIR / "cloud_instances.csv"
 KIB, MIB, MB = 1024, 1 << 20, 1_000_000
 SECONDS_PER_DAY = 86_400.0
+#: After an instance in a target's spec (``aws-gp3-baseline@m6id.large+spent``): its daily burst
+#: is used up, so it starts at its baseline, as an instance does after its first half hour of I/O
+#: at its maximum in a day ("at least once every 24 hours", ``ebs-optimized``).
+SPENT = "spent"
 #: The I/O size at which an instance's published IOPS limit is measured (``ebs-optimized``:
-#: "Baseline IOPS (16 KiB I/O)"): a larger request counts one operation and meets the bandwidth.
+#: "Baseline IOPS (16 KiB I/O)"): a larger request counts one operation and meets the bandwidth,
+#: published at 128 KiB I/O. Counted in 16 KiB units instead, m6id.large's 3,600 IOPS would cap
+#: 128 KiB reads at 59 MB/s, below the 81.25 MB/s published for them.
 INSTANCE_IOPS_UNIT_KIB = 16
+INSTANCE_OPERATIONS_PER_REQUEST = 1.0
 #: Fields every row must give with its figures: where each came from and when it was read.
 PROVENANCE = ("source", "retrieved")
 
@@ -265,13 +272,14 @@ def _volume_buckets(v: Volume) -> tuple[Bucket, Bucket | None]:
     return iops, Bucket(v.throughput_bps)
 
 
-def _instance_buckets(i: Instance) -> tuple[Bucket, Bucket]:
-    """The instance's IOPS and bandwidth buckets: its maximum for its daily minutes, full."""
+def _instance_buckets(i: Instance, spent: bool = False) -> tuple[Bucket, Bucket]:
+    """The instance's IOPS and bandwidth buckets: its maximum for its daily minutes, full (or
+    empty: ``spent``, :data:`SPENT`)."""
     burst_s = i.burst_minutes_per_day * 60
 
     def bucket(base: float, burst: float) -> Bucket:
         capacity = burst_s * max(0.0, burst - base)
-        return Bucket(base, burst, capacity, capacity / SECONDS_PER_DAY, capacity, above_base_only=True)
+        return Bucket(base, burst, capacity, capacity / SECONDS_PER_DAY, 0.0 if spent else capacity, above_base_only=True)
 
     return bucket(i.baseline_iops, i.burst_iops), bucket(i.baseline_bps, i.burst_bps)
 
@@ -289,10 +297,10 @@ class Limits:
     and what one request asks of each: what :class:`CloudTarget` walks a stream through and
     :class:`CloudDevice` serves on the host's clock."""
 
-    def __init__(self, v: Volume, instance: Instance | None) -> None:
+    def __init__(self, v: Volume, instance: Instance | None, instance_spent: bool = False) -> None:
         self.volume = v
         self.iops, self.throughput = _volume_buckets(v)
-        self.instance = _instance_buckets(instance) if instance and v.backing != "NVMe" else None
+        self.instance = _instance_buckets(instance, instance_spent) if instance and v.backing != "NVMe" else None
 
     @property
     def buckets(self) -> list[Bucket]:
@@ -300,7 +308,7 @@ class Limits:
 
     def demands(self, is_write: bool, nbytes: float, sequential: bool) -> list[tuple[Bucket, float]]:
         """Each limit with what the request takes of it: I/Os in the provider's units, bytes, and
-        the instance's I/Os (in its 16 KiB units) and bytes."""
+        the instance's I/Os (one a request: :data:`INSTANCE_IOPS_UNIT_KIB`) and bytes."""
         v = self.volume
         if self.iops.burst is None:  # a device without credits has a rate per direction (instance-store NVMe)
             self.iops.base = v.write_iops if is_write else v.read_iops
@@ -308,8 +316,7 @@ class Limits:
         if self.throughput is not None:
             out.append((self.throughput, nbytes))
         if self.instance:
-            out += [(self.instance[0], operations(nbytes, INSTANCE_IOPS_UNIT_KIB * KIB, sequential)),
-                    (self.instance[1], nbytes)]
+            out += [(self.instance[0], INSTANCE_OPERATIONS_PER_REQUEST), (self.instance[1], nbytes)]
         return out
 
 
@@ -323,6 +330,8 @@ class CloudTarget:
     instance: Instance | None = None
     kind: str = "cloud"
     source: str = field(default="")
+    #: The instance's daily burst already spent (``…@INSTANCE+spent``): it starts at its baseline.
+    instance_spent: bool = False
 
     def serve(self, stream: Stream) -> Service:
         mean = self._walk(stream, latency_ms(self.volume))
@@ -331,7 +340,7 @@ class CloudTarget:
 
     def _walk(self, stream: Stream, latency: float) -> np.ndarray:
         """Each request's time (ms) at one latency (ms), the buckets carried along the stream."""
-        limits = Limits(self.volume, self.instance)
+        limits = Limits(self.volume, self.instance, self.instance_spent)
         flushes, sequential = stream.flushes, stream.sequential
         out = np.zeros(len(stream))
         for k in range(len(stream)):
@@ -346,6 +355,31 @@ class CloudTarget:
             out[k] = t * 1000.0
         return out
 
+    def replay(self, stream: Stream, after: np.ndarray, think_s: np.ndarray
+               ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The stream on the volume's own clock, as the emulated volume serves it
+        (:class:`CloudDevice`: latencies overlap, each limit a queue of its own): a request is
+        issued ``think_s`` after the request it followed on the device measured (``after``,
+        :func:`biossd.host.requeststream.followed`) completes here, and not before the one issued
+        before it. Requests issued together overlap their latencies, where serving them in issue
+        order with ``latency / depth`` each charges a burst of n requests ``1 + 1/2 + … + 1/n``
+        latencies. Per latency (``mean``, ``low``, ``high``): each request's start and finish (s)."""
+        return {which: self._timeline(stream, after, think_s, which) for which in ("mean", "low", "high")}
+
+    def _timeline(self, stream: Stream, after: np.ndarray, think_s: np.ndarray, latency: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        device = CloudDevice(self, latency)
+        flushes = stream.flushes
+        start, finish = np.zeros(len(stream)), np.zeros(len(stream))
+        now = 0.0
+        for k in range(len(stream)):
+            j = int(after[k])
+            now = max(now, float(think_s[k]) + (finish[j] if j >= 0 else 0.0))
+            start[k] = now
+            finish[k] = now if flushes[k] else device.finish_at(bool(stream.is_write[k]), int(stream.offset[k]),
+                                                                 int(stream.nbytes[k]), now)
+        return start, finish
+
     def scaled(self, scale: float) -> "CloudTarget":
         """The target as a study scaled by D sees it: its inputs are D times smaller, so its burst
         credits (a volume's bucket, an instance's daily minutes) are D times smaller too; rates and
@@ -359,19 +393,24 @@ class CloudTarget:
 
 
 def target(spec: str) -> CloudTarget:
-    """``<volume>`` or ``<volume>@<instance>`` (names of the two data files) as a target."""
+    """``<volume>``, ``<volume>@<instance>`` or ``<volume>@<instance>+spent`` (names of the two
+    data files; :data:`SPENT`: the instance has used its daily burst) as a target."""
     name, _, on = spec.partition("@")
+    on, plus, state = on.partition("+")
     vols, insts = volumes(), instances()
     if name not in vols:
         raise CloudModelError(f"no volume {name!r} in {STORAGE.name}; known: {', '.join(vols)}")
+    if plus and (state != SPENT or not on):
+        raise CloudModelError(f"{spec!r}: after an instance, only '+{SPENT}' may follow (its daily burst used up)")
     if on and on not in insts:
         raise CloudModelError(f"no instance {on!r} in {INSTANCES.name}; known: {', '.join(insts)}")
     volume, instance = vols[name], insts.get(on) if on else None
     unknown = volume.unknown
     source = (f"{volume.source} (published {volume.published or 'unknown'}, read {volume.retrieved})"
               + (f"; instance {instance.name}: {instance.source}" if instance else "")
+              + ("; the instance's daily burst spent" if plus else "")
               + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
-    return CloudTarget(spec, volume, instance, kind=f"cloud {volume.backing}", source=source)
+    return CloudTarget(spec, volume, instance, kind=f"cloud {volume.backing}", source=source, instance_spent=bool(plus))
 
 
 def sequential_mbs(spec: str) -> float:
@@ -395,7 +434,7 @@ class CloudDevice:
 
     def __init__(self, target: CloudTarget, latency: str = "mean") -> None:
         self.latency_s = latency_ms(target.volume, latency) / 1000.0
-        self.limits = Limits(target.volume, target.instance)
+        self.limits = Limits(target.volume, target.instance, target.instance_spent)
         self._lock = threading.Lock()
         self._next_offset: int | None = None
         self._free_at: dict[int, float] = {}
