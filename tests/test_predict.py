@@ -237,3 +237,16 @@ def test_a_run_whose_trace_cannot_be_read_is_left_unpredicted_not_the_whole_tabl
     table = predict.predict_runs([good, bad], [devicemodels.paper_target("Seagate Barracuda")]).set_index("run_dir")
     assert table.loc[str(good), "predicted_runtime_s"] > 0
     assert math.isnan(table.loc[str(bad), "predicted_runtime_s"]) and "cannot be read" in table.loc[str(bad), "why"]
+
+
+def test_a_burst_predicted_on_a_cloud_volume_overlaps_its_latencies(tmp_path):
+    """A run that read 64 random 4 KiB blocks in two bursts of 32 (each issued at once, the
+    second after the first completed): on gp3 at its baseline each burst takes what its IOPS
+    allow (32 / 3,000 s), as the emulated volume serves it, not 1 + 1/2 + ... + 1/32 latencies."""
+    sectors = np.random.default_rng(5).integers(0, 10**12 // 512, 64)
+    reqs = [(0.0 if i < 32 else 0.5, (0.0 if i < 32 else 0.5) + 0.002, "R", int(sectors[i]), 4096) for i in range(64)]
+    run = make_run(tmp_path / "r", reqs, wall_s=1.0, cpu_s=0.9)
+    gp3 = devicemodels.load_target("cloud:aws-gp3-baseline")
+    row = predict.predict_runs([run], [gp3]).iloc[0]
+    assert row["target_busy_s"] == pytest.approx(2 * 32 / 3000, rel=0.03)
+    assert row["predicted_runtime_s"] == pytest.approx(1.0 - 0.004 + 2 * 32 / 3000, rel=0.01)

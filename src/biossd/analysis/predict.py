@@ -11,7 +11,8 @@ queue depth each request met, as recorded; major faults and swap-ins are among i
 swap-outs and writeback among its writes — keeps the target busy for ``B' = Σ s'(request)``,
 each request's service time on the target's model (:mod:`biossd.host.models.devicemodels`: the
 emulator's seek/rotation/transfer model for a hard disk, a depth-aware IOPS-and-bandwidth model
-for flash). The predicted runtime is
+for flash; a cloud volume replays the stream on its own clock instead, :mod:`biossd.analysis.replay`,
+so that a burst of requests overlaps its latencies). The predicted runtime is
 
     ``W' = (W - B) + max(B', O)``,
 
@@ -64,11 +65,12 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from biossd.analysis import speedup
+from biossd.analysis import replay, speedup
 from biossd.core.errors import BiossdError
 from biossd.core.files import atomic_write_text, write_frame
 from biossd.core.units import SECTOR_BYTES
 from biossd.features import extract as features
+from biossd.host import requeststream
 from biossd.host.models import devicemodels
 from biossd.measure import manifest
 from biossd.measure.trace import tracefile, tracereader
@@ -81,7 +83,9 @@ MODEL_SUMMARY = (
     "queue depth each request met; major faults and swap-ins among its reads, writeback and swap-outs among its "
     "writes) is served by the target's model: for a hard disk the emulated HDD's seek, rotation and transfer "
     "model; for flash the sequential rate for a request that continues the previous one and otherwise the "
-    "larger of its transfer time and 1/IOPS at its queue depth, between the device's depth-1 and depth-32 IOPS. "
+    "larger of its transfer time and 1/IOPS at its queue depth, between the device's depth-1 and depth-32 IOPS; "
+    "for a cloud volume the stream is replayed on the volume's own clock, each request issued when the one it "
+    "followed on the device measured completes there, so that requests issued together overlap their latencies. "
     "With B' the target's busy time and O the compute that overlapped the I/O (CPU time over the cores the run "
     "kept busy, less the time off the device), the predicted runtime is (W - B) + max(B', O). B and B' count "
     "the requests the run waited for, its reads, synchronous writes and the cache flushes issued inside its fsync "
@@ -130,6 +134,10 @@ class RunStream:
     #: requests of runs that overlapped (:func:`predict_overlapping`).
     issue_s: np.ndarray | None = None
     started_epoch_s: float | None = None
+    #: Per request, when it completed on the device measured, in seconds after the command
+    #: started (``None``: unknown): what a target that replays the stream on its own clock
+    #: (:meth:`biossd.host.models.cloudmodel.CloudTarget.replay`) takes each request's wait from.
+    complete_s: np.ndarray | None = None
 
     @property
     def cores(self) -> float:
@@ -180,8 +188,8 @@ def stream_of(requests: dict[str, Any], t0_s: float, t1_s: float, issued: list |
         is_flush=requests["op"][keep] == "F",
     )
     waited = np.asarray(requests["waited"], bool)[keep] if "waited" in requests else np.ones(issue.size, bool)
-    if issued is not None:  # the kept requests' issue times after t0, for a caller that interleaves runs
-        issued.append(issue - t0_s)
+    if issued is not None:  # the kept requests' issue and completion times after t0, for a replay
+        issued.append((issue - t0_s, complete - t0_s))
     return stream, busy_s(issue[waited], complete[waited]), waited
 
 
@@ -203,7 +211,7 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
     if t0 is None:
         raise NoTrace("the manifest does not say when the command started")
     runtime_s = float(acct["wall_s"])
-    issued: list[np.ndarray] = []
+    issued: list[tuple[np.ndarray, np.ndarray]] = []
     try:
         requests = tracereader.run_requests(run_dir, body)
     except BiossdError as err:  # a trace its collector left half-written: this run is unpredicted, not the report
@@ -213,7 +221,7 @@ def run_stream(run_dir: Path, body: dict[str, Any] | None = None) -> RunStream:
     started = body.get("started_at")
     epoch = (pd.Timestamp(started).timestamp() + float(t0)) if started else None
     return RunStream(stream, runtime_s, float(acct["user_s"]) + float(acct["sys_s"]), busy,
-                     "" if own_device else SHARED_DEVICE_NOTE, waited, issued[0], epoch)
+                     "" if own_device else SHARED_DEVICE_NOTE, waited, issued[0][0], epoch, issued[0][1])
 
 
 def predict_stream(run: RunStream, target: devicemodels.Target, service: Any = None) -> dict[str, float]:
@@ -222,9 +230,12 @@ def predict_stream(run: RunStream, target: devicemodels.Target, service: Any = N
     runs' (:func:`predict_overlapping`); by default the run's stream is served alone."""
     w, b = run.runtime_s, min(run.busy_s, run.runtime_s)
     off = w - b
-    if service is None:
+    waited = replay.waited(run)
+    if service is None and replay.replays(target, [run]):
+        service = replay.service(target.replay(run.stream, *requeststream.followed(run.issue_s, run.complete_s)),
+                                 waited, np.arange(len(run.stream)))
+    elif service is None:
         service = target.serve(run.stream)  # the whole stream, in order: background writes move the head too
-    waited = np.ones(len(run.stream), bool) if run.waited is None else run.waited
     busy_tgt = float(np.sum(service.mean_ms[waited])) / MS_PER_S
     sigma = math.sqrt(float(np.sum(service.var_ms2[waited]))) / MS_PER_S
     low_tgt = max(0.0, float(np.sum(service.low_ms[waited])) / MS_PER_S - INTERVAL_SIGMAS * sigma)
@@ -247,8 +258,10 @@ def predict_overlapping(runs: Sequence[RunStream], target: devicemodels.Target) 
     """Runs that overlapped in time on one device, predicted on one target that they share: their
     requests are served as one stream interleaved by when each was issued (a disk's head moves
     between them; the order is each request's issue time on the host's clock), and each run's
-    prediction (:func:`predict_stream`) takes its own requests' service from that stream. Queueing
-    between them is not modelled: what one run's request waits behind another's is not added."""
+    prediction (:func:`predict_stream`) takes its own requests' service from that stream. On a
+    target that replays them on its own clock (a cloud volume: :mod:`biossd.analysis.replay`) one
+    run's request waits behind another's in the volume's limits; elsewhere that queueing is not
+    modelled."""
     if len(runs) == 1 or any(r.issue_s is None or r.started_epoch_s is None for r in runs):
         return [predict_stream(r, target) for r in runs]
     when = np.concatenate([r.started_epoch_s + r.issue_s for r in runs])
@@ -263,9 +276,13 @@ def predict_overlapping(runs: Sequence[RunStream], target: devicemodels.Target) 
         is_flush=np.concatenate([r.stream.flushes for r in runs])[order])
     if len(order):
         stream.new_stream[0] = True
-    served = target.serve(stream)
     back = np.empty_like(order)
     back[order] = np.arange(len(order))  # each request's place in the merged stream
+    if replay.replays(target, runs):
+        timeline = target.replay(stream, *replay.merged_followed(runs, back, owner))
+        return [predict_stream(run, target, replay.service(timeline, replay.waited(run), back[owner == i]))
+                for i, run in enumerate(runs)]
+    served = target.serve(stream)
     out = []
     for i, run in enumerate(runs):
         mine = back[owner == i]

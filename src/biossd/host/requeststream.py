@@ -51,3 +51,32 @@ class Service:
     var_ms2: np.ndarray
     low_ms: np.ndarray
     high_ms: np.ndarray
+
+
+def followed(issue_s: np.ndarray, complete_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per request of a recorded stream (issue order): the request it followed — the last whose
+    completion came before its issue (``-1``: none had completed) — and the time between that
+    completion and its issue (s; for a request that followed none, its issue time). The replay of
+    :meth:`biossd.host.models.cloudmodel.CloudTarget.replay` issues a request that long after the
+    one it followed completes on the target: a process that waited for a request issues its next
+    after it, and what it did in between (computing) takes as long on any device."""
+    issue_s, complete_s = np.asarray(issue_s, float), np.asarray(complete_s, float)
+    if issue_s.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    order = np.argsort(complete_s, kind="stable")
+    last = np.searchsorted(complete_s[order], issue_s, side="right") - 1
+    after = np.where(last >= 0, order[np.maximum(last, 0)], -1)
+    think = np.where(after >= 0, issue_s - complete_s[np.maximum(after, 0)], issue_s)
+    return after, np.maximum(think, 0.0)
+
+
+def union_increments(start_s: np.ndarray, finish_s: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """Per request (in order of ``start_s``, which never decreases): what its ``[start, finish]``
+    adds to the union of the counted requests' intervals (s; 0 for one not counted). Their sum is
+    the time the device had a counted request outstanding."""
+    out = np.zeros(len(start_s))
+    end = -np.inf
+    for k in np.flatnonzero(counted):
+        out[k] = max(0.0, finish_s[k] - max(start_s[k], end))
+        end = max(end, finish_s[k])
+    return out
