@@ -14,25 +14,25 @@ the page cache) is as blind here as in the module it serves.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from biossd.host import requeststream
 
-if TYPE_CHECKING:
-    from biossd.analysis.predict import RunStream
-
+#: A run's stream as :class:`biossd.analysis.predict.RunStream` holds it (named, not imported:
+#: the prediction imports this module).
+RunStream = Any
 MS_PER_S = 1000.0
 
 
-def replays(target: Any, runs: Sequence["RunStream"]) -> bool:
+def replays(target: Any, runs: Sequence[RunStream]) -> bool:
     """Whether ``target`` replays the runs on its own clock (it can, and every run recorded
     when each of its requests was issued and completed) rather than serving them in issue order."""
     return hasattr(target, "replay") and all(r.issue_s is not None and r.complete_s is not None for r in runs)
 
 
-def waited(run: "RunStream") -> np.ndarray:
+def waited(run: RunStream) -> np.ndarray:
     """Per request of the run, whether the run waited for it (every one, where not recorded)."""
     return np.ones(len(run.stream), bool) if run.waited is None else np.asarray(run.waited, bool)
 
@@ -51,7 +51,7 @@ def service(timeline: dict[str, tuple[np.ndarray, np.ndarray]], counted: np.ndar
     return requeststream.Service(mean, np.zeros_like(mean), busy_ms("low"), busy_ms("high"))
 
 
-def merged_followed(runs: Sequence["RunStream"], back: np.ndarray, owner: np.ndarray
+def merged_followed(runs: Sequence[RunStream], back: np.ndarray, owner: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`biossd.host.requeststream.followed` of runs that overlapped, in their merged
     stream's places (``back``: each request's place; ``owner``: its run, both in the runs'
