@@ -16,6 +16,7 @@ from biossd.analysis import (
     speedup,
     today,
 )
+from biossd.host.models import cloudmodel
 from biossd.outputs.figures._style import (
     GROUP_COLOURS,
     MISSING_COLOUR,
@@ -216,7 +217,8 @@ def figs7_today_storage(a: Analysis) -> plt.Figure:
                     color="white" if dark else "black", linespacing=1.1)
             if row["rent"]:
                 ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.6, ec="#1b7837"))
-    short = [s.removesuffix(f"@{today.INSTANCE}") for s in storage]
+    short = [s.replace(f"@{today.INSTANCE}", "").replace(f"+{cloudmodel.SPENT}", " (instance's burst spent)")
+             for s in storage]
     ax.set_xticks(np.arange(len(storage)), short, rotation=35, ha="right", fontsize=7.5)
     ax.set_yticks(np.arange(len(order)), tool_names(order), fontsize=7.5)
     bar = fig.colorbar(im, ax=ax, fraction=0.03)
