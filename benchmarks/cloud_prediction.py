@@ -55,6 +55,24 @@ def errors(table) -> list[dict]:
             for row in today.prediction_errors(table).to_dict("records")]
 
 
+def bounds(a) -> list[dict]:
+    """The tools a cloud class only bounds (every run there reached the time limit,
+    :func:`biossd.analysis.today.left_out`): the prediction and its interval beside the shortest
+    censored runtime, and whether the prediction agrees with the bound (reaches it)."""
+    table = a.today_storage.set_index(["storage", "tool"])
+    side_of = today.measured_sides(a.rs.devices)
+    runs = a.rs.runs.assign(side=a.rs.runs["host"].astype(str) + "-" + a.rs.runs["storage"].astype(str))
+    out = []
+    for r in today.left_out(a.today_storage).itertuples():
+        censored = runs[(runs["side"] == side_of.get(r.storage)) & (runs["tool"] == r.tool) & (runs["outcome"] == "timeout")]
+        row = table.loc[(r.storage, r.tool)]
+        bound = float(censored["runtime_s"].min()) if len(censored) else float("nan")
+        out.append({"storage": r.storage, "tool": r.tool, "why": r.why, "bound_s": round(bound, 2),
+                    "predicted_s": round(float(row["predicted_s"]), 2), "low_s": round(float(row["low_s"]), 2),
+                    "high_s": round(float(row["high_s"]), 2), "agrees": bool(row["predicted_s"] >= bound)})
+    return out
+
+
 def _name(row: dict) -> str:
     """A row's tool, or its pipeline's process."""
     return row.get("tool") or f"{row['pipeline']}:{row['process']}"
@@ -140,8 +158,11 @@ def main() -> int:
               f"(give --emulate CLASS=cloud:VOLUME@{today.INSTANCE})", file=sys.stderr)
         return 2
     if args.pipelines is None:
-        for r in today.left_out(a.today_storage).itertuples():
-            print(f"  left out: {r.storage} {r.tool}: {r.why}")
+        censored = bounds(a)
+        for r in censored:
+            print(f"  left out: {r['storage']} {r['tool']}: {r['why']}; predicted {r['predicted_s']:.1f} s "
+                  f"[{r['low_s']:.1f}–{r['high_s']:.1f}] against a bound of {r['bound_s']:.1f} s: "
+                  f"{'agrees' if r['agrees'] else 'DISAGREES'}")
     summary = {}
     for storage in sorted({r["storage"] for r in found}):
         mine = [r for r in found if r["storage"] == storage]
@@ -159,7 +180,8 @@ def main() -> int:
               f"{'meets' if s['meets'] else 'misses'} the targets ({MEDIAN_ERROR:.0%}, {WORST_ERROR:.0%})")
     if args.out:
         tmp = args.out.with_suffix(args.out.suffix + ".tmp")
-        tmp.write_text(json.dumps({"results": str(args.results or args.pipelines), "rows": found, "summary": summary},
+        tmp.write_text(json.dumps({"results": str(args.results or args.pipelines), "rows": found, "summary": summary,
+                                   "bounds": censored if args.pipelines is None else []},
                                   indent=1) + "\n")
         tmp.replace(args.out)
     return 0
