@@ -56,21 +56,10 @@ def errors(table) -> list[dict]:
 
 
 def bounds(a) -> list[dict]:
-    """The tools a cloud class only bounds (every run there reached the time limit,
-    :func:`biossd.analysis.today.left_out`): the prediction and its interval beside the shortest
-    censored runtime, and whether the prediction agrees with the bound (reaches it)."""
-    table = a.today_storage.set_index(["storage", "tool"])
-    side_of = today.measured_sides(a.rs.devices)
-    runs = a.rs.runs.assign(side=a.rs.runs["host"].astype(str) + "-" + a.rs.runs["storage"].astype(str))
-    out = []
-    for r in today.left_out(a.today_storage).itertuples():
-        censored = runs[(runs["side"] == side_of.get(r.storage)) & (runs["tool"] == r.tool) & (runs["outcome"] == "timeout")]
-        row = table.loc[(r.storage, r.tool)]
-        bound = float(censored["runtime_s"].min()) if len(censored) else float("nan")
-        out.append({"storage": r.storage, "tool": r.tool, "why": r.why, "bound_s": round(bound, 2),
-                    "predicted_s": round(float(row["predicted_s"]), 2), "low_s": round(float(row["low_s"]), 2),
-                    "high_s": round(float(row["high_s"]), 2), "agrees": bool(row["predicted_s"] >= bound)})
-    return out
+    """:func:`biossd.analysis.today.bounds`, rounded, with each left-out tool's reason."""
+    why = {(r.storage, r.tool): r.why for r in today.left_out(a.today_storage).itertuples()}
+    return [{**{k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()},
+             "why": why.get((row["storage"], row["tool"]), "")} for row in today.bounds(a).to_dict("records")]
 
 
 def _name(row: dict) -> str:

@@ -110,3 +110,25 @@ def test_the_prediction_on_an_emulated_volume_is_judged_per_volume_and_what_is_l
     out = today.left_out(storage).set_index("tool")["why"]
     assert out["c"] == "no run on the volume ended ok: only a bound"
     assert out["d"] == "no prediction: its trace lost events" and "b" not in out, "io2 was not measured"
+
+
+def test_a_tool_a_volume_only_bounds_is_set_against_the_bound():
+    """Every run of c and e on gp3 reached the time limit: each prediction is set against the
+    shortest censored runtime; c's reaches it (agrees), e's does not."""
+    from types import SimpleNamespace
+
+    from biossd.analysis import today
+
+    storage = pd.DataFrame({"tool": ["c", "e"], "storage": ["gp3", "gp3"], "basis": [today.PREDICTED] * 2,
+                            "runtime_s": [70.0, 30.0], "predicted_s": [70.0, 30.0], "low_s": [50.0, 20.0],
+                            "high_s": [90.0, 40.0], "why": ["", ""]})
+    storage = pd.concat([storage, pd.DataFrame({"tool": ["a"], "storage": ["gp3"], "basis": [today.MEASURED],
+                                                "runtime_s": [10.0], "predicted_s": [11.0], "why": [""]})])
+    runs = pd.DataFrame({"host": ["h"] * 4, "storage": ["gp3", "gp3", "gp3", "ssd"], "tool": ["c", "c", "e", "e"],
+                         "outcome": ["timeout", "timeout", "timeout", "ok"], "runtime_s": [60.4, 60.2, 60.3, 5.0]})
+    devices = {"h-gp3": {"emulation": {"emulated": True, "profile": "cloud:gp3"}}, "h-ssd": {"emulation": {}}}
+    found = today.bounds(SimpleNamespace(today_storage=storage, rs=SimpleNamespace(runs=runs, devices=devices)))
+    found = found.set_index("tool")
+    assert found.loc["c", "bound_s"] == pytest.approx(60.2) and found.loc["c", "agrees"]
+    assert not found.loc["e", "agrees"] and found.loc["e", "high_s"] == 40.0
+    assert "a" not in found.index, "a was measured: it is in the error, not bounded"

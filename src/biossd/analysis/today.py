@@ -132,3 +132,25 @@ def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
         out.append({"storage": storage, "tools": len(g), "median_abs_error": median, "worst_abs_error": most,
                     "worst_tool": g.loc[worst, "tool"], "meets": median <= MEDIAN_ERROR and most <= WORST_ERROR})
     return pd.DataFrame(out, columns=["storage", "tools", "median_abs_error", "worst_abs_error", "worst_tool", "meets"])
+
+
+def bounds(a) -> pd.DataFrame:
+    """The tools an emulated cloud volume only bounds (:func:`left_out` because every run there
+    reached the time limit): the prediction and its interval beside the shortest censored runtime,
+    and whether the prediction agrees with the bound (reaches it) — how a censored tool still
+    checks the prediction."""
+    table = a.today_storage.set_index(["storage", "tool"])
+    side_of = measured_sides(a.rs.devices)
+    runs = a.rs.runs.assign(side=a.rs.runs["host"].astype(str) + "-" + a.rs.runs["storage"].astype(str))
+    out = []
+    for r in left_out(a.today_storage).itertuples():
+        censored = runs[(runs["side"] == side_of.get(r.storage)) & (runs["tool"] == r.tool)
+                        & (runs["outcome"] == speedup.TIMEOUT)]
+        if censored.empty:
+            continue
+        row = table.loc[(r.storage, r.tool)]
+        bound = float(censored["runtime_s"].min())
+        out.append({"storage": r.storage, "tool": r.tool, "bound_s": bound, "predicted_s": float(row["predicted_s"]),
+                    "low_s": float(row["low_s"]), "high_s": float(row["high_s"]),
+                    "agrees": bool(row["predicted_s"] >= bound)})
+    return pd.DataFrame(out, columns=["storage", "tool", "bound_s", "predicted_s", "low_s", "high_s", "agrees"])
