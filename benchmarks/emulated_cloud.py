@@ -13,7 +13,11 @@ For each class, with direct I/O (libaio):
   short run at the burst rate again;
 * the instance's cap binding below the volume's (gp3 provisioned at 16,000 IOPS on an m6id.large,
   its daily burst scaled down to a few seconds): 16 KiB reads 64 at a time, at the instance's
-  3,600 IOPS baseline once its burst is spent.
+  3,600 IOPS baseline once its burst is spent;
+* the instance's bandwidth binding below the volume's from the start (gp3 at its baseline behind
+  an m6id.large whose daily burst is spent, ``+spent``, scaled by the study's D = 160 as the
+  study's class is): sequential 128 KiB reads 8 at a time, at the instance's 81.25 MB/s (and
+  what its day's budget earns back each second) rather than the volume's 125 MiB/s.
 
 "model" is the model's figure for a stream of the same requests (the same sizes, depth and idle
 gaps, served from full buckets). The emulator's own path (FUSE and the loop device, about 0.2 ms a
@@ -45,6 +49,8 @@ TOLERANCE = 0.05
 #: to 3,000; m6id.large's 30 minutes a day at 40,000 IOPS to a few hundred I/Os above its baseline.
 GP2_SCALE = 1800.0
 INSTANCE_SCALE = 200_000.0
+#: The divisor D of the study's committed sizing record (benchmarks/sizing-2026-11-28-amended-1.json).
+STUDY_SCALE = 160.0
 
 
 def fio(path: Path, rw: str, bs: str, depth: int, **extra) -> dict:
@@ -88,9 +94,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="biossd-emulated-cloud-") as tmp:
         for spec, scale in (("aws-gp3-baseline@m6id.large", 1.0), ("aws-st1@m6id.large", 1.0),
                             ("azure-premium-ssd-v2", 1.0), ("aws-gp2-100", GP2_SCALE),
-                            ("aws-gp3-provisioned@m6id.large", INSTANCE_SCALE)):
+                            ("aws-gp3-provisioned@m6id.large", INSTANCE_SCALE),
+                            ("aws-gp3-baseline@m6id.large+spent", STUDY_SCALE)):
             target = cloudmodel.target(spec).scaled(scale)
-            mount = Path(tmp) / spec.replace("@", "-")
+            mount = Path(tmp) / spec.replace("@", "-").replace("+", "-")
             emulate.up(mount, f"cloud:{spec}", DEVICE_BYTES, backing_dir=Path(tmp), scale=scale)
             try:
                 test = mount / "fio.dat"
@@ -105,6 +112,12 @@ def main() -> None:
                     got = fio(test, "randread", "16k", 64, **timed)
                     row(spec, "16 KiB random reads, depth 64", got, model(target, got["ios"], 16 * KIB, 64), "iops",
                         "the instance's 3,600 IOPS baseline below the volume's 16,000, its burst spent")
+                    continue
+                if spec.endswith(f"+{cloudmodel.SPENT}"):
+                    got = fio(test, "read", "128k", 8, **timed)
+                    row(spec, "sequential 128 KiB reads, depth 8", got,
+                        model(target, got["ios"], 128 * KIB, 8, sequential=True), "mib_per_s",
+                        "the instance's 81.25 MB/s below the volume's 125 MiB/s, its burst spent")
                     continue
                 got = fio(test, "randread", "4k", 1, **timed)
                 expected = model(target, got["ios"], 4 * KIB, 1)
