@@ -58,6 +58,10 @@ def test_every_default_target_loads_with_its_source_and_date():
     assert "cloud:azure-premium-ssd-v2" in behind, "another provider's volume alone, not behind an AWS instance"
     assert own_pipeline.on_instance(["cloud:aws-st1", "cloud:aws-sc1@m5.large", "x.json"], "m6id.large") == \
         ["cloud:aws-st1@m6id.large", "cloud:aws-sc1@m5.large", "x.json"]
+    given = own_pipeline.on_instance(behind + ["cloud:gcp-hyperdisk-balanced"], "m6id.large")
+    assert "cloud:azure-premium-ssd-v2" in given and not any(t.startswith("cloud:azure") and "@" in t for t in given), \
+        "the report's list (the defaults and the user's) keeps another provider's volume alone"
+    assert "cloud:gcp-hyperdisk-balanced" in given
     with pytest.raises(own_pipeline.PipelineReportError, match="--instance x9.huge: no instance .x9.huge.*known: m5.large"):
         own_pipeline.default_targets("x9.huge")
     with pytest.raises(devicemodels.DeviceModelError, match="no drive"):

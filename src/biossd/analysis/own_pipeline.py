@@ -390,11 +390,17 @@ def default_targets(instance: str | None = None) -> list[str]:
 
 
 def on_instance(targets: Sequence[str], instance: str | None) -> list[str]:
-    """``targets`` with each cloud volume named without an instance put behind ``instance``."""
+    """``targets`` with each cloud volume named without an instance put behind ``instance`` where
+    that instance attaches it (:func:`biossd.host.models.cloudmodel.storage_behind`: its
+    provider's volumes); another provider's volume stays alone."""
     if instance is None:
         return list(targets)
-    default_targets(instance)  # the instance checked
-    return [f"{t}@{instance}" if str(t).startswith(cloudmodel.CLOUD_PREFIX) and "@" not in str(t) else str(t) for t in targets]
+    behind = set(default_targets(instance))  # the instance checked
+    out = []
+    for t in map(str, targets):
+        attached = f"{t}@{instance}"
+        out.append(attached if t.startswith(cloudmodel.CLOUD_PREFIX) and "@" not in t and attached in behind else t)
+    return out
 
 
 def choices(processes: pd.DataFrame, pipeline: pd.DataFrame, instance_usd_per_hour: float | None) -> pd.DataFrame:
