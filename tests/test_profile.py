@@ -231,9 +231,12 @@ def test_dirty_data_is_flushed_inside_the_traced_window(biossd, tmp_path, root_r
            f"of={tmp_path}/x", "bs=1M", "count=16", cwd=tmp_path)
     body = manifest.read_manifest(run)
     assert body["flush_s"] is not None and body["flush_s"] >= 0
+    # The window ends when the flush ended, not at wall_s + flush_s: the profiler's own work between
+    # the command's end and the flush would otherwise push the flush's writes out of it.
+    assert body["flush_ended_s"] >= body["command_started_s"] + body["wall_s"] + body["flush_s"] - 1e-6
     trace = read_blocktrace(run / "blocktrace.tsv.gz")
     t0 = body["command_started_s"]
-    window = trace[(trace.op == "W") & trace.issue_s.between(t0, t0 + body["wall_s"] + body["flush_s"])]
+    window = trace[(trace.op == "W") & trace.issue_s.between(t0, t0 + manifest.window_s(body))]
     assert window.bytes.sum() >= 16 << 20, "the 16 MiB dd left in the page cache reached the traced window"
     assert math.isfinite(features.run_features(run)["Wsize"])
 

@@ -202,7 +202,7 @@ def load_runs(outdir: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
         started = (pd.Timestamp(body["started_at"]).timestamp() if body.get("started_at") else np.nan) \
             + float(body.get("command_started_s") or 0.0)
         row["command_start_epoch_s"] = started
-        row["command_end_epoch_s"] = started + float(body.get("wall_s") or 0.0) + float(body.get("flush_s") or 0.0)
+        row["command_end_epoch_s"] = started + manifest.window_s(body)
         row["side_by_side"] = (body.get("host_lock") or {}).get("mode") == "group-member"
         # Write-back throttling while it ran (NaN where the tracer did not record it).
         throttle = ((body.get("collectors") or {}).get("blocktrace") or {}).get("throttle") or {}

@@ -178,7 +178,7 @@ def window_features(run_dir: Path, start_s: float, end_s: float | None = None) -
         return {f: float("nan") for f in extract.BLOCK_TRACE_FEATURES}
     started = body["command_started_s"]
     start_s, end_s = started + start_s, (None if end_s is None else started + end_s)
-    t_end = started + body["wall_s"] + (body.get("flush_s") or 0.0)
+    t_end = started + manifest.window_s(body)
     end_s = t_end if end_s is None else end_s
     requests = tracereader.run_requests(run_dir, body)
     tally = blockstats.tally_requests(requests, start_s, max(start_s, end_s))

@@ -351,7 +351,7 @@ def _trace_columns(run_dir: Path, body: dict[str, Any], device: DeviceRecord,
     bandwidth = device.bandwidth_bps
     # The window ends after the scratch was flushed (accounting.flush_filesystem): the run's dirty
     # data is the run's I/O, though its time is not in the runtime the rates divide by.
-    t1 = t0 + body["wall_s"] + (body.get("flush_s") or 0.0)
+    t1 = t0 + manifest.window_s(body)
     tally = blockstats.tally_requests(requests, t0, t1)
     out.update(definitions.block_features(tally, 1.0, bandwidth, runtime_s=body["wall_s"]))
     out["read_service_s"], out["write_service_s"] = blockstats.service_split(requests, t0, t1)

@@ -83,3 +83,14 @@ def verify(run_dir: Path, body: dict[str, Any] | None = None) -> list[str]:
         elif sha256_file(path) != entry["sha256"]:
             problems.append(f"{path}: sha256 differs from the manifest's")
     return problems
+
+
+def window_s(body: dict[str, Any]) -> float:
+    """How long after a run's command started its traced window ends: when the flush of its
+    scratch after it ended (``flush_ended_s``, on the run's clock), so that the dirty data the
+    command left is the run's I/O. A record without it (older runs) ends the window at the
+    command's wall time plus the flush's own time, which leaves out the time between the two."""
+    ended, started = body.get("flush_ended_s"), body.get("command_started_s")
+    if ended is not None and started is not None:
+        return float(ended) - float(started)
+    return float(body.get("wall_s") or 0.0) + float(body.get("flush_s") or 0.0)

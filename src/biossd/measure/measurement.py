@@ -111,6 +111,8 @@ class Measurement:
         self.oom_kills: int | None = None
         self.command_pid: int | None = None
         self.flush_s: float | None = None
+        #: When that flush ended, on the run's clock: where its traced window ends (manifest.window_s).
+        self.flush_ended_s: float | None = None
         self.timed_out = False
         self.t_command_s: float | None = None
         self.accounting: dict[str, Any] | None = None
@@ -278,6 +280,7 @@ class Measurement:
         self.host_load = self.load.record(self.accounting["user_s"] + self.accounting["sys_s"])
         self.phases.mark("inspect")
         self.flush_s = accounting.flush_filesystem(self.cwd)
+        self.flush_ended_s = time.monotonic() - self.t0
         self.phases.mark("flush")
         for where in {self.cwd, Path(request.swap_dir or self.cwd)}:  # after the flush: it stays in the window
             gone = emulate.server_gone(where)
@@ -322,6 +325,7 @@ class Measurement:
             "ended_at": self.ended_at,
             "wall_s": self.wall_s,
             "flush_s": self.flush_s,
+            "flush_ended_s": None if self.flush_ended_s is None else round(self.flush_ended_s, 6),
             "command_started_s": self.t_command_s,
             #: time.monotonic() at the run's time origin: the trace's and the sampler's times, and
             #: command_started_s, count from it (an outside observer's monotonic times convert).
