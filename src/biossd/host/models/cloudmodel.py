@@ -53,11 +53,10 @@ SECONDS_PER_DAY = 86_400.0
 #: is used up, so it starts at its baseline, as an instance does after its first half hour of I/O
 #: at its maximum in a day ("at least once every 24 hours", ``ebs-optimized``).
 SPENT = "spent"
-#: The I/O size at which an instance's published IOPS limit is measured (``ebs-optimized``:
-#: "Baseline IOPS (16 KiB I/O)"): a larger request counts one operation and meets the bandwidth,
-#: published at 128 KiB I/O. Counted in 16 KiB units instead, m6id.large's 3,600 IOPS would cap
-#: 128 KiB reads at 59 MB/s, below the 81.25 MB/s published for them.
-INSTANCE_IOPS_UNIT_KIB = 16
+#: What one request takes of an instance's IOPS limit. AWS publishes that limit at 16 KiB I/O
+#: (``ebs-optimized``: "Baseline IOPS (16 KiB I/O)") and the bandwidth at 128 KiB I/O: a larger
+#: request counts one operation and meets the bandwidth. Counted in 16 KiB units instead,
+#: m6id.large's 3,600 IOPS would cap 128 KiB reads at 59 MB/s, below the 81.25 MB/s published.
 INSTANCE_OPERATIONS_PER_REQUEST = 1.0
 #: Fields every row must give with its figures: where each came from and when it was read.
 PROVENANCE = ("source", "retrieved")
@@ -308,7 +307,7 @@ class Limits:
 
     def demands(self, is_write: bool, nbytes: float, sequential: bool) -> list[tuple[Bucket, float]]:
         """Each limit with what the request takes of it: I/Os in the provider's units, bytes, and
-        the instance's I/Os (one a request: :data:`INSTANCE_IOPS_UNIT_KIB`) and bytes."""
+        the instance's I/Os (:data:`INSTANCE_OPERATIONS_PER_REQUEST`) and bytes."""
         v = self.volume
         if self.iops.burst is None:  # a device without credits has a rate per direction (instance-store NVMe)
             self.iops.base = v.write_iops if is_write else v.read_iops
