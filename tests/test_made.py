@@ -38,6 +38,24 @@ def test_a_record_lives_exactly_as_long_as_its_thing(records, tmp_path):
     assert not records.exists() and not records.parent.exists(), "the record directory is removed with the last record"
 
 
+def test_a_record_is_written_when_another_process_removed_the_empty_directory_meanwhile(records, tmp_path,
+                                                                                           monkeypatch):
+    """Two biossd processes at once: one forgets its last record and removes the empty record
+    directory just after the other made it, before the other's write."""
+    write = made.atomic_write_text
+    removed = []
+
+    def after_the_other_pruned(target, text):
+        if not removed:
+            target.parent.rmdir()
+            removed.append(target.parent)
+        write(target, text)
+
+    monkeypatch.setattr(made, "atomic_write_text", after_the_other_pruned)
+    made.remember(tmp_path / "swapfile", "swap file")
+    assert removed == [records] and len(list(records.glob("*.json"))) == 1
+
+
 def test_after_a_reboot_cleanup_finds_swap_files_and_partials_by_their_records(records, tmp_path):
     """/run is empty after a reboot: no lock record names the killed run's swap file or its
     partial directories; their persistent records do, and only marked things are removed."""

@@ -23,6 +23,9 @@ from biossd.core.owners import ProcessRef, boot_id
 #: Root's record directory; another user's is under their XDG state directory.
 ROOT_DIR = Path("/var/lib/biossd/made")
 KINDS = ("swap file", "partial run", "scratch", "replaced run", "partial directory")
+#: How often a record is written before giving up, each time after making the directory again that
+#: another process's :func:`forget` removed as empty in between.
+WRITE_ATTEMPTS = 3
 
 
 def records_dir() -> Path:
@@ -42,8 +45,16 @@ def remember(path: Path, kind: str) -> None:
         raise ValueError(f"unknown kind {kind!r}; one of {KINDS}")
     record = {"path": str(Path(path).absolute()), "kind": kind, "boot_id": boot_id(), **ProcessRef.current().record()}
     target = _record_path(path)
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    atomic_write_text(target, json.dumps(record) + "\n")
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            atomic_write_text(target, json.dumps(record) + "\n")
+            return
+        except FileNotFoundError:
+            # Another biossd process forgot its last record and removed the then empty directory
+            # between the mkdir and the write: make it again.
+            if target.parent.is_dir() or attempt == WRITE_ATTEMPTS:
+                raise
 
 
 def forget(path: Path) -> None:
