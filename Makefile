@@ -77,12 +77,12 @@ summary:
 	@echo "report:   $(abspath $(firstword $(RESULTS)))/report/  (figures/, tables/, notebooks/)"
 	@ls -1 $(firstword $(RESULTS))/report/figures/ $(firstword $(RESULTS))/report/tables/ | sed 's/^/          /'
 
-# The whole suite: the unit tests side by side as `make check` runs them, then the integration
-# tests one at a time (they measure runs, which a test beside them would disturb). A part that
-# PYTEST_ARGS leaves empty (pytest's exit 5) is not a failure.
+# The whole suite in one session, on the host's cores (pytest-xdist): a test that measures runs with
+# no other test beside it, the rest side by side (tests/alone.py says which is which); a module's
+# tests run on one worker (--dist loadfile), its module fixtures made once. A selection that
+# PYTEST_ARGS leaves empty (exit 5) is not a failure.
 test: install tools tex
-	python -m pytest -m "not integration" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	python -m pytest -m integration $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	python -m pytest -n auto --dist loadfile $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The fast loop while changing code: the house's lint (ruff, pyproject's [tool.ruff]), then every
 # test not marked `integration` (those need root, the tools, Nextflow or TeX), side by side on the

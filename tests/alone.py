@@ -1,27 +1,87 @@
-"""A pytest plugin (the conftest loads it): under pytest-xdist, where `make check` runs tests side by
-side, a test marked `alone` runs with no other test beside it — it measures the host's CPU load.
+"""A pytest plugin (the conftest loads it): under pytest-xdist, where `make check` and `make test`
+run tests side by side, a test that measures runs with no other test beside it, and the rest run
+beside each other.
 
-Each test holds a lock file shared from its setup to its teardown (the module fixtures made for it
-included); an `alone` test holds it exclusive. The session's controller makes the file and removes
-it at the end; without workers nothing is locked."""
+A measured run is timed on a quiet host: a program busy beside it makes the study redo the run and
+record the host busy (docs/study.md, "A quiet host, checked"). So each test holds a lock file from
+its setup to its teardown (the module and session fixtures made for it included): shared, or
+exclusive where it measures. A test measures (and holds the lock exclusive) where
+
+- it is marked ``alone`` (a unit test of the host's CPU load), or
+- it is marked ``integration`` and not ``beside``: an integration test measures unless it says it
+  does not (``beside``: what it checks holds on a busy host — a run it profiles is checked for its
+  outcome, not its timing — and it checks no host-wide state: cgroups, mounts, loop devices, the
+  host lock's holder), or
+- it uses a fixture made alone (:func:`made_alone`: it measures, or records the host's state to
+  compare at its end) that this worker has not made yet.
+
+Where tests go (``--dist loadfile``): a module's tests run on one worker, so that its module
+fixtures (a Docker engine, a SLURM cluster) are made once; a session fixture too costly to make on
+each worker is made by the first that needs it and taken by the others (:func:`once_per_session`).
+The modules none of whose tests measures come first, so that the workers run them side by side
+while no measuring test waits for them.
+
+The session's controller makes the lock file and removes it at the end; without workers nothing is
+locked."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import pickle
 import tempfile
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import pytest
 
 _LOCK = pytest.StashKey[Path]()
 _LOCK_INPUT = "biossd_alone_lock"
 MARKER = "alone"
+BESIDE = "beside"
+INTEGRATION = "integration"
+
+#: The fixtures made with no other test beside them (:func:`made_alone`).
+MADE_ALONE: set[str] = set()
+
+F = TypeVar("F", bound=Callable)
+T = TypeVar("T")
+
+
+def made_alone(fixture: F) -> F:
+    """Mark a fixture function (under ``@pytest.fixture``) as made with no other test beside it: it
+    measures, or records the host's state to compare at its end. The first test of a worker that
+    uses it holds the lock exclusive, even one marked ``beside``."""
+    MADE_ALONE.add(fixture.__name__)
+    return fixture
+
+
+def once_per_session(tmp_path_factory, name: str, make: Callable[[], T]) -> T:
+    """``make()``'s value, made once for the whole session: under pytest-xdist each worker has
+    session fixtures of its own, so the first worker that needs it makes it and the others take
+    its value, pickled beside the workers' temporary folders under a lock. Without workers, it
+    is just made."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return make()
+    shared = tmp_path_factory.getbasetemp().parent  # the session's, above each worker's own
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = shared / f"{name}.pickle"
+        if made.is_file():
+            return pickle.loads(made.read_bytes())
+        value = make()
+        partial = made.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(value))
+        partial.rename(made)
+        return value
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", f"{MARKER}: measures the host's CPU load, so no other test runs beside it "
-                                       "(`make check` runs tests side by side)")
+                                       "(`make check` and `make test` run tests side by side)")
+    config.addinivalue_line("markers", f"{BESIDE}: an integration test whose checks hold on a busy host and that "
+                                       "checks no host-wide state (cgroups, mounts, the host lock), so it runs beside "
+                                       "other tests")
     if not hasattr(config, "workerinput"):  # the session's controller, or a session without workers
         fd, name = tempfile.mkstemp(prefix="biossd-tests-", suffix=".lock")
         os.close(fd)
@@ -39,11 +99,36 @@ def pytest_configure_node(node):
     node.workerinput[_LOCK_INPUT] = str(node.config.stash[_LOCK])
 
 
+def measures(item) -> bool:
+    """Whether ``item`` runs alone at least while it makes its fixtures (:func:`exclusive`), as the
+    collection knows it."""
+    return (item.get_closest_marker(MARKER) is not None
+            or (item.get_closest_marker(INTEGRATION) is not None and item.get_closest_marker(BESIDE) is None)
+            or bool(MADE_ALONE & set(getattr(item, "fixturenames", ()))))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules none of whose tests measures first, each module's tests in their order."""
+    measuring = {item.nodeid.split("::")[0] for item in items if measures(item)}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] in measuring)
+
+
+def exclusive(item) -> bool:
+    """Whether ``item`` runs with no other test beside it (the module's docstring says when)."""
+    if item.get_closest_marker(MARKER) is not None:
+        return True
+    if item.get_closest_marker(INTEGRATION) is not None and item.get_closest_marker(BESIDE) is None:
+        return True
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(name not in definitions or definitions[name][-1].cached_result is None
+               for name in MADE_ALONE & set(getattr(item, "fixturenames", ())))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     path = getattr(item.config, "workerinput", {}).get(_LOCK_INPUT)
     if path is None:  # one test at a time: nothing to wait for
         return (yield)
     with open(path) as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if item.get_closest_marker(MARKER) else fcntl.LOCK_SH)
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive(item) else fcntl.LOCK_SH)
         return (yield)

@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+# The plugin that says which tests run side by side, loaded here first (for its fixture markers):
+# registered before its import, as pytest loads a plugin.
+pytest.register_assert_rewrite("alone")
+from alone import made_alone, once_per_session  # noqa: E402 (after its registration, above)
+
 pytest_plugins = ["alone"]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,11 +157,16 @@ STUDY_HOST = "testhost"
 
 
 @pytest.fixture(scope="session")
+@made_alone
 def study_results(env, tmp_path_factory, root_required):
     """`nextflow run study -profile test` with a chained pipeline, its scratch in a hostile path:
-    the suite's one real result set (test_study_workflow.py checks it). Other workflow tests reuse its
-    device records (--device_records) instead of measuring the same devices again. Returns
-    (launch directory, result folder)."""
+    the suite's one real result set (test_study_workflow.py checks it), made once for the session.
+    Other workflow tests reuse its device records (--device_records) instead of measuring the same
+    devices again. Returns (launch directory, result folder)."""
+    return once_per_session(tmp_path_factory, "study_results", lambda: _run_the_study(env, tmp_path_factory))
+
+
+def _run_the_study(env, tmp_path_factory) -> tuple[Path, Path]:
     from biossd.host.cgroups import find_leftovers
     from biossd.host.hdd import emulate
 
@@ -179,13 +189,18 @@ def study_results(env, tmp_path_factory, root_required):
 @pytest.fixture(scope="session")
 def synthetic_study(biossd, tmp_path_factory):
     """A synthetic result set of every tool (planted speedups and patterns, two hosts) and its
-    report, rendered once by `biossd report` into the first folder's report/ (where `biossd paper`
-    finds it): the notebooks' and the supplement's tests share it. Returns synthresults' truth."""
-    from biossd.analysis import synthresults
+    report, rendered once for the session by `biossd report` into the first folder's report/ (where
+    `biossd paper` finds it): the notebooks' and the supplement's tests share it. Returns
+    synthresults' truth."""
+    def make() -> dict:
+        from biossd.analysis import synthresults
 
-    truth = synthresults.write(tmp_path_factory.mktemp("synth"), caps=("1G", "4G"), scales=(1, 2, 8), repeats=2, seed=5)
-    biossd("report", *truth["roots"], timeout=600)
-    return truth
+        truth = synthresults.write(tmp_path_factory.mktemp("synth"), caps=("1G", "4G"), scales=(1, 2, 8), repeats=2,
+                                   seed=5)
+        biossd("report", *truth["roots"], timeout=600)
+        return truth
+
+    return once_per_session(tmp_path_factory, "synthetic_study", make)
 
 
 #: The made-up figures of a measured device record (:func:`measured_record`).

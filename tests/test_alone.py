@@ -1,5 +1,7 @@
-"""The conftest's `alone` plugin (tests/alone.py): under pytest-xdist a test marked `alone` has no
-other test beside it, the others still run side by side, and the lock file goes with the session."""
+"""The conftest's `alone` plugin (tests/alone.py): under pytest-xdist a test marked `alone`, an
+integration test not marked `beside` and the test that makes a fixture made alone have no other
+test beside it, the others still run side by side, a session value is made once for every worker,
+and the lock file goes with the session."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-WINDOWS = '''
+#: Each test writes the window it ran in (name, start, end) to windows.txt.
+WINDOW = '''
 import time, pytest
 
 def _window(name):
@@ -16,7 +19,9 @@ def _window(name):
     time.sleep(0.25)
     with open("windows.txt", "a") as out:
         out.write(f"{name} {start} {time.monotonic()}\\n")
+'''
 
+WINDOWS = WINDOW + '''
 @pytest.mark.parametrize("i", range(4))
 def test_before(i):
     _window(f"before{i}")
@@ -48,3 +53,83 @@ def test_an_alone_test_runs_with_none_beside_it_and_the_others_side_by_side(tmp_
     assert len(others) == 8 and not any(_overlap(windows["alone"], w) for w in others)
     assert any(_overlap(a, b) for i, a in enumerate(others) for b in others[i + 1:]), "the others ran one by one"
     assert not list(tmp_path.glob("biossd-tests-*.lock"))
+
+
+MEASURING = WINDOW + '''
+from alone import made_alone
+
+@pytest.fixture(scope="module")
+@made_alone
+def measured():
+    _window("made")
+
+@pytest.mark.integration
+@pytest.mark.beside
+def test_first_beside(measured):
+    _window("first")
+
+@pytest.mark.integration
+@pytest.mark.beside
+@pytest.mark.parametrize("i", range(3))
+def test_beside(measured, i):
+    _window(f"beside{i}")
+
+@pytest.mark.integration
+def test_measures():
+    _window("measures")
+'''
+
+
+
+def _run(tmp_path: Path, *args: str) -> dict[str, tuple[float, float]]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "alone", "-p", "no:cacheprovider", *args,
+                           "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {name: (float(a), float(b)) for name, a, b in
+            (line.split() for line in (tmp_path / "windows.txt").read_text().splitlines())}
+
+
+def test_an_integration_test_runs_alone_unless_beside_and_a_fixture_made_alone_is_made_alone(tmp_path):
+    """An integration test not marked `beside` has none beside it; the test that makes a fixture
+    decorated `made_alone` has none beside it either, though marked `beside`; the modules none of
+    whose tests measures come first."""
+    (tmp_path / "test_a_measuring.py").write_text(MEASURING)
+    (tmp_path / "test_b_units.py").write_text("\n".join([WINDOW] + [
+        f"def test_unit{i}():\n    _window('unit{i}')\n" for i in range(4)]))
+    windows = _run(tmp_path, "-n", "2", "--dist", "loadfile")
+    for alone in ("measures", "made", "first"):
+        assert not any(_overlap(windows[alone], w) for name, w in windows.items() if name not in (alone, "made", "first"))
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "alone", "-p",
+                             "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)}, capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    modules = list(dict.fromkeys(line.split("::")[0] for line in listed if "::" in line))
+    assert modules == ["test_b_units.py", "test_a_measuring.py"], modules
+
+
+def test_a_session_value_is_made_once_for_every_worker(tmp_path):
+    body = '''
+import os, pytest
+from alone import once_per_session
+
+@pytest.fixture(scope="session")
+def made(tmp_path_factory):
+    def make():
+        with open("made.txt", "a") as out:
+            out.write(os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")
+        return {"value": 42}
+    return once_per_session(tmp_path_factory, "made", make)
+
+def test_it(made):
+    assert made == {"value": 42}
+'''
+    for name in ("test_one.py", "test_two.py"):
+        (tmp_path / name).write_text(body)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "alone", "-p", "no:cacheprovider", "-n", "2",
+                           "--dist", "loadfile", "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len((tmp_path / "made.txt").read_text().splitlines()) == 1

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from alone import made_alone
 from biossd import experiments
 from biossd.core.owners import ProcessRef
 from biossd.core.partial import INFIX as PARTIAL_INFIX
@@ -308,6 +309,7 @@ def test_a_killed_leader_s_members_die_with_it(tmp_path, root_required, biossd):
 
 
 @pytest.fixture(scope="module")
+@made_alone
 def experiment_results(env, tmp_path_factory, root_required, study_results):
     launch = tmp_path_factory.mktemp("experiments")
     outdir = launch / "results"
@@ -348,6 +350,7 @@ def test_each_experiment_ran_every_planned_task_with_outcomes(experiment_results
     assert (held["experiment"], held["experiment_size"]) == ("all", "tiny"), "the folder names the plan it holds"
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_the_experiments_measured_what_they_say(experiment_results):
     sort = pd.read_csv(experiments.table_path(experiment_results, "sort_memory"))
@@ -378,6 +381,7 @@ def test_the_experiments_measured_what_they_say(experiment_results):
         assert body["labels"]["concurrent_group"] == body["host_lock"][hostlock.GROUP_KEY]
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_the_experiments_report_is_deterministic_and_in_the_supplement(experiment_results, biossd, tmp_path):
     """papermill renders the four notebooks (and no study notebook: these results hold no study
@@ -409,6 +413,7 @@ def test_the_experiments_report_is_deterministic_and_in_the_supplement(experimen
     assert "samtools_sort on hdd: -m 1M spilled" in text and "SUBSTITUTE for rocksort" in text
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_the_crate_of_an_experiments_result_set_lists_each_table_and_task(experiment_results, biossd):
     """An experiments-only result set (no features table) is citable: its RO-Crate lists each

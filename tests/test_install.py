@@ -39,6 +39,7 @@ def test_refuses_without_apt_get(tmp_path):
     assert "apt-get not found" in proc.stderr
 
 
+@pytest.mark.beside
 def test_no_network_to_pypi_leaves_no_stamp_and_a_rerun_works(tmp_path):
     venv = tmp_path / "venv"
     offline = {"VENV": str(venv), "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_CACHE_DIR": "1",

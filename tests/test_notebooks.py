@@ -13,7 +13,8 @@ import pytest
 from biossd.outputs import artefacts
 from biossd.study import catalogue
 
-pytestmark = pytest.mark.integration
+#: Nothing here measures: these tests run beside others (tests/alone.py).
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 NOTEBOOKS = tuple(sorted({x.notebook for x in artefacts.ARTEFACTS}))
 #: A figure file smaller than this is a blank page, not a figure.

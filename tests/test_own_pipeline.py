@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from alone import made_alone
 from biossd.analysis import own_pipeline
 from biossd.core.owners import ProcessRef
 from biossd.measure import manifest
@@ -66,6 +67,7 @@ def inputs(biossd, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+@made_alone
 def classes(biossd, root_required, tmp_path_factory):
     """The two classes as the study has them (biossd storage up): the native disk on a loop
     device of its own (its trace holds only the pipeline's requests) and an emulated HDD."""
@@ -79,6 +81,7 @@ def classes(biossd, root_required, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+@made_alone
 def profiled(env, inputs, classes, tmp_path_factory):
     """Each pipeline, profiled with its work directory on the native disk and on the HDD."""
     base = tmp_path_factory.mktemp("own-runs")
@@ -119,6 +122,7 @@ def test_every_task_is_profiled_and_every_process_reported(profiled, biossd, nam
     assert (outdir / own_pipeline.REPORT_DIR / "pipeline_speedup.png").stat().st_size > 0
 
 
+@pytest.mark.beside
 def test_the_report_names_the_storage_to_rent_behind_an_instance(profiled, biossd):
     """On the real dnaseq runs, behind an m6id.large: every cloud volume is predicted behind the
     instance (its own NVMe drive among them, no other instance's), and choices.csv names for the
@@ -147,6 +151,7 @@ def test_the_report_names_the_storage_to_rent_behind_an_instance(profiled, bioss
     assert "## What to rent" in (report / "README.md").read_text() and "Unpriced" in (report / "README.md").read_text()
 
 
+@pytest.mark.beside
 def test_a_retried_task_counts_once_and_its_failed_attempt_is_listed(profiled):
     """GROW_TABLE asks for 40 MB at first: biossd's cap kills it (oom), Nextflow retries it with
     80 MB; the report counts one task and one failed attempt."""
@@ -189,6 +194,7 @@ def test_a_run_that_did_not_finish_says_so_and_lists_what_never_completed(tmp_pa
     assert "- `MAKE_NUMBERS`: 1 attempt(s): oom 1" in lines
 
 
+@pytest.mark.beside
 def test_findings_name_what_to_change_and_the_next_run_config_does_it(profiled, env, biossd, tmp_path):
     """On real runs: GROW_TABLE's first attempt was killed at its 40 MB (BIOSSD-M02, and no other
     process gets it); every finding is a documented rule with its evidence; and the report's
@@ -217,6 +223,7 @@ def test_findings_name_what_to_change_and_the_next_run_config_does_it(profiled, 
     assert "BIOSSD-M02" not in set(own_pipeline.report(again).findings["code"])
 
 
+@pytest.mark.beside
 def test_multiqc_shows_the_per_process_table_and_the_findings(profiled, biossd, env, tmp_path):
     """MultiQC (its own environment, from PyPI), run over the report folder as an nf-core
     pipeline's MultiQC step would be, finds biossd's two sections and shows every process and finding."""
@@ -239,6 +246,7 @@ def test_multiqc_shows_the_per_process_table_and_the_findings(profiled, biossd, 
     assert "GROW_TABLE BIOSSD-M02" in text
 
 
+@pytest.mark.beside
 def test_tasks_run_side_by_side_under_one_leader_and_their_overlaps_are_shown(profiled, tmp_path):
     """The spill pipeline's tasks ran as Nextflow scheduled them (its two SORT_CHUNK tasks at
     once), members of one concurrent group whose leader held the host lock and ended with
@@ -299,6 +307,7 @@ def test_a_resumed_pipeline_counts_its_cached_tasks_once(profiled, env):
     assert after["tasks"].equals(before) and (after["cached_tasks"] == after["tasks"]).all()
 
 
+@pytest.mark.beside
 def test_a_run_of_another_biossd_version_is_named_and_skipped(profiled, tmp_path):
     """A copy of the spill pipeline's results with one run written by another manifest schema:
     the report counts the rest, names that run and says why."""
@@ -317,6 +326,7 @@ def test_a_run_of_another_biossd_version_is_named_and_skipped(profiled, tmp_path
     assert str(run) in (tmp_path / "report" / "README.md").read_text()
 
 
+@pytest.mark.beside
 @pytest.mark.parametrize("name", ["dnaseq", "spill"])
 def test_the_native_runs_predict_the_hdd_s_runtimes(profiled, name):
     """Each process's runtime on the emulated HDD, predicted from its native runs (the HDD's
@@ -332,6 +342,7 @@ def test_the_native_runs_predict_the_hdd_s_runtimes(profiled, name):
     assert held.abs().max() <= MAX_PREDICTION_ERROR, held.to_dict()
 
 
+@pytest.mark.beside
 def test_a_profiled_pipeline_is_a_wfformat_instance_with_its_dependencies(profiled, biossd, tmp_path):
     """`biossd export wfformat` of a profiled pipeline: each task that ended ok, its parents the
     tasks whose outputs it staged, its files with their sizes; WfCommons' own validator accepts it."""
@@ -352,6 +363,7 @@ def test_a_profiled_pipeline_is_a_wfformat_instance_with_its_dependencies(profil
     assert len(body["workflow"]["execution"]["machines"]) == 1
 
 
+@pytest.mark.beside
 def test_a_pipeline_with_its_own_shell_is_refused(env, tmp_path, inputs):
     own = tmp_path / "own-shell"
     shutil.copytree(PIPELINES / "dnaseq", own)

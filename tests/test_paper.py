@@ -16,7 +16,8 @@ from biossd.features import extract as features
 from biossd.outputs import artefacts, crate, supplement
 from conftest import REPO, pdf_text, squeezed
 
-pytestmark = pytest.mark.integration
+#: Nothing here measures: these tests run beside others (tests/alone.py).
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ def test_a_grouped_parameter_is_checked_through_its_group():
     assert schema.schema_problems({"repeats": 3, "publish_mode": "link"}) == []
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_every_default_is_the_one_nextflow_config_gives(env, tmp_path, repo):
     """`nextflow config -output json` of the study: the same parameters, each default as the schema
@@ -59,6 +60,7 @@ def test_every_default_is_the_one_nextflow_config_gives(env, tmp_path, repo):
 LINT_WARNINGS = ("Default parameter '{}' is empty, null, or False", "Schema `$id` should be")
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_nf_core_s_schema_linter_finds_it_valid_and_says_only_what_the_docs_explain(env, repo):
     proc = subprocess.run(["nf-core", "pipelines", "schema", "lint", "nextflow_schema.json"], cwd=repo / "study",

@@ -65,6 +65,7 @@ def rnaseq_alignments(tmp_path_factory, tool_required):
     httpd.shutdown()
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_a_sam_data_set_becomes_reads_the_study_realigns(biossd, rnaseq_alignments, tmp_path):
     """fetch -> recipe -> input -> run: each read's primary line, back in the orientation it was
@@ -92,6 +93,7 @@ def test_a_sam_data_set_becomes_reads_the_study_realigns(biossd, rnaseq_alignmen
     assert run["outcome"] == "ok" and run["exit_code"] == 0
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_reads_become_an_unsorted_bam_that_samtools_sort_reads(biossd, tmp_path, tool_required):
     """align_bam: BWA-MEM aligns every read, the BAM holds a seeded subsample of about the size
@@ -115,6 +117,7 @@ def test_reads_become_an_unsorted_bam_that_samtools_sort_reads(biossd, tmp_path,
     assert run["outcome"] == "ok" and run["exit_code"] == 0
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_one_contig_of_a_sample_is_what_gatk_reads(biossd, tmp_path, tool_required):
     """gatk_region: the reads, genome and known sites of one contig only (GATK refuses contigs its
@@ -142,6 +145,7 @@ def test_one_contig_of_a_sample_is_what_gatk_reads(biossd, tmp_path, tool_requir
     assert f"able to recalibrate {made['records']} reads" in log
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 def test_a_region_the_sample_lacks_or_a_bam_without_read_group_is_named(tmp_path, tool_required):
     tool_required("samtools")

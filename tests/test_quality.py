@@ -43,6 +43,7 @@ def test_no_alignment_at_all_is_nan_not_an_error():
     assert got["tp"] == 0 and got["fn"] == 4 and math.isnan(got["precision"])
 
 
+@pytest.mark.beside
 @pytest.mark.integration
 @pytest.mark.parametrize("tool", ["bwa", "bowtie2", "maq"])
 def test_real_aligners_are_scored_against_the_truth(biossd, tool, tmp_path):

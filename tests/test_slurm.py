@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from alone import made_alone
 from biossd.features import extract
 from biossd.host import hostlock
 from biossd.host.cgroups import find_leftovers
@@ -31,6 +32,7 @@ FAST_POLL = "executor { pollInterval = '1 sec'; queueStatInterval = '2 sec' }\np
 
 
 @pytest.fixture(scope="module")
+@made_alone
 def cluster(env, root_required, tmp_path_factory):
     """The cluster, up for this module; afterwards no daemon, cgroup or file of it is left."""
     before = set(find_leftovers())
@@ -105,6 +107,7 @@ def test_the_cluster_has_a_partition_per_class_and_enforces_memory(cluster):
     assert {line.split()[0].rstrip("*") for line in sinfo.splitlines()} == {"fast", "slow"}
 
 
+@pytest.mark.beside
 def test_a_job_over_its_memory_is_recorded_oom_and_over_its_time_timeout(cluster, tmp_path):
     """SLURM's cgroup kills the tool of a profiled run over --mem: outcome oom (counted in the
     job's cgroup). SLURM's time limit ends a profiled run: outcome timeout, source SLURM."""

@@ -13,7 +13,8 @@ import pytest
 from biossd.measure import manifest
 from biossd.study import catalogue, staging
 
-pytestmark = pytest.mark.integration
+#: Nothing here measures: these tests run beside others (tests/alone.py).
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
 #: Small inputs, but enough for each tool to do real work (assemblers need coverage; ClustalW
 #: and all-against-all BLAST grow with the square of the sequence count).

@@ -33,6 +33,7 @@ CLASSES = ("ssd", "hdd")
 TWO_STUDIES_SLACK = 1.5
 
 
+@pytest.mark.beside
 @pytest.mark.parametrize("storage", CLASSES)
 def test_every_expected_run_is_present_and_complete(result_set, storage):
     for rep in (1, 2, 3):
@@ -69,6 +70,7 @@ def test_every_expected_run_is_present_and_complete(result_set, storage):
     assert (result_set / "report" / "figures" / "fig04_storage_features.png").is_file(), "the pipeline renders the report"
 
 
+@pytest.mark.beside
 def test_the_cachegrind_probe_is_kept_apart_from_the_timed_runs(result_set):
     """Fig. 10 without a PMU: one cachegrind run of the tool on a reduced input, on the first
     class only, published under probes/ and never counted as a timed run."""
@@ -86,6 +88,7 @@ def test_the_cachegrind_probe_is_kept_apart_from_the_timed_runs(result_set):
     assert probes[["side", "tool", "outcome"]].values.tolist() == [["testhost-ssd", "samtools_sort", "ok"]]
 
 
+@pytest.mark.beside
 @pytest.mark.parametrize("storage", CLASSES)
 def test_the_chained_pipeline_ran_step_after_step_in_one_scratch(result_set, storage):
     """Fig. 3: the transcriptome pipeline chained on each class: every step a complete run under
@@ -106,6 +109,7 @@ def test_the_chained_pipeline_ran_step_after_step_in_one_scratch(result_set, sto
     assert not any("chains" in r for r in features.read_table(result_set / "features.csv")["run_dir"])
 
 
+@pytest.mark.beside
 def test_features_rows_match_the_runs(result_set):
     table = features.read_table(result_set / layout.FEATURES_FILE)
     runs = features.find_run_dirs([result_set])
@@ -121,6 +125,7 @@ def test_features_rows_match_the_runs(result_set):
         assert device["storage_class"] == storage and device["spec_row"]["seq_read_mbs"] > 0
 
 
+@pytest.mark.beside
 def test_notebooks_render_the_real_result_set_deterministically(result_set, biossd):
     """The report of a real run (one tool: no clustering, said so) is byte-identical when
     rendered again: `biossd report` writes the same figures and tables as the pipeline's REPORT."""
@@ -151,6 +156,7 @@ def test_notebooks_render_the_real_result_set_deterministically(result_set, bios
     assert "emulated Seagate Barracuda" in (report_dir / "tables" / "table4_hdd_devices.csv").read_text()
 
 
+@pytest.mark.beside
 def test_prediction_is_validated_on_the_real_result_set(result_set):
     """The prediction's validation on a small real set: the emulated HDD's samtools sort runs (traced on a loop
     device of their own) replayed on the native disk's record come within the issue's per-tool
@@ -172,6 +178,7 @@ def test_prediction_is_validated_on_the_real_result_set(result_set):
     assert facts.notna().all().all() and set(facts["device_source"]) == {"run record"}
 
 
+@pytest.mark.beside
 def test_the_paper_s_tools_on_today_s_storage_on_the_real_result_set(result_set):
     """The panel of today's storage on a small real set: every tool's fast-side runs predicted on
     every volume on offer with the instance, each with its interval and a run's cost where the
@@ -193,6 +200,7 @@ def test_the_paper_s_tools_on_today_s_storage_on_the_real_result_set(result_set)
     assert unpriced["volume_usd_per_run"].isna().all() and not unpriced["rent"].any()
 
 
+@pytest.mark.beside
 def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_path):
     """The supplement says plainly what was emulated; the crate lists the synthetic input with
     the checksums its generator recorded, and every run record (probes and chained steps too)."""
@@ -212,6 +220,7 @@ def test_supplement_and_crate_of_the_real_result_set(result_set, biossd, tmp_pat
     assert records <= set(ids), sorted(records - set(ids))
 
 
+@pytest.mark.beside
 def test_the_crate_of_the_real_result_set_passes_roc_validator_offline(result_set, biossd):
     """roc-validator, pinned and offline (its RO-Crate 1.1 context from the rocrate package, seeded
     at install), on the real result set's crate, with the profile it claims: every REQUIRED check
@@ -229,6 +238,7 @@ def test_the_crate_of_the_real_result_set_passes_roc_validator_offline(result_se
         assert profile in line, (profile, line)
 
 
+@pytest.mark.beside
 def test_the_real_result_set_is_a_wfformat_instance_that_wfcommons_accepts(result_set, biossd, tmp_path):
     """`biossd export wfformat`: every profiled run and chained step that ended ok is a task, a
     chained step's parent the step before it, each side a machine; WfCommons' own validator
@@ -254,12 +264,14 @@ def test_the_real_result_set_is_a_wfformat_instance_that_wfcommons_accepts(resul
         wfformat_validate({**body, "schemaVersion": "1.6"})
 
 
+@pytest.mark.beside
 def test_unknown_profile_fails_with_nextflows_error(env, tmp_path):
     proc = nextflow(env, tmp_path, "-profile", "nosuch", "--outdir", str(tmp_path / "r"), check=False)
     assert proc.returncode != 0
     assert "Unknown configuration profile: 'nosuch'" in proc.stdout + proc.stderr
 
 
+@pytest.mark.beside
 def test_unknown_tool_fails_before_any_run(env, tmp_path):
     proc = nextflow(env, tmp_path, "-profile", "test", "--tools", "samtools_sort,bogus",
                     "--outdir", str(tmp_path / "r"), check=False)
@@ -289,6 +301,7 @@ def test_charliecloud_profile_runs_the_tool_in_its_container(env, biossd, tmp_pa
     assert reused["from"] == str(result_set / layout.device_record_relpath(STUDY_HOST, "ssd"))
 
 
+@pytest.mark.beside
 def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):
     """Every catalogue tool (runnable here or not) x the paper's 4 caps at one scale, once: the
     workflow's shape, checked without the tools (more scales and repeats only multiply the same
@@ -312,6 +325,7 @@ def test_stub_run_of_the_full_matrix_lists_every_profiled_task(env, tmp_path):
     print(f"stub-run of {len(profiled)} profiled tasks in {elapsed:.0f} s")
 
 
+@pytest.mark.beside
 def test_bad_parameters_are_all_listed_before_anything_runs(env, tmp_path):
     proc = nextflow(env, tmp_path, "-profile", "test", "--tools", "samtools_sort,bogus", "--mem_caps", "1G,1M",
                     "--scales", "0", "--outdir", str(tmp_path / "r"), check=False)
@@ -330,6 +344,7 @@ def nextflow_config(env, cwd, profiles):
     return proc.stdout
 
 
+@pytest.mark.beside
 @pytest.mark.parametrize("profiles, expected", [
     ("emulated_hdd", ["storage_classes = 'hdd'", "emulate = 'hdd=seagate-barracuda-7200'"]),
     ("emulated_cloud", ["storage_classes = 'gp3'", "emulate = 'gp3=cloud:aws-gp3-baseline@m6id.large'"]),
@@ -344,6 +359,7 @@ def test_profiles_resolve_and_combine(env, tmp_path, profiles, expected):
         assert text in out, (text, out)
 
 
+@pytest.mark.beside
 def test_a_scratch_dir_off_the_named_device_stops_the_study(env, tmp_path):
     from biossd.host import devices
 
@@ -357,6 +373,7 @@ def test_a_scratch_dir_off_the_named_device_stops_the_study(env, tmp_path):
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").glob("*/runs"))
 
 
+@pytest.mark.beside
 def test_slurm_profile_resolves(env, tmp_path):
     """-profile ssd,slurm: the config resolves to the SLURM executor, SLURM-enforced caps recorded
     as external, and each run's partition from its meta (tests/test_slurm.py runs it for real)."""
@@ -456,6 +473,7 @@ def test_a_configuration_censored_at_its_first_repeat_is_not_repeated(env, tmp_p
     assert "repeat(s) 2, 3 not run (the first repeat reached the time limit)" in notebook
 
 
+@pytest.mark.beside
 def test_hard_links_into_another_file_system_are_refused_before_any_run(env, tmp_path):
     outdir = Path("/dev/shm") / f"biossd-test-{os.getpid()}"
     try:
@@ -507,6 +525,7 @@ def test_two_studies_on_one_device_measure_as_one_does_alone(env, tmp_path, resu
     assert list(scratch.iterdir()) == []
 
 
+@pytest.mark.beside
 def test_make_judges_a_results_link_by_the_folder_it_points_to(tmp_path):
     """`make run` publishes by hard link only into the work directory's file system; a RESULTS
     that is a symbolic link to another file system is judged by where it points (copies), not

@@ -11,7 +11,8 @@ import pytest
 
 from biossd.study.inputs import data
 
-pytestmark = pytest.mark.integration
+#: Nothing here measures: these tests run beside others (tests/alone.py).
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 SIZE = "256K"
 KINDS = sorted(data.KINDS)
 

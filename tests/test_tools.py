@@ -11,7 +11,8 @@ import pytest
 from biossd.study import catalogue
 from biossd.study.catalogue import containers, smoke, status
 
-pytestmark = pytest.mark.integration
+#: Nothing here measures: these tests run beside others (tests/alone.py).
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 RUNNABLE = sorted(e.id for e in catalogue.load_all() if e.kind == "tool" and e.data["status"] == "runnable")
 #: The tools built and smoke-tested in their containers by the suite: one of each kind of image
 #: (samtools, which the workflow tests also run in Charliecloud and Docker; a C aligner; a small
