@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import alone
+
 #: Each test writes the window it ran in (name, start, end) to windows.txt.
 WINDOW = '''
 import time, pytest
@@ -80,56 +82,66 @@ def test_measures():
 '''
 
 
-
-def _run(tmp_path: Path, *args: str) -> dict[str, tuple[float, float]]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "TMPDIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "alone", "-p", "no:cacheprovider", *args,
-                           "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {name: (float(a), float(b)) for name, a, b in
-            (line.split() for line in (tmp_path / "windows.txt").read_text().splitlines())}
-
-
 def test_an_integration_test_runs_alone_unless_beside_and_a_fixture_made_alone_is_made_alone(tmp_path):
     """An integration test not marked `beside` has none beside it; the test that makes a fixture
-    decorated `made_alone` has none beside it either, though marked `beside`; the modules none of
-    whose tests measures come first."""
+    decorated `made_alone` has none beside it either, though marked `beside`."""
     (tmp_path / "test_a_measuring.py").write_text(MEASURING)
     (tmp_path / "test_b_units.py").write_text("\n".join([WINDOW] + [
         f"def test_unit{i}():\n    _window('unit{i}')\n" for i in range(4)]))
-    windows = _run(tmp_path, "-n", "2", "--dist", "loadfile")
-    for alone in ("measures", "made", "first"):
-        assert not any(_overlap(windows[alone], w) for name, w in windows.items() if name not in (alone, "made", "first"))
-    listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "alone", "-p",
-                             "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)}, capture_output=True,
-                            text=True, check=True).stdout.splitlines()
-    modules = list(dict.fromkeys(line.split("::")[0] for line in listed if "::" in line))
-    assert modules == ["test_b_units.py", "test_a_measuring.py"], modules
-
-
-def test_a_session_value_is_made_once_for_every_worker(tmp_path):
-    body = '''
-import os, pytest
-from alone import once_per_session
-
-@pytest.fixture(scope="session")
-def made(tmp_path_factory):
-    def make():
-        with open("made.txt", "a") as out:
-            out.write(os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")
-        return {"value": 42}
-    return once_per_session(tmp_path_factory, "made", make)
-
-def test_it(made):
-    assert made == {"value": 42}
-'''
-    for name in ("test_one.py", "test_two.py"):
-        (tmp_path / name).write_text(body)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "TMPDIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "alone", "-p", "no:cacheprovider", "-n", "2",
                            "--dist", "loadfile", "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert len((tmp_path / "made.txt").read_text().splitlines()) == 1
+    windows = {name: (float(a), float(b)) for name, a, b in
+               (line.split() for line in (tmp_path / "windows.txt").read_text().splitlines())}
+    for lone in ("measures", "made", "first"):
+        assert not any(_overlap(windows[lone], w) for name, w in windows.items() if name not in (lone, "made", "first"))
+
+
+class _Item:
+    """What the plugin reads of a collected test: its id, its marks and its fixtures."""
+
+    def __init__(self, nodeid: str, *marks: str, fixtures: tuple[str, ...] = ()):
+        self.nodeid, self.marks, self.fixturenames = nodeid, marks, fixtures
+
+    def get_closest_marker(self, name: str):
+        return name if name in self.marks else None
+
+
+def test_the_modules_none_of_whose_tests_measures_come_first():
+    items = [_Item("test_a.py::one", "integration", "beside"), _Item("test_a.py::two", "integration"),
+             _Item("test_b.py::unit"), _Item("test_c.py::near", "integration", "beside"),
+             _Item("test_d.py::makes", "integration", "beside", fixtures=("made",)), _Item("test_e.py::cpu", "alone"),
+             _Item("test_f.py::last")]
+    alone.MADE_ALONE.add("made")
+    try:
+        alone.pytest_collection_modifyitems(None, items)
+    finally:
+        alone.MADE_ALONE.discard("made")
+    assert [i.nodeid for i in items] == ["test_b.py::unit", "test_c.py::near", "test_f.py::last", "test_a.py::one",
+                                         "test_a.py::two", "test_d.py::makes", "test_e.py::cpu"]
+
+
+class _Factory:
+    def __init__(self, basetemp: Path):
+        self.basetemp = basetemp
+
+    def getbasetemp(self) -> Path:
+        return self.basetemp
+
+
+def test_a_session_value_is_made_once_for_every_worker(tmp_path, monkeypatch):
+    """Each worker's session fixture asks; the first makes the value, the others take it."""
+    made = []
+
+    def make() -> dict:
+        made.append(1)
+        return {"value": len(made)}
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    values = [alone.once_per_session(_Factory(tmp_path / worker), "result", make) for worker in ("gw0", "gw1")]
+    assert values == [{"value": 1}, {"value": 1}] and len(made) == 1
+    assert not list(tmp_path.glob("*.partial"))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert alone.once_per_session(_Factory(tmp_path / "alone"), "result", make) == {"value": 2}
