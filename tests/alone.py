@@ -99,12 +99,16 @@ def pytest_configure_node(node):
     node.workerinput[_LOCK_INPUT] = str(node.config.stash[_LOCK])
 
 
+def _alone_by_its_marks(item) -> bool:
+    """Marked ``alone``, or an integration test not marked ``beside``."""
+    return (item.get_closest_marker(MARKER) is not None
+            or (item.get_closest_marker(INTEGRATION) is not None and item.get_closest_marker(BESIDE) is None))
+
+
 def measures(item) -> bool:
     """Whether ``item`` runs alone at least while it makes its fixtures (:func:`exclusive`), as the
     collection knows it."""
-    return (item.get_closest_marker(MARKER) is not None
-            or (item.get_closest_marker(INTEGRATION) is not None and item.get_closest_marker(BESIDE) is None)
-            or bool(MADE_ALONE & set(getattr(item, "fixturenames", ()))))
+    return _alone_by_its_marks(item) or bool(MADE_ALONE & set(getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -115,9 +119,7 @@ def pytest_collection_modifyitems(config, items):
 
 def exclusive(item) -> bool:
     """Whether ``item`` runs with no other test beside it (the module's docstring says when)."""
-    if item.get_closest_marker(MARKER) is not None:
-        return True
-    if item.get_closest_marker(INTEGRATION) is not None and item.get_closest_marker(BESIDE) is None:
+    if _alone_by_its_marks(item):
         return True
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     return any(name not in definitions or definitions[name][-1].cached_result is None
