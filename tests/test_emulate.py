@@ -30,22 +30,33 @@ SIZE_BYTES = 512 << 20
 SCALE = load_profile(PROFILE).capacity_bytes / SIZE_BYTES
 
 
-def _host():
-    return (swap.active_swaps(), subprocess.run(["losetup", "-l", "-n"], capture_output=True, text=True).stdout,
-            Path("/proc/self/mountinfo").read_text().count("biossd"), emulate.all_states(),
-            subprocess.run(["pgrep", "-f", "biossd.host.hdd.server"], capture_output=True, text=True).stdout)
+def _host(mount: Path) -> tuple:
+    """What an emulation at ``mount`` (its backing files beside it) has on the host: its swap
+    areas, loop devices, mounts, state and disk server. Only its own: a test beside this one, or
+    a module fixture of the other worker's (a Docker engine, a study's storage), may bring its own
+    up or down meanwhile (tests/alone.py)."""
+    state_dir = emulate._state_dir(mount)
+    ours = (str(mount.resolve()), str(mount.parent.resolve()), str(state_dir))
+
+    def lines(text: str) -> list[str]:
+        return [line for line in text.splitlines() if any(path in line for path in ours)]
+
+    return (lines("\n".join(swap.active_swaps())),
+            lines(subprocess.run(["losetup", "-l", "-n"], capture_output=True, text=True).stdout),
+            lines(Path("/proc/self/mountinfo").read_text()), [d for d in emulate.all_states() if d == state_dir],
+            emulate._server_pids(str(state_dir / "fuse")))
 
 
 @pytest.fixture(scope="module")
 def hdd(biossd, tmp_path_factory, root_required):
     mount = tmp_path_factory.mktemp("emu") / "hdd"
-    before = _host()
+    before = _host(mount)
     biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--profile", PROFILE, "--size", "512M",
            "--swap", "64M", "--backing-dir", str(mount.parent), "--scale", repr(SCALE))
     yield mount
     out = biossd("device", "emulate-hdd", "down", "--mount", str(mount)).stdout
     assert "umount" in out
-    assert _host() == before, "the emulated HDD left something behind"
+    assert _host(mount) == before, "the emulated HDD left something behind"
     assert not list(mount.parent.glob("biossd-hdd-*"))
 
 
@@ -126,8 +137,8 @@ def test_down_when_nothing_is_up_says_so(biossd, tmp_path):
 
 
 def test_interrupted_up_leaves_nothing(env, tmp_path, root_required):
-    before = _host()
     mount = tmp_path / "hdd"
+    before = _host(mount)
     proc = subprocess.Popen([sys.executable, "-m", "biossd", "device", "emulate-hdd", "up", "--mount", str(mount),
                              "--size", "256M", "--backing-dir", str(tmp_path)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -135,7 +146,7 @@ def test_interrupted_up_leaves_nothing(env, tmp_path, root_required):
     state = None
     while state is None or "loop_device" not in state:  # interrupt once the loop device exists
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        states = emulate.all_states()
+        states = [d for d in emulate.all_states() if d == emulate._state_dir(mount)]  # not another test's
         if states:
             try:
                 state = json.loads((states[0] / "state.json").read_text())
@@ -145,7 +156,7 @@ def test_interrupted_up_leaves_nothing(env, tmp_path, root_required):
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode != 0
-    assert _host() == before
+    assert _host(mount) == before
     assert not mount.exists() and not list(tmp_path.glob("biossd-hdd-*"))
 
 
@@ -220,8 +231,8 @@ def test_the_native_disk_on_a_loop_device_of_its_own(biossd, tmp_path, root_requ
     """The profile `native` (the one-machine study's "ssd" class): a loop device with direct I/O
     over a preallocated file on the native disk, no disk server; runs on it are recorded as not
     emulated; down leaves the host as it was."""
-    before = _host()
     mount = tmp_path / "ssd"
+    before = _host(mount)
     biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--profile", emulate.NATIVE_PROFILE,
            "--size", "128M", "--backing-dir", str(tmp_path))
     try:
@@ -239,7 +250,7 @@ def test_the_native_disk_on_a_loop_device_of_its_own(biossd, tmp_path, root_requ
         assert record["emulated"] is False and record["profile"] == "native"
     finally:
         biossd("device", "emulate-hdd", "down", "--mount", str(mount))
-    assert _host() == before and not list(tmp_path.glob("biossd-hdd-*"))
+    assert _host(mount) == before and not list(tmp_path.glob("biossd-hdd-*"))
 
 
 def test_what_keeps_a_mount_busy_names_the_kernel_s_holders(tmp_path, root_required):
@@ -261,7 +272,7 @@ def test_an_emulated_cloud_volume_overlaps_its_latency_until_its_iops_bind(bioss
     side (libfuse 3, one thread each): one at a time each waits the volume's latency (5.5 ms, plus
     the emulator's own path), 32 at a time they pass at its 3,000 IOPS; down leaves nothing."""
     mount = tmp_path / "cloud"
-    before = _host()
+    before = _host(mount)
     biossd("device", "emulate-hdd", "up", "--mount", str(mount), "--profile", "cloud:aws-gp3-baseline", "--size", "256M",
            "--backing-dir", str(tmp_path))
     try:
@@ -279,4 +290,4 @@ def test_an_emulated_cloud_volume_overlaps_its_latency_until_its_iops_bind(bioss
         assert abs(deep["iops"] - 3000) <= 0.05 * 3000, deep["iops"]
     finally:
         assert "umount" in biossd("device", "emulate-hdd", "down", "--mount", str(mount)).stdout
-    assert _host() == before, "the emulated cloud volume left something behind"
+    assert _host(mount) == before, "the emulated cloud volume left something behind"
