@@ -79,10 +79,11 @@ summary:
 
 # The whole suite in one session, on the host's cores (pytest-xdist): a test that measures runs with
 # no other test beside it, the rest side by side (tests/alone.py says which is which); a module's
-# tests run on one worker (--dist loadfile), its module fixtures made once. A selection that
+# tests run on one worker (--dist loadfile), its module fixtures made once, the modules in the order
+# tests/alone.py gives them (--no-loadscope-reorder: not xdist's, by size). A selection that
 # PYTEST_ARGS leaves empty (exit 5) is not a failure.
 test: install tools tex
-	python -m pytest -n auto --dist loadfile $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	python -m pytest -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The fast loop while changing code: the house's lint (ruff, pyproject's [tool.ruff]), then every
 # test not marked `integration` (those need root, the tools, Nextflow or TeX), side by side on the

@@ -19,7 +19,10 @@ Where tests go (``--dist loadfile``): a module's tests run on one worker, so tha
 fixtures (a Docker engine, a SLURM cluster) are made once; a session fixture too costly to make on
 each worker is made by the first that needs it and taken by the others (:func:`once_per_session`).
 The modules none of whose tests measures come first, so that the workers run them side by side
-while no measuring test waits for them.
+while no measuring test waits for them; before them, a module with a test marked ``waits`` (it
+waits on a clock of its own, such as SLURM's whole-minute time limit), so that the other worker's
+side-by-side tests fill that wait. pytest-xdist would reorder the modules by their number of tests:
+`make test` turns that off (``--no-loadscope-reorder``).
 
 The session's controller makes the lock file and removes it at the end; without workers nothing is
 locked."""
@@ -39,6 +42,7 @@ _LOCK = pytest.StashKey[Path]()
 _LOCK_INPUT = "biossd_alone_lock"
 MARKER = "alone"
 BESIDE = "beside"
+WAITS = "waits"
 INTEGRATION = "integration"
 
 #: The fixtures made with no other test beside them (:func:`made_alone`).
@@ -82,6 +86,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", f"{BESIDE}: an integration test whose checks hold on a busy host and that "
                                        "checks no host-wide state (cgroups, mounts, the host lock), so it runs beside "
                                        "other tests")
+    config.addinivalue_line("markers", f"{WAITS}: a test marked beside that waits long on a clock of its own (SLURM's "
+                                       "minute time limit): its module is collected first, so others fill the wait")
     if not hasattr(config, "workerinput"):  # the session's controller, or a session without workers
         fd, name = tempfile.mkstemp(prefix="biossd-tests-", suffix=".lock")
         os.close(fd)
@@ -111,10 +117,16 @@ def measures(item) -> bool:
     return _alone_by_its_marks(item) or bool(MADE_ALONE & set(getattr(item, "fixturenames", ())))
 
 
+def _module(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(config, items):
-    """The modules none of whose tests measures first, each module's tests in their order."""
-    measuring = {item.nodeid.split("::")[0] for item in items if measures(item)}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] in measuring)
+    """The modules with a test that ``waits`` first, then those none of whose tests measures, then
+    the rest; each module's tests in their order."""
+    waiting = {_module(item) for item in items if item.get_closest_marker(WAITS) is not None}
+    measuring = {_module(item) for item in items if measures(item)}
+    items.sort(key=lambda item: (_module(item) not in waiting, _module(item) in measuring))
 
 
 def exclusive(item) -> bool:

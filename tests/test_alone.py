@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import alone
+from conftest import REPO
 
 #: Each test writes the window it ran in (name, start, end) to windows.txt.
 WINDOW = '''
@@ -109,18 +110,26 @@ class _Item:
         return name if name in self.marks else None
 
 
-def test_the_modules_none_of_whose_tests_measures_come_first():
+def test_a_module_that_waits_then_those_none_of_whose_tests_measures_come_first():
     items = [_Item("test_a.py::one", "integration", "beside"), _Item("test_a.py::two", "integration"),
              _Item("test_b.py::unit"), _Item("test_c.py::near", "integration", "beside"),
              _Item("test_d.py::makes", "integration", "beside", fixtures=("made",)), _Item("test_e.py::cpu", "alone"),
-             _Item("test_f.py::last")]
+             _Item("test_f.py::last"), _Item("test_g.py::measures", "integration"),
+             _Item("test_g.py::clock", "integration", "beside", "waits")]
     alone.MADE_ALONE.add("made")
     try:
         alone.pytest_collection_modifyitems(None, items)
     finally:
         alone.MADE_ALONE.discard("made")
-    assert [i.nodeid for i in items] == ["test_b.py::unit", "test_c.py::near", "test_f.py::last", "test_a.py::one",
-                                         "test_a.py::two", "test_d.py::makes", "test_e.py::cpu"]
+    assert [i.nodeid for i in items] == ["test_g.py::measures", "test_g.py::clock", "test_b.py::unit",
+                                         "test_c.py::near", "test_f.py::last", "test_a.py::one", "test_a.py::two",
+                                         "test_d.py::makes", "test_e.py::cpu"]
+
+
+def test_make_test_keeps_the_plugin_s_order_of_modules():
+    """pytest-xdist reorders the modules by their number of tests unless told not to."""
+    recipe = (REPO / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "--dist loadfile" in recipe and "--no-loadscope-reorder" in recipe, recipe
 
 
 class _Factory:

@@ -108,6 +108,7 @@ def test_the_cluster_has_a_partition_per_class_and_enforces_memory(cluster):
 
 
 @pytest.mark.beside
+@pytest.mark.waits
 def test_a_job_over_its_memory_is_recorded_oom_and_over_its_time_timeout(cluster, tmp_path):
     """SLURM's cgroup kills the tool of a profiled run over --mem: outcome oom (counted in the
     job's cgroup). SLURM's time limit ends a profiled run: outcome timeout, source SLURM."""
