@@ -22,8 +22,11 @@ workflow EXPERIMENTS {
 
     STORAGE_UP(plan.classes.join(','), [emulate_size: params.emulate_size, data_memory: params.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json, host)
+    // Every task of a class shares its map: JsonSlurperClassic's maps are built whole, where
+    // JsonSlurper's lazy ones build themselves on a first read, and two task scripts reading one at
+    // once raised ConcurrentModificationException.
     ch_classes = STORAGE_UP.out.json
-        .flatMap { f -> new groovy.json.JsonSlurper().parse(f).collect { name, info -> [name, info.scratch ?: '', info] } }
+        .flatMap { f -> new groovy.json.JsonSlurperClassic().parseText(f.text).collect { name, info -> [name, info.scratch ?: '', info] } }
         .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
     // Each input once (kind and size), shared by every task that reads it.

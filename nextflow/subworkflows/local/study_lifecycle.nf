@@ -11,7 +11,7 @@ def biossdJson(List argv) {
     proc.waitForProcessOutput(out, err)
     if( !out.toString().trim() )
         error "${argv.take(3).join(' ')} failed (is biossd on PATH? run `make install`): ${err}"
-    return new groovy.json.JsonSlurper().parseText(out.toString())
+    return new groovy.json.JsonSlurperClassic().parseText(out.toString())
 }
 
 // The given params as the plan commands read them (text, numbers and booleans as they are).
