@@ -421,6 +421,25 @@ def test_a_disk_whose_server_died_is_named_not_taken_for_the_tool(monkeypatch, t
     assert emulate.server_gone(tmp_path) is None
 
 
+def test_an_interrupted_up_whose_rollback_fails_says_what_remains(monkeypatch, tmp_path, capsys):
+    """An ``up`` interrupted mid-way takes down what it made; where that fails, its state is kept
+    for `biossd cleanup` and the error says what remains, not silence."""
+    monkeypatch.setattr(emulate, "STATE_ROOT", tmp_path / "states")
+    monkeypatch.setattr(emulate, "missing_features", lambda fuse=True: [])
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    def busy(state_dir, grace_s=0):
+        raise emulate.EmulateError("the emulated HDD at /x is not fully down: umount /x: busy")
+
+    monkeypatch.setattr(emulate, "_bring_up", interrupted)
+    monkeypatch.setattr(emulate, "down_state", busy)
+    with pytest.raises(KeyboardInterrupt):
+        emulate.up(tmp_path / "ssd", emulate.NATIVE_PROFILE, 128 << 20, backing_dir=tmp_path)
+    assert "not fully down: umount /x: busy" in capsys.readouterr().err
+
+
 # -- bad input: refused before anything is done, naming the option and what to give ------------------------------------
 def test_bad_sizing_arguments_are_refused_before_the_sizing(biossd, tmp_path, root_required):
     def refused(*args):

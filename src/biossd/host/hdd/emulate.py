@@ -228,8 +228,10 @@ def up(mount: Path, profile: str, size_bytes: int, swap_bytes: int | None = None
         except BaseException:
             with signals_ignored():  # a second signal must not stop the rollback
                 if made:
-                    with contextlib.suppress(Exception):
+                    try:
                         down_state(state_dir)
+                    except Exception as err:  # its state is kept (down-failed): said, and the interrupt goes on
+                        print(f"biossd: {err}", file=sys.stderr, flush=True)
             raise
     return status_of(state_dir)
 
@@ -452,8 +454,7 @@ def remove_stale_backing(dirs: list[Path]) -> list[Path]:
     removed = []
     for directory in dirs:
         for path in Path(directory).glob(f"{BACKING_PREFIX}*.img"):
-            if str(path) not in named and BACKING_NAME_RE.fullmatch(path.name) and path.is_file() \
-                    and not path.is_symlink():
+            if str(path) not in named and BACKING_NAME_RE.fullmatch(path.name) and path.is_file() and not path.is_symlink():
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
@@ -473,8 +474,7 @@ def _state_holding(path: Path) -> dict[str, Any] | None:
 
 def mount_of(path: Path) -> Path | None:
     """The mount point of the emulation (biossd's own loop device) ``path`` lives on, if any."""
-    state = _state_holding(path)
-    return Path(state["mount"]) if state is not None else None
+    return Path(state["mount"]) if (state := _state_holding(path)) is not None else None
 
 
 def server_gone(path: Path) -> str | None:
@@ -491,8 +491,7 @@ def server_gone(path: Path) -> str | None:
 
 def run_record(path: Path) -> dict[str, Any] | None:
     """For a run's manifest: the emulation ``path`` lives on, if any (real devices: ``None``)."""
-    state = _state_holding(path)
-    if state is None:
+    if (state := _state_holding(path)) is None:
         return None
     return {"emulated": state.get("profile") != NATIVE_PROFILE, "mechanism": state["mechanism"], "profile": state["profile"],
             "profile_name": state["profile_name"], "loop_device": state.get("loop_device"),
