@@ -18,6 +18,7 @@ include { CHAIN       } from '../modules/local/chain/main'
 include { FEATURES    } from '../modules/local/features/main'
 include { REPORT      } from '../modules/local/report/main'
 include { biossdJson; biossdPlan; givenParams; studyBegin } from '../subworkflows/local/study_lifecycle'
+include { parseJson } from '../lib/json'
 
 /*
  * The experiment matrix and every problem with the parameters, from `biossd study plan`
@@ -150,7 +151,7 @@ workflow BIOSSD {
     STORAGE_UP(classes.join(','), [emulate_size: plan.emulate_size, data_memory: plan.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json.combine(ch_quiet).map { json, quiet -> json }, host)
     ch_classes = STORAGE_UP.out.json
-        .flatMap { f -> new groovy.json.JsonSlurperClassic().parseText(f.text).collect { name, info -> [name, info.scratch ?: ''] } }
+        .flatMap { f -> parseJson(f.text).collect { name, info -> [name, info.scratch ?: ''] } }
         .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
     // With floors measured in this session (a sizing record's study: docs/study.md, "The floor is
@@ -161,7 +162,7 @@ workflow BIOSSD {
     if( plan.floor_tasks ) {
         PROFILE_FLOOR(withInputs(Channel.fromList(plan.floor_tasks), ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version))
         CAPS(PROFILE_FLOOR.out.run_dir.map { meta, dir -> dir }.collect(), planned)
-        ch_capped = CAPS.out.tasks.map { f -> new groovy.json.JsonSlurperClassic().parseText(f.text) }
+        ch_capped = CAPS.out.tasks.map { f -> parseJson(f.text) }
         ch_tasks = ch_capped.flatMap { it.tasks }.map { m -> new LinkedHashMap(m) }
         ch_firm_planned = ch_capped.map { it.firm_tasks }
         ch_chain_tasks = ch_capped.flatMap { it.chain_tasks }.map { m -> new LinkedHashMap(m) }
@@ -188,7 +189,7 @@ workflow BIOSSD {
     PROFILE(ch_first)
     REPEATS(PROFILE.out.run_dir.filter { meta, dir -> !meta.probe }.map { meta, dir -> dir }.collect().ifEmpty([]),
             ch_tasks.filter { meta -> meta.rep != 1 }.toList())
-    ch_repeats = withInputs(REPEATS.out.tasks.flatMap { f -> new groovy.json.JsonSlurperClassic().parseText(f.text) }
+    ch_repeats = withInputs(REPEATS.out.tasks.flatMap { f -> parseJson(f.text) }
                                 .map { m -> new LinkedHashMap(m) },
                             ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
     PROFILE_REPEAT(ch_repeats)
@@ -201,7 +202,7 @@ workflow BIOSSD {
         def baselines = plan.firm_tasks.collect { baselineKey(it) }.unique()
         FIRM_UP(ch_first_profiled.filter { meta, dir -> !meta.probe && baselineKey(meta) in baselines }.map { meta, dir -> dir }.collect(),
                 ch_firm_planned, [classes[0], classes[1]])
-        ch_firm = withInputs(FIRM_UP.out.tasks.flatMap { f -> new groovy.json.JsonSlurperClassic().parseText(f.text) }
+        ch_firm = withInputs(FIRM_UP.out.tasks.flatMap { f -> parseJson(f.text) }
                                  .map { m -> new LinkedHashMap(m) },
                              ch_classes, PREPARE.out.prepared, TOOL_VERSION.out.version)
         PROFILE_FIRM(ch_firm)

@@ -10,6 +10,7 @@ include { STUDY_INPUT       } from '../modules/local/study_input/main'
 include { EXPERIMENT        } from '../modules/local/experiment/main'
 include { EXPERIMENT_REPORT } from '../modules/local/experiment_report/main'
 include { biossdPlan; givenParams; studyBegin } from '../subworkflows/local/study_lifecycle'
+include { parseJson } from '../lib/json'
 
 workflow EXPERIMENTS {
     main:
@@ -22,11 +23,8 @@ workflow EXPERIMENTS {
 
     STORAGE_UP(plan.classes.join(','), [emulate_size: params.emulate_size, data_memory: params.data_memory])
     CHARACTERIZE(STORAGE_UP.out.json, host)
-    // Every task of a class shares its map: JsonSlurperClassic's maps are built whole, where
-    // JsonSlurper's lazy ones build themselves on a first read, and two task scripts reading one at
-    // once raised ConcurrentModificationException.
     ch_classes = STORAGE_UP.out.json
-        .flatMap { f -> new groovy.json.JsonSlurperClassic().parseText(f.text).collect { name, info -> [name, info.scratch ?: '', info] } }
+        .flatMap { f -> parseJson(f.text).collect { name, info -> [name, info.scratch ?: '', info] } }
         .join(CHARACTERIZE.out.records.flatten().map { f -> [f.baseName, f] }, failOnMismatch: true)
 
     // Each input once (kind and size), shared by every task that reads it.

@@ -3,6 +3,7 @@
  * `biossd` command (src/biossd/study/lifecycle.py, where the rules live and are tested); Groovy
  * only gathers what Nextflow knows (its params, its session, its process) and says what came back.
  */
+include { parseJson } from '../../lib/json'
 
 // A biossd command's JSON answer; the study stops, naming the command, if it gives none.
 def biossdJson(List argv) {
@@ -11,7 +12,7 @@ def biossdJson(List argv) {
     proc.waitForProcessOutput(out, err)
     if( !out.toString().trim() )
         error "${argv.take(3).join(' ')} failed (is biossd on PATH? run `make install`): ${err}"
-    return new groovy.json.JsonSlurperClassic().parseText(out.toString())
+    return parseJson(out.toString())
 }
 
 // The given params as the plan commands read them (text, numbers and booleans as they are).
