@@ -28,12 +28,14 @@ stamp_write() { mkdir -p "$stamps"; printf '%s\n' "$2" > "$stamps/$1.tmp" && mv 
 
 packages() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "${1:-$here/debian-packages.txt}"; }
 
-# Install a hashed lock ($2) into the environment of the interpreter $1 (and its bytecode). With
-# uv (install/uv/requirements.lock, kept in $venv/uv), which does it in a fraction of pip's time;
-# where uv cannot be installed (another platform), with pip, saying so. Both honour PIP_INDEX_URL.
-pip_install() {
-  local target=$1 lock=$2 uv=$venv/uv/bin/uv
-  if [ ! -x "$uv" ]; then
+# uv (install/uv/requirements.lock, kept in $venv/uv), installed once: it installs a lock in a
+# fraction of pip's time. Where it cannot be installed (another platform), pip does, saying so;
+# the attempt is made once per call.
+uv_tried=
+uv_ready() {
+  local uv=$venv/uv/bin/uv
+  if [ ! -x "$uv" ] && [ -z "$uv_tried" ]; then
+    uv_tried=1
     rm -rf "$venv/uv.tmp"
     if "$python" -m venv "$venv/uv.tmp" && "$venv/uv.tmp/bin/pip" install -q --disable-pip-version-check \
         --require-hashes --no-deps -r "$here/uv/requirements.lock"; then
@@ -43,8 +45,15 @@ pip_install() {
       note "uv could not be installed from install/uv/requirements.lock (no network to PyPI, or no wheel for this platform): installing with pip"
     fi
   fi
-  if [ -x "$uv" ]; then
-    "$uv" pip install -q --python "$target" --require-hashes --no-deps --compile-bytecode \
+  [ -x "$uv" ]
+}
+
+# Install a hashed lock ($2) into the environment of the interpreter $1 (and its bytecode), with uv
+# where it is installed, else with the environment's pip. Both honour PIP_INDEX_URL.
+pip_install() {
+  local target=$1 lock=$2
+  if uv_ready; then
+    "$venv/uv/bin/uv" pip install -q --python "$target" --require-hashes --no-deps --compile-bytecode \
       ${PIP_INDEX_URL:+--index-url "$PIP_INDEX_URL"} -r "$lock"
   else
     "$(dirname "$target")/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$lock"
@@ -360,7 +369,9 @@ tool_env() {
   if stamp_ok "$name" "$key" && [ -x "$dir/bin/$exe" ] && [ -L "$venv/bin/$exe" ]; then return 0; fi
   note "creating $exe's environment in $dir from install/$name/requirements.lock"
   rm -f "$stamps/$name"; rm -rf "$dir.tmp"
-  "$python" -m venv "$dir.tmp" || die "could not create a virtual environment with $python -m venv"
+  # Without pip where uv fills it: `python -m venv` spends 4 s installing pip into each.
+  local bare=(); if uv_ready; then bare=(--without-pip); fi
+  "$python" -m venv "${bare[@]}" "$dir.tmp" || die "could not create a virtual environment with $python -m venv"
   pip_install "$dir.tmp/bin/python" "$here/$name/requirements.lock" \
     || die "pip install from install/$name/requirements.lock failed: no network to PyPI?"
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
