@@ -21,8 +21,11 @@ each worker is made by the first that needs it and taken by the others (:func:`o
 The modules none of whose tests measures come first, so that the workers run them side by side
 while no measuring test waits for them; before them, a module with a test marked ``waits`` (it
 waits on a clock of its own, such as SLURM's whole-minute time limit), so that the other worker's
-side-by-side tests fill that wait. pytest-xdist would reorder the modules by their number of tests:
-`make test` turns that off (``--no-loadscope-reorder``).
+side-by-side tests fill that wait. Of the modules that measure, those with the most integration
+tests that run side by side come first: their side-by-side tests then meet the other worker's,
+rather than run alone at the end of the session while the other worker has nothing left.
+pytest-xdist would reorder the modules by their number of tests: `make test` turns that off
+(``--no-loadscope-reorder``).
 
 The session's controller makes the lock file and removes it at the end; without workers nothing is
 locked."""
@@ -33,6 +36,7 @@ import fcntl
 import os
 import pickle
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -123,10 +127,14 @@ def _module(item) -> str:
 
 def pytest_collection_modifyitems(config, items):
     """The modules with a test that ``waits`` first, then those none of whose tests measures, then
-    the rest; each module's tests in their order."""
+    the rest, those with more integration tests that run side by side first; each module's tests
+    in their order."""
     waiting = {_module(item) for item in items if item.get_closest_marker(WAITS) is not None}
     measuring = {_module(item) for item in items if measures(item)}
-    items.sort(key=lambda item: (_module(item) not in waiting, _module(item) in measuring))
+    beside = Counter(_module(item) for item in items
+                     if item.get_closest_marker(INTEGRATION) is not None and not _alone_by_its_marks(item))
+    items.sort(key=lambda item: (_module(item) not in waiting, _module(item) in measuring,
+                                 -beside[_module(item)] if _module(item) in measuring else 0))
 
 
 def exclusive(item) -> bool:

@@ -111,18 +111,22 @@ class _Item:
 
 
 def test_a_module_that_waits_then_those_none_of_whose_tests_measures_come_first():
+    """Then the measuring modules, the one with more integration tests side by side (test_h) first."""
     items = [_Item("test_a.py::one", "integration", "beside"), _Item("test_a.py::two", "integration"),
              _Item("test_b.py::unit"), _Item("test_c.py::near", "integration", "beside"),
              _Item("test_d.py::makes", "integration", "beside", fixtures=("made",)), _Item("test_e.py::cpu", "alone"),
              _Item("test_f.py::last"), _Item("test_g.py::measures", "integration"),
-             _Item("test_g.py::clock", "integration", "beside", "waits")]
+             _Item("test_g.py::clock", "integration", "beside", "waits"),
+             _Item("test_h.py::near", "integration", "beside"), _Item("test_h.py::far", "integration", "beside"),
+             _Item("test_h.py::measures", "integration")]
     alone.MADE_ALONE.add("made")
     try:
         alone.pytest_collection_modifyitems(None, items)
     finally:
         alone.MADE_ALONE.discard("made")
     assert [i.nodeid for i in items] == ["test_g.py::measures", "test_g.py::clock", "test_b.py::unit",
-                                         "test_c.py::near", "test_f.py::last", "test_a.py::one", "test_a.py::two",
+                                         "test_c.py::near", "test_f.py::last", "test_h.py::near", "test_h.py::far",
+                                         "test_h.py::measures", "test_a.py::one", "test_a.py::two",
                                          "test_d.py::makes", "test_e.py::cpu"]
 
 
