@@ -21,9 +21,12 @@ each worker is made by the first that needs it and taken by the others (:func:`o
 The modules none of whose tests measures come first, so that the workers run them side by side
 while no measuring test waits for them; before them, a module with a test marked ``waits`` (it
 waits on a clock of its own, such as SLURM's whole-minute time limit), so that the other worker's
-side-by-side tests fill that wait. Of the modules that measure, those with the most integration
-tests that run side by side come first: their side-by-side tests then meet the other worker's,
-rather than run alone at the end of the session while the other worker has nothing left.
+side-by-side tests fill that wait. In each of the two groups, the modules with the most integration
+tests that run side by side come first: of those that measure nothing, the long ones (an image
+built, a notebook run) start early and the unit tests fill the gaps at the end, so that a
+measuring test waits less for the other worker's test to end before it runs alone; of those that
+measure, their side-by-side tests meet the other worker's, rather than run alone at the end of
+the session while the other worker has nothing left.
 pytest-xdist would reorder the modules by their number of tests: `make test` turns that off
 (``--no-loadscope-reorder``).
 
@@ -127,14 +130,13 @@ def _module(item) -> str:
 
 def pytest_collection_modifyitems(config, items):
     """The modules with a test that ``waits`` first, then those none of whose tests measures, then
-    the rest, those with more integration tests that run side by side first; each module's tests
-    in their order."""
+    the rest; in each group, those with more integration tests that run side by side first; each
+    module's tests in their order."""
     waiting = {_module(item) for item in items if item.get_closest_marker(WAITS) is not None}
     measuring = {_module(item) for item in items if measures(item)}
     beside = Counter(_module(item) for item in items
                      if item.get_closest_marker(INTEGRATION) is not None and not _alone_by_its_marks(item))
-    items.sort(key=lambda item: (_module(item) not in waiting, _module(item) in measuring,
-                                 -beside[_module(item)] if _module(item) in measuring else 0))
+    items.sort(key=lambda item: (_module(item) not in waiting, _module(item) in measuring, -beside[_module(item)]))
 
 
 def exclusive(item) -> bool:

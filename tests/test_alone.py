@@ -111,7 +111,7 @@ class _Item:
 
 
 def test_a_module_that_waits_then_those_none_of_whose_tests_measures_come_first():
-    """Then the measuring modules, the one with more integration tests side by side (test_h) first."""
+    """In each group, the module with more integration tests side by side first (test_c, test_h)."""
     items = [_Item("test_a.py::one", "integration", "beside"), _Item("test_a.py::two", "integration"),
              _Item("test_b.py::unit"), _Item("test_c.py::near", "integration", "beside"),
              _Item("test_d.py::makes", "integration", "beside", fixtures=("made",)), _Item("test_e.py::cpu", "alone"),
@@ -124,8 +124,8 @@ def test_a_module_that_waits_then_those_none_of_whose_tests_measures_come_first(
         alone.pytest_collection_modifyitems(None, items)
     finally:
         alone.MADE_ALONE.discard("made")
-    assert [i.nodeid for i in items] == ["test_g.py::measures", "test_g.py::clock", "test_b.py::unit",
-                                         "test_c.py::near", "test_f.py::last", "test_h.py::near", "test_h.py::far",
+    assert [i.nodeid for i in items] == ["test_g.py::measures", "test_g.py::clock", "test_c.py::near",
+                                         "test_b.py::unit", "test_f.py::last", "test_h.py::near", "test_h.py::far",
                                          "test_h.py::measures", "test_a.py::one", "test_a.py::two",
                                          "test_d.py::makes", "test_e.py::cpu"]
 
