@@ -26,9 +26,8 @@ tests that run side by side come first: of those that measure nothing, the long 
 built, a notebook run) start early and the unit tests fill the gaps at the end, so that a
 measuring test waits less for the other worker's test to end before it runs alone; of those that
 measure, their side-by-side tests meet the other worker's, rather than run alone at the end of
-the session while the other worker has nothing left.
-pytest-xdist would reorder the modules by their number of tests: `make test` turns that off
-(``--no-loadscope-reorder``).
+the session while the other worker has nothing left. pytest-xdist would reorder the modules by
+their number of tests: `make test` turns that off (``--no-loadscope-reorder``).
 
 The session's controller makes the lock file and removes it at the end; without workers nothing is
 locked."""
