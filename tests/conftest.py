@@ -12,6 +12,13 @@ from pathlib import Path
 
 import pytest
 
+# pytest keeps the test modules it rewrites (for its assertions) as bytecode in tests/__pycache__
+# (git-ignored) and reads them back in the next session, but writes none where PYTHONDONTWRITEBYTECODE
+# is set: then each worker of each `make check` rewrites every module again (about 2 s). This
+# process writes them, as install/bootstrap.sh compiles biossd's own; the commands it starts inherit
+# the host's setting.
+sys.dont_write_bytecode = False
+
 # The plugin that says which tests run side by side, loaded here first (for its fixture markers):
 # registered before its import, as pytest loads a plugin.
 pytest.register_assert_rewrite("alone")
